@@ -1,0 +1,44 @@
+"""``RunContext``: where an agent sits in its job's tree, carried by every task."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from covey.budgets.budget import Budget
+
+SUBAGENT_DIR = ".sub_agents"
+
+
+class RunContext(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    job_id: str
+    agent_id: str
+    parent_id: str | None = None
+    depth: int = Field(default=0, ge=0)
+    ancestors: list[str] = Field(default_factory=list, description="ids root..parent")
+    budget: Budget
+    deny: list[str] = Field(default_factory=list, description="inherited by every child")
+    allow: list[str] | None = Field(default=None, description="reset for each child")
+    subroot: str = Field(default="", description="workspace folder this agent may write")
+    scopes: list[str] = Field(default_factory=lambda: ["global"])
+
+    @property
+    def chain(self) -> list[str]:
+        """Ids from the root down to this agent: every ledger row it charges."""
+        return [*self.ancestors, self.agent_id]
+
+    def child(self, agent_id: str, budget: Budget, allow: list[str] | None, deny: list[str]) -> RunContext:
+        """A child one level down: deny rules accumulate, allow rules are the child's own."""
+        return RunContext(
+            job_id=self.job_id,
+            agent_id=agent_id,
+            parent_id=self.agent_id,
+            depth=self.depth + 1,
+            ancestors=self.chain,
+            budget=budget,
+            deny=sorted(set(self.deny) | set(deny)),
+            allow=allow,
+            subroot=f"{SUBAGENT_DIR}/{agent_id}",
+            scopes=self.scopes,
+        )

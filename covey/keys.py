@@ -1,0 +1,78 @@
+"""Every Redis key covey writes, and how long each lives.
+
+A job's keys share the ``{job_id}`` hash tag, so they sit in one Redis Cluster slot
+and one Lua script may touch a whole ancestor chain. Global scopes are not per job
+and carry no tag.
+"""
+
+from __future__ import annotations
+
+PREFIX = "covey"
+
+# A job's ledger rows, checkpoints, tree and workspace outlive its run by a week,
+# so `covey tree/ledger` still answer after the job ends; the result backend's
+# `result_expires` is set to the same span.
+JOB_TTL_SECONDS = 7 * 24 * 3600
+
+# A reservation not settled within this span belongs to a dead worker and is
+# released. It must exceed one model call with all the SDK's retries.
+RESERVATION_TTL_SECONDS = 600
+
+
+def _job(job_id: str) -> str:
+    return f"{PREFIX}:{{{job_id}}}"
+
+
+def agent(job_id: str, agent_id: str) -> str:
+    """Ledger hash of one agent: limits, used and reserved for its subtree."""
+    return f"{_job(job_id)}:agent:{agent_id}"
+
+
+def agents(job_id: str) -> str:
+    """Set of every agent id the ledger opened for the job."""
+    return f"{_job(job_id)}:agents"
+
+
+def reservations(job_id: str) -> str:
+    """Sorted set: reservation id -> expiry (unix seconds)."""
+    return f"{_job(job_id)}:resv"
+
+
+def reservation_data(job_id: str) -> str:
+    """Hash: reservation id -> JSON of what it holds and where."""
+    return f"{_job(job_id)}:resv:data"
+
+
+def settled(job_id: str) -> str:
+    """Hash: reservation id -> tokens it was granted; makes settle and reserve idempotent."""
+    return f"{_job(job_id)}:settled"
+
+
+def cancel(job_id: str) -> str:
+    """Flag that every agent of the job checks each cycle."""
+    return f"{_job(job_id)}:cancel"
+
+
+def checkpoint(job_id: str, agent_id: str) -> str:
+    """A waiting parent's state, read back by the chord callback that resumes it."""
+    return f"{_job(job_id)}:state:{agent_id}"
+
+
+def nodes(job_id: str) -> str:
+    """Hash: agent id -> JSON node of the job's tree (role, depth, status, usage)."""
+    return f"{_job(job_id)}:nodes"
+
+
+def workspace(job_id: str) -> str:
+    """Hash: normalised path -> file content, shared by every agent of the job."""
+    return f"{_job(job_id)}:workspace"
+
+
+def scope(name: str) -> str:
+    """Ledger hash of a global scope (`global`, `tenant:<x>`, `sweep:<id>`)."""
+    return f"{PREFIX}:scope:{name}"
+
+
+def scopes_index() -> str:
+    """Set of every global scope name ever charged."""
+    return f"{PREFIX}:scopes"

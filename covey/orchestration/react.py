@@ -1,0 +1,144 @@
+"""ReAct: think, call tools, read results, repeat until ``finish`` or a plain answer.
+
+Control tools become Actions: ``spawn_agents`` and ``delegate`` become ``Spawn``
+(the parent waits off-worker and reads its children's summaries as the tool's
+result), ``finish`` becomes ``Finish``. Other tools become ``RunTools``.
+A malformed tool call (arguments that are not JSON, a tool never offered) fails
+the agent: it is a broken model reply, not something a retry of the tool mends.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from covey.context import RunContext
+from covey.orchestration.actions import (
+    Action,
+    CallModel,
+    ChildRequest,
+    ChildResults,
+    Finish,
+    ModelReply,
+    Outcome,
+    RunTools,
+    Spawn,
+    ToolCall,
+    ToolResults,
+)
+from covey.orchestration.tool_schemas import FINISH_TOOL, SPAWN_TOOLS, TOOL_SCHEMAS, offered
+from covey.results import Status
+from covey.spec import AgentSpec
+
+NAME = "react"
+
+
+def start(spec: AgentSpec, ctx: RunContext) -> Action:
+    system = f"You are {spec.role}, an agent of covey at depth {ctx.depth}. {spec.instructions}".strip()
+    state = {
+        "messages": [{"role": "system", "content": system}, {"role": "user", "content": spec.task}],
+        "tools": offered(spec.tools, ctx.deny),
+        "spawns": [],
+    }
+    return CallModel(state=state, messages=state["messages"])
+
+
+def resume(spec: AgentSpec, ctx: RunContext, state: dict[str, Any], outcome: Outcome) -> Action:
+    state = json.loads(json.dumps(state))  # never mutate the caller's copy
+    if isinstance(outcome, ModelReply):
+        return _on_reply(state, outcome)
+    if isinstance(outcome, ToolResults):
+        for call_id, text in outcome.results.items():
+            state["messages"].append(_tool_message(call_id, text))
+        return _next(state)
+    if isinstance(outcome, ChildResults):
+        return _on_children(state, outcome)
+    raise TypeError(f"react cannot resume from {type(outcome).__name__}")
+
+
+def _on_reply(state: dict[str, Any], reply: ModelReply) -> Action:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in reply.tool_calls
+        ]
+    state["messages"].append(message)
+    if not reply.tool_calls:
+        return Finish(state=state, status=Status.COMPLETED, output=reply.content or "")
+
+    parsed: list[tuple[ToolCall, dict[str, Any]]] = []
+    for call in reply.tool_calls:
+        if call.name not in state["tools"]:
+            return _broken(state, f"model called tool {call.name!r}, which this agent was not offered")
+        try:
+            args = json.loads(call.arguments or "{}")
+        except json.JSONDecodeError as e:
+            return _broken(state, f"model sent malformed arguments for tool {call.name!r}: {e}")
+        if not isinstance(args, dict):
+            return _broken(state, f"model sent non-object arguments for tool {call.name!r}")
+        parsed.append((call, args))
+
+    for call, args in parsed:
+        if call.name == FINISH_TOOL:
+            return Finish(state=state, status=Status.COMPLETED, output=str(args.get("answer", "")))
+
+    others = [call for call, _ in parsed if call.name not in SPAWN_TOOLS]
+    for call, args in parsed:
+        if call.name in SPAWN_TOOLS:
+            _plan_spawn(state, call, args)
+    if others:
+        return RunTools(state=state, calls=others)
+    return _next(state)
+
+
+def _plan_spawn(state: dict[str, Any], call: ToolCall, args: dict[str, Any]) -> None:
+    """Queue a spawn call's children, or answer the call at once with what is wrong."""
+    raw = args.get("agents") if call.name == "spawn_agents" else [args]
+    try:
+        children = [_child(item) for item in raw or []]
+        if not children:
+            raise ValueError("no agents given")
+    except (TypeError, ValueError) as e:
+        state["messages"].append(_tool_message(call.id, f"error: {e}"))
+        return
+    state["spawns"].append({"call_id": call.id, "single": call.name == "delegate", "children": children})
+
+
+def _child(item: Any) -> dict[str, Any]:
+    if not isinstance(item, dict) or not isinstance(item.get("task"), str) or not item["task"].strip():
+        raise ValueError("each agent needs a non-empty 'task'")
+    tools = item.get("tools")
+    if tools is not None and (not isinstance(tools, list) or any(t not in TOOL_SCHEMAS for t in tools)):
+        raise ValueError(f"'tools' must list known tools: {', '.join(TOOL_SCHEMAS)}")
+    return {
+        "task": item["task"],
+        "role": str(item.get("role") or "agent")[:64],
+        "instructions": str(item.get("instructions") or ""),
+        "tools": tools,
+    }
+
+
+def _next(state: dict[str, Any]) -> Action:
+    if state["spawns"]:
+        children = [ChildRequest(**c) for s in state["spawns"] for c in s["children"]]
+        return Spawn(state=state, children=children)
+    return CallModel(state=state, messages=state["messages"])
+
+
+def _on_children(state: dict[str, Any], outcome: ChildResults) -> Action:
+    results = iter(outcome.results)
+    for spawn in state["spawns"]:
+        summaries = [next(results).summary().model_dump(mode="json") for _ in spawn["children"]]
+        body = summaries[0] if spawn["single"] else summaries
+        state["messages"].append(_tool_message(spawn["call_id"], json.dumps(body)))
+    state["spawns"] = []
+    return CallModel(state=state, messages=state["messages"])
+
+
+def _tool_message(call_id: str, text: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call_id, "content": text}
+
+
+def _broken(state: dict[str, Any], error: str) -> Finish:
+    return Finish(state=state, status=Status.FAILED, error=error)

@@ -1,0 +1,74 @@
+"""The tools an agent may be offered, as OpenAI function schemas (pure data).
+
+The worker implements them (``covey.worker.tools``); strategies read the control
+tools (``spawn_agents``, ``delegate``, ``finish``) as Actions instead of running them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+SPAWN_TOOLS = frozenset({"spawn_agents", "delegate"})
+FINISH_TOOL = "finish"
+
+_CHILD = {
+    "type": "object",
+    "properties": {
+        "task": {"type": "string", "description": "what the sub-agent must do"},
+        "role": {"type": "string", "description": "a short role name"},
+        "instructions": {"type": "string"},
+        "tools": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["task"],
+}
+
+
+def _fn(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {"type": "object", "properties": properties, "required": required},
+        },
+    }
+
+
+TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
+    "spawn_agents": _fn(
+        "spawn_agents",
+        "Run several sub-agents in parallel; returns each one's status and output.",
+        {"agents": {"type": "array", "items": _CHILD}},
+        ["agents"],
+    ),
+    "delegate": _fn(
+        "delegate",
+        "Hand one task to a sub-agent and get its status and output back.",
+        _CHILD["properties"],
+        ["task"],
+    ),
+    "finish": _fn(
+        "finish", "End this agent's run with a final answer.", {"answer": {"type": "string"}}, ["answer"]
+    ),
+    "calculator": _fn(
+        "calculator",
+        "Evaluate an arithmetic expression with + - * / // % ** and parentheses.",
+        {"expression": {"type": "string"}},
+        ["expression"],
+    ),
+    "read_file": _fn(
+        "read_file", "Read a file of the job's shared workspace.", {"path": {"type": "string"}}, ["path"]
+    ),
+    "write_file": _fn(
+        "write_file",
+        "Write a file under this agent's own workspace folder.",
+        {"path": {"type": "string"}, "content": {"type": "string"}},
+        ["path", "content"],
+    ),
+}
+
+
+def offered(allow: list[str] | None, deny: list[str]) -> list[str]:
+    """Tool names an agent sees: its allow list (all when unset) minus every deny rule."""
+    names = TOOL_SCHEMAS if allow is None else [n for n in TOOL_SCHEMAS if n in allow]
+    return [n for n in names if n not in deny]

@@ -1,0 +1,80 @@
+"""``AgentResult``: what every agent returns, whatever went wrong.
+
+A child never raises into its parent's chord; every failure is a result with a
+status, so the join always happens and the parent decides what to do.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+
+class Status(str, Enum):
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    BUDGET_EXCEEDED = "budget_exceeded"
+    TIMED_OUT = "timed_out"
+
+
+class Usage(BaseModel):
+    """Spend of an agent's whole subtree (its own calls plus its children's)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cycles: int = 0
+    agents: int = Field(default=0, description="sub-agents started below this agent")
+
+    @computed_field
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            cycles=self.cycles + other.cycles,
+            agents=self.agents + other.agents,
+        )
+
+
+class ChildSummary(BaseModel):
+    """All a parent learns of a child: never its message history."""
+
+    agent_id: str
+    role: str
+    status: Status
+    output: str | None = None
+    error: str | None = None
+
+
+class AgentResult(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    job_id: str
+    agent_id: str
+    parent_id: str | None = None
+    role: str = "agent"
+    depth: int = 0
+    status: Status
+    output: str | None = None
+    error: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    children: list[ChildSummary] = Field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.status is Status.COMPLETED
+
+    def summary(self) -> ChildSummary:
+        return ChildSummary(
+            agent_id=self.agent_id, role=self.role, status=self.status, output=self.output, error=self.error
+        )

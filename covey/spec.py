@@ -1,0 +1,80 @@
+"""What a user submits: ``JobSpec`` (the root) and ``AgentSpec`` (any agent).
+
+These are the wire contract of ``covey.run_job``: validated at the client and again
+in the worker, so a bad spec from any Celery client is refused before anything runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from covey.budgets.budget import Budget
+from covey.orchestration.registry import STRATEGIES
+from covey.orchestration.tool_schemas import TOOL_SCHEMAS
+
+
+class InvalidSpec(ValueError):
+    """A spec that cannot run; the message names the field at fault."""
+
+
+class AgentSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    task: str = Field(min_length=1)
+    role: str = Field(default="agent", min_length=1, max_length=64)
+    instructions: str = ""
+    model: str = Field(default="sim", min_length=1)
+    strategy: str = "react"
+    options: dict[str, Any] = Field(default_factory=dict)
+    tools: list[str] | None = None
+    deny: list[str] = Field(default_factory=list)
+    max_cycles: int = Field(default=20, ge=1, description="model calls this agent alone may make")
+    max_call_tokens: int = Field(default=1024, ge=1, description="completion cap of one model call")
+    timeout: float | None = Field(default=None, gt=0, description="seconds this agent may run")
+
+    @field_validator("strategy")
+    @classmethod
+    def _known_strategy(cls, value: str) -> str:
+        if value not in STRATEGIES:
+            raise ValueError(f"unknown strategy {value!r}; known: {', '.join(sorted(STRATEGIES))}")
+        return value
+
+    @field_validator("tools", "deny")
+    @classmethod
+    def _known_tools(cls, value: list[str] | None) -> list[str] | None:
+        unknown = [name for name in value or [] if name not in TOOL_SCHEMAS]
+        if unknown:
+            raise ValueError(f"unknown tools {unknown}; known: {', '.join(TOOL_SCHEMAS)}")
+        return value
+
+
+class JobSpec(AgentSpec):
+    """The root agent's spec plus what holds for the whole job."""
+
+    role: str = Field(default="root", min_length=1, max_length=64)
+    budget: Budget = Field(default_factory=Budget)
+    tenant: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    child_fraction: float = Field(default=0.5, gt=0, le=1, description="share of a budget each child asks for")
+
+    @classmethod
+    def parse(cls, data: Any) -> JobSpec:
+        """Validate wire data, raising ``InvalidSpec`` with one line per bad field."""
+        try:
+            return cls.model_validate(data)
+        except ValidationError as e:
+            raise InvalidSpec(describe(e)) from e
+
+    def scopes(self) -> list[str]:
+        """Global ledger scopes this job is charged to."""
+        return ["global"] + ([f"tenant:{self.tenant}"] if self.tenant else [])
+
+
+def describe(error: ValidationError) -> str:
+    """One readable line per field: ``budget.max_tokens: Input should be ...``."""
+    lines = []
+    for item in error.errors():
+        where = ".".join(str(p) for p in item["loc"]) or "spec"
+        lines.append(f"{where}: {item['msg']}")
+    return "invalid job spec: " + "; ".join(lines)
