@@ -1,0 +1,258 @@
+"""``sim``: a deterministic OpenAI chat-completions model, as an httpx2 handler.
+
+Plugged into the real OpenAI SDK as a transport (``transport()``) or served over
+HTTP (``covey.worker.sim_server``), so the worker's code path is the same for
+``sim`` and a real endpoint. What it replies is scripted by ``[sim:...]``
+directives in the task text (see ``covey.worker.sim_directives``) and read from
+the conversation so far; the same request always gets the same response.
+Sleeping is the only side effect, and the sleep function is injectable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx2
+
+from covey.worker import sim_directives
+from covey.worker.sim_directives import Directives, DirectiveError, prompt_text
+
+__all__ = ["make_handler", "transport", "prompt_text"]
+
+CREATED = 1_700_000_000  # a fixed timestamp keeps responses byte-for-byte deterministic
+RETRY_AFTER_MS = "20"  # short, so the SDK's retry after a scripted failure is fast
+BAD_ARGUMENTS = '{"expression": "1+'  # deliberately not JSON
+_LEAVES = re.compile(r"leaves=(\d+)")
+
+
+class _BadRequest(ValueError):
+    """A request the sim cannot answer; becomes an HTTP 400."""
+
+
+@dataclass(frozen=True)
+class _Chat:
+    """The parts of a chat-completions request the sim reads."""
+
+    model: str
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    max_tokens: int | None
+
+    @classmethod
+    def from_body(cls, raw: bytes) -> _Chat:
+        try:
+            body = json.loads(raw)
+        except ValueError as e:
+            raise _BadRequest(f"request body is not JSON: {e}") from e
+        messages = body.get("messages") if isinstance(body, dict) else None
+        if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+            raise _BadRequest("'messages' must be a list of message objects")
+        caps = [body[k] for k in ("max_tokens", "max_completion_tokens") if body.get(k) is not None]
+        tools = list(body.get("tools") or [])
+        return cls(str(body.get("model", "sim")), messages, tools, min(caps, default=None))
+
+    @property
+    def task(self) -> str:
+        for message in self.messages:
+            if message.get("role") == "user":
+                return _text(message.get("content"))
+        raise _BadRequest("no 'user' message: the sim reads its task from the first one")
+
+    @property
+    def first_call(self) -> bool:
+        return not any(m.get("role") == "assistant" for m in self.messages)
+
+    @property
+    def tool_names(self) -> set[str]:
+        return {t.get("function", {}).get("name") for t in self.tools}
+
+    def results_of(self, tool: str) -> list[str]:
+        """Contents of the ``tool`` messages answering earlier calls to ``tool``."""
+        ids = {
+            call.get("id")
+            for m in self.messages
+            if m.get("role") == "assistant"
+            for call in m.get("tool_calls") or []
+            if call.get("function", {}).get("name") == tool
+        }
+        answers = (m for m in self.messages if m.get("role") == "tool" and m.get("tool_call_id") in ids)
+        return [_text(m.get("content")) for m in answers]
+
+
+@dataclass(frozen=True)
+class _Reply:
+    """An assistant message: plain content, or tool calls as (name, arguments JSON)."""
+
+    content: str | None = None
+    tool_calls: list[tuple[str, str]] = field(default_factory=list)
+
+
+def make_handler(
+    latency_ms: int = 0, *, sleep: Callable[[float], None] = time.sleep
+) -> Callable[[httpx2.Request], httpx2.Response]:
+    """A handler serving ``POST .../chat/completions``; every other route is a 404.
+
+    ``latency_ms`` is added to every call, on top of any ``[sim:latency MS]``.
+    A ``[sim:fail timeout]`` raises ``httpx2.ReadTimeout`` from the handler; the HTTP
+    server turns that into a stall the client times out on.
+    """
+
+    def handle(request: httpx2.Request) -> httpx2.Response:
+        if request.method != "POST" or not request.url.path.endswith("/chat/completions"):
+            route = f"{request.method} {request.url.path}"
+            return _error(404, f"sim: no route for {route}", "invalid_request_error", "not_found")
+        try:
+            chat = _Chat.from_body(request.read())
+            directives = sim_directives.parse(chat.task)
+        except (_BadRequest, DirectiveError) as e:
+            return _error(400, f"sim: {e}", "invalid_request_error", "invalid_request")
+        if latency_ms + directives.latency_ms:
+            sleep((latency_ms + directives.latency_ms) / 1000)
+        if chat.first_call and directives.fail:
+            failed = _fail(directives.fail, request)
+            if isinstance(failed, httpx2.Response):
+                return failed
+            if failed is not None:
+                return _completion(chat, failed, directives.tokens)
+        return _completion(chat, _decide(chat, directives), directives.tokens)
+
+    return handle
+
+
+def transport(latency_ms: int = 0) -> httpx2.MockTransport:
+    """An in-process transport for ``httpx2.Client(transport=transport())``."""
+    return httpx2.MockTransport(make_handler(latency_ms))
+
+
+def _fail(kind: str, request: httpx2.Request) -> httpx2.Response | _Reply | None:
+    """The scripted failure of a first call, or ``None`` when this attempt succeeds."""
+    if kind == "429":
+        if request.headers.get("x-stainless-retry-count", "0") != "0":
+            return None  # the SDK's retry: behave as if there were no fail directive
+        return _error(429, "sim: scripted rate limit", "rate_limit_error", "rate_limit_exceeded", retry=True)
+    if kind == "500":
+        return _error(500, "sim: scripted server error", "server_error", "server_error", retry=True)
+    if kind == "timeout":
+        raise httpx2.ReadTimeout("sim timeout", request=request)
+    if kind == "bad_args":
+        return _Reply(tool_calls=[("calculator", BAD_ARGUMENTS)])
+    return _Reply(tool_calls=[("teleport", json.dumps({"destination": "elsewhere"}))])
+
+
+def _decide(chat: _Chat, directives: Directives) -> _Reply:
+    """The reply when no failure applies: loop > spawn > write > arithmetic > answer > leaf."""
+    if directives.loop:
+        return _Reply(tool_calls=[("calculator", json.dumps({"expression": "1+1"}))])
+    if directives.spawn and "spawn_agents" in chat.tool_names:
+        results = chat.results_of("spawn_agents")
+        if not results:
+            agents = [{"task": t, "role": "worker"} for t in sim_directives.child_tasks(chat.task)]
+            return _Reply(tool_calls=[("spawn_agents", json.dumps({"agents": agents}))])
+        return _finish(chat, _count_leaves(results[0]))
+    if directives.write and "write_file" in chat.tool_names:
+        results = chat.results_of("write_file")
+        if not results:
+            return _Reply(tool_calls=[("write_file", json.dumps({"path": directives.write, "content": directives.plain}))])
+        return _finish(chat, results[-1])
+    if directives.expression:
+        results = chat.results_of("calculator")
+        if not results:
+            return _Reply(tool_calls=[("calculator", json.dumps({"expression": directives.expression}))])
+        return _finish(chat, results[-1])
+    if directives.answer is not None:
+        return _finish(chat, directives.answer)
+    return _finish(chat, f"done: {directives.plain}")
+
+
+def _count_leaves(result: str) -> str:
+    """The spawning agent's answer from its children's summaries (see module docs)."""
+    try:
+        summaries = json.loads(result)
+    except ValueError:
+        summaries = None
+    if not isinstance(summaries, list):
+        return f"leaves=0 (spawn failed: {result.removeprefix('error:').strip()})"
+    leaves, missing = 0, []
+    for summary in summaries:
+        summary = summary if isinstance(summary, dict) else {"status": "invalid summary"}
+        if summary.get("status") == "completed":
+            found = _LEAVES.search(str(summary.get("output") or ""))
+            leaves += int(found[1]) if found else 1
+        else:
+            missing.append(summary)
+    if not missing:
+        return f"leaves={leaves}"
+    reason = missing[0].get("error") or missing[0].get("status")
+    return f"leaves={leaves} ({len(missing)} not completed: {reason})"
+
+
+def _finish(chat: _Chat, answer: str) -> _Reply:
+    if "finish" in chat.tool_names:
+        return _Reply(tool_calls=[("finish", json.dumps({"answer": answer}))])
+    return _Reply(content=answer)
+
+
+def _completion(chat: _Chat, reply: _Reply, tokens: int | None) -> httpx2.Response:
+    """A ``chat.completion`` body with the billing described in ``sim_directives``."""
+    text = reply.content if reply.content is not None else "".join(args for _, args in reply.tool_calls)
+    completion = tokens or sim_directives.text_tokens(text)
+    content = reply.content
+    if tokens and content is not None:
+        content = content.ljust(tokens * 4)
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    finish_reason = "stop"
+    if chat.max_tokens is not None and completion > chat.max_tokens:
+        completion, finish_reason = chat.max_tokens, "length"
+        message["content"] = (content if content is not None else text)[: chat.max_tokens * 4]
+    elif reply.tool_calls:
+        finish_reason = "tool_calls"
+        message["tool_calls"] = [
+            {
+                "id": _call_id(len(chat.messages), name),
+                "type": "function",
+                "function": {"name": name, "arguments": args},
+            }
+            for name, args in reply.tool_calls
+        ]
+    prompt = sim_directives.prompt_tokens(chat.messages, chat.tools)
+    body = {
+        "id": "chatcmpl-sim-" + _digest(prompt_text(chat.messages, chat.tools) + json.dumps(message)),
+        "object": "chat.completion",
+        "created": CREATED,
+        "model": chat.model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": None}],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        },
+    }
+    return httpx2.Response(200, json=body)
+
+
+def _call_id(message_count: int, name: str) -> str:
+    return "call_" + _digest(f"{message_count}:{name}")
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()[:12]
+
+
+def _text(content: Any) -> str:
+    """Message content as text, whether a string or a list of content parts."""
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return "" if content is None else str(content)
+
+
+def _error(status: int, message: str, kind: str, code: str, *, retry: bool = False) -> httpx2.Response:
+    """An OpenAI-style error; ``retry`` adds the short retry-after the SDK honours."""
+    headers = {"retry-after-ms": RETRY_AFTER_MS, "retry-after": "1"} if retry else {}
+    body = {"error": {"message": message, "type": kind, "code": code}}
+    return httpx2.Response(status, headers=headers, json=body)

@@ -1,0 +1,152 @@
+"""The ``[sim:...]`` directives that script the simulated model, and its token billing.
+
+Pure functions only. ``covey.worker.sim`` decides its reply from a parsed
+``Directives``; the worker imports ``prompt_text`` so that its own estimate is
+computed over exactly the text the sim bills for (the sim bills ``/4`` per char,
+the worker estimates ``/3``, so the estimate is always an upper bound).
+
+Directives live in the task text (the first ``user`` message):
+
+- ``[sim:fail 429|500|timeout|bad_args|unknown_tool]`` on the agent's first call;
+  with ``part=I`` (``[sim:fail 500 part=2]``) only in the child whose task ends
+  ``(part I of W)``, so one sibling of a spawn fails and the others do not
+- ``[sim:latency MS]`` sleep before every reply
+- ``[sim:loop]`` call ``calculator`` forever
+- ``[sim:spawn width=W depth=D]`` spawn W children, each spawning to depth D-1
+- ``[sim:tokens N]`` bill every completion as exactly N tokens
+- ``[sim:write PATH]`` write the task's plain text to PATH with ``write_file``,
+  answer what the tool said
+- ``[sim:answer TEXT]`` finish with TEXT
+- ``What is A op B?`` anywhere in the text: use ``calculator``, answer its result
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+FAIL_KINDS = frozenset({"429", "500", "timeout", "bad_args", "unknown_tool"})
+
+_DIRECTIVE = re.compile(r"\[sim:([A-Za-z_]+)(?:\s+([^\]]*))?\]")
+_SPAWN_ARGS = re.compile(r"width=(\d+)\s+depth=(\d+)")
+_FAIL_ARGS = re.compile(r"(\S+)(?:\s+part=(\d+))?")
+_PART = re.compile(r"\(part (\d+) of \d+\)")
+_ARITHMETIC = re.compile(r"What is\s+(-?\d+(?:\.\d+)?)\s*([-+*/])\s*(-?\d+(?:\.\d+)?)\s*\?", re.IGNORECASE)
+
+
+class DirectiveError(ValueError):
+    """A ``[sim:...]`` directive that is unknown or has malformed arguments."""
+
+
+@dataclass(frozen=True)
+class Spawn:
+    width: int
+    depth: int
+
+
+@dataclass(frozen=True)
+class Directives:
+    """What the task text asks of the sim; ``plain`` is the text with directives removed."""
+
+    plain: str = ""
+    fail: str | None = None
+    latency_ms: int = 0
+    loop: bool = False
+    spawn: Spawn | None = None
+    tokens: int | None = None
+    answer: str | None = None
+    write: str | None = None
+    expression: str | None = None  # "A op B" from a "What is A op B?" question
+
+
+def prompt_text(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
+    """The serialization the sim bills prompt tokens on (and the worker estimates on)."""
+    return json.dumps({"messages": messages, "tools": tools or []}, separators=(",", ":"))
+
+
+def prompt_tokens(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> int:
+    """Prompt tokens the sim reports: one per 4 chars of ``prompt_text``, rounded up."""
+    return math.ceil(len(prompt_text(messages, tools)) / 4)
+
+
+def text_tokens(text: str) -> int:
+    """Completion tokens for a produced text: one per 4 chars, rounded up, at least 1."""
+    return max(1, math.ceil(len(text) / 4))
+
+
+def parse(task: str) -> Directives:
+    """Read every directive of ``task``; the first of each kind wins.
+
+    Raises ``DirectiveError`` naming the directive when one is unknown or malformed,
+    so a typo in a scripted task fails loudly instead of silently changing the run.
+    """
+    found: dict[str, Any] = {}
+    for match in _DIRECTIVE.finditer(task):
+        name, arg = match.group(1), (match.group(2) or "").strip()
+        value = _parse_one(name, arg, match.group(0))
+        found.setdefault(name, value)
+    found["latency_ms"] = found.pop("latency", 0)
+    fail = found.pop("fail", None)
+    if fail is not None:
+        kind, part = fail
+        parts = _PART.findall(task)
+        found["fail"] = kind if part is None or (parts and int(parts[-1]) == part) else None
+    arithmetic = _ARITHMETIC.search(task)
+    return Directives(
+        plain=_remove(task, _DIRECTIVE.finditer(task)),
+        expression=f"{arithmetic[1]} {arithmetic[2]} {arithmetic[3]}" if arithmetic else None,
+        **found,
+    )
+
+
+def _parse_one(name: str, arg: str, raw: str) -> Any:
+    if name == "fail":
+        fail = _FAIL_ARGS.fullmatch(arg)
+        if fail is None or fail[1] not in FAIL_KINDS:
+            raise DirectiveError(f"{raw}: expected a kind of {', '.join(sorted(FAIL_KINDS))}, then part=I or nothing")
+        return fail[1], int(fail[2]) if fail[2] else None
+    if name == "loop":
+        return True
+    if name == "answer":
+        return arg
+    if name == "write":
+        if not arg:
+            raise DirectiveError(f"{raw}: expected a path")
+        return arg
+    if name in ("latency", "tokens"):
+        if not arg.isdigit() or (name == "tokens" and int(arg) < 1):
+            raise DirectiveError(f"{raw}: expected a {'positive ' if name == 'tokens' else ''}whole number")
+        return int(arg)
+    if name == "spawn":
+        spawn = _SPAWN_ARGS.fullmatch(arg)
+        if spawn is None or int(spawn[1]) < 1 or int(spawn[2]) < 1:
+            raise DirectiveError(f"{raw}: expected width=W depth=D with W, D >= 1")
+        return Spawn(width=int(spawn[1]), depth=int(spawn[2]))
+    raise DirectiveError(f"{raw}: unknown sim directive {name!r}")
+
+
+def child_tasks(task: str) -> list[str]:
+    """The tasks a ``[sim:spawn width=W depth=D]`` agent gives its W children.
+
+    Each is the parent's text with the spawn directive lowered to depth D-1 (removed
+    at 0), every other directive kept, and `` (part i of W)`` appended so siblings differ.
+    """
+    match = next(m for m in _DIRECTIVE.finditer(task) if m.group(1) == "spawn")
+    spawn = _parse_one("spawn", (match.group(2) or "").strip(), match.group(0))
+    if spawn.depth > 1:
+        lowered = f"[sim:spawn width={spawn.width} depth={spawn.depth - 1}]"
+        base = task[: match.start()] + lowered + task[match.end() :]
+    else:
+        base = _remove(task, [match])
+    return [f"{base.strip()} (part {i} of {spawn.width})" for i in range(1, spawn.width + 1)]
+
+
+def _remove(text: str, matches: Any) -> str:
+    """``text`` without the matched spans, joining the pieces around each with one space."""
+    for match in reversed(list(matches)):
+        left, right = text[: match.start()].rstrip(), text[match.end():].lstrip()
+        text = f"{left} {right}" if left and right else left + right
+    return text.strip()

@@ -1,0 +1,101 @@
+"""Serve the ``sim`` model over HTTP for clients that cannot take an injected transport.
+
+Each HTTP request becomes an ``httpx2.Request`` for the very handler of
+``covey.worker.sim``, so the replies match the in-process transport exactly.
+Point the OpenAI SDK at ``base_url="http://HOST:PORT/v1"``.
+Run it with ``python -m covey.worker.sim_server [PORT]``.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx2
+
+from covey.worker.sim import make_handler
+
+log = logging.getLogger(__name__)
+
+STALL_MARGIN_S = 0.5  # a ``timeout`` fault outlasts the client's read timeout by this much
+STALL_CAP_S = 30.0  # ...but never ties up a server thread longer than this
+_HOP_HEADERS = frozenset({"content-length", "transfer-encoding", "connection", "content-encoding"})
+
+
+def make_server(
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    latency_ms: int = 0,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+) -> ThreadingHTTPServer:
+    """A not-yet-running server (``port=0`` picks a free port: read ``server_address``)."""
+    handle = make_handler(latency_ms, sleep=sleep)
+
+    class _Relay(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def _relay(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            request = httpx2.Request(
+                self.command,
+                f"http://{self.headers.get('host', 'sim')}{self.path}",
+                headers=list(self.headers.items()),
+                content=self.rfile.read(length),
+            )
+            try:
+                response = handle(request)
+            except httpx2.TimeoutException:
+                sleep(_stall_seconds(request))
+                response = httpx2.Response(504, json={"error": {"message": "sim timeout", "type": "timeout"}})
+            try:
+                self._write(response)
+            except (BrokenPipeError, ConnectionResetError):
+                log.debug("sim client went away before its response was written")
+
+        def _write(self, response: httpx2.Response) -> None:
+            body = response.read()
+            self.send_response(response.status_code)
+            for name, value in response.headers.items():
+                if name.lower() not in _HOP_HEADERS:
+                    self.send_header(name, value)
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _relay
+
+        def log_message(self, format: str, *args: object) -> None:
+            log.debug("sim %s", format % args)
+
+    server = ThreadingHTTPServer((host, port), _Relay)
+    server.daemon_threads = True  # a stalled ``timeout`` reply must not block shutdown
+    return server
+
+
+def serve(host: str = "127.0.0.1", port: int = 8765) -> None:
+    """Serve until interrupted (blocking)."""
+    server = make_server(host, port)
+    print(f"sim model on http://{host}:{server.server_address[1]}/v1", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
+def _stall_seconds(request: httpx2.Request) -> float:
+    """How long to stall so the client times out: its read timeout plus a margin, capped."""
+    try:
+        read_timeout = float(request.headers.get("x-stainless-read-timeout", STALL_CAP_S))
+    except ValueError:
+        read_timeout = STALL_CAP_S
+    return min(read_timeout + STALL_MARGIN_S, STALL_CAP_S)
+
+
+if __name__ == "__main__":
+    serve(port=int(sys.argv[1]) if len(sys.argv) > 1 else 8765)

@@ -1,0 +1,319 @@
+"""The sim model through the real OpenAI SDK on an in-process transport."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import httpx2
+import openai
+import pytest
+
+from covey.orchestration.tool_schemas import TOOL_SCHEMAS
+from covey.worker import sim_directives
+from covey.worker.sim import make_handler, prompt_text, transport
+
+TOOLS = [TOOL_SCHEMAS[n] for n in ("spawn_agents", "finish", "calculator")]
+
+
+class Recorder:
+    """A handler wrapper that remembers every request the SDK sent."""
+
+    def __init__(self, handler):
+        self.handler, self.requests = handler, []
+
+    def __call__(self, request):
+        self.requests.append(request)
+        return self.handler(request)
+
+
+def client(max_retries=0, handler=None):
+    http = httpx2.Client(transport=httpx2.MockTransport(handler) if handler else transport())
+    return openai.OpenAI(api_key="sim", base_url="http://sim.covey/v1", http_client=http, max_retries=max_retries)
+
+
+def ask(task, tools=None, history=(), max_retries=0, handler=None, **kwargs):
+    messages = [{"role": "user", "content": task}, *history]
+    extra = {"tools": tools} if tools else {}
+    return client(max_retries, handler).chat.completions.create(model="sim", messages=messages, **extra, **kwargs)
+
+
+def call_of(response):
+    (call,) = response.choices[0].message.tool_calls
+    return call.function.name, call.function.arguments
+
+
+def answered(response, content, name=None):
+    """The conversation after ``response`` plus a tool message answering its one call."""
+    call = response.choices[0].message.tool_calls[0]
+    assistant = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": call.id, "type": "function", "function": call.function.model_dump()}],
+    }
+    return [assistant, {"role": "tool", "tool_call_id": call.id, "content": content}]
+
+
+# --- plain replies and accounting ------------------------------------------------
+
+
+def test_leaf_without_tools_answers_in_content_with_exact_usage():
+    response = ask("  Say hello [sim:latency 0] ")
+    choice = response.choices[0]
+    assert choice.message.content == "done: Say hello"
+    assert choice.message.tool_calls is None
+    assert choice.finish_reason == "stop"
+    messages = [{"role": "user", "content": "  Say hello [sim:latency 0] "}]
+    prompt = math.ceil(len(json.dumps({"messages": messages, "tools": []}, separators=(",", ":"))) / 4)
+    assert response.usage.prompt_tokens == prompt
+    assert response.usage.completion_tokens == math.ceil(len("done: Say hello") / 4)
+    assert response.usage.total_tokens == prompt + response.usage.completion_tokens
+    assert response.model == "sim"
+
+
+def test_prompt_tokens_are_billed_on_prompt_text_with_tools():
+    messages = [{"role": "user", "content": "Say hello"}]
+    response = ask("Say hello", tools=TOOLS)
+    text = prompt_text(messages, TOOLS)
+    assert text == json.dumps({"messages": messages, "tools": TOOLS}, separators=(",", ":"))
+    assert response.usage.prompt_tokens == math.ceil(len(text) / 4)
+    assert sim_directives.prompt_tokens(messages, TOOLS) == response.usage.prompt_tokens
+
+
+def test_finish_tool_is_used_when_offered_and_replies_are_deterministic():
+    first, second = ask("Say hello", tools=TOOLS), ask("Say hello", tools=TOOLS)
+    assert call_of(first) == ("finish", json.dumps({"answer": "done: Say hello"}))
+    assert first.choices[0].finish_reason == "tool_calls"
+    assert first.choices[0].message.tool_calls[0].id.startswith("call_")
+    assert first.model_dump() == second.model_dump()
+    assert first.usage.completion_tokens == math.ceil(len(json.dumps({"answer": "done: Say hello"})) / 4)
+
+
+def test_answer_directive_runs_to_the_closing_bracket():
+    response = ask("Report [sim:answer the sky is blue, mostly] please", tools=TOOLS)
+    assert call_of(response) == ("finish", json.dumps({"answer": "the sky is blue, mostly"}))
+
+
+def test_arithmetic_calls_the_calculator_then_answers_its_result():
+    first = ask("Quick: What is 6 * 7? thanks", tools=TOOLS)
+    assert call_of(first) == ("calculator", json.dumps({"expression": "6 * 7"}))
+    done = ask("Quick: What is 6 * 7? thanks", tools=TOOLS, history=answered(first, "42"))
+    assert call_of(done) == ("finish", json.dumps({"answer": "42"}))
+
+
+def test_arithmetic_outranks_answer_directive():
+    response = ask("What is 1.5+2? [sim:answer nope]", tools=TOOLS)
+    assert call_of(response) == ("calculator", json.dumps({"expression": "1.5 + 2"}))
+
+
+def test_loop_never_finishes():
+    task = "What is 1 + 2? [sim:loop]"
+    first = ask(task, tools=TOOLS)
+    assert call_of(first) == ("calculator", json.dumps({"expression": "1+1"}))
+    later = ask(task, tools=TOOLS, history=answered(first, "2"))
+    assert call_of(later) == ("calculator", json.dumps({"expression": "1+1"}))
+    assert later.choices[0].message.tool_calls[0].id != first.choices[0].message.tool_calls[0].id
+
+
+# --- tokens and max_tokens -----------------------------------------------------------
+
+
+def test_tokens_directive_pads_content_to_exactly_n_tokens():
+    response = ask("Hi [sim:tokens 10]")
+    assert response.choices[0].message.content == "done: Hi".ljust(40)
+    assert response.usage.completion_tokens == 10
+
+
+def test_tokens_directive_reports_n_for_tool_calls():
+    response = ask("Hi [sim:tokens 50]", tools=TOOLS)
+    assert call_of(response) == ("finish", json.dumps({"answer": "done: Hi"}))
+    assert response.usage.completion_tokens == 50
+
+
+def test_max_tokens_truncates_and_drops_tool_calls():
+    response = ask("Hi [sim:tokens 50]", tools=TOOLS, max_tokens=3)
+    choice = response.choices[0]
+    assert choice.finish_reason == "length"
+    assert choice.message.tool_calls is None
+    assert choice.message.content == json.dumps({"answer": "done: Hi"})[:12]
+    assert response.usage.completion_tokens == 3
+
+
+def test_max_completion_tokens_caps_a_long_content_answer():
+    response = ask("[sim:answer " + "x" * 100 + "]", max_completion_tokens=5)
+    assert response.choices[0].finish_reason == "length"
+    assert response.choices[0].message.content == "x" * 20
+    assert response.usage.completion_tokens == 5
+
+
+def test_a_reply_within_max_tokens_is_untouched():
+    response = ask("Hi", tools=TOOLS, max_tokens=100)
+    assert response.choices[0].finish_reason == "tool_calls"
+    assert call_of(response)[0] == "finish"
+
+
+# --- spawning --------------------------------------------------------------------------
+
+
+def test_spawn_asks_for_width_children_one_level_shallower():
+    response = ask("Survey [sim:spawn width=3 depth=2] [sim:tokens 9]", tools=TOOLS)
+    name, arguments = call_of(response)
+    assert name == "spawn_agents"
+    agents = json.loads(arguments)["agents"]
+    assert agents == [
+        {"task": f"Survey [sim:spawn width=3 depth=1] [sim:tokens 9] (part {i} of 3)", "role": "worker"}
+        for i in (1, 2, 3)
+    ]
+
+
+def test_spawn_at_depth_one_gives_children_no_spawn_directive():
+    response = ask("Survey [sim:spawn width=2 depth=1] now", tools=TOOLS)
+    tasks = [a["task"] for a in json.loads(call_of(response)[1])["agents"]]
+    assert tasks == ["Survey now (part 1 of 2)", "Survey now (part 2 of 2)"]
+    leaf = ask(tasks[0], tools=TOOLS)
+    assert call_of(leaf) == ("finish", json.dumps({"answer": "done: Survey now (part 1 of 2)"}))
+
+
+def summary(status, output=None, error=None):
+    return {"agent_id": "a", "role": "worker", "status": status, "output": output, "error": error}
+
+
+def test_spawn_sums_leaves_of_completed_children():
+    task = "Survey [sim:spawn width=3 depth=2]"
+    first = ask(task, tools=TOOLS)
+    results = [summary("completed", "leaves=3"), summary("completed", "done: x"), summary("completed", "leaves=2")]
+    done = ask(task, tools=TOOLS, history=answered(first, json.dumps(results)))
+    assert call_of(done) == ("finish", json.dumps({"answer": "leaves=6"}))
+
+
+def test_spawn_reports_why_children_did_not_complete():
+    task = "Survey [sim:spawn width=3 depth=1]"
+    first = ask(task, tools=TOOLS)
+    results = [
+        summary("completed", "done: x"),
+        summary("failed", error="depth cap reached"),
+        summary("cancelled"),
+    ]
+    done = ask(task, tools=TOOLS, history=answered(first, json.dumps(results)))
+    answer = json.loads(call_of(done)[1])["answer"]
+    assert answer == "leaves=1 (2 not completed: depth cap reached)"
+
+
+def test_spawn_refused_as_a_whole():
+    task = "Survey [sim:spawn width=3 depth=1]"
+    first = ask(task, tools=TOOLS)
+    done = ask(task, tools=TOOLS, history=answered(first, "error: agent budget exhausted"))
+    assert json.loads(call_of(done)[1])["answer"] == "leaves=0 (spawn failed: agent budget exhausted)"
+
+
+def test_spawn_without_spawn_tool_behaves_as_a_leaf():
+    response = ask("Survey [sim:spawn width=3 depth=1]", tools=[TOOL_SCHEMAS["finish"]])
+    assert call_of(response) == ("finish", json.dumps({"answer": "done: Survey"}))
+
+
+# --- scripted failures ----------------------------------------------------------------
+
+
+def test_429_fails_once_then_the_sdk_retry_succeeds():
+    recorder = Recorder(make_handler())
+    response = ask("Hi [sim:fail 429]", tools=TOOLS, max_retries=2, handler=recorder)
+    assert call_of(response) == ("finish", json.dumps({"answer": "done: Hi"}))
+    assert [r.headers["x-stainless-retry-count"] for r in recorder.requests] == ["0", "1"]
+
+
+def test_429_without_retries_is_a_rate_limit_error():
+    with pytest.raises(openai.RateLimitError) as caught:
+        ask("Hi [sim:fail 429]", tools=TOOLS)
+    assert caught.value.response.headers["retry-after-ms"] == "20"
+    assert caught.value.response.headers["retry-after"] == "1"
+    assert caught.value.body["type"] == "rate_limit_error"
+
+
+def test_500_fails_every_attempt_of_the_first_call():
+    recorder = Recorder(make_handler())
+    with pytest.raises(openai.InternalServerError) as caught:
+        ask("Hi [sim:fail 500]", tools=TOOLS, max_retries=2, handler=recorder)
+    assert len(recorder.requests) == 3
+    assert caught.value.body["type"] == "server_error"
+
+
+def test_timeout_fails_the_first_call():
+    with pytest.raises(openai.APITimeoutError):
+        ask("Hi [sim:fail timeout]", tools=TOOLS)
+
+
+def test_timeout_raises_on_retries_too():
+    handler = make_handler()
+    body = json.dumps({"model": "sim", "messages": [{"role": "user", "content": "[sim:fail timeout]"}]})
+    request = httpx2.Request(
+        "POST", "http://sim.covey/v1/chat/completions", headers={"x-stainless-retry-count": "3"}, content=body
+    )
+    with pytest.raises(httpx2.ReadTimeout):
+        handler(request)
+
+
+def test_bad_args_replies_with_unparseable_calculator_arguments():
+    name, arguments = call_of(ask("Hi [sim:fail bad_args]", tools=TOOLS))
+    assert name == "calculator"
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(arguments)
+
+
+def test_unknown_tool_calls_a_tool_never_offered():
+    name, _ = call_of(ask("Hi [sim:fail unknown_tool]", tools=TOOLS))
+    assert name == "teleport"
+    assert name not in {t["function"]["name"] for t in TOOLS}
+
+
+@pytest.mark.parametrize("kind", ["500", "timeout", "bad_args", "unknown_tool"])
+def test_fail_directives_do_nothing_after_the_first_call(kind):
+    task = f"Hi [sim:fail {kind}]"
+    first = ask("Hi", tools=TOOLS)  # any earlier assistant turn makes this a later call
+    later = ask(task, tools=TOOLS, history=answered(first, "ok"))
+    assert call_of(later) == ("finish", json.dumps({"answer": "done: Hi"}))
+
+
+# --- latency, routes and bad requests ---------------------------------------------------
+
+
+def test_latency_adds_directive_to_handler_default():
+    slept = []
+    handler = make_handler(latency_ms=5, sleep=slept.append)
+    ask("Hi [sim:latency 30]", handler=handler)
+    ask("Hi", handler=handler)
+    assert slept == [pytest.approx(0.035), pytest.approx(0.005)]
+
+
+def test_other_routes_are_openai_style_404s():
+    with pytest.raises(openai.NotFoundError) as caught:
+        client().models.list()
+    assert set(caught.value.body) == {"message", "type", "code"}
+    assert "GET /v1/models" in caught.value.body["message"]
+
+
+@pytest.mark.parametrize(
+    "task, named",
+    [("[sim:fail sometimes]", "expected a kind"), ("[sim:spawn width=2]", "width=W"), ("[sim:jump]", "jump")],
+)
+def test_malformed_directives_are_a_400_naming_the_problem(task, named):
+    with pytest.raises(openai.BadRequestError) as caught:
+        ask(task)
+    assert named in caught.value.body["message"]
+
+
+def test_a_fail_with_part_hits_only_that_sibling():
+    assert sim_directives.parse("x [sim:fail 500 part=2] (part 2 of 3)").fail == "500"
+    assert sim_directives.parse("x [sim:fail 500 part=2] (part 1 of 3)").fail is None
+    assert sim_directives.parse("x [sim:fail 500 part=2]").fail is None
+    name, _ = call_of(ask("Hi [sim:fail bad_args part=1] (part 1 of 2)", tools=TOOLS))
+    assert name == "calculator"
+
+
+def test_write_directive_writes_the_plain_task_then_answers_the_tool_result():
+    tools = [TOOL_SCHEMAS[n] for n in ("write_file", "finish")]
+    first = ask("keep this [sim:write notes/a.md]", tools=tools)
+    name, arguments = call_of(first)
+    assert name == "write_file"
+    assert json.loads(arguments) == {"path": "notes/a.md", "content": "keep this"}
+    done = ask("keep this [sim:write notes/a.md]", tools=tools, history=answered(first, "wrote notes/a.md"))
+    assert json.loads(call_of(done)[1])["answer"] == "wrote notes/a.md"
