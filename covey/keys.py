@@ -68,6 +68,11 @@ def workspace(job_id: str) -> str:
     return f"{_job(job_id)}:workspace"
 
 
+def job_scopes(job_id: str) -> str:
+    """Set of the global scope names this job charged, so its ledger snapshot shows them."""
+    return f"{_job(job_id)}:scopes"
+
+
 def scope(name: str) -> str:
     """Ledger hash of a global scope (`global`, `tenant:<x>`, `sweep:<id>`)."""
     return f"{PREFIX}:scope:{name}"

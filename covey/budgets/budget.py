@@ -18,8 +18,8 @@ class Budget(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    max_tokens: int | None = Field(default=None, ge=1)
-    max_cycles: int | None = Field(default=None, ge=1)
+    max_tokens: int | None = Field(default=None, ge=0)
+    max_cycles: int | None = Field(default=None, ge=0)
     max_agents: int | None = Field(default=None, ge=0)
     max_depth: int = Field(default=3, ge=0)
     deadline: datetime | None = None

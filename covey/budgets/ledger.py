@@ -1,0 +1,127 @@
+"""The ledger's interface: what the worker may ask of it and what it answers.
+
+The ledger enforces budgets across every worker on every machine. Each agent has a
+row whose used and reserved counts cover its whole subtree, so a reservation is
+checked and applied on the agent, every ancestor and every global scope at once.
+``RedisLedger`` (``covey.budgets.redis_ledger``) is the real backend.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+from pydantic import BaseModel
+
+from covey.budgets.budget import Budget
+
+
+class LedgerError(Exception):
+    """A caller's bug (an agent used before it was opened, a settle on the wrong
+    chain); never a budget refusal, which is an ``Opened``/``Grant`` with ok=False."""
+
+
+@dataclass(frozen=True)
+class Opened:
+    """Answer to ``open``. ``budget`` holds the child's limits after clamping; a
+    clamp may leave ``max_tokens`` or ``max_cycles`` at 0 (the child's first
+    reserve is then refused)."""
+
+    ok: bool
+    budget: Budget | None
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class Grant:
+    """Answer to ``reserve``: the tokens the call may spend (its ``max_tokens``)."""
+
+    ok: bool
+    tokens: int
+    reason: str | None
+    cancelled: bool = False
+
+
+class ScopeRow(BaseModel):
+    name: str
+    tokens_used: int = 0
+    tokens_reserved: int = 0
+    tokens_limit: int | None = None
+    cycles_used: int = 0
+    cycles_limit: int | None = None
+
+
+class AgentRow(BaseModel):
+    """One agent's ledger row; used and reserved count its whole subtree."""
+
+    agent_id: str
+    depth: int
+    depth_limit: int
+    tokens_used: int = 0
+    tokens_reserved: int = 0
+    tokens_limit: int | None = None
+    cycles_used: int = 0
+    cycles_reserved: int = 0
+    cycles_limit: int | None = None
+    agents_spawned: int = 0
+    agents_limit: int | None = None
+    deadline: datetime | None = None
+
+
+class LedgerSnapshot(BaseModel):
+    """A job's ledger at one moment. Job-level numbers are the root's row (its
+    subtree is the job); an unknown job gives zeros and no agents."""
+
+    job_id: str
+    root_id: str | None = None
+    tokens_used: int = 0
+    tokens_reserved: int = 0
+    tokens_limit: int | None = None
+    cycles_used: int = 0
+    cycles_limit: int | None = None
+    agents_spawned: int = 0
+    agents_limit: int | None = None
+    cancelled: bool = False
+    agents: list[AgentRow] = []
+    scopes: list[ScopeRow] = []
+
+
+@runtime_checkable
+class Ledger(Protocol):
+    """Every method is atomic and safe to call again: a redelivered task never
+    charges twice. ``chain`` is agent ids root..agent (for ``open``: root..parent)."""
+
+    def open_root(self, job_id: str, agent_id: str, budget: Budget) -> None:
+        """Write the root's limits; a no-op if the root is already open."""
+
+    def open(self, job_id: str, chain: list[str], child_id: str, budget: Budget) -> Opened:
+        """Charge one spawn to every ancestor and write the child's limits, clamped
+        to what each ancestor has left; refuse past max_agents or max_depth."""
+
+    def reserve(
+        self, job_id: str, chain: list[str], scopes: list[str],
+        reservation_id: str, tokens: int, min_tokens: int,
+    ) -> Grant:
+        """Hold up to ``tokens`` (at least ``min_tokens``) and one cycle on every
+        agent in the chain and every scope, or refuse naming the row that is short."""
+
+    def settle(
+        self, job_id: str, chain: list[str], scopes: list[str],
+        reservation_id: str, tokens: int,
+    ) -> bool:
+        """Turn the reservation into actual usage; False if it was already settled."""
+
+    def release_stale(self, job_id: str, now: float | None = None) -> int:
+        """Give back reservations that expired unsettled (a dead worker's)."""
+
+    def cancel(self, job_id: str) -> None: ...
+
+    def cancelled(self, job_id: str) -> bool: ...
+
+    def snapshot(self, job_id: str) -> LedgerSnapshot: ...
+
+    def set_scope(self, name: str, max_tokens: int | None, max_cycles: int | None) -> None:
+        """Cap a global scope across jobs; None removes that cap."""
+
+    def scope_rows(self) -> list[ScopeRow]: ...

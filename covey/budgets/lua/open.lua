@@ -1,0 +1,86 @@
+-- open.lua: open an agent's ledger row under its ancestors, or refuse the spawn.
+-- KEYS[1]     the child's agent row
+-- KEYS[2]     the job's set of agent ids
+-- KEYS[3..]   the ancestors' agent rows, root first (none when opening the root)
+-- ARGV[1]     child id
+-- ARGV[2..4]  requested tokens, cycles, agents limits ('' = unlimited)
+-- ARGV[5]     requested max depth
+-- ARGV[6]     deadline, ISO 8601 ('' = none)
+-- ARGV[7]     job TTL in seconds
+-- ARGV[8..]   the ancestors' ids, in KEYS order (for messages)
+-- Returns {1, tokens, cycles, agents, depth_limit, deadline} ('' = unlimited/none),
+-- the stored limits if the child is already open; {0, reason} when refused;
+-- {-2, reason} when an ancestor was never opened.
+
+local function num(v)
+  if v == false or v == nil or v == '' then return nil end
+  return tonumber(v)
+end
+
+local function tighter(a, b)
+  if a == nil then return b end
+  if b == nil then return a end
+  return math.min(a, b)
+end
+
+local function left(limit, used, reserved)
+  return math.max(0, limit - (tonumber(used) or 0) - (tonumber(reserved) or 0))
+end
+
+local child = KEYS[1]
+local ttl = tonumber(ARGV[7])
+if redis.call('EXISTS', child) == 1 then
+  local r = redis.call('HMGET', child, 'tokens_limit', 'cycles_limit', 'agents_limit', 'depth_limit', 'deadline')
+  return {1, r[1] or '', r[2] or '', r[3] or '', r[4] or '', r[5] or ''}
+end
+
+local tokens, cycles, agents = num(ARGV[2]), num(ARGV[3]), num(ARGV[4])
+local depth_limit, depth = tonumber(ARGV[5]), 0
+local n = #KEYS - 2
+local rows = {}
+for i = 1, n do
+  rows[i] = redis.call('HMGET', KEYS[2 + i],
+    'tokens_limit', 'tokens_used', 'tokens_reserved',
+    'cycles_limit', 'cycles_used', 'cycles_reserved',
+    'agents_limit', 'agents_spawned', 'depth_limit', 'depth')
+  if not rows[i][10] then return {-2, 'agent ' .. ARGV[7 + i] .. ' was never opened'} end
+end
+
+if n > 0 then
+  local parent_depth_limit = tonumber(rows[n][9])
+  if parent_depth_limit < 1 then
+    return {0, 'spawn refused: depth cap reached (max_depth=' .. parent_depth_limit .. ' at agent ' .. ARGV[7 + n] .. ')'}
+  end
+  -- Nearest ancestor first, so the message names the cap closest to the child.
+  for i = n, 1, -1 do
+    local cap = num(rows[i][7])
+    if cap ~= nil and (tonumber(rows[i][8]) or 0) + 1 > cap then
+      return {0, 'spawn refused: agent cap reached (max_agents=' .. cap .. ' at agent ' .. ARGV[7 + i] .. ')'}
+    end
+  end
+  for i = 1, n do
+    local r = rows[i]
+    if num(r[1]) then tokens = tighter(tokens, left(num(r[1]), r[2], r[3])) end
+    if num(r[4]) then cycles = tighter(cycles, left(num(r[4]), r[5], r[6])) end
+    -- minus 1: the child itself is one of the ancestor's spawns
+    if num(r[7]) then agents = tighter(agents, left(num(r[7]), r[8], 1)) end
+  end
+  depth_limit = math.min(depth_limit, parent_depth_limit - 1)
+  depth = tonumber(rows[n][10]) + 1
+  for i = 1, n do
+    redis.call('HINCRBY', KEYS[2 + i], 'agents_spawned', 1)
+    redis.call('EXPIRE', KEYS[2 + i], ttl)
+  end
+end
+
+local fields = {'tokens_used', 0, 'tokens_reserved', 0, 'cycles_used', 0, 'cycles_reserved', 0,
+  'agents_spawned', 0, 'depth', depth, 'depth_limit', depth_limit}
+if tokens then table.insert(fields, 'tokens_limit'); table.insert(fields, tokens) end
+if cycles then table.insert(fields, 'cycles_limit'); table.insert(fields, cycles) end
+if agents then table.insert(fields, 'agents_limit'); table.insert(fields, agents) end
+if ARGV[6] ~= '' then table.insert(fields, 'deadline'); table.insert(fields, ARGV[6]) end
+redis.call('HSET', child, unpack(fields))
+redis.call('EXPIRE', child, ttl)
+redis.call('SADD', KEYS[2], ARGV[1])
+redis.call('EXPIRE', KEYS[2], ttl)
+return {1, tokens or '', cycles or '', agents or '', depth_limit, ARGV[6]}

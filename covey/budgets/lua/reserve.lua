@@ -1,0 +1,78 @@
+-- reserve.lua: hold tokens and one cycle on every agent of a chain and every scope, or refuse.
+-- KEYS[1]        the job's cancel flag
+-- KEYS[2]        reservations zset (id -> expiry)
+-- KEYS[3]        reservation data hash (id -> JSON {"tokens", "chain", "scopes"})
+-- KEYS[4]        settled hash (id -> tokens granted)
+-- KEYS[5]        index of every scope name
+-- KEYS[6]        the job's set of scope names
+-- KEYS[7..6+n]   agent rows, root first; KEYS[7+n..] scope rows
+-- ARGV[1]        reservation id
+-- ARGV[2]        tokens wanted
+-- ARGV[3]        least tokens worth granting
+-- ARGV[4]        expiry (unix seconds)
+-- ARGV[5]        job TTL in seconds
+-- ARGV[6]        n, the number of agent rows
+-- ARGV[7]        JSON {"chain": [...], "scopes": [...]}, stored with the grant
+-- ARGV[8..]      agent ids then scope names, in KEYS order
+-- Returns {1, tokens, ''} granted (the same grant again if the id is live or settled),
+-- {0, 0, reason} refused, {-1, 0, 'job cancelled'}, {-2, 0, reason} for an unopened agent.
+
+local rid = ARGV[1]
+if redis.call('EXISTS', KEYS[1]) == 1 then return {-1, 0, 'job cancelled'} end
+local done = redis.call('HGET', KEYS[4], rid)
+if done then return {1, tonumber(done), ''} end
+if redis.call('ZSCORE', KEYS[2], rid) then
+  return {1, cjson.decode(redis.call('HGET', KEYS[3], rid)).tokens, ''}
+end
+
+local n = tonumber(ARGV[6])
+local function label(i)
+  if i <= n then return 'agent ' .. ARGV[7 + i] end
+  return 'scope ' .. ARGV[7 + i]
+end
+
+-- Agent rows deepest first, then scopes: on a tie the message names the agent itself.
+local order = {}
+for i = n, 1, -1 do table.insert(order, i) end
+for i = n + 1, #KEYS - 6 do table.insert(order, i) end
+
+local granted = tonumber(ARGV[2])
+local shortest, shortest_left = nil, nil
+for _, i in ipairs(order) do
+  local r = redis.call('HMGET', KEYS[6 + i],
+    'tokens_limit', 'tokens_used', 'tokens_reserved', 'cycles_limit', 'cycles_used', 'cycles_reserved', 'depth')
+  if i <= n and not r[7] then return {-2, 0, label(i) .. ' was never opened'} end
+  if r[4] then
+    local cycles_left = tonumber(r[4]) - (tonumber(r[5]) or 0) - (tonumber(r[6]) or 0)
+    if cycles_left < 1 then
+      return {0, 0, 'cycle budget exhausted at ' .. label(i) .. ' (max_cycles=' .. r[4] .. ')'}
+    end
+  end
+  if r[1] then
+    local tokens_left = tonumber(r[1]) - (tonumber(r[2]) or 0) - (tonumber(r[3]) or 0)
+    if shortest_left == nil or tokens_left < shortest_left then shortest, shortest_left = i, tokens_left end
+    granted = math.min(granted, tokens_left)
+  end
+end
+granted = math.max(0, granted)
+if granted < tonumber(ARGV[3]) then
+  return {0, 0, 'token budget exhausted at ' .. label(shortest) .. ' (' .. math.max(0, shortest_left)
+    .. ' left, ' .. ARGV[3] .. ' needed)'}
+end
+
+local ttl = tonumber(ARGV[5])
+for i = 1, #KEYS - 6 do
+  redis.call('HINCRBY', KEYS[6 + i], 'tokens_reserved', granted)
+  redis.call('HINCRBY', KEYS[6 + i], 'cycles_reserved', 1)
+  if i <= n then
+    redis.call('EXPIRE', KEYS[6 + i], ttl)
+  else
+    redis.call('SADD', KEYS[5], ARGV[7 + i])
+    redis.call('SADD', KEYS[6], ARGV[7 + i])
+  end
+end
+redis.call('ZADD', KEYS[2], ARGV[4], rid)
+-- ARGV[7] is a JSON object; splice the grant in front of its fields.
+redis.call('HSET', KEYS[3], rid, '{"tokens":' .. granted .. ',' .. string.sub(ARGV[7], 2))
+for _, k in ipairs({KEYS[2], KEYS[3], KEYS[6]}) do redis.call('EXPIRE', k, ttl) end
+return {1, granted, ''}

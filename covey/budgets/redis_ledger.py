@@ -1,0 +1,236 @@
+"""The ledger on Redis: each check-and-charge is one Lua script, so it is atomic
+across every worker on every machine.
+
+Python builds every key (``covey.keys``) and passes it in ``KEYS``; the scripts in
+``lua/`` never build a key. A job's keys share its ``{job_id}`` hash tag. Global
+scope rows are not per job: a script that charges scopes touches keys of more than
+one slot, so these scripts need a single Redis node (or a cluster proxy that allows it).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from datetime import datetime
+from importlib.resources import files
+
+import redis
+
+from covey import keys
+from covey.budgets.budget import Budget
+from covey.budgets.ledger import (
+    AgentRow, Grant, LedgerError, LedgerSnapshot, Opened, ScopeRow,
+)
+
+_LUA = {
+    name: (files("covey.budgets") / "lua" / f"{name}.lua").read_text(encoding="utf-8")
+    for name in ("open", "reserve", "settle", "release")
+}
+
+_COUNTS = ("tokens_used", "tokens_reserved", "cycles_used", "cycles_reserved", "agents_spawned")
+_LIMITS = ("tokens_limit", "cycles_limit", "agents_limit")
+
+
+class RedisLedger:
+    """``Ledger`` on one Redis client (any ``decode_responses`` setting).
+
+    ``clock`` gives unix seconds; it stamps reservation expiries, so workers'
+    clocks should agree to well within ``keys.RESERVATION_TTL_SECONDS``.
+    """
+
+    def __init__(self, client: redis.Redis, clock: Callable[[], float] = time.time) -> None:
+        self.client = client
+        self.clock = clock
+        self._scripts = {name: client.register_script(src) for name, src in _LUA.items()}
+
+    @classmethod
+    def from_url(cls, url: str) -> RedisLedger:
+        return cls(redis.Redis.from_url(url, decode_responses=True))
+
+    # -- agents -------------------------------------------------------------
+
+    def open_root(self, job_id: str, agent_id: str, budget: Budget) -> None:
+        self._open(job_id, [], agent_id, budget)
+
+    def open(self, job_id: str, chain: list[str], child_id: str, budget: Budget) -> Opened:
+        if not chain:
+            raise ValueError("open needs the child's ancestors (root..parent); use open_root for a root")
+        if child_id in chain:
+            raise ValueError(f"agent {child_id} cannot be its own ancestor")
+        return self._open(job_id, chain, child_id, budget)
+
+    def _open(self, job_id: str, chain: list[str], child_id: str, budget: Budget) -> Opened:
+        args = [child_id, _arg(budget.max_tokens), _arg(budget.max_cycles), _arg(budget.max_agents),
+                budget.max_depth, budget.deadline.isoformat() if budget.deadline else "",
+                keys.JOB_TTL_SECONDS, *chain]
+        row_keys = [keys.agent(job_id, child_id), keys.agents(job_id),
+                    *(keys.agent(job_id, a) for a in chain)]
+        status, *rest = self._scripts["open"](keys=row_keys, args=args)
+        if status == -2:
+            raise LedgerError(f"job {job_id}: {_str(rest[0])}")
+        if status == 0:
+            return Opened(ok=False, budget=None, reason=_str(rest[0]))
+        fields = dict(zip(("max_tokens", "max_cycles", "max_agents", "max_depth"), map(_int, rest[:4])))
+        fields["deadline"] = _deadline(rest[4])
+        # A clamp may leave 0 tokens or cycles: the child's first reserve is then refused.
+        return Opened(ok=True, budget=Budget(**fields), reason=None)
+
+    # -- reservations ---------------------------------------------------------
+
+    def reserve(self, job_id: str, chain: list[str], scopes: list[str],
+                reservation_id: str, tokens: int, min_tokens: int) -> Grant:
+        if not chain:
+            raise ValueError("reserve needs the agent's chain (root..agent)")
+        if tokens < 1 or not 0 <= min_tokens <= tokens:
+            raise ValueError(
+                f"need 0 <= min_tokens <= tokens and tokens >= 1, got tokens={tokens} min_tokens={min_tokens}")
+        now = self.clock()
+        self.release_stale(job_id, now)
+        row_keys = [keys.cancel(job_id), keys.reservations(job_id), keys.reservation_data(job_id),
+                    keys.settled(job_id), keys.scopes_index(), keys.job_scopes(job_id),
+                    *self._rows(job_id, chain, scopes)]
+        args = [reservation_id, tokens, min_tokens, now + keys.RESERVATION_TTL_SECONDS,
+                keys.JOB_TTL_SECONDS, len(chain), _where(chain, scopes), *chain, *scopes]
+        status, granted, reason = self._scripts["reserve"](keys=row_keys, args=args)
+        if status == -2:
+            raise LedgerError(f"job {job_id}: {_str(reason)}")
+        if status == -1:
+            return Grant(ok=False, tokens=0, reason=_str(reason), cancelled=True)
+        return Grant(ok=status == 1, tokens=int(granted), reason=_str(reason) or None)
+
+    def settle(self, job_id: str, chain: list[str], scopes: list[str],
+               reservation_id: str, tokens: int) -> bool:
+        """Charge ``tokens`` (the actual usage). Pass the chain and scopes given to
+        ``reserve``; a mismatch raises ``LedgerError`` rather than skew the counts."""
+        if tokens < 0:
+            raise ValueError(f"tokens used cannot be negative, got {tokens}")
+        row_keys = [keys.reservations(job_id), keys.reservation_data(job_id), keys.settled(job_id),
+                    *self._rows(job_id, chain, scopes)]
+        args = [reservation_id, tokens, keys.JOB_TTL_SECONDS, _where(chain, scopes)]
+        status = self._scripts["settle"](keys=row_keys, args=args)
+        if status == -2:
+            raise LedgerError(
+                f"job {job_id}: settle of {reservation_id} names another chain or scopes than its reserve")
+        return status == 1
+
+    def release_stale(self, job_id: str, now: float | None = None) -> int:
+        now = self.clock() if now is None else now
+        expired = self.client.zrangebyscore(keys.reservations(job_id), "-inf", f"({now}")
+        if not expired:
+            return 0
+        released = 0
+        for rid, data in zip(expired, self.client.hmget(keys.reservation_data(job_id), expired)):
+            if data is None:
+                continue
+            where = json.loads(data)
+            row_keys = [keys.reservations(job_id), keys.reservation_data(job_id),
+                        *self._rows(job_id, where["chain"], where["scopes"])]
+            released += self._scripts["release"](keys=row_keys, args=[rid, now, data])
+        return released
+
+    @staticmethod
+    def _rows(job_id: str, chain: list[str], scopes: list[str]) -> list[str]:
+        return [*(keys.agent(job_id, a) for a in chain), *(keys.scope(s) for s in scopes)]
+
+    # -- cancel ---------------------------------------------------------------
+
+    def cancel(self, job_id: str) -> None:
+        self.client.set(keys.cancel(job_id), 1, ex=keys.JOB_TTL_SECONDS)
+
+    def cancelled(self, job_id: str) -> bool:
+        return bool(self.client.exists(keys.cancel(job_id)))
+
+    # -- reading --------------------------------------------------------------
+
+    def snapshot(self, job_id: str) -> LedgerSnapshot:
+        ids = sorted(_str(a) for a in self.client.smembers(keys.agents(job_id)))
+        names = sorted(_str(s) for s in self.client.smembers(keys.job_scopes(job_id)))
+        with self.client.pipeline(transaction=True) as pipe:
+            for a in ids:
+                pipe.hgetall(keys.agent(job_id, a))
+            for s in names:
+                pipe.hgetall(keys.scope(s))
+            pipe.exists(keys.cancel(job_id))
+            *rows, cancelled = pipe.execute()
+        agents = sorted((_agent_row(a, r) for a, r in zip(ids, rows) if r),
+                        key=lambda row: (row.depth, row.agent_id))
+        root = next((row for row in agents if row.depth == 0), None)
+        totals = {} if root is None else root.model_dump(include={
+            "tokens_used", "tokens_reserved", "tokens_limit", "cycles_used", "cycles_limit",
+            "agents_spawned", "agents_limit"})
+        return LedgerSnapshot(
+            job_id=job_id, root_id=root.agent_id if root else None, cancelled=bool(cancelled),
+            agents=agents, scopes=[_scope_row(s, r) for s, r in zip(names, rows[len(ids):])],
+            **totals,
+        )
+
+    def set_scope(self, name: str, max_tokens: int | None, max_cycles: int | None) -> None:
+        for field, cap in (("max_tokens", max_tokens), ("max_cycles", max_cycles)):
+            if cap is not None and cap < 0:
+                raise ValueError(f"scope {name}: {field} cannot be negative, got {cap}")
+        key = keys.scope(name)
+        with self.client.pipeline(transaction=True) as pipe:
+            for field, cap in (("tokens_limit", max_tokens), ("cycles_limit", max_cycles)):
+                if cap is None:
+                    pipe.hdel(key, field)
+                else:
+                    pipe.hset(key, field, cap)
+            pipe.sadd(keys.scopes_index(), name)
+            pipe.execute()
+
+    def scope_rows(self) -> list[ScopeRow]:
+        names = sorted(_str(s) for s in self.client.smembers(keys.scopes_index()))
+        with self.client.pipeline(transaction=False) as pipe:
+            for s in names:
+                pipe.hgetall(keys.scope(s))
+            return [_scope_row(s, r) for s, r in zip(names, pipe.execute())]
+
+
+def _where(chain: list[str], scopes: list[str]) -> str:
+    """The reservation's rows as stored beside its grant; compact and deterministic,
+    since settle and release compare it byte for byte."""
+    return json.dumps({"chain": chain, "scopes": scopes}, separators=(",", ":"))
+
+
+def _arg(value: int | None) -> int | str:
+    return "" if value is None else value
+
+
+def _str(value: str | bytes | None) -> str:
+    return value.decode() if isinstance(value, bytes) else (value or "")
+
+
+def _int(value: int | str | bytes | None) -> int | None:
+    """A stored limit: '' or absent means unlimited."""
+    if isinstance(value, int):
+        return value
+    text = _str(value)
+    return int(text) if text else None
+
+
+def _deadline(value: str | bytes | None) -> datetime | None:
+    text = _str(value)
+    return datetime.fromisoformat(text) if text else None
+
+
+def _fields(raw: dict) -> dict[str, str]:
+    return {_str(k): _str(v) for k, v in raw.items()}
+
+
+def _agent_row(agent_id: str, raw: dict) -> AgentRow:
+    f = _fields(raw)
+    return AgentRow(
+        agent_id=agent_id, depth=int(f["depth"]), depth_limit=int(f["depth_limit"]),
+        deadline=_deadline(f.get("deadline")),
+        **{k: int(f.get(k, 0)) for k in _COUNTS},
+        **{k: _int(f.get(k)) for k in _LIMITS},
+    )
+
+
+def _scope_row(name: str, raw: dict) -> ScopeRow:
+    f = _fields(raw)
+    return ScopeRow(
+        name=name, tokens_limit=_int(f.get("tokens_limit")), cycles_limit=_int(f.get("cycles_limit")),
+        **{k: int(f.get(k, 0)) for k in ("tokens_used", "tokens_reserved", "cycles_used")},
+    )

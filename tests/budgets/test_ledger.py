@@ -1,0 +1,325 @@
+"""RedisLedger against a real redis-server: clamping, refusals, idempotence, expiry."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timezone
+
+import pytest
+
+from covey import keys
+from covey.budgets.budget import Budget
+from covey.budgets.ledger import Ledger, LedgerError
+from covey.budgets.redis_ledger import RedisLedger
+
+
+class Clock:
+    def __init__(self, now: float = 1_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+@pytest.fixture
+def ledger(redis_client, clock):
+    return RedisLedger(redis_client, clock=clock)
+
+
+@pytest.fixture
+def job():
+    return f"job-{uuid.uuid4().hex}"
+
+
+def scope_name(kind: str = "global") -> str:
+    return f"{kind}:{uuid.uuid4().hex[:8]}"
+
+
+def spend(ledger, job, chain, scopes, rid, tokens):
+    grant = ledger.reserve(job, chain, scopes, rid, tokens, 1)
+    assert grant.ok, grant.reason
+    assert ledger.settle(job, chain, scopes, rid, grant.tokens)
+    return grant.tokens
+
+
+def test_implements_the_protocol(ledger):
+    assert isinstance(ledger, Ledger)
+
+
+# -- open -----------------------------------------------------------------------
+
+def test_open_clamps_to_what_the_parent_has_left(ledger, job):
+    deadline = datetime(2030, 1, 1, tzinfo=timezone.utc)
+    root = Budget(max_tokens=1000, max_cycles=10, max_agents=4, max_depth=2, deadline=deadline)
+    ledger.open_root(job, "root", root)
+    spend(ledger, job, ["root"], [], "root:0", 300)
+    assert ledger.reserve(job, ["root"], [], "root:1", 100, 100).ok  # in flight: counts against the child too
+
+    asked = Budget(max_tokens=5000, max_agents=10, max_depth=5, deadline=deadline)
+    opened = ledger.open(job, ["root"], "c1", asked)
+    assert opened.ok and opened.reason is None
+    assert opened.budget == Budget(max_tokens=600, max_cycles=8, max_agents=3, max_depth=1, deadline=deadline)
+
+    grand = ledger.open(job, ["root", "c1"], "g1", Budget(max_tokens=200, max_cycles=20, max_depth=1))
+    assert grand.budget == Budget(max_tokens=200, max_cycles=8, max_agents=2, max_depth=0)
+
+
+def test_open_unlimited_stays_unlimited(ledger, job):
+    ledger.open_root(job, "root", Budget(max_depth=1))
+    opened = ledger.open(job, ["root"], "c1", Budget(max_tokens=50, max_depth=3))
+    assert opened.budget == Budget(max_tokens=50, max_depth=0)
+
+
+def test_open_may_clamp_to_zero_and_the_child_is_refused_at_its_first_reserve(ledger, job):
+    ledger.open_root(job, "root", Budget(max_tokens=100, max_depth=1))
+    spend(ledger, job, ["root"], [], "root:0", 100)
+    opened = ledger.open(job, ["root"], "c1", Budget(max_tokens=50, max_depth=0))
+    assert opened.ok and opened.budget.max_tokens == 0
+    grant = ledger.reserve(job, ["root", "c1"], [], "c1:0", 10, 1)
+    assert not grant.ok and grant.reason == "token budget exhausted at agent c1 (0 left, 1 needed)"
+
+
+def test_open_refuses_past_max_agents_naming_the_ancestor(ledger, job):
+    ledger.open_root(job, "root", Budget(max_agents=3, max_depth=3))
+    assert ledger.open(job, ["root"], "c1", Budget(max_agents=10, max_depth=2)).budget.max_agents == 2
+    assert ledger.open(job, ["root"], "c2", Budget(max_depth=2)).budget.max_agents == 1
+    assert ledger.open(job, ["root", "c1"], "g1", Budget(max_depth=1)).ok
+
+    refused = ledger.open(job, ["root", "c1"], "g2", Budget(max_depth=1))  # c1 has room, root does not
+    assert not refused.ok and refused.budget is None
+    assert refused.reason == "spawn refused: agent cap reached (max_agents=3 at agent root)"
+    refused = ledger.open(job, ["root"], "c3", Budget(max_depth=1))
+    assert refused.reason == "spawn refused: agent cap reached (max_agents=3 at agent root)"
+    assert ledger.snapshot(job).agents_spawned == 3  # refusals charge nothing
+
+
+def test_open_refuses_past_max_agents_naming_the_nearest_capped_ancestor(ledger, job):
+    ledger.open_root(job, "root", Budget(max_agents=10, max_depth=3))
+    ledger.open(job, ["root"], "c1", Budget(max_agents=1, max_depth=2))
+    assert ledger.open(job, ["root", "c1"], "g1", Budget(max_depth=1)).ok
+    refused = ledger.open(job, ["root", "c1"], "g2", Budget(max_depth=1))
+    assert refused.reason == "spawn refused: agent cap reached (max_agents=1 at agent c1)"
+
+
+def test_open_refuses_past_depth(ledger, job):
+    ledger.open_root(job, "root", Budget(max_depth=1))
+    child = ledger.open(job, ["root"], "c1", Budget(max_depth=5))
+    assert child.budget.max_depth == 0
+    refused = ledger.open(job, ["root", "c1"], "g1", Budget(max_depth=0))
+    assert not refused.ok
+    assert refused.reason == "spawn refused: depth cap reached (max_depth=0 at agent c1)"
+
+    flat = f"job-{uuid.uuid4().hex}"
+    ledger.open_root(flat, "root", Budget(max_depth=0))
+    assert ledger.open(flat, ["root"], "c1", Budget(max_depth=0)).reason == (
+        "spawn refused: depth cap reached (max_depth=0 at agent root)")
+    assert ledger.snapshot(flat).agents_spawned == 0
+
+
+def test_open_is_idempotent_by_child_id(ledger, job):
+    ledger.open_root(job, "root", Budget(max_tokens=1000, max_agents=5, max_depth=2))
+    first = ledger.open(job, ["root"], "c1", Budget(max_tokens=400, max_depth=1))
+    again = ledger.open(job, ["root"], "c1", Budget(max_tokens=900, max_depth=1))
+    assert again == first
+    assert ledger.snapshot(job).agents_spawned == 1
+
+
+def test_open_root_is_idempotent(ledger, job):
+    ledger.open_root(job, "root", Budget(max_tokens=1000, max_depth=2))
+    spend(ledger, job, ["root"], [], "root:0", 10)
+    ledger.open_root(job, "root", Budget(max_tokens=5, max_depth=0))
+    snap = ledger.snapshot(job)
+    assert (snap.tokens_limit, snap.tokens_used, snap.agents[0].depth_limit) == (1000, 10, 2)
+
+
+# -- reserve ----------------------------------------------------------------------
+
+def test_reserve_clamps_the_grant_to_what_is_left(ledger, job):
+    ledger.open_root(job, "root", Budget(max_tokens=100, max_depth=0))
+    grant = ledger.reserve(job, ["root"], [], "root:0", 500, 10)
+    assert (grant.ok, grant.tokens, grant.reason, grant.cancelled) == (True, 100, None, False)
+    refused = ledger.reserve(job, ["root"], [], "root:1", 500, 10)
+    assert (refused.ok, refused.tokens) == (False, 0)
+    assert refused.reason == "token budget exhausted at agent root (0 left, 10 needed)"
+
+
+@pytest.mark.parametrize("short", ["agent", "ancestor", "global", "tenant"])
+def test_reserve_refuses_below_min_tokens_naming_the_short_row(ledger, job, short):
+    glob, tenant = scope_name("global"), scope_name("tenant")
+    ledger.open_root(job, "root", Budget(max_tokens=1000, max_depth=1))
+    ledger.open(job, ["root"], "c1", Budget(max_tokens=600, max_depth=0))
+    ledger.open(job, ["root"], "c2", Budget(max_tokens=400 if short == "agent" else 700, max_depth=0))
+    spend(ledger, job, ["root", "c1"], [], "c1:0", 500)  # root now has 500 left
+    ledger.set_scope(glob, 450 if short in ("global", "tenant") else None, None)
+    ledger.set_scope(tenant, 420 if short == "tenant" else None, None)
+    expected = {"agent": ("agent c2", 400), "ancestor": ("agent root", 500),
+                "global": (f"scope {glob}", 450), "tenant": (f"scope {tenant}", 420)}[short]
+
+    chain, scopes = ["root", "c2"], [glob, tenant]
+    refused = ledger.reserve(job, chain, scopes, "c2:0", 800, 600)
+    assert not refused.ok and not refused.cancelled
+    assert refused.reason == f"token budget exhausted at {expected[0]} ({expected[1]} left, 600 needed)"
+    grant = ledger.reserve(job, chain, scopes, "c2:0", 800, 100)
+    assert grant.ok and grant.tokens == expected[1]
+
+
+def test_reserve_refuses_when_cycles_run_out(ledger, job):
+    glob = scope_name()
+    ledger.open_root(job, "root", Budget(max_cycles=3, max_depth=0))
+    ledger.set_scope(glob, None, 2)
+    assert ledger.reserve(job, ["root"], [glob], "r:0", 10, 1).ok  # reserved cycles count
+    spend(ledger, job, ["root"], [glob], "r:1", 10)
+    refused = ledger.reserve(job, ["root"], [glob], "r:2", 10, 1)
+    assert refused.reason == f"cycle budget exhausted at scope {glob} (max_cycles=2)"
+    ledger.set_scope(glob, None, None)
+    assert ledger.reserve(job, ["root"], [glob], "r:2", 10, 1).ok
+    assert ledger.reserve(job, ["root"], [glob], "r:3", 10, 1).reason == (
+        "cycle budget exhausted at agent root (max_cycles=3)")
+
+
+def test_usage_stays_at_or_under_every_cap(ledger, job):
+    glob = scope_name()
+    ledger.set_scope(glob, 2_000, None)
+    ledger.open_root(job, "root", Budget(max_tokens=1_500, max_cycles=40, max_depth=1))
+    ledger.open(job, ["root"], "c1", Budget(max_tokens=900, max_depth=0))
+    ledger.open(job, ["root"], "c2", Budget(max_tokens=900, max_depth=0))
+    for i in range(50):
+        for child in ("c1", "c2"):
+            grant = ledger.reserve(job, ["root", child], [glob], f"{child}:{i}", 70, 1)
+            if grant.ok:
+                ledger.settle(job, ["root", child], [glob], f"{child}:{i}", grant.tokens)
+    snap = ledger.snapshot(job)
+    assert snap.tokens_used == 1_500 and snap.tokens_reserved == 0
+    for row in snap.agents:
+        assert row.tokens_used <= row.tokens_limit and row.cycles_used <= 40
+    assert snap.scopes[0].tokens_used == 1_500 <= snap.scopes[0].tokens_limit
+
+
+def test_reserve_and_settle_are_idempotent_by_reservation_id(ledger, job):
+    glob = scope_name()
+    ledger.open_root(job, "root", Budget(max_tokens=1000, max_depth=0))
+    first = ledger.reserve(job, ["root"], [glob], "root:0", 300, 1)
+    assert ledger.reserve(job, ["root"], [glob], "root:0", 300, 1) == first  # live: same grant
+    assert ledger.snapshot(job).tokens_reserved == 300
+    assert ledger.settle(job, ["root"], [glob], "root:0", 250) is True
+    assert ledger.settle(job, ["root"], [glob], "root:0", 250) is False
+    assert ledger.reserve(job, ["root"], [glob], "root:0", 300, 1) == first  # settled: same grant, no charge
+    snap = ledger.snapshot(job)
+    assert (snap.tokens_used, snap.tokens_reserved, snap.cycles_used) == (250, 0, 1)
+    assert (snap.scopes[0].tokens_used, snap.scopes[0].cycles_used) == (250, 1)
+
+
+def test_a_cancelled_job_refuses_reserve(ledger, job):
+    ledger.open_root(job, "root", Budget(max_depth=0))
+    assert not ledger.cancelled(job)
+    ledger.cancel(job)
+    assert ledger.cancelled(job)
+    grant = ledger.reserve(job, ["root"], [], "root:0", 10, 1)
+    assert grant == type(grant)(ok=False, tokens=0, reason="job cancelled", cancelled=True)
+    assert ledger.snapshot(job).cancelled
+
+
+# -- stale reservations -------------------------------------------------------------
+
+def test_stale_reservation_is_released_and_a_late_settle_charges_once(ledger, job, redis_client):
+    glob = scope_name()
+    ledger.open_root(job, "root", Budget(max_tokens=1000, max_cycles=5, max_depth=0))
+    assert ledger.reserve(job, ["root"], [glob], "root:0", 400, 1).tokens == 400
+    assert ledger.release_stale(job) == 0  # not expired yet
+    assert ledger.release_stale(job, now=1e12) == 1
+    assert ledger.release_stale(job, now=1e12) == 0
+    snap = ledger.snapshot(job)
+    assert (snap.tokens_reserved, snap.agents[0].cycles_reserved, snap.scopes[0].tokens_reserved) == (0, 0, 0)
+
+    assert ledger.settle(job, ["root"], [glob], "root:0", 380) is True
+    assert ledger.settle(job, ["root"], [glob], "root:0", 380) is False
+    snap = ledger.snapshot(job)
+    assert (snap.tokens_used, snap.tokens_reserved, snap.cycles_used) == (380, 0, 1)
+    assert (snap.scopes[0].tokens_used, snap.scopes[0].tokens_reserved) == (380, 0)
+    assert redis_client.zcard(keys.reservations(job)) == 0
+
+
+def test_reserve_frees_a_dead_workers_reservation_first(ledger, job, clock):
+    ledger.open_root(job, "root", Budget(max_tokens=100, max_depth=0))
+    assert ledger.reserve(job, ["root"], [], "root:0", 100, 1).ok  # its worker dies
+    assert not ledger.reserve(job, ["root"], [], "root:1", 100, 1).ok
+    clock.now += keys.RESERVATION_TTL_SECONDS + 1
+    assert ledger.reserve(job, ["root"], [], "root:1", 100, 1).tokens == 100
+
+
+# -- reading ----------------------------------------------------------------------
+
+def test_snapshot_numbers(ledger, job):
+    glob, tenant = scope_name(), scope_name("tenant")
+    ledger.set_scope(tenant, 10_000, 50)
+    ledger.open_root(job, "root", Budget(max_tokens=5000, max_cycles=20, max_agents=4, max_depth=2))
+    ledger.open(job, ["root"], "c1", Budget(max_tokens=1000, max_cycles=5, max_agents=1, max_depth=1))
+    spend(ledger, job, ["root"], [glob, tenant], "root:0", 100)
+    spend(ledger, job, ["root", "c1"], [glob, tenant], "c1:0", 200)
+    ledger.reserve(job, ["root", "c1"], [glob, tenant], "c1:1", 50, 1)
+
+    snap = ledger.snapshot(job)
+    assert snap.root_id == "root"
+    assert (snap.tokens_used, snap.tokens_reserved, snap.tokens_limit) == (300, 50, 5000)
+    assert (snap.cycles_used, snap.cycles_limit, snap.agents_spawned, snap.agents_limit) == (2, 20, 1, 4)
+    assert not snap.cancelled
+    root, c1 = snap.agents
+    assert (root.agent_id, root.depth, c1.agent_id, c1.depth) == ("root", 0, "c1", 1)
+    assert (c1.tokens_used, c1.tokens_reserved, c1.tokens_limit) == (200, 50, 1000)
+    assert (c1.cycles_used, c1.cycles_reserved, c1.agents_limit, c1.depth_limit) == (1, 1, 1, 1)
+    scopes = [(s.name, s.tokens_used, s.tokens_limit, s.cycles_used, s.cycles_limit) for s in snap.scopes]
+    assert scopes == sorted([(glob, 300, None, 2, None), (tenant, 300, 10_000, 2, 50)])
+    dumped = snap.model_dump(mode="json")
+    assert dumped["agents"][1]["tokens_used"] == 200 and dumped["job_id"] == job
+
+
+def test_snapshot_of_an_unknown_job_is_empty(ledger, job):
+    snap = ledger.snapshot(job)
+    assert (snap.root_id, snap.agents, snap.scopes, snap.tokens_used) == (None, [], [], 0)
+
+
+def test_scopes_hold_across_jobs_and_never_expire(ledger, redis_client):
+    name = scope_name("sweep")
+    ledger.set_scope(name, 500, 3)
+    for job in (f"job-{uuid.uuid4().hex}", f"job-{uuid.uuid4().hex}"):
+        ledger.open_root(job, "root", Budget(max_depth=0))
+        spend(ledger, job, ["root"], [name], "root:0", 200)
+        assert redis_client.ttl(keys.agent(job, "root")) > 0
+    row = next(r for r in ledger.scope_rows() if r.name == name)
+    assert (row.tokens_used, row.tokens_limit, row.cycles_used, row.cycles_limit) == (400, 500, 2, 3)
+    assert redis_client.ttl(keys.scope(name)) == -1
+    ledger.set_scope(name, None, 3)
+    assert next(r for r in ledger.scope_rows() if r.name == name).tokens_limit is None
+
+
+# -- bad input --------------------------------------------------------------------
+
+def test_bad_calls_raise_clear_errors(ledger, job):
+    ledger.open_root(job, "root", Budget(max_depth=1))
+    with pytest.raises(ValueError, match="use open_root"):
+        ledger.open(job, [], "c1", Budget())
+    with pytest.raises(ValueError, match="own ancestor"):
+        ledger.open(job, ["root"], "root", Budget())
+    with pytest.raises(LedgerError, match="agent ghost was never opened"):
+        ledger.open(job, ["root", "ghost"], "c1", Budget())
+    with pytest.raises(LedgerError, match="agent ghost was never opened"):
+        ledger.reserve(job, ["root", "ghost"], [], "ghost:0", 10, 1)
+    with pytest.raises(ValueError, match="min_tokens"):
+        ledger.reserve(job, ["root"], [], "root:0", 10, 11)
+    with pytest.raises(ValueError, match="tokens >= 1"):
+        ledger.reserve(job, ["root"], [], "root:0", 0, 0)
+    with pytest.raises(ValueError, match="chain"):
+        ledger.reserve(job, [], [], "root:0", 10, 1)
+    with pytest.raises(ValueError, match="negative"):
+        ledger.settle(job, ["root"], [], "root:0", -1)
+    with pytest.raises(ValueError, match="max_tokens cannot be negative"):
+        ledger.set_scope(scope_name(), -1, None)
+    assert ledger.reserve(job, ["root"], [], "root:0", 10, 1).ok
+    with pytest.raises(LedgerError, match="another chain or scopes"):
+        ledger.settle(job, ["root"], [scope_name()], "root:0", 10)
+    assert ledger.snapshot(job).tokens_used == 0

@@ -1,0 +1,121 @@
+"""Many OS processes x threads against one small cap: the ledger never overspends.
+
+Each worker reserves then settles with actual usage == its grant, and sometimes
+replays a reservation id as a redelivered task would. Every process has its own
+Redis client, so the only thing keeping totals right is the scripts' atomicity.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import random
+import threading
+import time
+import uuid
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
+import redis
+
+from covey.budgets.budget import Budget
+from covey.budgets.redis_ledger import RedisLedger
+
+PROCESSES = 4
+THREADS = 8
+ATTEMPTS = 40
+
+
+def _spend(url: str, job: str, chain: list[str], scopes: list[str], worker: int) -> tuple[int, int, int]:
+    """Runs in a child process: returns (tokens granted, grants, refusals)."""
+    client = redis.Redis.from_url(url, decode_responses=True)
+    ledger = RedisLedger(client)
+    start = threading.Barrier(THREADS, action=lambda: _all_processes_ready(client, job))
+
+    def thread(t: int) -> tuple[int, int, int]:
+        rng = random.Random(worker * 1000 + t)
+        start.wait()
+        granted = grants = refusals = 0
+        for i in range(ATTEMPTS):
+            rid = f"w{worker}-t{t}:{i}"
+            tokens = rng.randint(1, 40)
+            grant = ledger.reserve(job, chain, scopes, rid, tokens, min(tokens, 5))
+            if not grant.ok:
+                refusals += 1
+                continue
+            assert grant.tokens <= tokens
+            assert ledger.settle(job, chain, scopes, rid, grant.tokens)
+            if rng.random() < 0.2:  # a redelivered step: same grant, never charged again
+                assert ledger.reserve(job, chain, scopes, rid, tokens, 1) == grant
+                assert not ledger.settle(job, chain, scopes, rid, grant.tokens)
+            granted += grant.tokens
+            grants += 1
+        return granted, grants, refusals
+
+    with ThreadPoolExecutor(THREADS) as pool:
+        results = list(pool.map(thread, range(THREADS)))
+    return tuple(sum(column) for column in zip(*results))
+
+
+def _all_processes_ready(client: redis.Redis, job: str) -> None:
+    """A start line across processes, so they contend instead of running one after another."""
+    line = f"test:{job}:ready"
+    client.incr(line)
+    client.expire(line, 60)
+    deadline = time.monotonic() + 30
+    while int(client.get(line)) < PROCESSES and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+
+def _open_children(url: str, job: str, worker: int) -> int:
+    """Runs in a child process: tries to open THREADS children of the root; returns how many opened."""
+    client = redis.Redis.from_url(url, decode_responses=True)
+    ledger = RedisLedger(client)
+    start = threading.Barrier(THREADS, action=lambda: _all_processes_ready(client, job))
+
+    def thread(t: int) -> bool:
+        start.wait()
+        return ledger.open(job, ["root"], f"w{worker}-c{t}", Budget(max_depth=0)).ok
+
+    with ThreadPoolExecutor(THREADS) as pool:
+        return sum(pool.map(thread, range(THREADS)))
+
+
+def _processes() -> ProcessPoolExecutor:
+    return ProcessPoolExecutor(PROCESSES, mp_context=multiprocessing.get_context("spawn"))
+
+
+def test_concurrent_reservations_never_exceed_the_cap(redis_server, redis_client):
+    ledger = RedisLedger(redis_client)
+    job, glob = f"job-{uuid.uuid4().hex}", f"global-{uuid.uuid4().hex[:8]}"
+    ledger.set_scope(glob, 2_500, None)
+    ledger.open_root(job, "root", Budget(max_tokens=3_000, max_cycles=1_000, max_depth=2))
+    ledger.open(job, ["root"], "c1", Budget(max_tokens=2_800, max_depth=1))
+    ledger.open(job, ["root", "c1"], "g1", Budget(max_tokens=2_700, max_depth=0))
+    chain, scopes = ["root", "c1", "g1"], [glob]
+
+    with _processes() as pool:
+        workers = range(PROCESSES)
+        results = list(pool.map(_spend, *zip(*[(redis_server.url, job, chain, scopes, w) for w in workers])))
+    granted, grants, refusals = (sum(column) for column in zip(*results))
+
+    snap = ledger.snapshot(job)
+    scope = snap.scopes[0]
+    assert refusals > 0, "the cap was never reached, so nothing contended"
+    assert scope.tokens_used == granted == snap.tokens_used <= 2_500
+    assert scope.cycles_used == grants == snap.cycles_used
+    assert snap.tokens_reserved == scope.tokens_reserved == 0
+    for row in snap.agents:
+        assert row.tokens_used == granted <= row.tokens_limit
+        assert (row.tokens_reserved, row.cycles_reserved) == (0, 0)
+
+
+def test_concurrent_spawns_never_exceed_max_agents(redis_server, redis_client):
+    ledger = RedisLedger(redis_client)
+    job = f"job-{uuid.uuid4().hex}"
+    ledger.open_root(job, "root", Budget(max_agents=5, max_depth=1))
+
+    with _processes() as pool:
+        opened = sum(pool.map(_open_children, *zip(*[(redis_server.url, job, w) for w in range(PROCESSES)])))
+
+    snap = ledger.snapshot(job)
+    assert opened == snap.agents_spawned == 5
+    assert len(snap.agents) == 6
