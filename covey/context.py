@@ -22,14 +22,15 @@ class RunContext(BaseModel):
     allow: list[str] | None = Field(default=None, description="reset for each child")
     subroot: str = Field(default="", description="workspace folder this agent may write")
     scopes: list[str] = Field(default_factory=lambda: ["global"])
+    child_fraction: float = Field(default=0.5, gt=0, le=1, description="share of a budget a child asks for")
 
     @property
     def chain(self) -> list[str]:
         """Ids from the root down to this agent: every ledger row it charges."""
         return [*self.ancestors, self.agent_id]
 
-    def child(self, agent_id: str, budget: Budget, allow: list[str] | None, deny: list[str]) -> RunContext:
-        """A child one level down: deny rules accumulate, allow rules are the child's own."""
+    def child(self, agent_id: str, budget: Budget, allow: list[str] | None) -> RunContext:
+        """A child one level down: deny rules are inherited, allow rules are the child's own."""
         return RunContext(
             job_id=self.job_id,
             agent_id=agent_id,
@@ -37,8 +38,9 @@ class RunContext(BaseModel):
             depth=self.depth + 1,
             ancestors=self.chain,
             budget=budget,
-            deny=sorted(set(self.deny) | set(deny)),
+            deny=self.deny,
             allow=allow,
             subroot=f"{SUBAGENT_DIR}/{agent_id}",
             scopes=self.scopes,
+            child_fraction=self.child_fraction,
         )

@@ -37,7 +37,7 @@ def start(spec: AgentSpec, ctx: RunContext) -> Action:
     system = f"You are {spec.role}, an agent of covey at depth {ctx.depth}. {spec.instructions}".strip()
     state = {
         "messages": [{"role": "system", "content": system}, {"role": "user", "content": spec.task}],
-        "tools": offered(spec.tools, ctx.deny),
+        "tools": offered(ctx.allow, ctx.deny),
         "spawns": [],
     }
     return CallModel(state=state, messages=state["messages"])

@@ -1,0 +1,16 @@
+"""covey: trees of LLM agents as Celery tasks under a Redis budget ledger."""
+
+from covey.budgets.budget import Budget
+from covey.results import AgentResult, Status, Usage
+from covey.spec import AgentSpec, InvalidSpec, JobSpec
+
+__all__ = ["AgentResult", "AgentSpec", "Budget", "Client", "InvalidSpec", "JobHandle", "JobSpec", "Status", "Usage"]
+
+
+def __getattr__(name: str):
+    # The client pulls in Celery and redis; import it only when asked for.
+    if name in ("Client", "JobHandle"):
+        from covey import client
+
+        return getattr(client, name)
+    raise AttributeError(name)

@@ -1,0 +1,3 @@
+from covey.cli import main
+
+main()

@@ -1,0 +1,100 @@
+"""The Python client: submit jobs and follow them from any service.
+
+It talks to covey only through the wire contract (``covey.run_job`` by name) and
+the job's Redis keys, so it needs no worker code and no model credentials.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import redis
+from celery.exceptions import TimeoutError as CeleryTimeout
+from celery.result import AsyncResult
+
+from covey.budgets.ledger import LedgerSnapshot
+from covey.budgets.redis_ledger import RedisLedger
+from covey.config.settings import Settings, get_settings
+from covey.results import AgentResult
+from covey.spec import JobSpec
+from covey.tree import RUNNING, JobTree, Node
+from covey.worker.app import create_app
+
+RUN_JOB = "covey.run_job"
+
+
+class JobRefused(Exception):
+    """The worker refused the job (an invalid spec) or the job crashed before its root ran."""
+
+
+class JobTimeout(TimeoutError):
+    """``result(timeout)`` ran out before the job finished; the job goes on."""
+
+
+class Client:
+    def __init__(self, settings: Settings | None = None) -> None:
+        self.settings = settings or get_settings()
+        self.app = create_app(self.settings)
+        self.redis = redis.Redis.from_url(self.settings.redis_url, decode_responses=True)
+        self.ledger = RedisLedger(self.redis)
+        self.tree = JobTree(self.redis)
+
+    def spec(self, task: str, **fields: Any) -> JobSpec:
+        """A JobSpec with this client's defaults (model, budget) under ``fields``."""
+        budget = self.settings.default_budget().model_copy(update=fields.pop("budget", {}))
+        return JobSpec.parse({"task": task, "model": self.settings.model, **fields, "budget": budget.model_dump()})
+
+    def submit(self, spec: JobSpec | dict[str, Any] | str) -> JobHandle:
+        if isinstance(spec, str):
+            spec = self.spec(spec)
+        elif not isinstance(spec, JobSpec):
+            spec = JobSpec.parse(spec)
+        sent = self.app.send_task(RUN_JOB, kwargs={"spec": spec.model_dump(mode="json")})
+        return JobHandle(self, sent.id)
+
+    def job(self, job_id: str) -> JobHandle:
+        return JobHandle(self, job_id)
+
+    def close(self) -> None:
+        self.redis.close()
+
+
+class JobHandle:
+    def __init__(self, client: Client, job_id: str) -> None:
+        self._client = client
+        self.id = job_id
+        self._async = AsyncResult(job_id, app=client.app)
+
+    def status(self) -> str:
+        """``queued``, ``running``, a final ``AgentResult`` status, ``refused`` or ``unknown``."""
+        root = self._root()
+        if root is not None:
+            return root.status
+        state = self._async.state
+        if state == "FAILURE":
+            return "refused"
+        return {"PENDING": "queued", "RECEIVED": "queued", "STARTED": RUNNING}.get(state, state.lower())
+
+    def result(self, timeout: float | None = None) -> AgentResult:
+        """Wait for the root's result; raises ``JobTimeout`` or ``JobRefused``."""
+        try:
+            raw = self._async.get(timeout=timeout, propagate=True)
+        except CeleryTimeout as e:
+            raise JobTimeout(f"job {self.id} not finished after {timeout}s") from e
+        except Exception as e:  # the worker's exception, rebuilt by Celery
+            raise JobRefused(str(e)) from e
+        return AgentResult.model_validate(raw)
+
+    def tree(self) -> list[Node]:
+        return self._client.tree.nodes(self.id)
+
+    def ledger(self) -> LedgerSnapshot:
+        return self._client.ledger.snapshot(self.id)
+
+    def cancel(self) -> None:
+        """Every agent of the job stops at its next cycle and reports ``cancelled``."""
+        self._client.ledger.cancel(self.id)
+
+    def _root(self) -> Node | None:
+        nodes = self.tree()
+        return next((n for n in nodes if n.parent_id is None), None)

@@ -1,0 +1,37 @@
+"""Celery configuration for long-running agent tasks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from covey.config.settings import Settings
+from covey.keys import JOB_TTL_SECONDS
+
+
+def celery_config(settings: Settings) -> dict[str, Any]:
+    return {
+        "broker_url": settings.broker,
+        "result_backend": settings.backend,
+        # JSON only: a task's arguments are readable in Flower and never unpickled.
+        "task_serializer": "json",
+        "result_serializer": "json",
+        "accept_content": ["json"],
+        "result_accept_content": ["json"],
+        # An agent step is acknowledged only when done; a worker that dies mid-step
+        # has its task redelivered, and the ledger's idempotent reservations keep
+        # the replay from being charged twice.
+        "task_acks_late": True,
+        "task_reject_on_worker_lost": True,
+        "worker_prefetch_multiplier": 1,
+        # Redis redelivers an unacknowledged task after the visibility timeout; it
+        # must exceed the longest agent run or a healthy task would run twice.
+        "broker_transport_options": {"visibility_timeout": int(settings.max_agent_seconds * 2)},
+        "result_backend_transport_options": {"visibility_timeout": int(settings.max_agent_seconds * 2)},
+        "broker_connection_retry_on_startup": True,
+        "result_expires": JOB_TTL_SECONDS,
+        "result_extended": True,
+        "task_track_started": True,
+        "worker_send_task_events": True,
+        "task_send_sent_event": True,
+        "task_default_queue": settings.queue,
+    }

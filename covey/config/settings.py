@@ -1,0 +1,61 @@
+"""``Settings``: every knob, read from ``COVEY_*`` environment variables."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from covey.budgets.budget import Budget
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="COVEY_", extra="ignore")
+
+    redis_url: str = "redis://localhost:6379/0"
+    broker_url: str | None = Field(default=None, description="defaults to redis_url")
+    result_backend: str | None = Field(default=None, description="defaults to redis_url")
+    queue: str = "covey"
+
+    model: str = "sim"
+    openai_base_url: str | None = None
+    openai_api_key: str | None = Field(
+        default=None, validation_alias=AliasChoices("COVEY_OPENAI_API_KEY", "OPENAI_API_KEY")
+    )
+    model_timeout: float = Field(default=60.0, gt=0, description="seconds for one model HTTP call")
+    model_retries: int = Field(default=2, ge=0, description="SDK retries on 429/5xx/timeouts")
+    sim_latency_ms: int = Field(default=0, ge=0)
+
+    max_tokens: int | None = Field(default=200_000, ge=1)
+    max_cycles: int | None = Field(default=200, ge=1)
+    max_agents: int | None = Field(default=50, ge=0)
+    max_depth: int = Field(default=3, ge=0)
+
+    worker_pool: Literal["threads", "prefork", "gevent", "solo"] = "threads"
+    worker_concurrency: int = Field(default=4, ge=1)
+    max_agent_seconds: float = Field(
+        default=3600.0, gt=0, description="longest one agent task may run; sets the broker visibility timeout"
+    )
+
+    @property
+    def broker(self) -> str:
+        return self.broker_url or self.redis_url
+
+    @property
+    def backend(self) -> str:
+        return self.result_backend or self.redis_url
+
+    def default_budget(self) -> Budget:
+        return Budget(
+            max_tokens=self.max_tokens,
+            max_cycles=self.max_cycles,
+            max_agents=self.max_agents,
+            max_depth=self.max_depth,
+        )
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

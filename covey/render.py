@@ -1,0 +1,67 @@
+"""Readable tables for the CLI (``--json`` prints the models instead)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from covey.budgets.ledger import LedgerSnapshot
+from covey.results import AgentResult
+from covey.tree import Node
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    cells = [[str(h) for h in headers]] + [["-" if v is None else str(v) for v in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells)
+
+
+def result(r: AgentResult) -> str:
+    u = r.usage
+    lines = [
+        f"job      {r.job_id}",
+        f"status   {r.status.value}",
+        f"output   {r.output if r.output is not None else '-'}",
+    ]
+    if r.error:
+        lines.append(f"error    {r.error}")
+    lines.append(
+        f"usage    {u.total_tokens} tokens ({u.prompt_tokens} prompt, {u.completion_tokens} completion), "
+        f"{u.cycles} cycles, {u.agents} sub-agents"
+    )
+    return "\n".join(lines)
+
+
+def tree(nodes: list[Node]) -> str:
+    children: dict[str | None, list[Node]] = {}
+    for node in nodes:
+        children.setdefault(node.parent_id, []).append(node)
+    rows: list[tuple[object, ...]] = []
+
+    def walk(parent: str | None, indent: str) -> None:
+        for node in children.get(parent, []):
+            rows.append((indent + node.agent_id, node.role, node.status, node.usage.total_tokens, node.usage.cycles))
+            walk(node.agent_id, indent + "  ")
+
+    walk(None, "")
+    return table(["agent", "role", "status", "tokens", "cycles"], rows)
+
+
+def ledger(s: LedgerSnapshot) -> str:
+    head = table(
+        ["", "used", "limit"],
+        [
+            ("tokens", s.tokens_used, s.tokens_limit),
+            ("cycles", s.cycles_used, s.cycles_limit),
+            ("agents", s.agents_spawned, s.agents_limit),
+        ],
+    )
+    agents = table(
+        ["agent", "depth", "tokens", "token limit", "cycles", "cycle limit", "spawned"],
+        [(a.agent_id, a.depth, a.tokens_used, a.tokens_limit, a.cycles_used, a.cycles_limit, a.agents_spawned)
+         for a in s.agents],
+    )
+    scopes = table(
+        ["scope", "tokens", "token limit", "cycles", "cycle limit"],
+        [(c.name, c.tokens_used, c.tokens_limit, c.cycles_used, c.cycles_limit) for c in s.scopes],
+    )
+    return f"{head}\n\n{agents}\n\n{scopes}"

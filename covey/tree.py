@@ -1,0 +1,64 @@
+"""The job's tree as the worker records it and ``covey tree`` shows it.
+
+One Redis hash per job (agent id -> node JSON). A node is written when its parent
+opens it (``queued``), when it starts (``running``) and when it ends (its result's
+status), so a reader sees the live shape of a running job.
+"""
+
+from __future__ import annotations
+
+import redis
+from pydantic import BaseModel
+
+from covey import keys
+from covey.results import AgentResult, Usage
+
+QUEUED = "queued"
+RUNNING = "running"
+
+
+class Node(BaseModel):
+    agent_id: str
+    parent_id: str | None = None
+    depth: int = 0
+    role: str = "agent"
+    status: str = QUEUED
+    usage: Usage = Usage()
+    output: str | None = None
+    error: str | None = None
+
+    @classmethod
+    def of(cls, result: AgentResult) -> Node:
+        return cls(
+            agent_id=result.agent_id,
+            parent_id=result.parent_id,
+            depth=result.depth,
+            role=result.role,
+            status=result.status.value,
+            usage=result.usage,
+            output=result.output,
+            error=result.error,
+        )
+
+
+class JobTree:
+    def __init__(self, client: redis.Redis) -> None:
+        self._redis = client
+
+    def record(self, job_id: str, *nodes: Node) -> None:
+        if not nodes:
+            return
+        key = keys.nodes(job_id)
+        pipe = self._redis.pipeline()
+        pipe.hset(key, mapping={n.agent_id: n.model_dump_json() for n in nodes})
+        pipe.expire(key, keys.JOB_TTL_SECONDS)
+        pipe.execute()
+
+    def nodes(self, job_id: str) -> list[Node]:
+        raw = self._redis.hgetall(keys.nodes(job_id))
+        nodes = [Node.model_validate_json(v) for v in raw.values()]
+        return sorted(nodes, key=lambda n: (n.depth, n.agent_id))
+
+    def node(self, job_id: str, agent_id: str) -> Node | None:
+        raw = self._redis.hget(keys.nodes(job_id), agent_id)
+        return None if raw is None else Node.model_validate_json(raw)

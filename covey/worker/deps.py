@@ -1,0 +1,54 @@
+"""What the worker's loop reaches for, built once per worker process."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import lru_cache
+
+import redis
+
+from covey.budgets.ledger import Ledger
+from covey.budgets.redis_ledger import RedisLedger
+from covey.config.settings import Settings, get_settings
+from covey.tree import JobTree
+from covey.worker.agent_state import Checkpoints
+from covey.worker.llm import LLM
+from covey.worker.workspace import Workspace
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclass
+class Deps:
+    settings: Settings
+    redis: redis.Redis
+    ledger: Ledger
+    llm: LLM
+    tree: JobTree
+    checkpoints: Checkpoints
+    now: Callable[[], datetime] = field(default=utcnow)
+
+    def workspace(self, job_id: str) -> Workspace:
+        return Workspace(self.redis, job_id)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Deps:
+        client = redis.Redis.from_url(settings.redis_url, decode_responses=True)
+        return cls(
+            settings=settings,
+            redis=client,
+            ledger=RedisLedger(client),
+            llm=LLM(settings),
+            tree=JobTree(client),
+            checkpoints=Checkpoints(client),
+        )
+
+
+@lru_cache(maxsize=1)
+def worker_deps() -> Deps:
+    """Built lazily, so a prefork child makes its own connections after the fork."""
+    return Deps.from_settings(get_settings())

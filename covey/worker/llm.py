@@ -1,0 +1,124 @@
+"""The model, always through the official ``openai`` SDK.
+
+``sim`` without a base URL runs the simulated model as an httpx transport inside
+this process; with ``COVEY_OPENAI_BASE_URL`` every model, ``sim`` included, goes
+over HTTP. Either way the SDK's own request, retry and parsing path runs.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import httpx2
+import openai
+
+from covey.config.settings import Settings
+from covey.orchestration.actions import ModelReply, ToolCall
+from covey.worker import sim
+
+SIM_MODEL = "sim"
+SIM_BASE_URL = "http://sim.covey/v1"
+
+
+class ModelError(Exception):
+    """A model call that failed for good (after the SDK's retries); one clear line."""
+
+
+@dataclass(frozen=True)
+class CallUsage:
+    prompt_tokens: int
+    completion_tokens: int
+
+    @property
+    def total(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+def estimate_prompt_tokens(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
+    """An upper bound of the prompt's tokens, reserved before the call.
+
+    Three characters a token over the request's JSON overestimates both the sim
+    model's count (four a token) and real tokenizers on ordinary text.
+    """
+    return math.ceil(len(sim.prompt_text(messages, tools)) / 3) + 8
+
+
+class LLM:
+    """One SDK client per model endpoint, shared by the worker's threads."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._clients: dict[str, openai.OpenAI] = {}
+        self._lock = threading.Lock()
+
+    def call(
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        max_tokens: int,
+        timeout: float | None = None,
+    ) -> tuple[ModelReply, CallUsage]:
+        client = self._client(model)
+        kwargs: dict[str, Any] = {"model": model, "messages": messages, "max_tokens": max_tokens}
+        if tools:
+            kwargs["tools"] = tools
+        try:
+            completion = client.with_options(timeout=timeout or self._settings.model_timeout).chat.completions.create(
+                **kwargs
+            )
+        except openai.APITimeoutError as e:
+            raise ModelError(f"model call timed out (after {self._settings.model_retries} retries)") from e
+        except openai.APIStatusError as e:
+            raise ModelError(f"model call failed: HTTP {e.status_code}: {_message(e)}") from e
+        except openai.APIConnectionError as e:
+            raise ModelError(f"model unreachable: {e}") from e
+        return _reply(completion), _usage(completion, messages, tools)
+
+    def _client(self, model: str) -> openai.OpenAI:
+        key = SIM_MODEL if model == SIM_MODEL and not self._settings.openai_base_url else "remote"
+        with self._lock:
+            if key not in self._clients:
+                self._clients[key] = self._make(key)
+            return self._clients[key]
+
+    def _make(self, key: str) -> openai.OpenAI:
+        s = self._settings
+        common = {"max_retries": s.model_retries, "timeout": s.model_timeout}
+        if key == SIM_MODEL:
+            http = httpx2.Client(transport=sim.transport(latency_ms=s.sim_latency_ms))
+            return openai.OpenAI(api_key="sim", base_url=SIM_BASE_URL, http_client=http, **common)
+        if not s.openai_api_key and not s.openai_base_url:
+            raise ModelError("no model endpoint: set OPENAI_API_KEY (or COVEY_OPENAI_BASE_URL) on the worker")
+        return openai.OpenAI(api_key=s.openai_api_key or "none", base_url=s.openai_base_url, **common)
+
+
+def _message(error: openai.APIStatusError) -> str:
+    body = error.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])
+    return error.message
+
+
+def _reply(completion: Any) -> ModelReply:
+    if not completion.choices:
+        raise ModelError("model returned no choices")
+    choice = completion.choices[0]
+    calls = [
+        ToolCall(id=c.id, name=c.function.name, arguments=c.function.arguments or "")
+        for c in choice.message.tool_calls or []
+        if getattr(c, "function", None) is not None
+    ]
+    return ModelReply(content=choice.message.content, tool_calls=calls, finish_reason=choice.finish_reason or "stop")
+
+
+def _usage(completion: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> CallUsage:
+    usage = completion.usage
+    if usage is None:  # some endpoints omit usage; charge the estimate rather than nothing
+        return CallUsage(prompt_tokens=estimate_prompt_tokens(messages, tools), completion_tokens=0)
+    return CallUsage(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens)

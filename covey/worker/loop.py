@@ -1,0 +1,236 @@
+"""The one generic loop that interprets a strategy's Actions.
+
+It runs an agent until it finishes or asks for children. Before every model call
+it checks cancel and deadlines and reserves the worst case on the ledger; after it,
+it settles the real usage. A fan-out is returned to the task, which checkpoints
+and replaces itself with a chord, so no worker slot waits on children.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from covey.context import RunContext
+from covey.orchestration import registry
+from covey.orchestration.actions import (
+    Action,
+    CallModel,
+    ChildResults,
+    Finish,
+    ModelReply,
+    RunTools,
+    Spawn,
+    ToolResults,
+)
+from covey.orchestration.tool_schemas import TOOL_SCHEMAS, offered
+from covey.results import AgentResult, Status, Usage
+from covey.spec import AgentSpec
+from covey.tree import QUEUED, RUNNING, Node
+from covey.worker.agent_state import AgentState, PendingChild
+from covey.worker.deps import Deps
+from covey.worker.llm import ModelError, estimate_prompt_tokens
+from covey.worker.tools import run_tool
+
+
+@dataclass(frozen=True)
+class Finished:
+    result: AgentResult
+
+
+@dataclass(frozen=True)
+class FanOut:
+    state: AgentState
+    children: list[tuple[RunContext, AgentSpec]]
+
+
+def child_agent_id(parent_id: str, spawn_round: int, index: int) -> str:
+    """Deterministic, so a redelivered parent step re-opens the same children."""
+    digest = hashlib.sha1(f"{parent_id}/{spawn_round}/{index}".encode()).hexdigest()[:8]
+    return f"{parent_id}-sub-{digest}"
+
+
+def begin(deps: Deps, ctx: RunContext, spec: AgentSpec) -> tuple[AgentState, Action]:
+    now = deps.now()
+    state = AgentState(
+        ctx=ctx,
+        spec=spec,
+        started_at=now,
+        deadline=now + timedelta(seconds=spec.timeout) if spec.timeout else None,
+    )
+    deps.tree.record(ctx.job_id, _node(state, RUNNING))
+    return state, registry.strategy(spec.strategy).start(spec, ctx)
+
+
+def join(deps: Deps, state: AgentState, results: list[dict[str, Any]]) -> tuple[AgentState, Action]:
+    """Fold a finished fan-out back in, in the order the strategy asked for it."""
+    by_id = {r.agent_id: r for r in (AgentResult.model_validate(d) for d in results)}
+    ordered = []
+    for pending in state.pending:
+        result = pending.refused or by_id.get(pending.agent_id) or _lost(state.ctx, pending.agent_id)
+        if pending.refused is None:
+            state.usage += result.usage + Usage(agents=1)
+        ordered.append(result)
+    state.children += [r.summary() for r in ordered]
+    state.pending = []
+    action = registry.strategy(state.spec.strategy).resume(state.spec, state.ctx, state.strategy, ChildResults(ordered))
+    return state, action
+
+
+def advance(deps: Deps, state: AgentState, action: Action) -> Finished | FanOut:
+    strategy = registry.strategy(state.spec.strategy)
+    while True:
+        state.strategy = action.state
+        if isinstance(action, Finish):
+            return _finish(deps, state, action.status, action.output, action.error)
+        stop = _stop(deps, state, counts_cycle=isinstance(action, CallModel))
+        if stop is not None:
+            return _finish(deps, state, *stop)
+        if isinstance(action, CallModel):
+            outcome: Any = _call_model(deps, state, action.messages)
+            if isinstance(outcome, Finished):
+                return outcome
+        elif isinstance(action, RunTools):
+            workspace = deps.workspace(state.ctx.job_id)
+            outcome = ToolResults({c.id: run_tool(c, state.ctx, workspace) for c in action.calls})
+        elif isinstance(action, Spawn):
+            fan_out = _spawn(deps, state, action)
+            if fan_out.children:
+                return fan_out
+            state, action = join(deps, state, [])
+            continue
+        else:
+            raise TypeError(f"unknown action {type(action).__name__}")
+        action = strategy.resume(state.spec, state.ctx, state.strategy, outcome)
+
+
+def _stop(deps: Deps, state: AgentState, counts_cycle: bool) -> tuple[Status, None, str] | None:
+    ctx, now = state.ctx, deps.now()
+    if deps.ledger.cancelled(ctx.job_id):
+        return Status.CANCELLED, None, "job cancelled"
+    if ctx.budget.expired(now):
+        return Status.TIMED_OUT, None, "job deadline passed"
+    if state.deadline is not None and now >= state.deadline:
+        return Status.TIMED_OUT, None, f"agent timeout of {state.spec.timeout}s passed"
+    if counts_cycle and state.cycle >= state.spec.max_cycles:
+        return Status.BUDGET_EXCEEDED, None, f"cycle cap reached: max_cycles={state.spec.max_cycles} for this agent"
+    return None
+
+
+def _call_model(deps: Deps, state: AgentState, messages: list[dict[str, Any]]) -> ModelReply | Finished:
+    ctx, spec = state.ctx, state.spec
+    tools = [TOOL_SCHEMAS[name] for name in offered(ctx.allow, ctx.deny)]
+    estimate = estimate_prompt_tokens(messages, tools)
+    state.cycle += 1
+    rid = f"{ctx.agent_id}:{state.cycle}"
+    grant = deps.ledger.reserve(
+        ctx.job_id, ctx.chain, ctx.scopes, rid, tokens=estimate + spec.max_call_tokens, min_tokens=estimate + 1
+    )
+    if not grant.ok:
+        status = Status.CANCELLED if grant.cancelled else Status.BUDGET_EXCEEDED
+        return _finish(deps, state, status, None, grant.reason)
+    try:
+        reply, usage = deps.llm.call(
+            spec.model, messages, tools, max_tokens=grant.tokens - estimate, timeout=_seconds_left(deps, state)
+        )
+    except ModelError as e:
+        deps.ledger.settle(ctx.job_id, ctx.chain, ctx.scopes, rid, tokens=0)
+        state.usage += Usage(cycles=1)
+        return _finish(deps, state, Status.FAILED, None, str(e))
+    deps.ledger.settle(ctx.job_id, ctx.chain, ctx.scopes, rid, tokens=usage.total)
+    state.usage += Usage(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens, cycles=1)
+    return reply
+
+
+def _seconds_left(deps: Deps, state: AgentState) -> float | None:
+    deadlines = [d for d in (state.deadline, state.ctx.budget.deadline) if d is not None]
+    if not deadlines:
+        return None
+    return max(0.001, (min(deadlines) - deps.now()).total_seconds())
+
+
+def _spawn(deps: Deps, state: AgentState, action: Spawn) -> FanOut:
+    ctx, spec = state.ctx, state.spec
+    state.spawn_round += 1
+    state.pending, children, queued = [], [], []
+    for index, request in enumerate(action.children):
+        child_id = child_agent_id(ctx.agent_id, state.spawn_round, index)
+        if ctx.budget.max_depth < 1:
+            opened_budget, reason = None, f"spawn refused: depth cap reached (max_depth=0 at agent {ctx.agent_id})"
+        else:
+            opened = deps.ledger.open(ctx.job_id, ctx.chain, child_id, ctx.budget.child(ctx.child_fraction))
+            opened_budget, reason = opened.budget, opened.reason
+        child_spec = AgentSpec(
+            task=request.task,
+            role=request.role,
+            instructions=request.instructions,
+            model=spec.model,
+            strategy=spec.strategy,
+            tools=request.tools,
+            max_cycles=spec.max_cycles,
+            max_call_tokens=spec.max_call_tokens,
+            timeout=spec.timeout,
+        )
+        if opened_budget is None:
+            refused = _refused(deps, ctx, child_id, request.role, reason or "spawn refused")
+            state.pending.append(PendingChild(agent_id=child_id, refused=refused))
+            queued.append(Node.of(refused))
+            continue
+        child_ctx = ctx.child(child_id, opened_budget, allow=request.tools)
+        children.append((child_ctx, child_spec))
+        state.pending.append(PendingChild(agent_id=child_id))
+        queued.append(Node(agent_id=child_id, parent_id=ctx.agent_id, depth=child_ctx.depth, role=request.role, status=QUEUED))
+    deps.tree.record(ctx.job_id, *queued)
+    return FanOut(state=state, children=children)
+
+
+def _refused(deps: Deps, ctx: RunContext, child_id: str, role: str, reason: str) -> AgentResult:
+    now = deps.now()
+    return AgentResult(
+        job_id=ctx.job_id,
+        agent_id=child_id,
+        parent_id=ctx.agent_id,
+        role=role,
+        depth=ctx.depth + 1,
+        status=Status.BUDGET_EXCEEDED,
+        error=reason,
+        started_at=now,
+        finished_at=now,
+    )
+
+
+def _lost(ctx: RunContext, agent_id: str) -> AgentResult:
+    return AgentResult(
+        job_id=ctx.job_id, agent_id=agent_id, parent_id=ctx.agent_id, depth=ctx.depth + 1,
+        status=Status.FAILED, error="child result missing from the join",
+    )
+
+
+def _finish(deps: Deps, state: AgentState, status: Status, output: str | None, error: str | None) -> Finished:
+    ctx = state.ctx
+    result = AgentResult(
+        job_id=ctx.job_id,
+        agent_id=ctx.agent_id,
+        parent_id=ctx.parent_id,
+        role=state.spec.role,
+        depth=ctx.depth,
+        status=status,
+        output=output,
+        error=error,
+        usage=state.usage,
+        started_at=state.started_at,
+        finished_at=deps.now(),
+        children=state.children,
+    )
+    deps.tree.record(ctx.job_id, Node.of(result))
+    return Finished(result)
+
+
+def _node(state: AgentState, status: str) -> Node:
+    ctx = state.ctx
+    return Node(
+        agent_id=ctx.agent_id, parent_id=ctx.parent_id, depth=ctx.depth, role=state.spec.role,
+        status=status, usage=state.usage,
+    )

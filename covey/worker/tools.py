@@ -1,0 +1,67 @@
+"""The tools an agent runs inside the worker (control tools are Actions instead).
+
+A tool never raises: whatever goes wrong becomes text the model reads, so it can
+try again another way.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import operator
+from collections.abc import Callable
+
+from covey.context import RunContext
+from covey.orchestration.actions import ToolCall
+from covey.worker.workspace import Workspace, WorkspaceError
+
+_BINARY: dict[type, Callable[[float, float], float]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
+_UNARY: dict[type, Callable[[float], float]] = {ast.USub: operator.neg, ast.UAdd: operator.pos}
+MAX_EXPONENT = 1000  # keeps `9**9**9` from pinning a worker
+
+
+def calculate(expression: str) -> str:
+    """Evaluate arithmetic only (no names, no calls); integral results print as ints."""
+    value = _eval(ast.parse(expression, mode="eval").body)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value)
+
+
+def _eval(node: ast.AST) -> float:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return node.value
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        left, right = _eval(node.left), _eval(node.right)
+        if isinstance(node.op, ast.Pow) and abs(right) > MAX_EXPONENT:
+            raise ValueError("exponent too large")
+        return _BINARY[type(node.op)](left, right)
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+        return _UNARY[type(node.op)](_eval(node.operand))
+    raise ValueError("only numbers and + - * / // % ** ( ) are allowed")
+
+
+def run_tool(call: ToolCall, ctx: RunContext, workspace: Workspace) -> str:
+    """Run one tool call; the text returned is what the model sees."""
+    try:
+        args = json.loads(call.arguments or "{}")
+        if call.name == "calculator":
+            return calculate(str(args["expression"]))
+        if call.name == "read_file":
+            return workspace.read(str(args["path"]))
+        if call.name == "write_file":
+            written = workspace.write(ctx.subroot, str(args["path"]), str(args["content"]))
+            return f"wrote {written}"
+        return f"error: tool {call.name!r} does not run in the worker"
+    except KeyError as e:
+        return f"error: missing argument {e.args[0]!r}"
+    except (WorkspaceError, ValueError, ArithmeticError, SyntaxError) as e:
+        return f"error: {e}"

@@ -1,0 +1,63 @@
+"""The job's shared workspace, in Redis so every worker on every machine sees it.
+
+Any agent reads the whole workspace; an agent writes only below its own subroot
+(children: ``.sub_agents/<agent_id>``). Paths are normalised and anything that
+would escape is refused.
+"""
+
+from __future__ import annotations
+
+import posixpath
+
+import redis
+
+from covey import keys
+
+MAX_FILE_BYTES = 256 * 1024  # one file; keeps a runaway agent from filling Redis
+MAX_FILES = 1000  # per job
+
+
+class WorkspaceError(ValueError):
+    """A refused read or write; the message is shown to the model as the tool result."""
+
+
+def normalise(path: str, root: str = "") -> str:
+    """``path`` relative to ``root``, as a clean relative path, or ``WorkspaceError``."""
+    if not isinstance(path, str) or not path.strip():
+        raise WorkspaceError("path is empty")
+    if path.startswith("/") or "\\" in path or "\x00" in path:
+        raise WorkspaceError(f"path {path!r} must be relative, with / separators")
+    joined = posixpath.normpath(posixpath.join(root or ".", path))
+    inside = root == "" or joined.startswith(root + "/")
+    if joined in (".", "") or joined.startswith("..") or not inside:
+        raise WorkspaceError(f"path {path!r} escapes {root or 'the workspace'}")
+    return joined
+
+
+class Workspace:
+    def __init__(self, client: redis.Redis, job_id: str) -> None:
+        self._redis = client
+        self._key = keys.workspace(job_id)
+
+    def read(self, path: str) -> str:
+        clean = normalise(path)
+        content = self._redis.hget(self._key, clean)
+        if content is None:
+            raise WorkspaceError(f"no file {clean!r}")
+        return content.decode() if isinstance(content, bytes) else content
+
+    def write(self, subroot: str, path: str, content: str) -> str:
+        """Write ``path`` below ``subroot``; returns the workspace path written."""
+        clean = normalise(path, subroot)
+        if len(content.encode()) > MAX_FILE_BYTES:
+            raise WorkspaceError(f"file too large: over {MAX_FILE_BYTES} bytes")
+        if not self._redis.hexists(self._key, clean) and self._redis.hlen(self._key) >= MAX_FILES:
+            raise WorkspaceError(f"workspace full: {MAX_FILES} files")
+        pipe = self._redis.pipeline()
+        pipe.hset(self._key, clean, content)
+        pipe.expire(self._key, keys.JOB_TTL_SECONDS)
+        pipe.execute()
+        return clean
+
+    def files(self) -> list[str]:
+        return sorted(k.decode() if isinstance(k, bytes) else k for k in self._redis.hkeys(self._key))

@@ -1,0 +1,83 @@
+"""A real Redis and a real worker process (threads pool, concurrency 1) for the run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from covey.client import Client
+from covey.config.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def worker_env(redis_url: str, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COVEY_")}
+    env.update({"COVEY_REDIS_URL": redis_url, "COVEY_MODEL": "sim", "COVEY_MODEL_RETRIES": "2", **extra})
+    return env
+
+
+def start_worker(redis_url: str, concurrency: int = 1, **extra: str) -> subprocess.Popen:
+    log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"covey-worker-{os.getpid()}-{time.time_ns()}.log", "w")
+    return subprocess.Popen(
+        [sys.executable, "-m", "covey", "worker", "--concurrency", str(concurrency), "--loglevel", "info"],
+        env=worker_env(redis_url, **extra), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+    )
+
+
+def stop_worker(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def wait_for_worker(client: Client, proc: subprocess.Popen, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"worker exited with {proc.returncode}")
+        if client.app.control.ping(timeout=0.5):
+            return
+    raise RuntimeError("worker did not answer a ping")
+
+
+@pytest.fixture(scope="session")
+def settings(redis_server) -> Settings:
+    return Settings(redis_url=redis_server.url, model="sim")
+
+
+@pytest.fixture(scope="session")
+def worker(redis_server, settings):
+    proc = start_worker(redis_server.url)
+    client = Client(settings)
+    wait_for_worker(client, proc)
+    yield proc
+    stop_worker(proc)
+
+
+@pytest.fixture
+def client(settings, worker) -> Client:
+    c = Client(settings)
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def cli(redis_server, worker):
+    """Run the real ``covey`` CLI against the test Redis and worker."""
+
+    def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "covey", *args], env=worker_env(redis_server.url),
+            capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+        )
+
+    return run

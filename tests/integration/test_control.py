@@ -1,0 +1,68 @@
+"""Cancel, redelivery and results through a real worker."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from covey.budgets.budget import Budget
+from covey.context import RunContext
+from covey.results import Status
+from covey.spec import AgentSpec
+
+
+def wait_until(predicate, seconds=30.0, step=0.05):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    raise AssertionError("condition not reached")
+
+
+def test_cancel_stops_a_running_tree(client, cli):
+    handle = client.submit(client.spec("[sim:spawn width=2 depth=1] [sim:loop] [sim:latency 20] spin",
+                                       budget={"max_cycles": 10_000}, max_cycles=10_000))
+    wait_until(lambda: handle.ledger().cycles_used > 5)
+    proc = cli("cancel", handle.id)
+    assert proc.returncode == 0, proc.stderr
+    result = handle.result(timeout=60)
+    assert result.status is Status.CANCELLED
+    assert {n.status for n in handle.tree()} == {"cancelled"}
+    settled = handle.ledger().cycles_used
+    time.sleep(0.5)
+    assert handle.ledger().cycles_used == settled
+    assert cli("status", handle.id).stdout.strip() == "cancelled"
+
+
+def test_a_redelivered_agent_step_is_charged_once(client):
+    """The same ``covey.agent`` message delivered twice, as after a worker crash."""
+    job_id = f"redeliver-{uuid.uuid4().hex}"
+    budget = Budget(max_tokens=100_000, max_depth=1)
+    client.ledger.open_root(job_id, "root", budget)
+    ctx = RunContext(job_id=job_id, agent_id="root", budget=budget)
+    spec = AgentSpec(task="[sim:spawn width=2 depth=1] twice")
+    kwargs = {"ctx": ctx.model_dump(mode="json"), "spec": spec.model_dump(mode="json")}
+
+    first = client.app.send_task("covey.agent", kwargs=kwargs).get(timeout=60)
+    once = client.ledger.snapshot(job_id)
+    second = client.app.send_task("covey.agent", kwargs=kwargs).get(timeout=60)
+    twice = client.ledger.snapshot(job_id)
+
+    assert first["status"] == second["status"] == "completed"
+    assert first["usage"] == second["usage"]
+    assert once.tokens_used == first["usage"]["total_tokens"] > 0
+    assert (twice.tokens_used, twice.cycles_used, twice.agents_spawned) == (
+        once.tokens_used, once.cycles_used, once.agents_spawned
+    )
+
+
+def test_result_waits_and_times_out_with_a_clear_error(client, cli):
+    handle = client.submit(client.spec("[sim:loop] [sim:latency 50] slow", max_cycles=40))
+    proc = cli("result", handle.id, "--timeout", "0.2")
+    assert proc.returncode == 3
+    assert "not finished" in proc.stderr
+    result = handle.result(timeout=60)
+    assert result.status is Status.BUDGET_EXCEEDED
+    assert "max_cycles=40" in result.error

@@ -1,0 +1,114 @@
+"""Agent trees through the real CLI, client, worker and Redis."""
+
+from __future__ import annotations
+
+import json
+
+from covey.results import Status
+
+
+def run_json(cli, *args):
+    proc = cli("run", *args, "--json")
+    assert proc.stdout, proc.stderr
+    return proc, json.loads(proc.stdout)
+
+
+def test_width3_depth2_tree_completes_on_one_worker_slot(cli):
+    proc, result = run_json(cli, "[sim:spawn width=3 depth=2] survey the field", "--max-depth", "3")
+    assert proc.returncode == 0, proc.stderr
+    assert result["status"] == "completed"
+    assert result["output"] == "leaves=9"
+    assert result["usage"]["agents"] == 12
+    assert result["usage"]["total_tokens"] == result["usage"]["prompt_tokens"] + result["usage"]["completion_tokens"]
+
+    tree = json.loads(cli("tree", result["job_id"], "--json").stdout)
+    nodes = tree["nodes"]
+    assert len(nodes) == 13
+    assert {n["status"] for n in nodes} == {"completed"}
+    assert sorted(n["depth"] for n in nodes) == [0] + [1] * 3 + [2] * 9
+    by_id = {n["agent_id"]: n for n in nodes}
+    for node in nodes:
+        if node["parent_id"] is not None:
+            assert by_id[node["parent_id"]]["depth"] == node["depth"] - 1
+            assert node["agent_id"].startswith(node["parent_id"] + "-sub-")
+
+    ledger = json.loads(cli("ledger", result["job_id"], "--json").stdout)
+    assert ledger["agents_spawned"] == 12
+    assert ledger["tokens_used"] == result["usage"]["total_tokens"]
+    assert ledger["cycles_used"] == result["usage"]["cycles"]
+
+
+def test_token_cap_is_never_overspent_and_refused_agents_say_so(cli):
+    cap = 6000
+    proc, result = run_json(
+        cli, "[sim:spawn width=3 depth=2] [sim:tokens 400] big survey", "--max-tokens", str(cap), "--max-depth", "3"
+    )
+    assert proc.returncode == 1  # the job did not complete within its cap
+    ledger = json.loads(cli("ledger", result["job_id"], "--json").stdout)
+    assert 0 < ledger["tokens_used"] <= cap
+    assert ledger["tokens_limit"] == cap
+    nodes = json.loads(cli("tree", result["job_id"], "--json").stdout)["nodes"]
+    refused = [n for n in nodes if n["status"] == "budget_exceeded"]
+    assert refused, nodes
+    assert result["status"] in {s.value for s in Status}
+    assert result["job_id"] and result["agent_id"] == "root"
+
+
+def test_a_failing_child_does_not_break_the_join(cli):
+    proc, result = run_json(cli, "[sim:spawn width=3 depth=1] [sim:fail 500 part=2] check")
+    assert proc.returncode == 0, proc.stderr
+    assert result["status"] == "completed"
+    assert result["output"].startswith("leaves=2 (1 not completed: model call failed: HTTP 500")
+    nodes = json.loads(cli("tree", result["job_id"], "--json").stdout)["nodes"]
+    assert sorted(n["status"] for n in nodes) == ["completed", "completed", "completed", "failed"]
+
+
+def test_a_child_sending_malformed_tool_arguments_fails_alone(cli):
+    proc, result = run_json(cli, "[sim:spawn width=2 depth=1] [sim:fail bad_args part=1] check")
+    assert result["status"] == "completed"
+    assert "malformed arguments" in result["output"]
+    statuses = {n["depth"]: n["status"] for n in json.loads(cli("tree", result["job_id"], "--json").stdout)["nodes"]
+                if n["status"] == "failed"}
+    assert statuses == {1: "failed"}
+
+
+def test_depth_cap_refuses_spawning_with_a_reason_the_model_sees(cli):
+    proc, result = run_json(cli, "[sim:spawn width=2 depth=2] deep", "--max-depth", "1")
+    assert result["status"] == "completed"
+    assert result["output"] == "leaves=0"
+    nodes = json.loads(cli("tree", result["job_id"], "--json").stdout)["nodes"]
+    children = [n for n in nodes if n["depth"] == 1]
+    refused = [n for n in nodes if n["depth"] == 2]
+    assert len(children) == 2 and {n["status"] for n in children} == {"completed"}
+    assert len(refused) == 4 and {n["status"] for n in refused} == {"budget_exceeded"}
+    # The children's answers are the model's own words: it read the refusal.
+    assert [c["output"] for c in result["children"]] == [
+        f"leaves=0 (2 not completed: spawn refused: depth cap reached (max_depth=0 at agent {c['agent_id']}))"
+        for c in result["children"]
+    ]
+
+
+def test_agent_cap_refuses_the_spawn_past_it(cli):
+    proc, result = run_json(cli, "[sim:spawn width=3 depth=1] wide", "--max-agents", "2")
+    assert result["status"] == "completed"
+    assert result["output"].startswith("leaves=2 (1 not completed: spawn refused: agent cap")
+
+
+def test_429_with_retry_after_is_retried_and_the_agent_completes(cli):
+    proc, result = run_json(cli, "[sim:fail 429] What is 6 * 7?")
+    assert proc.returncode == 0, proc.stderr
+    assert result["output"] == "42"
+
+
+def test_a_child_cannot_write_outside_its_subroot(client):
+    handle = client.submit(client.spec("[sim:spawn width=2 depth=1] [sim:write ../../escape.txt] note"))
+    result = handle.result(timeout=60)
+    assert result.status is Status.COMPLETED
+    assert all(c.output.startswith("error: path '../../escape.txt' escapes") for c in result.children)
+    handle2 = client.submit(client.spec("[sim:spawn width=1 depth=1] [sim:write notes.md] keep me"))
+    result2 = handle2.result(timeout=60)
+    child = handle2.tree()[1]
+    written = client.redis.hgetall(f"covey:{{{handle2.id}}}:workspace")
+    assert written == {f".sub_agents/{child.agent_id}/notes.md": "keep me (part 1 of 1)"}
+    assert result2.output == "leaves=1"
+    assert client.redis.hgetall(f"covey:{{{handle.id}}}:workspace") == {}

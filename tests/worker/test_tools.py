@@ -1,0 +1,69 @@
+"""Tools against a real Redis workspace."""
+
+import uuid
+
+import pytest
+
+from covey.budgets.budget import Budget
+from covey.context import RunContext
+from covey.orchestration.actions import ToolCall
+from covey.worker.tools import calculate, run_tool
+from covey.worker.workspace import Workspace, WorkspaceError, normalise
+
+
+@pytest.fixture
+def job(redis_client):
+    job_id = f"t-{uuid.uuid4().hex}"
+    root = RunContext(job_id=job_id, agent_id="root", budget=Budget(max_depth=2))
+    child = root.child("root-sub-aa", Budget(max_depth=1), allow=None)
+    return root, child, Workspace(redis_client, job_id)
+
+
+def call(name, **args):
+    import json
+
+    return ToolCall(id="c", name=name, arguments=json.dumps(args))
+
+
+@pytest.mark.parametrize("expr, value", [("2+3*4", "14"), ("7/2", "3.5"), ("(1+2)**3", "27"), ("-4//3", "-2")])
+def test_calculator(expr, value):
+    assert calculate(expr) == value
+
+
+@pytest.mark.parametrize("expr", ["__import__('os')", "a+1", "9**9**9", "1/0"])
+def test_calculator_refuses_anything_but_arithmetic(expr, job):
+    root, _, ws = job
+    assert run_tool(call("calculator", expression=expr), root, ws).startswith("error:")
+
+
+def test_child_writes_land_in_its_subroot_and_anyone_reads_them(job):
+    root, child, ws = job
+    assert run_tool(call("write_file", path="notes.md", content="hi"), child, ws) == "wrote .sub_agents/root-sub-aa/notes.md"
+    assert run_tool(call("read_file", path=".sub_agents/root-sub-aa/notes.md"), root, ws) == "hi"
+
+
+@pytest.mark.parametrize("path", ["../x", "../../etc/passwd", "/abs", "a/../../x", "..", "."])
+def test_escaping_paths_are_refused(job, path):
+    root, child, ws = job
+    text = run_tool(call("write_file", path=path, content="x"), child, ws)
+    assert text.startswith("error:")
+    assert ws.files() == []
+
+
+def test_a_child_cannot_write_into_a_sibling_or_the_root(job):
+    _, child, ws = job
+    assert run_tool(call("write_file", path="../root-sub-bb/x", content="x"), child, ws).startswith("error:")
+    assert ws.files() == []
+
+
+def test_missing_file_and_argument_are_tool_errors(job):
+    root, _, ws = job
+    assert "no file" in run_tool(call("read_file", path="nope.txt"), root, ws)
+    assert "missing argument 'path'" in run_tool(call("read_file"), root, ws)
+
+
+def test_normalise_keeps_paths_inside_the_root():
+    assert normalise("a/./b/../c.txt") == "a/c.txt"
+    assert normalise("x", ".sub_agents/k") == ".sub_agents/k/x"
+    with pytest.raises(WorkspaceError):
+        normalise("../k2/x", ".sub_agents/k")
