@@ -167,6 +167,20 @@ def scope(name: str, max_tokens: int | None, max_cycles: int | None) -> None:
     click.echo(f"scope {name}: max_tokens={max_tokens} max_cycles={max_cycles}")
 
 
+@cli.command()
+@click.option("--port", type=int, default=5555, show_default=True)
+@click.option("--address", default="127.0.0.1", show_default=True)
+@click.option("--basic-auth", envvar="COVEY_FLOWER_BASIC_AUTH", default=None, help="user:password[,user2:pw2]")
+def flower(port: int, address: str, basic_auth: str | None) -> None:
+    """Run Flower on covey's broker, to watch tasks and workers live."""
+    from covey.worker.app import app
+
+    argv = ["flower", f"--port={port}", f"--address={address}"]
+    if basic_auth:
+        argv.append(f"--basic-auth={basic_auth}")
+    app.start(argv)
+
+
 @cli.command("sim-server")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=int, default=8765, show_default=True)

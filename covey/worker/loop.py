@@ -138,7 +138,9 @@ def _call_model(deps: Deps, state: AgentState, messages: list[dict[str, Any]]) -
     except ModelError as e:
         deps.ledger.settle(ctx.job_id, ctx.chain, ctx.scopes, rid, tokens=0)
         state.usage += Usage(cycles=1)
-        return _finish(deps, state, Status.FAILED, None, str(e))
+        # A call cut short by the deadline is the deadline's doing, not the model's.
+        stop = _stop(deps, state, counts_cycle=False)
+        return _finish(deps, state, *(stop or (Status.FAILED, None, str(e))))
     deps.ledger.settle(ctx.job_id, ctx.chain, ctx.scopes, rid, tokens=usage.total)
     state.usage += Usage(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens, cycles=1)
     return reply

@@ -66,3 +66,25 @@ def test_result_waits_and_times_out_with_a_clear_error(client, cli):
     result = handle.result(timeout=60)
     assert result.status is Status.BUDGET_EXCEEDED
     assert "max_cycles=40" in result.error
+
+
+def test_a_job_past_its_timeout_ends_timed_out(cli):
+    import json
+
+    proc = cli("run", "[sim:loop] [sim:latency 200] forever", "--timeout", "1", "--json")
+    result = json.loads(proc.stdout)
+    assert proc.returncode == 1
+    assert result["status"] == "timed_out"
+    assert result["error"] == "job deadline passed"
+
+
+def test_a_tenant_scope_caps_tokens_across_jobs(client, cli):
+    tenant = f"t{uuid.uuid4().hex[:8]}"
+    assert cli("scope", f"tenant:{tenant}", "--max-tokens", "1500").returncode == 0
+    first = client.submit(client.spec("What is 2 + 2?", tenant=tenant)).result(timeout=60)
+    assert first.status is Status.COMPLETED
+    second = client.submit(client.spec("What is 3 + 3?", tenant=tenant)).result(timeout=60)
+    assert second.status is Status.BUDGET_EXCEEDED
+    assert f"scope tenant:{tenant}" in second.error
+    rows = {row.name: row for row in client.ledger.scope_rows()}
+    assert rows[f"tenant:{tenant}"].tokens_used <= 1500
