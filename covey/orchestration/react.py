@@ -10,7 +10,7 @@ the agent: it is a broken model reply, not something a retry of the tool mends.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from covey.context import RunContext
 from covey.orchestration.actions import (
@@ -28,7 +28,9 @@ from covey.orchestration.actions import (
 )
 from covey.orchestration.tool_schemas import FINISH_TOOL, SPAWN_TOOLS, TOOL_SCHEMAS, offered
 from covey.results import Status
-from covey.spec import AgentSpec
+
+if TYPE_CHECKING:  # the spec validates strategy names against this package
+    from covey.spec import AgentSpec
 
 NAME = "react"
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from types import ModuleType
 
-STRATEGY_NAMES = ("react",)
-STRATEGIES = frozenset(STRATEGY_NAMES)
+from covey.orchestration import react
+
+STRATEGIES: dict[str, ModuleType] = {react.NAME: react}
+STRATEGY_NAMES = tuple(STRATEGIES)
 
 
 def strategy(name: str) -> ModuleType:
-    """The strategy module for ``name`` (imported late: spec validation needs only names)."""
-    if name not in STRATEGIES:
-        raise KeyError(f"unknown strategy {name!r}")
-    from covey.orchestration import react
-
-    return {"react": react}[name]
+    try:
+        return STRATEGIES[name]
+    except KeyError:
+        raise KeyError(f"unknown strategy {name!r}") from None

@@ -64,7 +64,7 @@ def begin(deps: Deps, ctx: RunContext, spec: AgentSpec) -> tuple[AgentState, Act
     return state, registry.strategy(spec.strategy).start(spec, ctx)
 
 
-def join(deps: Deps, state: AgentState, results: list[dict[str, Any]]) -> tuple[AgentState, Action]:
+def join(state: AgentState, results: list[dict[str, Any]]) -> tuple[AgentState, Action]:
     """Fold a finished fan-out back in, in the order the strategy asked for it."""
     by_id = {r.agent_id: r for r in (AgentResult.model_validate(d) for d in results)}
     ordered = []
@@ -87,7 +87,7 @@ def advance(deps: Deps, state: AgentState, action: Action) -> Finished | FanOut:
             return _finish(deps, state, action.status, action.output, action.error)
         stop = _stop(deps, state, counts_cycle=isinstance(action, CallModel))
         if stop is not None:
-            return _finish(deps, state, *stop)
+            return _finish(deps, state, stop[0], None, stop[1])
         if isinstance(action, CallModel):
             outcome: Any = _call_model(deps, state, action.messages)
             if isinstance(outcome, Finished):
@@ -99,23 +99,24 @@ def advance(deps: Deps, state: AgentState, action: Action) -> Finished | FanOut:
             fan_out = _spawn(deps, state, action)
             if fan_out.children:
                 return fan_out
-            state, action = join(deps, state, [])
+            state, action = join(state, [])
             continue
         else:
             raise TypeError(f"unknown action {type(action).__name__}")
         action = strategy.resume(state.spec, state.ctx, state.strategy, outcome)
 
 
-def _stop(deps: Deps, state: AgentState, counts_cycle: bool) -> tuple[Status, None, str] | None:
+def _stop(deps: Deps, state: AgentState, counts_cycle: bool) -> tuple[Status, str] | None:
+    """Why the agent must end before its next step, if it must."""
     ctx, now = state.ctx, deps.now()
     if deps.ledger.cancelled(ctx.job_id):
-        return Status.CANCELLED, None, "job cancelled"
+        return Status.CANCELLED, "job cancelled"
     if ctx.budget.expired(now):
-        return Status.TIMED_OUT, None, "job deadline passed"
+        return Status.TIMED_OUT, "job deadline passed"
     if state.deadline is not None and now >= state.deadline:
-        return Status.TIMED_OUT, None, f"agent timeout of {state.spec.timeout}s passed"
+        return Status.TIMED_OUT, f"agent timeout of {state.spec.timeout}s passed"
     if counts_cycle and state.cycle >= state.spec.max_cycles:
-        return Status.BUDGET_EXCEEDED, None, f"cycle cap reached: max_cycles={state.spec.max_cycles} for this agent"
+        return Status.BUDGET_EXCEEDED, f"cycle cap reached: max_cycles={state.spec.max_cycles} for this agent"
     return None
 
 
@@ -139,8 +140,8 @@ def _call_model(deps: Deps, state: AgentState, messages: list[dict[str, Any]]) -
         deps.ledger.settle(ctx.job_id, ctx.chain, ctx.scopes, rid, tokens=0)
         state.usage += Usage(cycles=1)
         # A call cut short by the deadline is the deadline's doing, not the model's.
-        stop = _stop(deps, state, counts_cycle=False)
-        return _finish(deps, state, *(stop or (Status.FAILED, None, str(e))))
+        status, reason = _stop(deps, state, counts_cycle=False) or (Status.FAILED, str(e))
+        return _finish(deps, state, status, None, reason)
     deps.ledger.settle(ctx.job_id, ctx.chain, ctx.scopes, rid, tokens=usage.total)
     state.usage += Usage(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens, cycles=1)
     return reply

@@ -73,7 +73,7 @@ def resume(self, results: list[dict[str, Any]], job_id: str, agent_id: str) -> d
         )
         deps.tree.record(job_id, Node.of(result))
         return result.model_dump(mode="json")
-    return _guarded(self, state.ctx, lambda: loop.join(deps, state, results))
+    return _guarded(self, state.ctx, lambda: loop.join(state, results))
 
 
 def _guarded(task, ctx: RunContext, step) -> dict[str, Any]:
