@@ -20,7 +20,9 @@ from covey.spec import InvalidSpec
 def _client():
     from covey.client import Client
 
-    return Client()
+    client = Client()
+    client.redis.ping()  # an unreachable Redis is one clear line, not a backend traceback
+    return client
 
 
 def _job_options(fn):

@@ -1,0 +1,50 @@
+"""Bad input at the CLI gets one clear line, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.redis_server import free_port
+
+
+def covey(*args, redis_url):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COVEY_")}
+    env["COVEY_REDIS_URL"] = redis_url
+    return subprocess.run([sys.executable, "-m", "covey", *args], env=env, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("args", [("submit", "x"), ("tree", "j"), ("ledger", "j"), ("cancel", "j"), ("status", "j")])
+def test_an_unreachable_redis_is_one_clear_line(args):
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    proc = covey(*args, redis_url=url)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == proc.stderr.strip().splitlines()[0]
+    assert proc.stderr.startswith(f"error: cannot reach Redis ({url})")
+
+
+@pytest.mark.parametrize(
+    "args, named",
+    [
+        (("run", "x", "--max-depth", "-1"), "budget.max_depth"),
+        (("submit", "x", "--max-agents", "-2"), "budget.max_agents"),
+        (("submit", "x", "--tenant", "no spaces"), "tenant"),
+        (("submit", "x", "--timeout", "0"), "--timeout"),
+        (("scope", "global", "--max-tokens", "-1"), "--max-tokens"),
+    ],
+)
+def test_bad_options_are_refused_naming_them(redis_server, args, named):
+    proc = covey(*args, redis_url=redis_server.url)
+    assert proc.returncode == 2
+    assert named in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("command", ["tree", "ledger"])
+def test_an_unknown_job_is_said_so(redis_server, command):
+    proc = covey(command, "no-such-job", redis_url=redis_server.url)
+    assert proc.returncode == 1
+    assert "no-such-job" in proc.stderr and "unknown" in proc.stderr
