@@ -53,9 +53,10 @@ def cancel(job_id: str) -> str:
     return f"{_job(job_id)}:cancel"
 
 
-def checkpoint(job_id: str, agent_id: str) -> str:
-    """A waiting parent's state, read back by the chord callback that resumes it."""
-    return f"{_job(job_id)}:state:{agent_id}"
+def checkpoint(job_id: str, agent_id: str, spawn_round: int) -> str:
+    """A waiting parent's state at one fan-out, read back by the chord callback that
+    resumes it; one per round, so a redelivered callback finds its own round."""
+    return f"{_job(job_id)}:state:{agent_id}:{spawn_round}"
 
 
 def nodes(job_id: str) -> str:
@@ -71,6 +72,12 @@ def workspace(job_id: str) -> str:
 def job_scopes(job_id: str) -> str:
     """Set of the global scope names this job charged, so its ledger snapshot shows them."""
     return f"{_job(job_id)}:scopes"
+
+
+def live_reservations() -> str:
+    """Sorted set across jobs: JSON [job id, reservation id] -> expiry. Lets any
+    reserve release a dead worker's hold on a global scope, whatever its job."""
+    return f"{PREFIX}:reservations"
 
 
 def scope(name: str) -> str:

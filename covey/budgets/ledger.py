@@ -112,8 +112,8 @@ class Ledger(Protocol):
     ) -> bool:
         """Turn the reservation into actual usage; False if it was already settled."""
 
-    def release_stale(self, job_id: str, now: float | None = None) -> int:
-        """Give back reservations that expired unsettled (a dead worker's)."""
+    def release_stale(self, now: float | None = None) -> int:
+        """Give back reservations of any job that expired unsettled (a dead worker's)."""
 
     def cancel(self, job_id: str) -> None: ...
 

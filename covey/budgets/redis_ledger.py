@@ -28,6 +28,10 @@ _LUA = {
     for name in ("open", "reserve", "settle", "release")
 }
 
+# Expired reservations released per reserve call: bounds the sweep's cost on the
+# hot path; a backlog drains over the next calls.
+STALE_SWEEP_BATCH = 20
+
 _COUNTS = ("tokens_used", "tokens_reserved", "cycles_used", "cycles_reserved", "agents_spawned")
 _LIMITS = ("tokens_limit", "cycles_limit", "agents_limit")
 
@@ -86,12 +90,13 @@ class RedisLedger:
             raise ValueError(
                 f"need 0 <= min_tokens <= tokens and tokens >= 1, got tokens={tokens} min_tokens={min_tokens}")
         now = self.clock()
-        self.release_stale(job_id, now)
+        self.release_stale(now)
         row_keys = [keys.cancel(job_id), keys.reservations(job_id), keys.reservation_data(job_id),
                     keys.settled(job_id), keys.scopes_index(), keys.job_scopes(job_id),
-                    *self._rows(job_id, chain, scopes)]
+                    *self._rows(job_id, chain, scopes), keys.live_reservations()]
         args = [reservation_id, tokens, min_tokens, now + keys.RESERVATION_TTL_SECONDS,
-                keys.JOB_TTL_SECONDS, len(chain), _where(chain, scopes), *chain, *scopes]
+                keys.JOB_TTL_SECONDS, len(chain), _where(chain, scopes), *chain, *scopes,
+                _member(job_id, reservation_id)]
         status, granted, reason = self._scripts["reserve"](keys=row_keys, args=args)
         if status == -2:
             raise LedgerError(f"job {job_id}: {_str(reason)}")
@@ -106,27 +111,35 @@ class RedisLedger:
         if tokens < 0:
             raise ValueError(f"tokens used cannot be negative, got {tokens}")
         row_keys = [keys.reservations(job_id), keys.reservation_data(job_id), keys.settled(job_id),
-                    *self._rows(job_id, chain, scopes)]
-        args = [reservation_id, tokens, keys.JOB_TTL_SECONDS, _where(chain, scopes)]
+                    *self._rows(job_id, chain, scopes), keys.live_reservations()]
+        args = [reservation_id, tokens, keys.JOB_TTL_SECONDS, _where(chain, scopes),
+                _member(job_id, reservation_id)]
         status = self._scripts["settle"](keys=row_keys, args=args)
         if status == -2:
             raise LedgerError(
                 f"job {job_id}: settle of {reservation_id} names another chain or scopes than its reserve")
         return status == 1
 
-    def release_stale(self, job_id: str, now: float | None = None) -> int:
+    def release_stale(self, now: float | None = None) -> int:
+        """Give back the holds of reservations past their expiry, in every job.
+
+        Every ``reserve`` calls this first, so a dead worker's hold on a global
+        scope frees up even when its own job never reserves again.
+        """
         now = self.clock() if now is None else now
-        expired = self.client.zrangebyscore(keys.reservations(job_id), "-inf", f"({now}")
-        if not expired:
-            return 0
+        expired = self.client.zrangebyscore(
+            keys.live_reservations(), "-inf", f"({now}", start=0, num=STALE_SWEEP_BATCH)
         released = 0
-        for rid, data in zip(expired, self.client.hmget(keys.reservation_data(job_id), expired)):
-            if data is None:
+        for member in expired:
+            job_id, rid = json.loads(member)
+            data = self.client.hget(keys.reservation_data(job_id), rid)
+            if data is None:  # settled, or its job expired: nothing is held any more
+                self.client.zrem(keys.live_reservations(), member)
                 continue
             where = json.loads(data)
             row_keys = [keys.reservations(job_id), keys.reservation_data(job_id),
-                        *self._rows(job_id, where["chain"], where["scopes"])]
-            released += self._scripts["release"](keys=row_keys, args=[rid, now, data])
+                        *self._rows(job_id, where["chain"], where["scopes"]), keys.live_reservations()]
+            released += self._scripts["release"](keys=row_keys, args=[rid, now, data, member])
         return released
 
     @staticmethod
@@ -185,6 +198,11 @@ class RedisLedger:
             for s in names:
                 pipe.hgetall(keys.scope(s))
             return [_scope_row(s, r) for s, r in zip(names, pipe.execute())]
+
+
+def _member(job_id: str, reservation_id: str) -> str:
+    """A reservation's member in ``keys.live_reservations()``."""
+    return json.dumps([job_id, reservation_id], separators=(",", ":"))
 
 
 def _where(chain: list[str], scopes: list[str]) -> str:

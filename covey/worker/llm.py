@@ -7,7 +7,6 @@ over HTTP. Either way the SDK's own request, retry and parsing path runs.
 
 from __future__ import annotations
 
-import math
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +17,7 @@ import openai
 from covey.config.settings import Settings
 from covey.orchestration.actions import ModelReply, ToolCall
 from covey.worker import sim
+from covey.worker.tokens import estimate_prompt_tokens
 
 SIM_MODEL = "sim"
 SIM_BASE_URL = "http://sim.covey/v1"
@@ -35,15 +35,6 @@ class CallUsage:
     @property
     def total(self) -> int:
         return self.prompt_tokens + self.completion_tokens
-
-
-def estimate_prompt_tokens(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
-    """An upper bound of the prompt's tokens, reserved before the call.
-
-    Three characters a token over the request's JSON overestimates both the sim
-    model's count (four a token) and real tokenizers on ordinary text.
-    """
-    return math.ceil(len(sim.prompt_text(messages, tools)) / 3) + 8
 
 
 class LLM:
@@ -66,17 +57,20 @@ class LLM:
         kwargs: dict[str, Any] = {"model": model, "messages": messages, "max_tokens": max_tokens}
         if tools:
             kwargs["tools"] = tools
+        # Never wait past the model timeout, even with a far deadline: a reservation
+        # outliving RESERVATION_TTL_SECONDS would be released while still in use.
+        per_attempt = min(timeout, self._settings.model_timeout) if timeout else self._settings.model_timeout
         try:
-            completion = client.with_options(timeout=timeout or self._settings.model_timeout).chat.completions.create(
-                **kwargs
-            )
+            completion = client.with_options(timeout=per_attempt).chat.completions.create(**kwargs)
         except openai.APITimeoutError as e:
             raise ModelError(f"model call timed out (after {self._settings.model_retries} retries)") from e
         except openai.APIStatusError as e:
             raise ModelError(f"model call failed: HTTP {e.status_code}: {_message(e)}") from e
         except openai.APIConnectionError as e:
             raise ModelError(f"model unreachable: {e}") from e
-        return _reply(completion), _usage(completion, messages, tools)
+        except openai.OpenAIError as e:
+            raise ModelError(f"model call failed: {type(e).__name__}: {e}") from e
+        return _reply(completion), _usage(completion, messages, tools, max_tokens)
 
     def _client(self, model: str) -> openai.OpenAI:
         key = SIM_MODEL if model == SIM_MODEL and not self._settings.openai_base_url else "remote"
@@ -117,8 +111,8 @@ def _reply(completion: Any) -> ModelReply:
     return ModelReply(content=choice.message.content, tool_calls=calls, finish_reason=choice.finish_reason or "stop")
 
 
-def _usage(completion: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> CallUsage:
+def _usage(completion: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]], max_tokens: int) -> CallUsage:
     usage = completion.usage
-    if usage is None:  # some endpoints omit usage; charge the estimate rather than nothing
-        return CallUsage(prompt_tokens=estimate_prompt_tokens(messages, tools), completion_tokens=0)
+    if usage is None:  # some endpoints omit usage: charge the worst case the call was allowed
+        return CallUsage(prompt_tokens=estimate_prompt_tokens(messages, tools), completion_tokens=max_tokens)
     return CallUsage(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens)

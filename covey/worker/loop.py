@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
+from covey.budgets.budget import Budget
 from covey.context import RunContext
 from covey.orchestration import registry
 from covey.orchestration.actions import (
@@ -31,7 +32,8 @@ from covey.spec import AgentSpec
 from covey.tree import QUEUED, RUNNING, Node
 from covey.worker.agent_state import AgentState, PendingChild
 from covey.worker.deps import Deps
-from covey.worker.llm import ModelError, estimate_prompt_tokens
+from covey.worker.llm import ModelError
+from covey.worker.tokens import estimate_prompt_tokens
 from covey.worker.tools import run_tool
 
 
@@ -132,12 +134,15 @@ def _call_model(deps: Deps, state: AgentState, messages: list[dict[str, Any]]) -
     if not grant.ok:
         status = Status.CANCELLED if grant.cancelled else Status.BUDGET_EXCEEDED
         return _finish(deps, state, status, None, grant.reason)
+    # A replayed step (redelivery) gets its settled grant back, which may be under
+    # today's estimate; the ledger charges it nothing either way.
+    max_tokens = max(1, grant.tokens - estimate)
     try:
-        reply, usage = deps.llm.call(
-            spec.model, messages, tools, max_tokens=grant.tokens - estimate, timeout=_seconds_left(deps, state)
-        )
-    except ModelError as e:
+        reply, usage = deps.llm.call(spec.model, messages, tools, max_tokens, timeout=_seconds_left(deps, state))
+    except BaseException as e:
         deps.ledger.settle(ctx.job_id, ctx.chain, ctx.scopes, rid, tokens=0)
+        if not isinstance(e, ModelError):
+            raise
         state.usage += Usage(cycles=1)
         # A call cut short by the deadline is the deadline's doing, not the model's.
         status, reason = _stop(deps, state, counts_cycle=False) or (Status.FAILED, str(e))
@@ -181,12 +186,19 @@ def _spawn(deps: Deps, state: AgentState, action: Spawn) -> FanOut:
             state.pending.append(PendingChild(agent_id=child_id, refused=refused))
             queued.append(Node.of(refused))
             continue
-        child_ctx = ctx.child(child_id, opened_budget, allow=request.tools)
+        child_ctx = ctx.child(child_id, _within(opened_budget, state.deadline), allow=request.tools)
         children.append((child_ctx, child_spec))
         state.pending.append(PendingChild(agent_id=child_id))
         queued.append(Node(agent_id=child_id, parent_id=ctx.agent_id, depth=child_ctx.depth, role=request.role, status=QUEUED))
     deps.tree.record(ctx.job_id, *queued)
     return FanOut(state=state, children=children)
+
+
+def _within(budget: Budget, deadline: datetime | None) -> Budget:
+    """A child's budget ends no later than its parent's own timeout."""
+    if deadline is None or (budget.deadline is not None and budget.deadline <= deadline):
+        return budget
+    return budget.model_copy(update={"deadline": deadline})
 
 
 def _refused(deps: Deps, ctx: RunContext, child_id: str, role: str, reason: str) -> AgentResult:

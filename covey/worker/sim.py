@@ -21,9 +21,10 @@ from typing import Any
 import httpx2
 
 from covey.worker import sim_directives
-from covey.worker.sim_directives import Directives, DirectiveError, prompt_text
+from covey.worker.sim_directives import Directives, DirectiveError
+from covey.worker.tokens import prompt_text
 
-__all__ = ["make_handler", "transport", "prompt_text"]
+__all__ = ["make_handler", "transport"]
 
 CREATED = 1_700_000_000  # a fixed timestamp keeps responses byte-for-byte deterministic
 RETRY_AFTER_MS = "20"  # short, so the SDK's retry after a scripted failure is fast

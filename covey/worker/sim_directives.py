@@ -1,9 +1,9 @@
 """The ``[sim:...]`` directives that script the simulated model, and its token billing.
 
 Pure functions only. ``covey.worker.sim`` decides its reply from a parsed
-``Directives``; the worker imports ``prompt_text`` so that its own estimate is
-computed over exactly the text the sim bills for (the sim bills ``/4`` per char,
-the worker estimates ``/3``, so the estimate is always an upper bound).
+``Directives``. Prompt tokens are billed over ``covey.worker.tokens.prompt_text``,
+the text the worker estimates over, at four characters a token to the worker's
+three, so the worker's estimate is always an upper bound.
 
 Directives live in the task text (the first ``user`` message):
 
@@ -22,11 +22,12 @@ Directives live in the task text (the first ``user`` message):
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from covey.worker.tokens import prompt_text
 
 FAIL_KINDS = frozenset({"429", "500", "timeout", "bad_args", "unknown_tool"})
 
@@ -60,11 +61,6 @@ class Directives:
     answer: str | None = None
     write: str | None = None
     expression: str | None = None  # "A op B" from a "What is A op B?" question
-
-
-def prompt_text(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
-    """The serialization the sim bills prompt tokens on (and the worker estimates on)."""
-    return json.dumps({"messages": messages, "tools": tools or []}, separators=(",", ":"))
 
 
 def prompt_tokens(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> int:

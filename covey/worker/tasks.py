@@ -9,6 +9,7 @@ No task ever raises into a chord: every failure becomes an ``AgentResult``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from celery import chord, group
@@ -28,6 +29,8 @@ log = logging.getLogger(__name__)
 
 ROOT_AGENT_ID = "root"
 
+Step = Callable[[], "tuple[AgentState, Action]"]
+
 
 @app.task(bind=True, name="covey.run_job")
 def run_job(self, spec: Any) -> dict[str, Any]:
@@ -38,9 +41,8 @@ def run_job(self, spec: Any) -> dict[str, Any]:
     """
     job = JobSpec.parse(spec)
     deps = worker_deps()
-    job_id = self.request.id
     ctx = RunContext(
-        job_id=job_id,
+        job_id=self.request.id,
         agent_id=ROOT_AGENT_ID,
         budget=job.budget,
         deny=job.deny,
@@ -48,49 +50,57 @@ def run_job(self, spec: Any) -> dict[str, Any]:
         scopes=job.scopes(),
         child_fraction=job.child_fraction,
     )
-    deps.ledger.open_root(job_id, ROOT_AGENT_ID, job.budget)
     agent_spec = AgentSpec.model_validate(job.model_dump(include=set(AgentSpec.model_fields)))
-    return _guarded(self, ctx, lambda: loop.begin(deps, ctx, agent_spec))
+
+    def start() -> tuple[AgentState, Action]:
+        deps.ledger.open_root(ctx.job_id, ROOT_AGENT_ID, job.budget)
+        return loop.begin(deps, ctx, agent_spec)
+
+    return _guarded(self, ctx.job_id, ROOT_AGENT_ID, start)
 
 
 @app.task(bind=True, name="covey.agent")
 def agent(self, ctx: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
-    run_ctx = RunContext.model_validate(ctx)
-    agent_spec = AgentSpec.model_validate(spec)
-    return _guarded(self, run_ctx, lambda: loop.begin(worker_deps(), run_ctx, agent_spec))
+    def start() -> tuple[AgentState, Action]:
+        return loop.begin(worker_deps(), RunContext.model_validate(ctx), AgentSpec.model_validate(spec))
+
+    return _guarded(self, ctx.get("job_id", "?"), ctx.get("agent_id", "?"), start)
 
 
 @app.task(bind=True, name="covey.resume")
-def resume(self, results: list[dict[str, Any]], job_id: str, agent_id: str) -> dict[str, Any]:
+def resume(self, results: list[dict[str, Any]], job_id: str, agent_id: str, spawn_round: int) -> dict[str, Any]:
     """The chord callback: reload the waiting parent and go on with its children's results."""
-    deps = worker_deps()
-    state = deps.checkpoints.load(job_id, agent_id)
-    if state is None:
-        node = deps.tree.node(job_id, agent_id)
-        result = AgentResult(
-            job_id=job_id, agent_id=agent_id, parent_id=node.parent_id if node else None,
-            depth=node.depth if node else 0, status=Status.FAILED, error="checkpoint lost; cannot resume",
-        )
-        deps.tree.record(job_id, Node.of(result))
-        return result.model_dump(mode="json")
-    return _guarded(self, state.ctx, lambda: loop.join(state, results))
+
+    def join() -> tuple[AgentState, Action]:
+        state = worker_deps().checkpoints.load(job_id, agent_id, spawn_round)
+        if state is None:
+            raise LookupError(f"checkpoint of round {spawn_round} lost; cannot resume")
+        return loop.join(state, results)
+
+    return _guarded(self, job_id, agent_id, join)
 
 
-def _guarded(task, ctx: RunContext, step) -> dict[str, Any]:
-    """Run one step; a bug becomes a ``failed`` result instead of a broken chord."""
+def _guarded(task, job_id: str, agent_id: str, step: Step) -> dict[str, Any]:
+    """Run one step; any error becomes a ``failed`` result instead of a broken chord."""
     try:
         state, action = step()
         return _drive(task, state, action)
     except (Ignore, Retry):
         raise
     except Exception as e:  # noqa: BLE001 - the join must always happen
-        log.exception("agent %s of job %s crashed", ctx.agent_id, ctx.job_id)
-        result = AgentResult(
-            job_id=ctx.job_id, agent_id=ctx.agent_id, parent_id=ctx.parent_id, depth=ctx.depth,
-            status=Status.FAILED, error=f"internal error: {type(e).__name__}: {e}",
-        )
-        worker_deps().tree.record(ctx.job_id, Node.of(result))
-        return result.model_dump(mode="json")
+        log.exception("agent %s of job %s crashed", agent_id, job_id)
+        return _crashed(job_id, agent_id, f"internal error: {type(e).__name__}: {e}")
+
+
+def _crashed(job_id: str, agent_id: str, error: str) -> dict[str, Any]:
+    tree = worker_deps().tree
+    node = tree.node(job_id, agent_id) or Node(agent_id=agent_id)
+    result = AgentResult(
+        job_id=job_id, agent_id=agent_id, parent_id=node.parent_id, role=node.role, depth=node.depth,
+        status=Status.FAILED, error=error, usage=node.usage,
+    )
+    tree.record(job_id, Node.of(result))
+    return result.model_dump(mode="json")
 
 
 def _drive(task, state: AgentState, action: Action) -> dict[str, Any]:
@@ -103,4 +113,5 @@ def _drive(task, state: AgentState, action: Action) -> dict[str, Any]:
     header = group(
         agent.s(ctx=c.model_dump(mode="json"), spec=s.model_dump(mode="json")) for c, s in outcome.children
     )
-    return task.replace(chord(header, resume.s(job_id=ctx.job_id, agent_id=ctx.agent_id)))
+    callback = resume.s(job_id=ctx.job_id, agent_id=ctx.agent_id, spawn_round=outcome.state.spawn_round)
+    return task.replace(chord(header, callback))

@@ -230,9 +230,9 @@ def test_stale_reservation_is_released_and_a_late_settle_charges_once(ledger, jo
     glob = scope_name()
     ledger.open_root(job, "root", Budget(max_tokens=1000, max_cycles=5, max_depth=0))
     assert ledger.reserve(job, ["root"], [glob], "root:0", 400, 1).tokens == 400
-    assert ledger.release_stale(job) == 0  # not expired yet
-    assert ledger.release_stale(job, now=1e12) == 1
-    assert ledger.release_stale(job, now=1e12) == 0
+    assert ledger.release_stale() == 0  # not expired yet
+    assert ledger.release_stale(now=1e12) == 1
+    assert ledger.release_stale(now=1e12) == 0
     snap = ledger.snapshot(job)
     assert (snap.tokens_reserved, snap.agents[0].cycles_reserved, snap.scopes[0].tokens_reserved) == (0, 0, 0)
 
@@ -323,3 +323,20 @@ def test_bad_calls_raise_clear_errors(ledger, job):
     with pytest.raises(LedgerError, match="another chain or scopes"):
         ledger.settle(job, ["root"], [scope_name()], "root:0", 10)
     assert ledger.snapshot(job).tokens_used == 0
+
+
+def test_a_dead_workers_hold_on_a_scope_is_released_by_another_jobs_reserve(ledger, clock, redis_client):
+    tenant = scope_name("tenant")
+    ledger.set_scope(tenant, max_tokens=1000, max_cycles=None)
+    dead, alive = f"job-{uuid.uuid4().hex}", f"job-{uuid.uuid4().hex}"
+    for job_id in (dead, alive):
+        ledger.open_root(job_id, "root", Budget(max_depth=0))
+    assert ledger.reserve(dead, ["root"], [tenant], "root:1", 800, 1).tokens == 800
+    assert ledger.reserve(alive, ["root"], [tenant], "root:1", 900, 1).tokens == 200
+    ledger.settle(alive, ["root"], [tenant], "root:1", 200)
+    clock.now += keys.RESERVATION_TTL_SECONDS + 1  # the dead job's worker never settles
+    grant = ledger.reserve(alive, ["root"], [tenant], "root:2", 900, 1)
+    assert grant.tokens == 800
+    (row,) = [r for r in ledger.scope_rows() if r.name == tenant]
+    assert (row.tokens_used, row.tokens_reserved) == (200, 800)
+    assert redis_client.zcard(keys.live_reservations()) == 1

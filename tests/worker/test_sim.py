@@ -11,7 +11,8 @@ import pytest
 
 from covey.orchestration.tool_schemas import TOOL_SCHEMAS
 from covey.worker import sim_directives
-from covey.worker.sim import make_handler, prompt_text, transport
+from covey.worker.sim import make_handler, transport
+from covey.worker.tokens import prompt_text
 
 TOOLS = [TOOL_SCHEMAS[n] for n in ("spawn_agents", "finish", "calculator")]
 

@@ -5,7 +5,8 @@
 -- KEYS[4]        settled hash (id -> tokens granted)
 -- KEYS[5]        index of every scope name
 -- KEYS[6]        the job's set of scope names
--- KEYS[7..6+n]   agent rows, root first; KEYS[7+n..] scope rows
+-- KEYS[7..6+n]   agent rows, root first; then scope rows
+-- KEYS[#KEYS]    index of every live reservation of every job (member -> expiry)
 -- ARGV[1]        reservation id
 -- ARGV[2]        tokens wanted
 -- ARGV[3]        least tokens worth granting
@@ -14,6 +15,7 @@
 -- ARGV[6]        n, the number of agent rows
 -- ARGV[7]        JSON {"chain": [...], "scopes": [...]}, stored with the grant
 -- ARGV[8..]      agent ids then scope names, in KEYS order
+-- ARGV[#ARGV]    this reservation's member in the index of every live reservation
 -- Returns {1, tokens, ''} granted (the same grant again if the id is live or settled),
 -- {0, 0, reason} refused, {-1, 0, 'job cancelled'}, {-2, 0, reason} for an unopened agent.
 
@@ -34,7 +36,7 @@ end
 -- Agent rows deepest first, then scopes: on a tie the message names the agent itself.
 local order = {}
 for i = n, 1, -1 do table.insert(order, i) end
-for i = n + 1, #KEYS - 6 do table.insert(order, i) end
+for i = n + 1, #KEYS - 7 do table.insert(order, i) end
 
 local granted = tonumber(ARGV[2])
 local shortest, shortest_left = nil, nil
@@ -61,7 +63,7 @@ if granted < tonumber(ARGV[3]) then
 end
 
 local ttl = tonumber(ARGV[5])
-for i = 1, #KEYS - 6 do
+for i = 1, #KEYS - 7 do
   redis.call('HINCRBY', KEYS[6 + i], 'tokens_reserved', granted)
   redis.call('HINCRBY', KEYS[6 + i], 'cycles_reserved', 1)
   if i <= n then
@@ -72,6 +74,7 @@ for i = 1, #KEYS - 6 do
   end
 end
 redis.call('ZADD', KEYS[2], ARGV[4], rid)
+redis.call('ZADD', KEYS[#KEYS], ARGV[4], ARGV[#ARGV])
 -- ARGV[7] is a JSON object; splice the grant in front of its fields.
 redis.call('HSET', KEYS[3], rid, '{"tokens":' .. granted .. ',' .. string.sub(ARGV[7], 2))
 for _, k in ipairs({KEYS[2], KEYS[3], KEYS[6]}) do redis.call('EXPIRE', k, ttl) end
