@@ -10,11 +10,12 @@ from typing import Any
 import click
 import redis
 from kombu.exceptions import OperationalError
+from pydantic import ValidationError
 
 from covey import render
 from covey.config.settings import get_settings
 from covey.orchestration.registry import STRATEGY_NAMES
-from covey.spec import InvalidSpec
+from covey.spec import InvalidSpec, describe
 
 
 def _client():
@@ -23,6 +24,18 @@ def _client():
     client = Client()
     client.redis.ping()  # an unreachable Redis is one clear line, not a backend traceback
     return client
+
+
+def _known(job_id: str):
+    """The job's handle, or a clear error rather than waiting on an id nobody sent."""
+    from covey.client import UNKNOWN
+
+    handle = _client().job(job_id)
+    if handle.status() == UNKNOWN:
+        raise click.ClickException(
+            f"unknown job {job_id}: never submitted, expired, or still queued from another Celery client"
+        )
+    return handle
 
 
 def _job_options(fn):
@@ -117,7 +130,7 @@ def status(job_id: str) -> None:
 @click.option("--json", "as_json", is_flag=True)
 def result(job_id: str, timeout: float | None, as_json: bool) -> None:
     """Wait for the job's result; exit 0 only when it completed."""
-    _finish(_client().job(job_id).result(timeout=timeout), as_json)
+    _finish(_known(job_id).result(timeout=timeout), as_json)
 
 
 @cli.command()
@@ -152,7 +165,7 @@ def ledger(job_id: str, as_json: bool) -> None:
 @click.argument("job_id")
 def cancel(job_id: str) -> None:
     """Stop every agent of the job at its next cycle."""
-    _client().job(job_id).cancel()
+    _known(job_id).cancel()
     click.echo(f"cancelling {job_id}")
 
 
@@ -217,9 +230,15 @@ def main() -> None:
 
     try:
         cli(standalone_mode=True)
-    except (InvalidSpec, JobRefused, JobTimeout) as e:
+    except JobTimeout as e:
         click.echo(f"error: {e}", err=True)
-        sys.exit(2 if not isinstance(e, JobTimeout) else 3)
+        sys.exit(3)
+    except (InvalidSpec, JobRefused) as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(2)
+    except ValidationError as e:  # settings from COVEY_* variables
+        click.echo(f"error: invalid configuration: {describe(e)}", err=True)
+        sys.exit(2)
     except (redis.ConnectionError, OperationalError) as e:
         click.echo(f"error: cannot reach Redis ({get_settings().redis_url}): {e}", err=True)
         sys.exit(2)

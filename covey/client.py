@@ -11,16 +11,20 @@ from typing import Any
 import redis
 from celery.exceptions import TimeoutError as CeleryTimeout
 from celery.result import AsyncResult
+from celery.utils import uuid
 
+from covey import keys
+from covey.budgets.budget import Budget
 from covey.budgets.ledger import LedgerSnapshot
 from covey.budgets.redis_ledger import RedisLedger
+from covey.config.celery import create_app
 from covey.config.settings import Settings, get_settings
 from covey.results import AgentResult
 from covey.spec import JobSpec
 from covey.tree import RUNNING, JobTree, Node
-from covey.worker.app import create_app
 
 RUN_JOB = "covey.run_job"
+UNKNOWN = "unknown"
 
 
 class JobRefused(Exception):
@@ -40,17 +44,25 @@ class Client:
         self.tree = JobTree(self.redis)
 
     def spec(self, task: str, **fields: Any) -> JobSpec:
-        """A JobSpec with this client's defaults (model, budget) under ``fields``."""
-        budget = self.settings.default_budget().model_copy(update=fields.pop("budget", {}))
-        return JobSpec.parse({"task": task, "model": self.settings.model, **fields, "budget": budget.model_dump()})
+        """A JobSpec with this client's defaults (model, budget) under ``fields``.
+
+        ``budget`` may be a ``Budget`` or a dict of the caps to override.
+        """
+        override = fields.pop("budget", {})
+        if isinstance(override, Budget):
+            override = override.model_dump(exclude_unset=True)
+        budget = {**self.settings.default_budget().model_dump(), **override}
+        return JobSpec.parse({"task": task, "model": self.settings.model, **fields, "budget": budget})
 
     def submit(self, spec: JobSpec | dict[str, Any] | str) -> JobHandle:
         if isinstance(spec, str):
             spec = self.spec(spec)
         elif not isinstance(spec, JobSpec):
             spec = JobSpec.parse(spec)
-        sent = self.app.send_task(RUN_JOB, kwargs={"spec": spec.model_dump(mode="json")})
-        return JobHandle(self, sent.id)
+        job_id = uuid()
+        self.redis.set(keys.submitted(job_id), 1, ex=keys.JOB_TTL_SECONDS)
+        self.app.send_task(RUN_JOB, kwargs={"spec": spec.model_dump(mode="json")}, task_id=job_id)
+        return JobHandle(self, job_id)
 
     def job(self, job_id: str) -> JobHandle:
         return JobHandle(self, job_id)
@@ -66,14 +78,20 @@ class JobHandle:
         self._async = AsyncResult(job_id, app=client.app)
 
     def status(self) -> str:
-        """``queued``, ``running``, a final ``AgentResult`` status, ``refused`` or ``unknown``."""
+        """``queued``, ``running``, a final ``AgentResult`` status, ``refused`` or ``unknown``.
+
+        ``unknown``: never submitted by a covey client, expired, or sent by another
+        Celery client and not yet picked up by a worker.
+        """
         root = self._root()
         if root is not None:
             return root.status
         state = self._async.state
         if state == "FAILURE":
             return "refused"
-        return {"PENDING": "queued", "RECEIVED": "queued", "STARTED": RUNNING}.get(state, state.lower())
+        if state == "STARTED":
+            return RUNNING
+        return "queued" if self._client.redis.exists(keys.submitted(self.id)) else UNKNOWN
 
     def result(self, timeout: float | None = None) -> AgentResult:
         """Wait for the root's result; raises ``JobTimeout`` or ``JobRefused``."""
@@ -81,8 +99,10 @@ class JobHandle:
             raw = self._async.get(timeout=timeout, propagate=True)
         except CeleryTimeout as e:
             raise JobTimeout(f"job {self.id} not finished after {timeout}s") from e
-        except Exception as e:  # the worker's exception, rebuilt by Celery
-            raise JobRefused(str(e)) from e
+        except Exception as e:
+            if self._async.state == "FAILURE":  # the worker refused it; Celery rebuilt its error
+                raise JobRefused(str(e)) from e
+            raise
         return AgentResult.model_validate(raw)
 
     def tree(self) -> list[Node]:

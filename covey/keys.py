@@ -23,6 +23,11 @@ def _job(job_id: str) -> str:
     return f"{PREFIX}:{{{job_id}}}"
 
 
+def submitted(job_id: str) -> str:
+    """Set when a covey client submits the job, so a queued job is told from an unknown id."""
+    return f"{_job(job_id)}:submitted"
+
+
 def agent(job_id: str, agent_id: str) -> str:
     """Ledger hash of one agent: limits, used and reserved for its subtree."""
     return f"{_job(job_id)}:agent:{agent_id}"

@@ -64,7 +64,7 @@ class JobSpec(AgentSpec):
         try:
             return cls.model_validate(data)
         except ValidationError as e:
-            raise InvalidSpec(describe(e)) from e
+            raise InvalidSpec("invalid job spec: " + describe(e)) from e
 
     def scopes(self) -> list[str]:
         """Global ledger scopes this job is charged to."""
@@ -72,9 +72,9 @@ class JobSpec(AgentSpec):
 
 
 def describe(error: ValidationError) -> str:
-    """One readable line per field: ``budget.max_tokens: Input should be ...``."""
+    """One readable line naming each bad field: ``budget.max_tokens: Input should be ...``."""
     lines = []
     for item in error.errors():
         where = ".".join(str(p) for p in item["loc"]) or "spec"
         lines.append(f"{where}: {item['msg']}")
-    return "invalid job spec: " + "; ".join(lines)
+    return "; ".join(lines)

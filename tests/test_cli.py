@@ -48,3 +48,19 @@ def test_an_unknown_job_is_said_so(redis_server, command):
     proc = covey(command, "no-such-job", redis_url=redis_server.url)
     assert proc.returncode == 1
     assert "no-such-job" in proc.stderr and "unknown" in proc.stderr
+
+
+@pytest.mark.parametrize("command", ["result", "cancel"])
+def test_waiting_on_or_cancelling_an_unknown_job_is_refused(redis_server, command):
+    proc = covey(command, "no-such-job", redis_url=redis_server.url)
+    assert proc.returncode == 1
+    assert "unknown job no-such-job" in proc.stderr
+    assert covey("status", "no-such-job", redis_url=redis_server.url).stdout.strip() == "unknown"
+
+
+def test_a_bad_setting_is_one_clear_line(redis_server):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COVEY_")}
+    env.update(COVEY_REDIS_URL=redis_server.url, COVEY_MAX_DEPTH="deep")
+    proc = subprocess.run([sys.executable, "-m", "covey", "status", "j"], env=env, capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: invalid configuration: max_depth:")

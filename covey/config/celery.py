@@ -1,8 +1,10 @@
-"""Celery configuration for long-running agent tasks."""
+"""Celery configuration for long-running agent tasks, and the app built from it."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from celery import Celery
 
 from covey.config.settings import Settings
 from covey.keys import JOB_TTL_SECONDS
@@ -26,7 +28,6 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         # Redis redelivers an unacknowledged task after the visibility timeout; it
         # must exceed the longest agent run or a healthy task would run twice.
         "broker_transport_options": {"visibility_timeout": int(settings.max_agent_seconds * 2)},
-        "result_backend_transport_options": {"visibility_timeout": int(settings.max_agent_seconds * 2)},
         "broker_connection_retry_on_startup": True,
         "result_expires": JOB_TTL_SECONDS,
         "result_extended": True,
@@ -35,3 +36,10 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_send_sent_event": True,
         "task_default_queue": settings.queue,
     }
+
+
+def create_app(settings: Settings, include_tasks: bool = False) -> Celery:
+    """The worker includes covey's tasks; a client only sends them by name."""
+    app = Celery("covey", include=["covey.worker.tasks"] if include_tasks else [])
+    app.conf.update(celery_config(settings))
+    return app

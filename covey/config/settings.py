@@ -5,10 +5,13 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Literal
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from covey.budgets.budget import Budget
+from covey.keys import RESERVATION_TTL_SECONDS
+
+SDK_MAX_BACKOFF_SECONDS = 8  # the openai SDK's longest wait between two retries
 
 
 class Settings(BaseSettings):
@@ -38,6 +41,16 @@ class Settings(BaseSettings):
     max_agent_seconds: float = Field(
         default=3600.0, gt=0, description="longest one agent task may run; sets the broker visibility timeout"
     )
+
+    @model_validator(mode="after")
+    def _calls_fit_their_reservation(self) -> Settings:
+        worst = self.model_timeout * (self.model_retries + 1) + SDK_MAX_BACKOFF_SECONDS * self.model_retries
+        if worst >= RESERVATION_TTL_SECONDS:
+            raise ValueError(
+                f"COVEY_MODEL_TIMEOUT x (COVEY_MODEL_RETRIES + 1) plus backoff ({worst:.0f}s) must stay under "
+                f"{RESERVATION_TTL_SECONDS}s, or a slow call's reservation is released while in use"
+            )
+        return self
 
     @property
     def broker(self) -> str:

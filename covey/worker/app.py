@@ -1,17 +1,8 @@
-"""The Celery app. ``create_app`` also serves the client, which only sends by name."""
+"""The worker's Celery app, configured from ``COVEY_*`` settings."""
 
 from __future__ import annotations
 
-from celery import Celery
-
-from covey.config.celery import celery_config
-from covey.config.settings import Settings, get_settings
-
-
-def create_app(settings: Settings, include_tasks: bool = False) -> Celery:
-    app = Celery("covey", include=["covey.worker.tasks"] if include_tasks else [])
-    app.conf.update(celery_config(settings))
-    return app
-
+from covey.config.celery import create_app
+from covey.config.settings import get_settings
 
 app = create_app(get_settings(), include_tasks=True)

@@ -54,3 +54,22 @@ def test_the_cli_refuses_bad_input_before_sending(cli):
     assert proc.returncode == 2
     assert "budget.max_tokens" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_client_spec_validates_budget_overrides(client):
+    from covey import Budget, InvalidSpec
+
+    assert client.spec("x", budget=Budget(max_tokens=5)).budget.max_tokens == 5
+    assert client.spec("x", budget={"max_agents": 2}).budget.max_tokens == client.settings.max_tokens
+    with pytest.raises(InvalidSpec, match="budget.max_tokenz"):
+        client.spec("x", budget={"max_tokenz": 5})
+
+
+def test_a_submitted_job_is_queued_until_a_worker_takes_it(settings, redis_server):
+    from covey.client import Client
+
+    # a queue no worker reads: the job stays queued, and says so
+    c = Client(settings.model_copy(update={"queue": "nobody-reads-this"}))
+    handle = c.submit("What is 1 + 1?")
+    assert handle.status() == "queued"
+    assert c.job("never-sent").status() == "unknown"
