@@ -8,9 +8,8 @@ from tests.redis_server import RedisServer
 
 @pytest.fixture(scope="session")
 def redis_server():
-    server = RedisServer().start()
-    yield server
-    server.stop()
+    with RedisServer() as server:
+        yield server
 
 
 @pytest.fixture

@@ -47,6 +47,12 @@ class RedisServer:
                 time.sleep(0.05)
         raise RuntimeError(f"redis-server did not start on port {self.port}")
 
+    def __enter__(self) -> RedisServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
     def stop(self) -> None:
         if self.proc is not None:
             self.proc.terminate()

@@ -4,21 +4,16 @@
 from __future__ import annotations
 
 import pytest
-import redis
 
 from tests.redis_server import RedisServer
 
 
 @pytest.fixture(scope="package")
 def redis_server():
-    server = RedisServer().start()
-    yield server
-    server.stop()
+    with RedisServer() as server:
+        yield server
 
 
-@pytest.fixture
-def redis_client(redis_server):
-    client = redis.Redis.from_url(redis_server.url, decode_responses=True)
-    client.flushdb()  # this package's own server
-    yield client
-    client.close()
+@pytest.fixture(autouse=True)
+def _empty(redis_client):
+    redis_client.flushdb()  # this package's own server
