@@ -27,7 +27,13 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "worker_prefetch_multiplier": 1,
         # Redis redelivers an unacknowledged task after the visibility timeout; it
         # must exceed the longest agent run or a healthy task would run twice.
-        "broker_transport_options": {"visibility_timeout": int(settings.max_agent_seconds * 2)},
+        # kombu looks for such tasks every interval x throttle seconds (100 s by
+        # default); throttle 1 makes the interval the one knob.
+        "broker_transport_options": {
+            "visibility_timeout": int(settings.max_agent_seconds * 2),
+            "unacked_restore_interval": settings.redelivery_check_seconds,
+            "unacked_restore_throttle": 1,
+        },
         "broker_connection_retry_on_startup": True,
         "result_expires": JOB_TTL_SECONDS,
         "result_extended": True,

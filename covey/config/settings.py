@@ -41,6 +41,9 @@ class Settings(BaseSettings):
     max_agent_seconds: float = Field(
         default=3600.0, gt=0, description="longest one agent task may run; sets the broker visibility timeout"
     )
+    redelivery_check_seconds: float = Field(
+        default=60.0, gt=0, description="how often a worker looks for a dead worker's tasks to redeliver"
+    )
 
     @model_validator(mode="after")
     def _calls_fit_their_reservation(self) -> Settings:
