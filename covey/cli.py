@@ -85,14 +85,26 @@ def cli() -> None:
 @click.option("--hostname", "-n", default=None)
 def worker(concurrency: int | None, pool: str | None, loglevel: str, hostname: str | None) -> None:
     """Run a Celery worker for covey's tasks."""
+    s = get_settings()
+    pool = pool or s.worker_pool
+    if pool == "gevent":
+        _patch_for_gevent()
     from covey.worker.app import app
 
-    s = get_settings()
-    argv = ["worker", f"--pool={pool or s.worker_pool}", f"--concurrency={concurrency or s.worker_concurrency}",
+    argv = ["worker", f"--pool={pool}", f"--concurrency={concurrency or s.worker_concurrency}",
             f"--loglevel={loglevel}", f"--queues={s.queue}", "--events"]
     if hostname:
         argv.append(f"--hostname={hostname}")
     app.worker_main(argv)
+
+
+def _patch_for_gevent() -> None:
+    """The gevent pool needs the standard library patched before any connection opens."""
+    try:
+        from gevent import monkey
+    except ImportError:
+        raise click.ClickException("the gevent pool needs gevent: pip install 'covey[gevent]'") from None
+    monkey.patch_all()
 
 
 @cli.command()

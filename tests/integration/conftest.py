@@ -22,10 +22,11 @@ def worker_env(redis_url: str, **extra: str) -> dict[str, str]:
     return env
 
 
-def start_worker(redis_url: str, concurrency: int = 1, **extra: str) -> subprocess.Popen:
+def start_worker(redis_url: str, concurrency: int = 1, pool: str = "threads", **extra: str) -> subprocess.Popen:
     log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"covey-worker-{os.getpid()}-{time.time_ns()}.log", "w")
     return subprocess.Popen(
-        [sys.executable, "-m", "covey", "worker", "--concurrency", str(concurrency), "--loglevel", "info"],
+        [sys.executable, "-m", "covey", "worker", "--concurrency", str(concurrency), "--pool", pool,
+         "--loglevel", "info"],
         env=worker_env(redis_url, **extra), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
     )
 
