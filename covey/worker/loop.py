@@ -19,6 +19,7 @@ from covey.orchestration import registry
 from covey.orchestration.actions import (
     Action,
     CallModel,
+    ChildRequest,
     ChildResults,
     Finish,
     ModelReply,
@@ -160,38 +161,49 @@ def _seconds_left(deps: Deps, state: AgentState) -> float | None:
 
 
 def _spawn(deps: Deps, state: AgentState, action: Spawn) -> FanOut:
-    ctx, spec = state.ctx, state.spec
+    """Open every requested child on the ledger; the refused ones are answered at once."""
+    ctx = state.ctx
     state.spawn_round += 1
     state.pending, children, queued = [], [], []
     for index, request in enumerate(action.children):
         child_id = child_agent_id(ctx.agent_id, state.spawn_round, index)
-        if ctx.budget.max_depth < 1:
-            opened_budget, reason = None, f"spawn refused: depth cap reached (max_depth=0 at agent {ctx.agent_id})"
-        else:
-            opened = deps.ledger.open(ctx.job_id, ctx.chain, child_id, ctx.budget.child(ctx.child_fraction))
-            opened_budget, reason = opened.budget, opened.reason
-        child_spec = AgentSpec(
-            task=request.task,
-            role=request.role,
-            instructions=request.instructions,
-            model=spec.model,
-            strategy=spec.strategy,
-            tools=request.tools,
-            max_cycles=spec.max_cycles,
-            max_call_tokens=spec.max_call_tokens,
-            timeout=spec.timeout,
-        )
-        if opened_budget is None:
-            refused = _refused(deps, ctx, child_id, request.role, reason or "spawn refused")
+        budget, reason = _open(deps, ctx, child_id)
+        if budget is None:
+            refused = _refused(deps, ctx, child_id, request.role, reason)
             state.pending.append(PendingChild(agent_id=child_id, refused=refused))
             queued.append(Node.of(refused))
             continue
-        child_ctx = ctx.child(child_id, _within(opened_budget, state.deadline), allow=request.tools)
-        children.append((child_ctx, child_spec))
+        child_ctx = ctx.child(child_id, _within(budget, state.deadline), allow=request.tools)
+        children.append((child_ctx, _child_spec(state.spec, request)))
         state.pending.append(PendingChild(agent_id=child_id))
-        queued.append(Node(agent_id=child_id, parent_id=ctx.agent_id, depth=child_ctx.depth, role=request.role, status=QUEUED))
+        queued.append(
+            Node(agent_id=child_id, parent_id=ctx.agent_id, depth=child_ctx.depth, role=request.role, status=QUEUED)
+        )
     deps.tree.record(ctx.job_id, *queued)
     return FanOut(state=state, children=children)
+
+
+def _open(deps: Deps, ctx: RunContext, child_id: str) -> tuple[Budget | None, str]:
+    """The child's clamped budget, or why it may not be spawned."""
+    if ctx.budget.max_depth < 1:
+        return None, f"spawn refused: depth cap reached (max_depth=0 at agent {ctx.agent_id})"
+    opened = deps.ledger.open(ctx.job_id, ctx.chain, child_id, ctx.budget.child(ctx.child_fraction))
+    return (opened.budget, "") if opened.ok else (None, opened.reason or "spawn refused")
+
+
+def _child_spec(parent: AgentSpec, request: ChildRequest) -> AgentSpec:
+    """A child runs the parent's model, strategy and caps on the task it was given."""
+    return AgentSpec(
+        task=request.task,
+        role=request.role,
+        instructions=request.instructions,
+        model=parent.model,
+        strategy=parent.strategy,
+        tools=request.tools,
+        max_cycles=parent.max_cycles,
+        max_call_tokens=parent.max_call_tokens,
+        timeout=parent.timeout,
+    )
 
 
 def _within(budget: Budget, deadline: datetime | None) -> Budget:
