@@ -147,7 +147,7 @@ def _fail(kind: str, request: httpx2.Request) -> httpx2.Response | _Reply | None
 
 
 def _decide(chat: _Chat, directives: Directives) -> _Reply:
-    """The reply when no failure applies: loop > spawn > write > arithmetic > answer > leaf."""
+    """The reply when no failure applies: loop > spawn > delegate > write > arithmetic > answer > leaf."""
     if directives.loop:
         return _Reply(tool_calls=[("calculator", json.dumps({"expression": "1+1"}))])
     if directives.spawn and "spawn_agents" in chat.tool_names:
@@ -156,6 +156,11 @@ def _decide(chat: _Chat, directives: Directives) -> _Reply:
             agents = [{"task": t, "role": "worker"} for t in sim_directives.child_tasks(chat.task)]
             return _Reply(tool_calls=[("spawn_agents", json.dumps({"agents": agents}))])
         return _finish(chat, _count_leaves(results[0]))
+    if directives.delegate and "delegate" in chat.tool_names:
+        results = chat.results_of("delegate")
+        if not results:
+            return _Reply(tool_calls=[("delegate", json.dumps({"task": directives.delegate, "role": "delegate"}))])
+        return _finish(chat, _delegated(results[-1]))
     if directives.write and "write_file" in chat.tool_names:
         results = chat.results_of("write_file")
         if not results:
@@ -191,6 +196,19 @@ def _count_leaves(result: str) -> str:
         return f"leaves={leaves}"
     reason = missing[0].get("error") or missing[0].get("status")
     return f"leaves={leaves} ({len(missing)} not completed: {reason})"
+
+
+def _delegated(result: str) -> str:
+    """The delegate's output, or why it has none."""
+    try:
+        summary = json.loads(result)
+    except ValueError:
+        return result
+    if not isinstance(summary, dict):
+        return result
+    if summary.get("status") == "completed":
+        return str(summary.get("output") or "")
+    return f"delegate {summary.get('status')}: {summary.get('error')}"
 
 
 def _finish(chat: _Chat, answer: str) -> _Reply:

@@ -14,6 +14,7 @@ Directives live in the task text (the first ``user`` message):
 - ``[sim:loop]`` call ``calculator`` forever
 - ``[sim:spawn width=W depth=D]`` spawn W children, each spawning to depth D-1
 - ``[sim:tokens N]`` bill every completion as exactly N tokens
+- ``[sim:delegate TASK]`` hand TASK to one sub-agent with ``delegate``, answer its output
 - ``[sim:write PATH]`` write the task's plain text to PATH with ``write_file``,
   answer what the tool said
 - ``[sim:answer TEXT]`` finish with TEXT
@@ -60,6 +61,7 @@ class Directives:
     tokens: int | None = None
     answer: str | None = None
     write: str | None = None
+    delegate: str | None = None
     expression: str | None = None  # "A op B" from a "What is A op B?" question
 
 
@@ -108,9 +110,9 @@ def _parse_one(name: str, arg: str, raw: str) -> Any:
         return True
     if name == "answer":
         return arg
-    if name == "write":
+    if name in ("write", "delegate"):
         if not arg:
-            raise DirectiveError(f"{raw}: expected a path")
+            raise DirectiveError(f"{raw}: expected a {'path' if name == 'write' else 'task'}")
         return arg
     if name in ("latency", "tokens"):
         if not arg.isdigit() or (name == "tokens" and int(arg) < 1):

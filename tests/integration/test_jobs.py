@@ -116,3 +116,11 @@ def test_a_child_cannot_write_outside_its_subroot(client):
     assert written == {f".sub_agents/{child.agent_id}/notes.md": "keep me (part 1 of 1)"}
     assert result2.output == "leaves=1"
     assert client.redis.hgetall(f"covey:{{{handle.id}}}:workspace") == {}
+
+
+def test_delegate_runs_one_child_as_a_tool(cli):
+    proc, result = run_json(cli, "check this [sim:delegate What is 6 * 7?]")
+    assert proc.returncode == 0, proc.stderr
+    assert result["output"] == "42"
+    assert [(c["role"], c["status"], c["output"]) for c in result["children"]] == [("delegate", "completed", "42")]
+    assert result["usage"]["agents"] == 1

@@ -318,3 +318,17 @@ def test_write_directive_writes_the_plain_task_then_answers_the_tool_result():
     assert json.loads(arguments) == {"path": "notes/a.md", "content": "keep this"}
     done = ask("keep this [sim:write notes/a.md]", tools=tools, history=answered(first, "wrote notes/a.md"))
     assert json.loads(call_of(done)[1])["answer"] == "wrote notes/a.md"
+
+
+def test_delegate_directive_hands_the_task_to_one_child_and_answers_its_output():
+    tools = [TOOL_SCHEMAS[n] for n in ("delegate", "finish", "calculator")]
+    task = "check [sim:delegate What is 6 * 7?]"
+    first = ask(task, tools=tools)
+    name, arguments = call_of(first)
+    assert (name, json.loads(arguments)["task"]) == ("delegate", "What is 6 * 7?")
+    summary = {"agent_id": "a", "role": "delegate", "status": "completed", "output": "42", "error": None}
+    done = ask(task, tools=tools, history=answered(first, json.dumps(summary)))
+    assert json.loads(call_of(done)[1])["answer"] == "42"
+    failed = {**summary, "status": "budget_exceeded", "output": None, "error": "agent cap"}
+    done = ask(task, tools=tools, history=answered(first, json.dumps(failed)))
+    assert json.loads(call_of(done)[1])["answer"] == "delegate budget_exceeded: agent cap"

@@ -1,0 +1,42 @@
+"""The raw Celery baseline: covey's tree shape as plain Celery tasks, and nothing else.
+
+A node of depth D > 0 replaces itself with ``chord(group(W nodes of depth D-1),
+join)``, exactly the canvas covey's agents use to fan out; a leaf returns 1 and
+``join`` sums, so the root's result is ``W**D``. There is no ledger, checkpoint,
+tree record or model call, so timing this next to covey isolates covey's own
+per-agent work from what Celery itself costs.
+
+The app takes covey's Celery configuration (JSON, late acks, prefetch 1, task
+events, ...) with its own queue: the two differ only in what the tasks do.
+The worker runs it as ``python -m celery -A bench.raw_tree worker ...`` with
+``COVEY_REDIS_URL`` and ``COVEY_QUEUE`` in its environment.
+"""
+
+from __future__ import annotations
+
+from celery import Celery, chord, group
+
+from covey.config.celery import celery_config
+from covey.config.settings import Settings
+
+NODE = "raw.node"
+
+
+def create_app(settings: Settings) -> Celery:
+    app = Celery("raw_tree")
+    app.conf.update(celery_config(settings))
+
+    @app.task(bind=True, name=NODE)
+    def node(self, width: int, depth: int) -> int:
+        if depth == 0:
+            return 1
+        return self.replace(chord(group(node.s(width, depth - 1) for _ in range(width)), join.s()))
+
+    @app.task(name="raw.join")
+    def join(results: list[int]) -> int:
+        return sum(results)
+
+    return app
+
+
+app = create_app(Settings())  # configured from COVEY_* variables, for the worker
