@@ -54,7 +54,8 @@ class LLM:
         timeout: float | None = None,
     ) -> tuple[ModelReply, CallUsage]:
         client = self._client(model)
-        kwargs: dict[str, Any] = {"model": model, "messages": messages, "max_tokens": max_tokens}
+        # max_completion_tokens: OpenAI's current name; reasoning models refuse max_tokens.
+        kwargs: dict[str, Any] = {"model": model, "messages": messages, "max_completion_tokens": max_tokens}
         if tools:
             kwargs["tools"] = tools
         # Never wait past the model timeout, even with a far deadline: a reservation
