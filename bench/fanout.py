@@ -26,6 +26,7 @@ import asyncio
 import json
 import os
 import platform
+import shutil
 import signal
 import statistics
 import subprocess
@@ -41,6 +42,7 @@ sys.path.insert(0, str(ROOT))  # `python bench/fanout.py` puts bench/, not the r
 
 import httpx2  # noqa: E402
 import openai  # noqa: E402
+from celery import Celery  # noqa: E402
 
 from bench import raw_tree  # noqa: E402
 from covey.client import Client  # noqa: E402
@@ -61,6 +63,11 @@ def agents(width: int, depth: int) -> int:
     return sum(width**level for level in range(depth + 1))
 
 
+def sim_calls(width: int, depth: int) -> int:
+    """Model calls of the tree: two per spawning agent (spawn, then finish), one per leaf."""
+    return 2 * agents(width, depth - 1) + width**depth
+
+
 # --- the three ways to run a tree; each returns seconds and checks the answer ---
 
 
@@ -71,12 +78,13 @@ def run_covey(client: Client, width: int, depth: int) -> float:
     start = time.perf_counter()
     result = client.submit(spec).result(timeout=JOB_TIMEOUT)
     elapsed = time.perf_counter() - start
-    if result.output != f"leaves={width**depth}" or result.usage.agents != agents(width, depth) - 1:
-        raise RuntimeError(f"covey answered {result.status.value} {result.output!r} {result.error or ''}")
+    usage = (result.usage.agents, result.usage.cycles)
+    if result.output != f"leaves={width**depth}" or usage != (agents(width, depth) - 1, sim_calls(width, depth)):
+        raise RuntimeError(f"covey answered {result.status.value} {result.output!r} {result.error or ''} {usage}")
     return elapsed
 
 
-def run_raw(app, width: int, depth: int) -> float:
+def run_raw(app: Celery, width: int, depth: int) -> float:
     start = time.perf_counter()
     leaves = app.send_task(raw_tree.NODE, args=[width, depth]).get(timeout=JOB_TIMEOUT)
     elapsed = time.perf_counter() - start
@@ -85,20 +93,27 @@ def run_raw(app, width: int, depth: int) -> float:
     return elapsed
 
 
-async def _agent(llm: openai.AsyncOpenAI, task: str) -> str:
-    """One agent: call the sim, spawn what it asks for, hand it the summaries, finish."""
+async def _agent(llm: openai.AsyncOpenAI, task: str) -> tuple[str, int]:
+    """One agent: call the sim, spawn what it asks for, hand it the summaries, finish.
+
+    Returns its answer and the model calls of its subtree.
+    """
     messages = [{"role": "system", "content": "You are an agent."}, {"role": "user", "content": task}]
     tools = list(TOOL_SCHEMAS.values())  # what a covey agent is offered by default
+    calls = 0
     while True:
-        reply = await llm.chat.completions.create(model="sim", messages=messages, tools=tools, max_tokens=1024)
+        reply = await llm.chat.completions.create(model="sim", messages=messages, tools=tools,
+                                                  max_completion_tokens=1024)
+        calls += 1
         call = reply.choices[0].message.tool_calls[0].model_dump()
         messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
         args = json.loads(call["function"]["arguments"])
         if call["function"]["name"] == "finish":
-            return args["answer"]
-        outputs = await asyncio.gather(*(_agent(llm, child["task"]) for child in args["agents"]))
-        summaries = [{"agent_id": str(i), "role": "worker", "status": "completed", "output": o}
-                     for i, o in enumerate(outputs)]
+            return args["answer"], calls
+        children = await asyncio.gather(*(_agent(llm, child["task"]) for child in args["agents"]))
+        calls += sum(n for _, n in children)
+        summaries = [{"agent_id": str(i), "role": "worker", "status": "completed", "output": answer}
+                     for i, (answer, _) in enumerate(children)]
         messages.append({"role": "tool", "tool_call_id": call["id"], "content": json.dumps(summaries)})
 
 
@@ -106,10 +121,10 @@ async def _asyncio_tree(width: int, depth: int) -> float:
     http = httpx2.AsyncClient(transport=sim.transport())
     async with openai.AsyncOpenAI(api_key="sim", base_url=SIM_BASE_URL, http_client=http) as llm:
         start = time.perf_counter()
-        answer = await _agent(llm, f"[sim:spawn width={width} depth={depth}] bench")
+        answer, calls = await _agent(llm, f"[sim:spawn width={width} depth={depth}] bench")
         elapsed = time.perf_counter() - start
-    if answer != f"leaves={width**depth}":
-        raise RuntimeError(f"asyncio answered {answer!r}")
+    if (answer, calls) != (f"leaves={width**depth}", sim_calls(width, depth)):
+        raise RuntimeError(f"asyncio answered {answer!r} in {calls} calls")
     return elapsed
 
 
@@ -117,7 +132,21 @@ def run_asyncio(width: int, depth: int) -> float:
     return asyncio.run(_asyncio_tree(width, depth))
 
 
-# --- worker subprocesses ---
+# --- subprocesses ---
+
+
+def start_redis(server: RedisServer) -> None:
+    """A private redis-server that ignores the terminal's Ctrl-C.
+
+    Ctrl-C goes to the whole foreground process group; a redis-server that died
+    with it would leave the workers retrying their connections instead of shutting
+    down. A child inherits a blocked signal, and redis-server never unblocks it.
+    """
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        server.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
 class Worker:
@@ -141,16 +170,18 @@ class Worker:
         raise RuntimeError(f"{self.name} did not answer a ping in {seconds}s")
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
+        if self.proc.poll() is not None:
+            return
+        self.proc.terminate()  # a warm shutdown
+        try:
+            self.proc.wait(timeout=20)
+        finally:  # timed out, or interrupted while waiting: it must not outlive Redis
+            if self.proc.poll() is None:
                 self.proc.kill()
                 self.proc.wait()
 
 
-def start_workers(stack: ExitStack, redis_url: str, concurrency: int, logs: Path) -> tuple[Client, object]:
+def start_workers(stack: ExitStack, redis_url: str, concurrency: int, logs: Path) -> tuple[Client, Celery]:
     """A covey worker and a raw Celery worker, each on its own queue, both ready."""
     opts = ["--concurrency", str(concurrency), "--pool", "threads", "--loglevel", "warning"]
     covey_q, raw_q = f"bench-covey-{concurrency}", f"bench-raw-{concurrency}"
@@ -172,7 +203,7 @@ def start_workers(stack: ExitStack, redis_url: str, concurrency: int, logs: Path
 # --- measuring and reporting ---
 
 
-def measure(client: Client, raw_app, width: int, depth: int, repeats: int) -> dict[str, float]:
+def measure(client: Client, raw_app: Celery, width: int, depth: int, repeats: int) -> dict[str, float]:
     """Medians over ``repeats`` interleaved rounds after one warm-up, so drift hits all three alike."""
     runs = {"covey": lambda: run_covey(client, width, depth),
             "raw": lambda: run_raw(raw_app, width, depth),
@@ -187,15 +218,15 @@ def measure(client: Client, raw_app, width: int, depth: int, repeats: int) -> di
 
 
 def table(rows: list[tuple[int, int, int, dict[str, float]]]) -> str:
-    lines = ["| tree (W×D) | agents | worker slots | covey s | covey agents/s | raw Celery s | raw agents/s "
+    lines = ["| tree (W×D) | agents | sim calls | worker slots | covey s | covey agents/s | raw Celery s | raw agents/s "
              "| asyncio s | asyncio agents/s | covey / raw Celery | covey / asyncio |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for width, depth, concurrency, m in rows:
         n = agents(width, depth)
         lines.append(
-            f"| {width}×{depth} | {n} | {concurrency} | {m['covey']:.3f} | {n / m['covey']:.0f} "
+            f"| {width}×{depth} | {n} | {sim_calls(width, depth)} | {concurrency} | {m['covey']:.3f} | {n / m['covey']:.0f} "
             f"| {m['raw']:.3f} | {n / m['raw']:.0f} | {m['asyncio']:.4f} | {n / m['asyncio']:.0f} "
-            f"| {m['covey'] / m['raw']:.1f}× | {m['covey'] / m['asyncio']:.0f}× |"
+            f"| {m['covey'] / m['raw']:.1f}× | {m['covey'] / m['asyncio']:.1f}× |"
         )
     return "\n".join(lines)
 
@@ -218,8 +249,8 @@ SDK and sim calls) adds to Celery's, and covey / asyncio is what running the tre
 distributed costs against one process. Seconds depend on the machine
 ({os.cpu_count()} cores, Python {platform.python_version()}, and whatever else it
 was running), so compare the ratios, which come from the same interleaved rounds:
-medians of {repeats} after one warm-up. A real model call takes 0.5-30 s, so these
-costs matter only against that.
+medians of {repeats} after one warm-up. A real model call takes a second or more,
+against which these per-agent costs are small; they are the floor covey adds.
 
 Command (from the repo root; it starts its own redis-server and workers):
 
@@ -233,22 +264,39 @@ Run on {today}:
 """
 
 
+def run_all(repeats: int, logs: Path) -> list[tuple[int, int, int, dict[str, float]]]:
+    """Every shape on every concurrency; whatever it starts is stopped before it returns or raises."""
+    rows = []
+    with ExitStack() as stack:
+        server = RedisServer()
+        stack.callback(server.stop)
+        start_redis(server)
+        for concurrency in CONCURRENCIES:
+            with ExitStack() as workers:
+                client, raw_app = start_workers(workers, server.url, concurrency, logs)
+                for width, depth in SHAPES:
+                    rows.append((width, depth, concurrency, measure(client, raw_app, width, depth, repeats)))
+                    print(f"measured {width}×{depth} on {concurrency} slot(s)", file=sys.stderr)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5, help="timed runs per measurement, after one warm-up")
     parser.add_argument("--write", action="store_true", help="replace BENCHMARKS.md with the results")
     args = parser.parse_args()
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the cleanup on `kill` too
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill` cleans up like Ctrl-C
 
-    rows = []
-    with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="covey-bench-") as logs:
-        server = stack.enter_context(RedisServer())
-        for concurrency in CONCURRENCIES:
-            with ExitStack() as workers:
-                client, raw_app = start_workers(workers, server.url, concurrency, Path(logs))
-                for width, depth in SHAPES:
-                    rows.append((width, depth, concurrency, measure(client, raw_app, width, depth, args.repeats)))
-                    print(f"measured {width}×{depth} on {concurrency} slot(s)", file=sys.stderr)
+    logs = Path(tempfile.mkdtemp(prefix="covey-bench-"))
+    try:
+        rows = run_all(args.repeats, logs)
+    except Exception:
+        print(f"worker logs kept in {logs}", file=sys.stderr)
+        raise
+    except BaseException:  # Ctrl-C or kill: nothing to look into
+        shutil.rmtree(logs)
+        raise
+    shutil.rmtree(logs)
     body = table(sorted(rows))
     print(body)
     if args.write:
@@ -257,4 +305,11 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:
+        # Every process started is stopped by now. Skip the interpreter's finalizers:
+        # an interrupted AsyncResult would spend ~20 s retrying the stopped Redis.
+        print("interrupted", file=sys.stderr)
+        sys.stdout.flush()
+        os._exit(130)
