@@ -23,13 +23,15 @@ def test_a_job_survives_its_worker_being_killed():
         wait_for_worker(client, first)
         handle = client.submit(client.spec("[sim:spawn width=2 depth=1] [sim:latency 300] What is 2 + 3?"))
         deadline = time.monotonic() + 60
-        while client.ledger.snapshot(handle.id).cycles_used < 2:
+        while True:  # kill it while a child's model call (300 ms) is in flight
+            snapshot = client.ledger.snapshot(handle.id)
+            if snapshot.cycles_used >= 2 and snapshot.tokens_reserved > 0:
+                break
             assert time.monotonic() < deadline, "the job never got going"
-            time.sleep(0.02)
+            time.sleep(0.01)
         os.kill(first.pid, signal.SIGKILL)
         first.wait()
-        in_flight = client.ledger.snapshot(handle.id)
-        assert in_flight.tokens_reserved > 0  # a model call was cut off mid-step
+        assert client.ledger.snapshot(handle.id).tokens_reserved > 0  # the call was cut off mid-step
 
         second = start_worker(server.url, **FAST_REDELIVERY)
         try:

@@ -33,7 +33,12 @@ def flower(redis_server, worker):
     else:
         stop_worker(proc)
         raise RuntimeError("flower did not start")
-    time.sleep(1)  # let Flower subscribe to task events before the job runs
+    # Flower learns of workers from their events: once it lists one, events flow.
+    while not httpx.get(f"{url}/workers", params={"json": 1}, auth=AUTH, timeout=5).json()["data"]:
+        if time.monotonic() > deadline + 30:
+            stop_worker(proc)
+            raise RuntimeError("flower saw no worker events")
+        time.sleep(0.2)
     yield url
     stop_worker(proc)
 
