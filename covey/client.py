@@ -14,7 +14,6 @@ from celery.result import AsyncResult
 from celery.utils import uuid
 
 from covey import keys
-from covey.budgets.budget import Budget
 from covey.budgets.ledger import LedgerSnapshot
 from covey.budgets.redis_ledger import RedisLedger
 from covey.config.celery import create_app
@@ -44,15 +43,9 @@ class Client:
         self.tree = JobTree(self.redis)
 
     def spec(self, task: str, **fields: Any) -> JobSpec:
-        """A JobSpec with this client's defaults (model, budget) under ``fields``.
-
-        ``budget`` may be a ``Budget`` or a dict of the caps to override.
-        """
-        override = fields.pop("budget", {})
-        if isinstance(override, Budget):
-            override = override.model_dump(exclude_unset=True)
-        budget = {**self.settings.default_budget().model_dump(), **override}
-        return JobSpec.parse({"task": task, "model": self.settings.model, **fields, "budget": budget})
+        """A validated JobSpec; what it leaves unset the worker fills from its
+        defaults (``COVEY_MODEL``, ``COVEY_MAX_*``)."""
+        return JobSpec.parse({"task": task, **fields})
 
     def submit(self, spec: JobSpec | dict[str, Any] | str) -> JobHandle:
         if isinstance(spec, str):
@@ -61,7 +54,7 @@ class Client:
             spec = JobSpec.parse(spec)
         job_id = uuid()
         self.redis.set(keys.submitted(job_id), 1, ex=keys.JOB_TTL_SECONDS)
-        self.app.send_task(RUN_JOB, kwargs={"spec": spec.model_dump(mode="json")}, task_id=job_id)
+        self.app.send_task(RUN_JOB, kwargs={"spec": spec.wire()}, task_id=job_id)
         return JobHandle(self, job_id)
 
     def job(self, job_id: str) -> JobHandle:

@@ -66,6 +66,23 @@ class JobSpec(AgentSpec):
         except ValidationError as e:
             raise InvalidSpec("invalid job spec: " + describe(e)) from e
 
+    def with_defaults(self, model: str, budget: Budget) -> JobSpec:
+        """The spec with every field its submitter left unset taken from the
+        deployment's defaults (``COVEY_MODEL``, ``COVEY_MAX_*``); a cap set to
+        ``null`` on purpose stays unlimited."""
+        caps = budget.model_dump()
+        if "budget" in self.model_fields_set:
+            caps.update(self.budget.model_dump(include=self.budget.model_fields_set))
+        update: dict[str, Any] = {"budget": Budget(**caps)}
+        if "model" not in self.model_fields_set:
+            update["model"] = model
+        return self.model_copy(update=update)
+
+    def wire(self) -> dict[str, Any]:
+        """The JSON sent to ``covey.run_job``: only what was set, so the worker's
+        defaults fill the rest."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
     def scopes(self) -> list[str]:
         """Global ledger scopes this job is charged to."""
         return ["global"] + ([f"tenant:{self.tenant}"] if self.tenant else [])

@@ -36,3 +36,18 @@ def test_child_context_inherits_deny_and_resets_allow():
     assert child.allow is None
     assert child.ancestors == ["root"] and child.chain == ["root", "root-sub-1"]
     assert child.subroot == ".sub_agents/root-sub-1" and child.depth == 1
+
+
+def test_with_defaults_fills_only_what_was_left_unset():
+    defaults = Budget(max_tokens=100, max_cycles=10, max_agents=5, max_depth=2)
+    spec = JobSpec.parse({"task": "x", "budget": {"max_tokens": 7, "max_agents": None}})
+    done = spec.with_defaults("gpt-x", defaults)
+    assert done.budget == Budget(max_tokens=7, max_cycles=10, max_agents=None, max_depth=2)
+    assert done.model == "gpt-x"
+    assert JobSpec.parse({"task": "x", "model": "sim"}).with_defaults("gpt-x", defaults).model == "sim"
+    assert JobSpec.parse({"task": "x"}).with_defaults("sim", defaults).budget == defaults
+
+
+def test_the_wire_form_carries_only_what_was_set():
+    spec = JobSpec.parse({"task": "x", "budget": {"max_tokens": 7}})
+    assert spec.wire() == {"task": "x", "budget": {"max_tokens": 7}}

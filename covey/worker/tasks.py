@@ -36,11 +36,11 @@ Step = Callable[[], "tuple[AgentState, Action]"]
 def run_job(self, spec: Any) -> dict[str, Any]:
     """Validate a JobSpec and run its root agent; the task id is the job id.
 
-    An invalid spec raises ``InvalidSpec`` naming the field: the task fails and no
-    agent runs.
+    Fields the spec leaves unset take this worker's defaults. An invalid spec
+    raises ``InvalidSpec`` naming the field: the task fails and no agent runs.
     """
-    job = JobSpec.parse(spec)
     deps = worker_deps()
+    job = JobSpec.parse(spec).with_defaults(deps.settings.model, deps.settings.default_budget())
     ctx = RunContext(
         job_id=self.request.id,
         agent_id=ROOT_AGENT_ID,

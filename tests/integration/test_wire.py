@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from celery import Celery
 
+from covey import Budget, InvalidSpec
 from covey.client import JobRefused
 
 
@@ -49,18 +50,22 @@ def test_a_bad_spec_is_refused_naming_the_field_and_runs_nothing(bare, client, s
         handle.result(timeout=5)
 
 
-def test_the_cli_refuses_bad_input_before_sending(cli):
-    proc = cli("run", "x", "--max-tokens", "-3")
-    assert proc.returncode == 2
-    assert "budget.max_tokens" in proc.stderr
-    assert "Traceback" not in proc.stderr
+def test_unset_caps_and_model_take_the_workers_defaults(bare, client):
+    defaults = client.settings.default_budget()
+    sent = bare.send_task("covey.run_job", kwargs={"spec": {"task": "What is 1 + 1?"}})
+    assert sent.get(timeout=60)["status"] == "completed"
+    ledger = client.job(sent.id).ledger()
+    assert (ledger.tokens_limit, ledger.cycles_limit, ledger.agents_limit) == (
+        defaults.max_tokens, defaults.max_cycles, defaults.max_agents
+    )
+
+    handle = client.submit(client.spec("What is 1 + 1?", budget=Budget(max_tokens=5000, max_agents=None)))
+    assert handle.result(timeout=60).ok
+    ledger = handle.ledger()
+    assert (ledger.tokens_limit, ledger.cycles_limit, ledger.agents_limit) == (5000, defaults.max_cycles, None)
 
 
-def test_client_spec_validates_budget_overrides(client):
-    from covey import Budget, InvalidSpec
-
-    assert client.spec("x", budget=Budget(max_tokens=5)).budget.max_tokens == 5
-    assert client.spec("x", budget={"max_agents": 2}).budget.max_tokens == client.settings.max_tokens
+def test_client_spec_refuses_a_misspelt_cap(client):
     with pytest.raises(InvalidSpec, match="budget.max_tokenz"):
         client.spec("x", budget={"max_tokenz": 5})
 
