@@ -57,6 +57,11 @@ class Client:
         self.app.send_task(RUN_JOB, kwargs={"spec": spec.wire()}, task_id=job_id)
         return JobHandle(self, job_id)
 
+    def queue_has_worker(self, timeout: float = 1.0) -> bool:
+        """Whether any live worker consumes this client's queue."""
+        replies = self.app.control.inspect(timeout=timeout).active_queues() or {}
+        return any(q.get("name") == self.settings.queue for queues in replies.values() for q in queues)
+
     def job(self, job_id: str) -> JobHandle:
         return JobHandle(self, job_id)
 
@@ -91,12 +96,21 @@ class JobHandle:
         try:
             raw = self._async.get(timeout=timeout, propagate=True)
         except CeleryTimeout as e:
-            raise JobTimeout(f"job {self.id} not finished after {timeout}s") from e
+            self._stop_waiting()
+            raise JobTimeout(f"job {self.id} not finished after {timeout:g}s") from e
+        except KeyboardInterrupt:
+            self._stop_waiting()
+            raise
         except Exception as e:
             if self._async.state == "FAILURE":  # the worker refused it; Celery rebuilt its error
                 raise JobRefused(str(e)) from e
             raise
         return AgentResult.model_validate(raw)
+
+    def _stop_waiting(self) -> None:
+        """Unsubscribe from the result now: left to AsyncResult.__del__ at
+        interpreter exit, the unsubscribe fails and prints a traceback."""
+        self._async.backend.remove_pending_result(self._async)
 
     def tree(self) -> list[Node]:
         return self._client.tree.nodes(self.id)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from covey.budgets.ledger import LedgerSnapshot
+from covey.budgets.ledger import LedgerSnapshot, ScopeRow
 from covey.results import AgentResult
 from covey.tree import Node
 
@@ -60,8 +60,11 @@ def ledger(s: LedgerSnapshot) -> str:
         [(a.agent_id, a.depth, a.tokens_used, a.tokens_limit, a.cycles_used, a.cycles_limit, a.agents_spawned)
          for a in s.agents],
     )
-    scopes = table(
+    return f"{head}\n\n{agents}\n\n{scopes(s.scopes)}"
+
+
+def scopes(rows: list[ScopeRow]) -> str:
+    return table(
         ["scope", "tokens", "token limit", "cycles", "cycle limit"],
-        [(c.name, c.tokens_used, c.tokens_limit, c.cycles_used, c.cycles_limit) for c in s.scopes],
+        [(c.name, c.tokens_used, c.tokens_limit, c.cycles_used, c.cycles_limit) for c in rows],
     )
-    return f"{head}\n\n{agents}\n\n{scopes}"

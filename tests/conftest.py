@@ -1,9 +1,16 @@
 from __future__ import annotations
 
+import os
+
 import pytest
 import redis
 
 from tests.redis_server import RedisServer
+
+# The tests configure covey themselves; a developer's COVEY_* or OPENAI_API_KEY
+# must not leak into them (or into the workers and CLIs they start).
+for _name in [n for n in os.environ if n.startswith("COVEY_") or n == "OPENAI_API_KEY"]:
+    del os.environ[_name]
 
 
 @pytest.fixture(scope="session")

@@ -40,11 +40,15 @@ class RedisServer:
         )
         client = redis.Redis.from_url(self.url)
         for _ in range(200):
+            if self.proc.poll() is not None:  # e.g. the port was taken meanwhile
+                raise RuntimeError(f"redis-server exited with {self.proc.returncode} on port {self.port}")
             try:
-                client.ping()
-                return self
+                # answered by our process, not by another server on a reused port
+                if client.info("server")["process_id"] == self.proc.pid:
+                    return self
             except redis.ConnectionError:
-                time.sleep(0.05)
+                pass
+            time.sleep(0.05)
         raise RuntimeError(f"redis-server did not start on port {self.port}")
 
     def __enter__(self) -> RedisServer:

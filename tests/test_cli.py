@@ -17,13 +17,15 @@ def covey(*args, redis_url):
     return subprocess.run([sys.executable, "-m", "covey", *args], env=env, capture_output=True, text=True, timeout=60)
 
 
-@pytest.mark.parametrize("args", [("submit", "x"), ("tree", "j"), ("ledger", "j"), ("cancel", "j"), ("status", "j")])
+@pytest.mark.parametrize(
+    "args", [("submit", "x"), ("tree", "j"), ("ledger", "j"), ("cancel", "j"), ("status", "j"), ("scope", "global")]
+)
 def test_an_unreachable_redis_is_one_clear_line(args):
     url = f"redis://127.0.0.1:{free_port()}/0"
     proc = covey(*args, redis_url=url)
     assert proc.returncode == 2
     assert proc.stderr.strip() == proc.stderr.strip().splitlines()[0]
-    assert proc.stderr.startswith(f"error: cannot reach Redis ({url})")
+    assert proc.stderr.startswith(f"Error: cannot reach Redis ({url})")
 
 
 @pytest.mark.parametrize(
@@ -34,6 +36,9 @@ def test_an_unreachable_redis_is_one_clear_line(args):
         (("submit", "x", "--tenant", "no spaces"), "tenant"),
         (("submit", "x", "--timeout", "0"), "--timeout"),
         (("scope", "global", "--max-tokens", "-1"), "--max-tokens"),
+        (("scope", "tenant:no spaces", "--max-tokens", "5"), "NAME"),
+        (("worker", "--concurrency", "0"), "--concurrency"),
+        (("demo", "--width", "0"), "--width"),
     ],
 )
 def test_bad_options_are_refused_naming_them(redis_server, args, named):
@@ -55,7 +60,8 @@ def test_waiting_on_or_cancelling_an_unknown_job_is_refused(redis_server, comman
     proc = covey(command, "no-such-job", redis_url=redis_server.url)
     assert proc.returncode == 1
     assert "unknown job no-such-job" in proc.stderr
-    assert covey("status", "no-such-job", redis_url=redis_server.url).stdout.strip() == "unknown"
+    status = covey("status", "no-such-job", redis_url=redis_server.url)
+    assert (status.returncode, status.stdout.strip()) == (1, "unknown")
 
 
 def test_a_bad_setting_is_one_clear_line(redis_server):
@@ -63,4 +69,16 @@ def test_a_bad_setting_is_one_clear_line(redis_server):
     env.update(COVEY_REDIS_URL=redis_server.url, COVEY_MAX_DEPTH="deep")
     proc = subprocess.run([sys.executable, "-m", "covey", "status", "j"], env=env, capture_output=True, text=True)
     assert proc.returncode == 2
-    assert proc.stderr.startswith("error: invalid configuration: max_depth:")
+    assert proc.stderr.startswith("Error: invalid configuration: max_depth:")
+
+
+def test_scope_changes_only_the_caps_given(redis_server):
+    name = "tenant:cli-scope"
+    assert covey("scope", name, redis_url=redis_server.url).returncode == 1  # nothing to show yet
+    covey("scope", name, "--max-tokens", "1000", redis_url=redis_server.url)
+    covey("scope", name, "--max-cycles", "10", redis_url=redis_server.url)
+    shown = covey("scope", name, redis_url=redis_server.url)
+    assert shown.returncode == 0
+    assert shown.stdout.splitlines()[1].split() == [name, "0", "1000", "0", "10"]
+    removed = covey("scope", name, "--max-tokens", "none", redis_url=redis_server.url)
+    assert removed.stdout.splitlines()[1].split() == [name, "0", "-", "0", "10"]

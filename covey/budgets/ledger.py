@@ -8,6 +8,7 @@ checked and applied on the agent, every ancestor and every global scope at once.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, runtime_checkable
@@ -15,6 +16,10 @@ from typing import Protocol, runtime_checkable
 from pydantic import BaseModel
 
 from covey.budgets.budget import Budget
+
+
+# `global`, or `tenant:<name>` / `sweep:<name>`: the scopes a job can be charged to.
+SCOPE_NAME = re.compile(r"global|(tenant|sweep):[A-Za-z0-9_.-]{1,64}")
 
 
 class LedgerError(Exception):

@@ -20,7 +20,7 @@ import redis
 from covey import keys
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import (
-    AgentRow, Grant, LedgerError, LedgerSnapshot, Opened, ScopeRow,
+    SCOPE_NAME, AgentRow, Grant, LedgerError, LedgerSnapshot, Opened, ScopeRow,
 )
 
 _LUA = {
@@ -47,10 +47,6 @@ class RedisLedger:
         self.client = client
         self.clock = clock
         self._scripts = {name: client.register_script(src) for name, src in _LUA.items()}
-
-    @classmethod
-    def from_url(cls, url: str) -> RedisLedger:
-        return cls(redis.Redis.from_url(url, decode_responses=True))
 
     # -- agents -------------------------------------------------------------
 
@@ -179,6 +175,9 @@ class RedisLedger:
         )
 
     def set_scope(self, name: str, max_tokens: int | None, max_cycles: int | None) -> None:
+        """Write both caps of a global scope; ``None`` removes a cap."""
+        if not SCOPE_NAME.fullmatch(name):
+            raise ValueError(f"scope name {name!r} must be global, tenant:<name> or sweep:<name>")
         for field, cap in (("max_tokens", max_tokens), ("max_cycles", max_cycles)):
             if cap is not None and cap < 0:
                 raise ValueError(f"scope {name}: {field} cannot be negative, got {cap}")

@@ -39,7 +39,8 @@ class Settings(BaseSettings):
     worker_pool: Literal["threads", "prefork", "gevent", "solo"] = "threads"
     worker_concurrency: int = Field(default=4, ge=1)
     max_agent_seconds: float = Field(
-        default=3600.0, gt=0, description="longest one agent task may run; sets the broker visibility timeout"
+        default=3600.0, gt=0,
+        description="longest one agent task may run before it ends timed_out; the broker redelivers after twice this",
     )
     redelivery_check_seconds: float = Field(
         default=60.0, gt=0, description="how often a worker looks for a dead worker's tasks to redeliver"

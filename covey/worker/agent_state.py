@@ -31,7 +31,10 @@ class AgentState(BaseModel):
     spawn_round: int = 0
     pending: list[PendingChild] = Field(default_factory=list)
     started_at: datetime
-    deadline: datetime | None = None
+    deadline: datetime | None = Field(default=None, description="the agent's own timeout")
+    task_deadline: datetime | None = Field(
+        default=None, description="when the running Celery task must end (COVEY_MAX_AGENT_SECONDS)"
+    )
 
 
 class Checkpoints:

@@ -62,13 +62,21 @@ def begin(deps: Deps, ctx: RunContext, spec: AgentSpec) -> tuple[AgentState, Act
         spec=spec,
         started_at=now,
         deadline=now + timedelta(seconds=spec.timeout) if spec.timeout else None,
+        task_deadline=_task_deadline(deps),
     )
     deps.tree.record(ctx.job_id, _node(state, RUNNING))
     return state, registry.strategy(spec.strategy).start(spec, ctx)
 
 
-def join(state: AgentState, results: list[dict[str, Any]]) -> tuple[AgentState, Action]:
+def _task_deadline(deps: Deps) -> datetime:
+    """A task must end before the broker's visibility timeout would redeliver it
+    to another worker; COVEY_MAX_AGENT_SECONDS is half of that timeout."""
+    return deps.now() + timedelta(seconds=deps.settings.max_agent_seconds)
+
+
+def join(deps: Deps, state: AgentState, results: list[dict[str, Any]]) -> tuple[AgentState, Action]:
     """Fold a finished fan-out back in, in the order the strategy asked for it."""
+    state.task_deadline = _task_deadline(deps)
     by_id = {r.agent_id: r for r in (AgentResult.model_validate(d) for d in results)}
     ordered = []
     for pending in state.pending:
@@ -102,7 +110,7 @@ def advance(deps: Deps, state: AgentState, action: Action) -> Finished | FanOut:
             fan_out = _spawn(deps, state, action)
             if fan_out.children:
                 return fan_out
-            state, action = join(state, [])
+            state, action = join(deps, state, [])
             continue
         else:
             raise TypeError(f"unknown action {type(action).__name__}")
@@ -118,6 +126,9 @@ def _stop(deps: Deps, state: AgentState, counts_cycle: bool) -> tuple[Status, st
         return Status.TIMED_OUT, "job deadline passed"
     if state.deadline is not None and now >= state.deadline:
         return Status.TIMED_OUT, f"agent timeout of {state.spec.timeout}s passed"
+    if state.task_deadline is not None and now >= state.task_deadline:
+        seconds = deps.settings.max_agent_seconds
+        return Status.TIMED_OUT, f"agent task ran past COVEY_MAX_AGENT_SECONDS={seconds:g}"
     if counts_cycle and state.cycle >= state.spec.max_cycles:
         return Status.BUDGET_EXCEEDED, f"cycle cap reached: max_cycles={state.spec.max_cycles} for this agent"
     return None
@@ -154,7 +165,7 @@ def _call_model(deps: Deps, state: AgentState, messages: list[dict[str, Any]]) -
 
 
 def _seconds_left(deps: Deps, state: AgentState) -> float | None:
-    deadlines = [d for d in (state.deadline, state.ctx.budget.deadline) if d is not None]
+    deadlines = [d for d in (state.deadline, state.ctx.budget.deadline, state.task_deadline) if d is not None]
     if not deadlines:
         return None
     return max(0.001, (min(deadlines) - deps.now()).total_seconds())

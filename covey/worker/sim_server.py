@@ -9,7 +9,6 @@ Run it with ``python -m covey.worker.sim_server [PORT]``.
 from __future__ import annotations
 
 import logging
-import sys
 import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -76,10 +75,9 @@ def make_server(
     return server
 
 
-def serve(host: str = "127.0.0.1", port: int = 8765) -> None:
+def serve(host: str = "127.0.0.1", port: int = 8765, latency_ms: int = 0) -> None:
     """Serve until interrupted (blocking)."""
-    server = make_server(host, port)
-    print(f"sim model on http://{host}:{server.server_address[1]}/v1", flush=True)
+    server = make_server(host, port, latency_ms)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -96,6 +94,3 @@ def _stall_seconds(request: httpx2.Request) -> float:
         read_timeout = STALL_CAP_S
     return min(read_timeout + STALL_MARGIN_S, STALL_CAP_S)
 
-
-if __name__ == "__main__":
-    serve(port=int(sys.argv[1]) if len(sys.argv) > 1 else 8765)

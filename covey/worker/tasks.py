@@ -75,7 +75,7 @@ def resume(self, results: list[dict[str, Any]], job_id: str, agent_id: str, spaw
         state = worker_deps().checkpoints.load(job_id, agent_id, spawn_round)
         if state is None:
             raise LookupError(f"checkpoint of round {spawn_round} lost; cannot resume")
-        return loop.join(state, results)
+        return loop.join(worker_deps(), state, results)
 
     return _guarded(self, job_id, agent_id, join)
 

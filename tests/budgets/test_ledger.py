@@ -36,7 +36,7 @@ def job():
     return f"job-{uuid.uuid4().hex}"
 
 
-def scope_name(kind: str = "global") -> str:
+def scope_name(kind: str = "sweep") -> str:
     return f"{kind}:{uuid.uuid4().hex[:8]}"
 
 
@@ -150,7 +150,7 @@ def test_reserve_clamps_the_grant_to_what_is_left(ledger, job):
 
 @pytest.mark.parametrize("short", ["agent", "ancestor", "global", "tenant"])
 def test_reserve_refuses_below_min_tokens_naming_the_short_row(ledger, job, short):
-    glob, tenant = scope_name("global"), scope_name("tenant")
+    glob, tenant = scope_name(), scope_name("tenant")
     ledger.open_root(job, "root", Budget(max_tokens=1000, max_depth=1))
     ledger.open(job, ["root"], "c1", Budget(max_tokens=600, max_depth=0))
     ledger.open(job, ["root"], "c2", Budget(max_tokens=400 if short == "agent" else 700, max_depth=0))
@@ -340,3 +340,9 @@ def test_a_dead_workers_hold_on_a_scope_is_released_by_another_jobs_reserve(ledg
     (row,) = [r for r in ledger.scope_rows() if r.name == tenant]
     assert (row.tokens_used, row.tokens_reserved) == (200, 800)
     assert redis_client.zcard(keys.live_reservations()) == 1
+
+
+@pytest.mark.parametrize("name", ["tenant:no spaces", "global:x", "acme", "tenant:"])
+def test_scope_names_are_checked(ledger, name):
+    with pytest.raises(ValueError, match="scope name"):
+        ledger.set_scope(name, 10, None)

@@ -85,7 +85,7 @@ def _processes() -> ProcessPoolExecutor:
 
 def test_concurrent_reservations_never_exceed_the_cap(redis_server, redis_client):
     ledger = RedisLedger(redis_client)
-    job, glob = f"job-{uuid.uuid4().hex}", f"global-{uuid.uuid4().hex[:8]}"
+    job, glob = f"job-{uuid.uuid4().hex}", f"sweep:{uuid.uuid4().hex[:8]}"
     ledger.set_scope(glob, 2_500, None)
     ledger.open_root(job, "root", Budget(max_tokens=3_000, max_cycles=1_000, max_depth=2))
     ledger.open(job, ["root"], "c1", Budget(max_tokens=2_800, max_depth=1))

@@ -11,9 +11,9 @@ from covey.config.settings import Settings
 from tests.integration.conftest import start_worker, stop_worker, wait_for_worker
 from tests.redis_server import RedisServer
 
-# Redeliver a dead worker's tasks after 4 s (twice the longest agent run), looked
+# Redeliver a dead worker's tasks after 6 s (twice the longest agent run), looked
 # for every second, so the test waits seconds rather than the production hours.
-FAST_REDELIVERY = {"COVEY_MAX_AGENT_SECONDS": "2", "COVEY_REDELIVERY_CHECK_SECONDS": "1"}
+FAST_REDELIVERY = {"COVEY_MAX_AGENT_SECONDS": "3", "COVEY_REDELIVERY_CHECK_SECONDS": "1"}
 
 
 def test_a_job_survives_its_worker_being_killed():

@@ -90,3 +90,12 @@ def test_a_model_that_keeps_failing_fails_the_agent(deps):
     assert out.result.status is Status.FAILED
     assert out.result.error.startswith("model call failed: HTTP 500")
     assert deps.ledger.snapshot(ctx.job_id).tokens_reserved == 0
+
+
+def test_an_agent_task_ends_before_the_broker_would_redeliver_it(redis_server):
+    deps = Deps.from_settings(Settings(redis_url=redis_server.url, max_agent_seconds=0.3))
+    ctx = root(deps, Budget())
+    out = run(deps, ctx, "[sim:loop] [sim:latency 50] spin", max_cycles=1000)
+    assert out.result.status is Status.TIMED_OUT
+    assert out.result.error == "agent task ran past COVEY_MAX_AGENT_SECONDS=0.3"
+    assert 0 < out.result.usage.cycles < 1000

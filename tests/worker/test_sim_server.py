@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 
 import openai
 import pytest
@@ -51,10 +50,8 @@ def test_429_headers_reach_the_client(base_url):
 
 
 def test_timeout_stalls_past_the_clients_read_timeout(base_url):
-    started = time.monotonic()
     with pytest.raises(openai.APITimeoutError):
         create(base_url, "Hi [sim:fail timeout]", timeout=0.3)
-    assert 0.3 <= time.monotonic() - started < 2
 
 
 def test_unknown_route_is_404(base_url):

@@ -1,0 +1,32 @@
+"""What a person reads: the demo and the plain-text tables."""
+
+from __future__ import annotations
+
+import re
+
+
+def test_demo_runs_the_main_job_and_shows_the_tree(cli):
+    proc = cli("demo")
+    assert proc.returncode == 0, proc.stderr
+    assert "status   completed" in proc.stdout and "output   leaves=9" in proc.stdout
+    rows = [line for line in proc.stdout.splitlines() if re.match(r"\s*root(-sub-[0-9a-f]{8})*\s", line)]
+    assert len(rows) == 13
+    assert all(" completed " in row for row in rows)
+
+
+def test_run_tree_and_ledger_print_readable_tables(cli):
+    proc = cli("run", "What is 2 + 2?", "--max-tokens", "9000")
+    assert proc.returncode == 0, proc.stderr
+    job_id = re.search(r"^job (\S+)", proc.stderr, re.M)[1]
+    lines = dict(line.split(None, 1) for line in proc.stdout.splitlines())
+    assert (lines["job"], lines["status"], lines["output"]) == (job_id, "completed", "4")
+    assert re.fullmatch(r"\d+ tokens \(\d+ prompt, \d+ completion\), 2 cycles, 0 sub-agents", lines["usage"])
+
+    tree = cli("tree", job_id).stdout.splitlines()
+    assert tree[0].split() == ["agent", "role", "status", "tokens", "cycles"]
+    assert tree[1].split()[:3] == ["root", "root", "completed"]
+
+    ledger = cli("ledger", job_id).stdout
+    tokens = next(line.split() for line in ledger.splitlines() if line.startswith("tokens"))
+    assert tokens[2] == "9000" and 0 < int(tokens[1]) <= 9000
+    assert "global" in ledger
