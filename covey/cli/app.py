@@ -1,0 +1,62 @@
+"""The ``covey`` command: the click group, shared helpers and one-line errors.
+
+Commands live beside it: ``jobs`` (run, submit, follow and stop jobs) and
+``ops`` (worker, Flower, the sim server, the demo, ledger scopes).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+import redis
+from kombu.exceptions import OperationalError
+from pydantic import ValidationError
+
+from covey.config.settings import get_settings
+from covey.spec import InvalidSpec, describe
+
+
+def connect():
+    """A Client on this machine's settings, after a ping: an unreachable Redis is
+    one clear line, not a backend traceback."""
+    from covey.client import Client
+
+    client = Client()
+    client.redis.ping()
+    return client
+
+
+def print_json(model) -> None:
+    click.echo(json.dumps(model.model_dump(mode="json") if hasattr(model, "model_dump") else model, indent=2))
+
+
+@click.group()
+def cli() -> None:
+    """covey: trees of LLM agents as Celery tasks under a Redis budget ledger."""
+
+def main() -> None:
+    from covey.client import JobRefused, JobTimeout
+
+    try:
+        cli(standalone_mode=True)
+    except JobTimeout as e:
+        _fail(str(e), 3)
+    except (InvalidSpec, JobRefused) as e:
+        _fail(str(e), 2)
+    except ValidationError as e:  # settings from COVEY_* variables
+        _fail(f"invalid configuration: {describe(e)}", 2)
+    except redis.ConnectionError as e:
+        _fail(f"cannot reach Redis ({get_settings().redis_url}): {e}", 2)
+    except OperationalError as e:
+        _fail(f"cannot reach the broker ({get_settings().broker}): {e}", 2)
+
+
+def _fail(message: str, code: int) -> None:
+    """One line, worded like click's own errors."""
+    click.echo(f"Error: {message}", err=True)
+    sys.exit(code)
+
+
+from covey.cli import jobs, ops  # noqa: E402,F401 - registers the commands on `cli`

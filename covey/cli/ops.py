@@ -1,0 +1,119 @@
+"""Commands that run covey's processes and settings: worker, flower, sim-server, demo, scope."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from covey import render
+from covey.cli.app import connect, cli
+from covey.config.settings import get_settings
+
+
+@cli.command()
+@click.option("--concurrency", "-c", type=click.IntRange(1), default=None,
+              help="worker slots (default COVEY_WORKER_CONCURRENCY)")
+@click.option("--pool", type=click.Choice(["threads", "prefork", "gevent", "solo"]), default=None,
+              help="Celery pool (default COVEY_WORKER_POOL, threads)")
+@click.option("--loglevel", "-l", default="info", show_default=True)
+@click.option("--hostname", "-n", default=None, help="worker name, as Celery's -n")
+def worker(concurrency: int | None, pool: str | None, loglevel: str, hostname: str | None) -> None:
+    """Run a Celery worker for covey's tasks."""
+    s = get_settings()
+    pool = pool or s.worker_pool
+    if pool == "gevent":
+        _patch_for_gevent()
+    from covey.worker.app import app
+
+    argv = ["worker", f"--pool={pool}", f"--concurrency={concurrency or s.worker_concurrency}",
+            f"--loglevel={loglevel}", f"--queues={s.queue}", "--events"]
+    if hostname:
+        argv.append(f"--hostname={hostname}")
+    app.worker_main(argv)
+
+
+def _patch_for_gevent() -> None:
+    """The gevent pool needs the standard library patched before any connection opens."""
+    try:
+        from gevent import monkey
+    except ImportError:
+        raise click.ClickException("the gevent pool needs gevent: pip install 'covey[gevent]'") from None
+    monkey.patch_all()
+
+_REMOVE = "none"
+
+
+class _Cap(click.ParamType):
+    """A cap: a whole number of 0 or more, or ``none`` to remove it."""
+
+    name = "N|none"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int) or value == _REMOVE:
+            return value
+        if isinstance(value, str) and value.isdigit():
+            return int(value)
+        self.fail(f"{value!r} is not a whole number of 0 or more, nor 'none'", param, ctx)
+
+
+@cli.command()
+@click.argument("name")
+@click.option("--max-tokens", type=_Cap(), default=None, help="token cap across jobs ('none' removes it)")
+@click.option("--max-cycles", type=_Cap(), default=None, help="model-call cap across jobs ('none' removes it)")
+def scope(name: str, max_tokens, max_cycles) -> None:
+    """Show a global ledger scope (global, tenant:<x>, sweep:<x>), changing the caps given."""
+    ledger = connect().ledger
+    current = next((row for row in ledger.scope_rows() if row.name == name), None)
+    if max_tokens is not None or max_cycles is not None:
+        try:
+            ledger.set_scope(
+                name,
+                _cap(max_tokens, current.tokens_limit if current else None),
+                _cap(max_cycles, current.cycles_limit if current else None),
+            )
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint="NAME") from None
+        current = next(row for row in ledger.scope_rows() if row.name == name)
+    if current is None:
+        raise click.ClickException(f"no scope {name} yet: give --max-tokens or --max-cycles to create it")
+    click.echo(render.scopes([current]))
+
+
+def _cap(given, current: int | None) -> int | None:
+    """The cap to write: as given, removed for 'none', kept when not given."""
+    return current if given is None else None if given == _REMOVE else given
+
+@cli.command()
+@click.option("--port", type=int, default=5555, show_default=True)
+@click.option("--address", default="127.0.0.1", show_default=True)
+@click.option("--basic-auth", envvar="COVEY_FLOWER_BASIC_AUTH", default=None, help="user:password[,user2:pw2]")
+def flower(port: int, address: str, basic_auth: str | None) -> None:
+    """Run Flower on covey's broker, to watch tasks and workers live."""
+    from covey.worker.app import app
+
+    argv = ["flower", f"--port={port}", f"--address={address}"]
+    if basic_auth:
+        argv.append(f"--basic-auth={basic_auth}")
+    app.start(argv)
+
+
+@cli.command("sim-server")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=int, default=8765, show_default=True)
+def sim_server(host: str, port: int) -> None:
+    """Serve the sim model over HTTP (an OpenAI-compatible chat completions endpoint)."""
+    from covey.worker.sim_server import serve
+
+    click.echo(f"sim model on http://{host}:{port}/v1", err=True)
+    serve(host, port, latency_ms=get_settings().sim_latency_ms)
+
+
+@cli.command()
+@click.option("--width", type=click.IntRange(1, 10), default=3, show_default=True, help="children per agent")
+@click.option("--depth", type=click.IntRange(1, 4), default=2, show_default=True, help="levels below the root")
+def demo(width: int, depth: int) -> None:
+    """Start a worker, run a sim agent tree on it, show the tree, stop the worker."""
+    from covey.demo import run_demo
+
+    sys.exit(run_demo(width, depth))
