@@ -36,6 +36,7 @@ def print_json(model) -> None:
 def cli() -> None:
     """covey: trees of LLM agents as Celery tasks under a Redis budget ledger."""
 
+
 def main() -> None:
     from covey.client import JobRefused, JobTimeout
 

@@ -24,6 +24,7 @@ def _known(job_id: str, client=None):
         )
     return handle
 
+
 RUN_GRACE_SECONDS = 30.0
 NO_WORKER_HINT_SECONDS = 3.0  # how long a job may sit queued before we look for a worker
 
@@ -42,9 +43,11 @@ def _wait(client, handle, timeout: float | None):
     if handle.status() == "queued" and not client.queue_has_worker():
         click.echo(
             f"warning: no worker reads queue {client.settings.queue!r}; job {handle.id} waits until one starts "
-            "(covey worker)", err=True,
+            "(covey worker)",
+            err=True,
         )
     return handle.result(timeout=None if timeout is None else timeout - first)
+
 
 def _job_options(fn):
     options = [
@@ -75,6 +78,7 @@ def _spec(client, task: str, o: dict[str, Any]):
     if o["tenant"]:
         fields["tenant"] = o["tenant"]
     return client.spec(task, **fields)
+
 
 @cli.command()
 @click.argument("task")
@@ -154,6 +158,7 @@ def cancel(job_id: str) -> None:
     """Stop every agent of the job at its next cycle."""
     _known(job_id).cancel()
     click.echo(f"cancelling {job_id}")
+
 
 def _finish(r, as_json: bool) -> None:
     if as_json:

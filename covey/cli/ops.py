@@ -12,10 +12,15 @@ from covey.config.settings import get_settings
 
 
 @cli.command()
-@click.option("--concurrency", "-c", type=click.IntRange(1), default=None,
-              help="worker slots (default COVEY_WORKER_CONCURRENCY)")
-@click.option("--pool", type=click.Choice(["threads", "prefork", "gevent", "solo"]), default=None,
-              help="Celery pool (default COVEY_WORKER_POOL, threads)")
+@click.option(
+    "--concurrency", "-c", type=click.IntRange(1), default=None, help="worker slots (default COVEY_WORKER_CONCURRENCY)"
+)
+@click.option(
+    "--pool",
+    type=click.Choice(["threads", "prefork", "gevent", "solo"]),
+    default=None,
+    help="Celery pool (default COVEY_WORKER_POOL, threads)",
+)
 @click.option("--loglevel", "-l", default="info", show_default=True)
 @click.option("--hostname", "-n", default=None, help="worker name, as Celery's -n")
 def worker(concurrency: int | None, pool: str | None, loglevel: str, hostname: str | None) -> None:
@@ -26,8 +31,14 @@ def worker(concurrency: int | None, pool: str | None, loglevel: str, hostname: s
         _patch_for_gevent()
     from covey.worker.app import app
 
-    argv = ["worker", f"--pool={pool}", f"--concurrency={concurrency or s.worker_concurrency}",
-            f"--loglevel={loglevel}", f"--queues={s.queue}", "--events"]
+    argv = [
+        "worker",
+        f"--pool={pool}",
+        f"--concurrency={concurrency or s.worker_concurrency}",
+        f"--loglevel={loglevel}",
+        f"--queues={s.queue}",
+        "--events",
+    ]
     if hostname:
         argv.append(f"--hostname={hostname}")
     app.worker_main(argv)
@@ -40,6 +51,7 @@ def _patch_for_gevent() -> None:
     except ImportError:
         raise click.ClickException("the gevent pool needs gevent: pip install 'covey[gevent]'") from None
     monkey.patch_all()
+
 
 _REMOVE = "none"
 
@@ -83,6 +95,7 @@ def scope(name: str, max_tokens, max_cycles) -> None:
 def _cap(given, current: int | None) -> int | None:
     """The cap to write: as given, removed for 'none', kept when not given."""
     return current if given is None else None if given == _REMOVE else given
+
 
 @cli.command()
 @click.option("--port", type=int, default=5555, show_default=True)
