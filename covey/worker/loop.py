@@ -80,7 +80,11 @@ def join(deps: Deps, state: AgentState, results: list[dict[str, Any]]) -> tuple[
     by_id = {r.agent_id: r for r in (AgentResult.model_validate(d) for d in results)}
     ordered = []
     for pending in state.pending:
-        result = pending.refused or by_id.get(pending.agent_id) or _lost(state.ctx, pending.agent_id)
+        result = (
+            pending.refused
+            or by_id.get(pending.agent_id)
+            or _unreported(state.ctx, pending.agent_id, Status.FAILED, "child result missing from the join")
+        )
         if pending.refused is None:
             state.usage += result.usage + Usage(agents=1)
         ordered.append(result)
@@ -180,7 +184,7 @@ def _spawn(deps: Deps, state: AgentState, action: Spawn) -> FanOut:
         child_id = child_agent_id(ctx.agent_id, state.spawn_round, index)
         budget, reason = _open(deps, ctx, child_id)
         if budget is None:
-            refused = _refused(deps, ctx, child_id, request.role, reason)
+            refused = _unreported(ctx, child_id, Status.BUDGET_EXCEEDED, reason, request.role, deps.now())
             state.pending.append(PendingChild(agent_id=child_id, refused=refused))
             queued.append(Node.of(refused))
             continue
@@ -224,25 +228,20 @@ def _within(budget: Budget, deadline: datetime | None) -> Budget:
     return budget.model_copy(update={"deadline": deadline})
 
 
-def _refused(deps: Deps, ctx: RunContext, child_id: str, role: str, reason: str) -> AgentResult:
-    now = deps.now()
+def _unreported(
+    ctx: RunContext, child_id: str, status: Status, error: str, role: str = "agent", at: datetime | None = None
+) -> AgentResult:
+    """The result of a child that never reported one: refused at open, or lost from the join."""
     return AgentResult(
         job_id=ctx.job_id,
         agent_id=child_id,
         parent_id=ctx.agent_id,
         role=role,
         depth=ctx.depth + 1,
-        status=Status.BUDGET_EXCEEDED,
-        error=reason,
-        started_at=now,
-        finished_at=now,
-    )
-
-
-def _lost(ctx: RunContext, agent_id: str) -> AgentResult:
-    return AgentResult(
-        job_id=ctx.job_id, agent_id=agent_id, parent_id=ctx.agent_id, depth=ctx.depth + 1,
-        status=Status.FAILED, error="child result missing from the join",
+        status=status,
+        error=error,
+        started_at=at,
+        finished_at=at,
     )
 
 
