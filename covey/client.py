@@ -18,6 +18,7 @@ from covey.budgets.ledger import LedgerSnapshot
 from covey.budgets.redis_ledger import RedisLedger
 from covey.config.celery import create_app
 from covey.config.settings import Settings, get_settings
+from covey.context import ROOT_AGENT_ID
 from covey.results import AgentResult
 from covey.spec import JobSpec
 from covey.tree import RUNNING, JobTree, Node
@@ -81,7 +82,7 @@ class JobHandle:
         ``unknown``: never submitted by a covey client, expired, or sent by another
         Celery client and not yet picked up by a worker.
         """
-        root = self._root()
+        root = self._client.tree.node(self.id, ROOT_AGENT_ID)
         if root is not None:
             return root.status
         state = self._async.state
@@ -121,7 +122,3 @@ class JobHandle:
     def cancel(self) -> None:
         """Every agent of the job stops at its next cycle and reports ``cancelled``."""
         self._client.ledger.cancel(self.id)
-
-    def _root(self) -> Node | None:
-        nodes = self.tree()
-        return next((n for n in nodes if n.parent_id is None), None)

@@ -7,6 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from covey.budgets.budget import Budget
 
 SUBAGENT_DIR = ".sub_agents"
+ROOT_AGENT_ID = "root"  # every job's root agent; children are <parent>-sub-<8 hex>
 
 
 class RunContext(BaseModel):

@@ -15,7 +15,7 @@ from typing import Any
 from celery import chord, group
 from celery.exceptions import Ignore, Retry
 
-from covey.context import RunContext
+from covey.context import ROOT_AGENT_ID, RunContext
 from covey.orchestration.actions import Action
 from covey.results import AgentResult, Status
 from covey.spec import AgentSpec, JobSpec
@@ -26,8 +26,6 @@ from covey.worker.app import app
 from covey.worker.deps import worker_deps
 
 log = logging.getLogger(__name__)
-
-ROOT_AGENT_ID = "root"
 
 Step = Callable[[], "tuple[AgentState, Action]"]
 
