@@ -8,7 +8,6 @@ over HTTP. Either way the SDK's own request, retry and parsing path runs.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from typing import Any
 
 import httpx2
@@ -16,6 +15,7 @@ import openai
 
 from covey.config.settings import Settings
 from covey.orchestration.actions import ModelReply, ToolCall
+from covey.results import Usage
 from covey.worker import sim
 from covey.worker.tokens import estimate_prompt_tokens
 
@@ -25,16 +25,6 @@ SIM_BASE_URL = "http://sim.covey/v1"
 
 class ModelError(Exception):
     """A model call that failed for good (after the SDK's retries); one clear line."""
-
-
-@dataclass(frozen=True)
-class CallUsage:
-    prompt_tokens: int
-    completion_tokens: int
-
-    @property
-    def total(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
 
 
 class LLM:
@@ -52,7 +42,7 @@ class LLM:
         tools: list[dict[str, Any]],
         max_tokens: int,
         timeout: float | None = None,
-    ) -> tuple[ModelReply, CallUsage]:
+    ) -> tuple[ModelReply, Usage]:
         client = self._client(model)
         # max_completion_tokens: OpenAI's current name; reasoning models refuse max_tokens.
         kwargs: dict[str, Any] = {"model": model, "messages": messages, "max_completion_tokens": max_tokens}
@@ -112,8 +102,9 @@ def _reply(completion: Any) -> ModelReply:
     return ModelReply(content=choice.message.content, tool_calls=calls, finish_reason=choice.finish_reason or "stop")
 
 
-def _usage(completion: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]], max_tokens: int) -> CallUsage:
+def _usage(completion: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]], max_tokens: int) -> Usage:
+    """One call's spend: one cycle and the tokens the endpoint reported."""
     usage = completion.usage
     if usage is None:  # some endpoints omit usage: charge the worst case the call was allowed
-        return CallUsage(prompt_tokens=estimate_prompt_tokens(messages, tools), completion_tokens=max_tokens)
-    return CallUsage(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens)
+        return Usage(prompt_tokens=estimate_prompt_tokens(messages, tools), completion_tokens=max_tokens, cycles=1)
+    return Usage(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens, cycles=1)

@@ -163,8 +163,8 @@ def _call_model(deps: Deps, state: AgentState, messages: list[dict[str, Any]]) -
         # A call cut short by the deadline is the deadline's doing, not the model's.
         status, reason = _stop(deps, state, counts_cycle=False) or (Status.FAILED, str(e))
         return _finish(deps, state, status, None, reason)
-    deps.ledger.settle(ctx.job_id, ctx.chain, ctx.scopes, rid, tokens=usage.total)
-    state.usage += Usage(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens, cycles=1)
+    deps.ledger.settle(ctx.job_id, ctx.chain, ctx.scopes, rid, tokens=usage.total_tokens)
+    state.usage += usage
     return reply
 
 
