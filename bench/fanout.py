@@ -48,8 +48,8 @@ from bench import raw_tree  # noqa: E402
 from covey.client import Client  # noqa: E402
 from covey.config.settings import Settings  # noqa: E402
 from covey.orchestration.tool_schemas import TOOL_SCHEMAS  # noqa: E402
-from covey.worker import sim  # noqa: E402
-from covey.worker.llm import SIM_BASE_URL  # noqa: E402
+from covey.models import sim  # noqa: E402
+from covey.models.llm import SIM_BASE_URL  # noqa: E402
 from tests.redis_server import RedisServer  # noqa: E402
 
 SHAPES = [(3, 2), (4, 3)]

@@ -21,7 +21,7 @@ from covey.config.settings import Settings, get_settings
 from covey.context import ROOT_AGENT_ID
 from covey.results import AgentResult
 from covey.spec import JobSpec
-from covey.tree import RUNNING, JobTree, Node
+from covey.store.tree import RUNNING, JobTree, Node
 
 RUN_JOB = "covey.run_job"
 UNKNOWN = "unknown"

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 
 from covey.budgets.ledger import LedgerSnapshot, ScopeRow
 from covey.results import AgentResult
-from covey.tree import Node
+from covey.store.tree import Node
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:

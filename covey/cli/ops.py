@@ -116,7 +116,7 @@ def flower(port: int, address: str, basic_auth: str | None) -> None:
 @click.option("--port", type=int, default=8765, show_default=True)
 def sim_server(host: str, port: int) -> None:
     """Serve the sim model over HTTP (an OpenAI-compatible chat completions endpoint)."""
-    from covey.worker.sim_server import serve
+    from covey.models.sim.server import serve
 
     click.echo(f"sim model on http://{host}:{port}/v1", err=True)
     serve(host, port, latency_ms=get_settings().sim_latency_ms)

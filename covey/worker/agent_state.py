@@ -5,10 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-import redis
 from pydantic import BaseModel, Field
 
-from covey import keys
 from covey.context import RunContext
 from covey.results import AgentResult, ChildSummary, Usage
 from covey.spec import AgentSpec
@@ -35,18 +33,3 @@ class AgentState(BaseModel):
     task_deadline: datetime | None = Field(
         default=None, description="when the running Celery task must end (COVEY_MAX_AGENT_SECONDS)"
     )
-
-
-class Checkpoints:
-    """A waiting parent's ``AgentState``, saved before its chord and read by ``resume``."""
-
-    def __init__(self, client: redis.Redis) -> None:
-        self._redis = client
-
-    def save(self, state: AgentState) -> None:
-        key = keys.checkpoint(state.ctx.job_id, state.ctx.agent_id, state.spawn_round)
-        self._redis.set(key, state.model_dump_json(), ex=keys.JOB_TTL_SECONDS)
-
-    def load(self, job_id: str, agent_id: str, spawn_round: int) -> AgentState | None:
-        raw = self._redis.get(keys.checkpoint(job_id, agent_id, spawn_round))
-        return None if raw is None else AgentState.model_validate_json(raw)

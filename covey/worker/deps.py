@@ -12,10 +12,10 @@ import redis
 from covey.budgets.ledger import Ledger
 from covey.budgets.redis_ledger import RedisLedger
 from covey.config.settings import Settings, get_settings
-from covey.tree import JobTree
-from covey.worker.agent_state import Checkpoints
-from covey.worker.llm import LLM
-from covey.worker.workspace import Workspace
+from covey.store.tree import JobTree
+from covey.store.checkpoints import Checkpoints
+from covey.models.llm import LLM
+from covey.store.workspace import Workspace
 
 
 def utcnow() -> datetime:

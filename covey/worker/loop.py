@@ -30,11 +30,11 @@ from covey.orchestration.actions import (
 from covey.orchestration.tool_schemas import TOOL_SCHEMAS, offered
 from covey.results import AgentResult, Status, Usage
 from covey.spec import AgentSpec
-from covey.tree import QUEUED, RUNNING, Node
+from covey.store.tree import QUEUED, RUNNING, Node
 from covey.worker.agent_state import AgentState, PendingChild
 from covey.worker.deps import Deps
-from covey.worker.llm import ModelError
-from covey.worker.tokens import estimate_prompt_tokens
+from covey.models.llm import ModelError
+from covey.models.tokens import estimate_prompt_tokens
 from covey.worker.tools import run_tool
 
 

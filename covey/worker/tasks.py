@@ -19,7 +19,7 @@ from covey.context import ROOT_AGENT_ID, RunContext
 from covey.orchestration.actions import Action
 from covey.results import AgentResult, Status
 from covey.spec import AgentSpec, JobSpec
-from covey.tree import Node
+from covey.store.tree import Node
 from covey.worker import loop
 from covey.worker.agent_state import AgentState
 from covey.worker.app import app

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from covey.context import RunContext
 from covey.orchestration.actions import ToolCall
-from covey.worker.workspace import Workspace, WorkspaceError
+from covey.store.workspace import Workspace, WorkspaceError
 
 _BINARY: dict[type, Callable[[float, float], float]] = {
     ast.Add: operator.add,

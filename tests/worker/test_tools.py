@@ -8,7 +8,7 @@ from covey.budgets.budget import Budget
 from covey.context import RunContext
 from covey.orchestration.actions import ToolCall
 from covey.worker.tools import calculate, run_tool
-from covey.worker.workspace import Workspace, WorkspaceError, normalise
+from covey.store.workspace import Workspace, WorkspaceError, normalise
 
 
 @pytest.fixture

@@ -16,8 +16,8 @@ import openai
 from covey.config.settings import Settings
 from covey.orchestration.actions import ModelReply, ToolCall
 from covey.results import Usage
-from covey.worker import sim
-from covey.worker.tokens import estimate_prompt_tokens
+from covey.models import sim
+from covey.models.tokens import estimate_prompt_tokens
 
 SIM_MODEL = "sim"
 SIM_BASE_URL = "http://sim.covey/v1"

@@ -10,9 +10,9 @@ import openai
 import pytest
 
 from covey.orchestration.tool_schemas import TOOL_SCHEMAS
-from covey.worker import sim_directives
-from covey.worker.sim import make_handler, transport
-from covey.worker.tokens import prompt_text
+from covey.models.sim import directives as sim_directives
+from covey.models.sim.handler import make_handler, transport
+from covey.models.tokens import prompt_text
 
 TOOLS = [TOOL_SCHEMAS[n] for n in ("spawn_agents", "finish", "calculator")]
 

@@ -9,7 +9,7 @@ import openai
 import pytest
 
 from covey.orchestration.tool_schemas import TOOL_SCHEMAS
-from covey.worker.sim_server import make_server
+from covey.models.sim.server import make_server
 
 TOOLS = [TOOL_SCHEMAS["finish"]]
 

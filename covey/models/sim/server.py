@@ -1,9 +1,9 @@
 """Serve the ``sim`` model over HTTP for clients that cannot take an injected transport.
 
 Each HTTP request becomes an ``httpx2.Request`` for the very handler of
-``covey.worker.sim``, so the replies match the in-process transport exactly.
+``covey.models.sim.handler``, so the replies match the in-process transport exactly.
 Point the OpenAI SDK at ``base_url="http://HOST:PORT/v1"``.
-Run it with ``python -m covey.worker.sim_server [PORT]``.
+Run it with ``covey sim-server``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx2
 
-from covey.worker.sim import make_handler
+from covey.models.sim.handler import make_handler
 
 log = logging.getLogger(__name__)
 

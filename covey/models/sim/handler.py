@@ -1,9 +1,9 @@
 """``sim``: a deterministic OpenAI chat-completions model, as an httpx2 handler.
 
 Plugged into the real OpenAI SDK as a transport (``transport()``) or served over
-HTTP (``covey.worker.sim_server``), so the worker's code path is the same for
+HTTP (``covey.models.sim.server``), so the worker's code path is the same for
 ``sim`` and a real endpoint. What it replies is scripted by ``[sim:...]``
-directives in the task text (see ``covey.worker.sim_directives``) and read from
+directives in the task text (see ``covey.models.sim.directives``) and read from
 the conversation so far; the same request always gets the same response.
 Sleeping is the only side effect, and the sleep function is injectable.
 """
@@ -20,9 +20,9 @@ from typing import Any
 
 import httpx2
 
-from covey.worker import sim_directives
-from covey.worker.sim_directives import Directives, DirectiveError
-from covey.worker.tokens import prompt_text
+from covey.models.sim import directives as sim_directives
+from covey.models.sim.directives import Directives, DirectiveError
+from covey.models.tokens import prompt_text
 
 __all__ = ["make_handler", "transport"]
 

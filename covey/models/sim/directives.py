@@ -1,7 +1,7 @@
 """The ``[sim:...]`` directives that script the simulated model, and its token billing.
 
-Pure functions only. ``covey.worker.sim`` decides its reply from a parsed
-``Directives``. Prompt tokens are billed over ``covey.worker.tokens.prompt_text``,
+Pure functions only. ``covey.models.sim.handler`` decides its reply from a parsed
+``Directives``. Prompt tokens are billed over ``covey.models.tokens.prompt_text``,
 the text the worker estimates over, at four characters a token to the worker's
 three, so the worker's estimate is always an upper bound.
 
@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from covey.worker.tokens import prompt_text
+from covey.models.tokens import prompt_text
 
 FAIL_KINDS = frozenset({"429", "500", "timeout", "bad_args", "unknown_tool"})
 
