@@ -7,35 +7,41 @@ three, so the worker's estimate is always an upper bound.
 
 Directives live in the task text (the first ``user`` message):
 
-- ``[sim:fail 429|500|timeout|bad_args|unknown_tool]`` on the agent's first call;
+- ``[sim:fail 429|500|timeout|bad_args|unknown_tool|bad_json]`` on the agent's first call
+  (``bad_json``: valid JSON content that matches no schema with required properties);
   with ``part=I`` (``[sim:fail 500 part=2]``) only in the child whose task ends
   ``(part I of W)``, so one sibling of a spawn fails and the others do not
 - ``[sim:latency MS]`` sleep before every reply
 - ``[sim:loop]`` call ``calculator`` forever
 - ``[sim:spawn width=W depth=D]`` spawn W children, each spawning to depth D-1
+- ``[sim:rounds N]`` with a spawn directive: spawn N successive waves, then answer the
+  leaves of all of them; the children's tasks drop it, so only this agent repeats
 - ``[sim:tokens N]`` bill every completion as exactly N tokens
 - ``[sim:delegate TASK]`` hand TASK to one sub-agent with ``delegate``, answer its output
 - ``[sim:write PATH]`` write the task's plain text to PATH with ``write_file``,
   answer what the tool said
 - ``[sim:answer TEXT]`` finish with TEXT
 - ``What is A op B?`` anywhere in the text: use ``calculator``, answer its result
+  (``result`` holds it computed directly, for answers given without tools)
 """
 
 from __future__ import annotations
 
 import math
+import operator
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from covey.models.tokens import prompt_text
 
-FAIL_KINDS = frozenset({"429", "500", "timeout", "bad_args", "unknown_tool"})
+FAIL_KINDS = frozenset({"429", "500", "timeout", "bad_args", "unknown_tool", "bad_json"})
 
 _DIRECTIVE = re.compile(r"\[sim:([A-Za-z_]+)(?:\s+([^\]]*))?\]")
 _SPAWN_ARGS = re.compile(r"width=(\d+)\s+depth=(\d+)")
 _FAIL_ARGS = re.compile(r"(\S+)(?:\s+part=(\d+))?")
 _PART = re.compile(r"\(part (\d+) of \d+\)")
+_OPERATORS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
 _ARITHMETIC = re.compile(r"What is\s+(-?\d+(?:\.\d+)?)\s*([-+*/])\s*(-?\d+(?:\.\d+)?)\s*\?", re.IGNORECASE)
 
 
@@ -58,11 +64,13 @@ class Directives:
     latency_ms: int = 0
     loop: bool = False
     spawn: Spawn | None = None
+    rounds: int = 1
     tokens: int | None = None
     answer: str | None = None
     write: str | None = None
     delegate: str | None = None
     expression: str | None = None  # "A op B" from a "What is A op B?" question
+    result: int | float | None = None  # its value, whole ones as ints like the calculator's; None on x/0
 
 
 def prompt_tokens(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> int:
@@ -86,6 +94,8 @@ def parse(task: str) -> Directives:
         name, arg = match.group(1), (match.group(2) or "").strip()
         value = _parse_one(name, arg, match.group(0))
         found.setdefault(name, value)
+    if "rounds" in found and "spawn" not in found:
+        raise DirectiveError(f"[sim:rounds {found['rounds']}]: needs a [sim:spawn width=W depth=D] to repeat")
     found["latency_ms"] = found.pop("latency", 0)
     fail = found.pop("fail", None)
     if fail is not None:
@@ -96,8 +106,20 @@ def parse(task: str) -> Directives:
     return Directives(
         plain=_remove(task, _DIRECTIVE.finditer(task)),
         expression=f"{arithmetic[1]} {arithmetic[2]} {arithmetic[3]}" if arithmetic else None,
+        result=_compute(arithmetic[1], arithmetic[2], arithmetic[3]) if arithmetic else None,
         **found,
     )
+
+
+def _compute(left: str, op: str, right: str) -> int | float | None:
+    """``left op right`` as the worker's calculator answers it (integral results as ints),
+    so an answer given without the tool reads the same; ``None`` on division by zero."""
+    a, b = (float(n) if "." in n else int(n) for n in (left, right))
+    try:
+        value = _OPERATORS[op](a, b)
+    except ZeroDivisionError:
+        return None
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 def _parse_one(name: str, arg: str, raw: str) -> Any:
@@ -114,9 +136,10 @@ def _parse_one(name: str, arg: str, raw: str) -> Any:
         if not arg:
             raise DirectiveError(f"{raw}: expected a {'path' if name == 'write' else 'task'}")
         return arg
-    if name in ("latency", "tokens"):
-        if not arg.isdigit() or (name == "tokens" and int(arg) < 1):
-            raise DirectiveError(f"{raw}: expected a {'positive ' if name == 'tokens' else ''}whole number")
+    if name in ("latency", "tokens", "rounds"):
+        positive = name != "latency"
+        if not arg.isdigit() or (positive and int(arg) < 1):
+            raise DirectiveError(f"{raw}: expected a {'positive ' if positive else ''}whole number")
         return int(arg)
     if name == "spawn":
         spawn = _SPAWN_ARGS.fullmatch(arg)
@@ -130,8 +153,10 @@ def child_tasks(task: str) -> list[str]:
     """The tasks a ``[sim:spawn width=W depth=D]`` agent gives its W children.
 
     Each is the parent's text with the spawn directive lowered to depth D-1 (removed
-    at 0), every other directive kept, and `` (part i of W)`` appended so siblings differ.
+    at 0), any rounds directive removed (only the agent given it repeats), every other
+    directive kept, and `` (part i of W)`` appended so siblings differ.
     """
+    task = _remove(task, (m for m in _DIRECTIVE.finditer(task) if m.group(1) == "rounds"))
     match = next(m for m in _DIRECTIVE.finditer(task) if m.group(1) == "spawn")
     spawn = _parse_one("spawn", (match.group(2) or "").strip(), match.group(0))
     if spawn.depth > 1:

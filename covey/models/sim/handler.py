@@ -6,6 +6,11 @@ HTTP (``covey.models.sim.server``), so the worker's code path is the same for
 directives in the task text (see ``covey.models.sim.directives``) and read from
 the conversation so far; the same request always gets the same response.
 Sleeping is the only side effect, and the sleep function is injectable.
+
+A ``json_schema`` or ``json_object`` ``response_format`` is answered at once with
+a JSON document (``covey.models.sim.structured``). A reply longer than the
+request's ``max_tokens``/``max_completion_tokens`` is cut the way the real API cuts
+it, so the worker's handling of ``finish_reason="length"`` meets realistic input.
 """
 
 from __future__ import annotations
@@ -21,14 +26,16 @@ from typing import Any
 import httpx2
 
 from covey.models.sim import directives as sim_directives
+from covey.models.sim import structured
 from covey.models.sim.directives import Directives, DirectiveError
 from covey.models.tokens import prompt_text
 
-__all__ = ["make_handler", "transport"]
+__all__ = ["is_chat_completion", "make_handler", "transport"]
 
 CREATED = 1_700_000_000  # a fixed timestamp keeps responses byte-for-byte deterministic
 RETRY_AFTER_MS = "20"  # short, so the SDK's retry after a scripted failure is fast
 BAD_ARGUMENTS = '{"expression": "1+'  # deliberately not JSON
+BAD_JSON = '{"unexpected": true}'  # valid JSON, lacking the required properties of a schema's object
 _LEAVES = re.compile(r"leaves=(\d+)")
 
 
@@ -44,6 +51,8 @@ class _Chat:
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]]
     max_tokens: int | None
+    output: str  # the response_format type: "text", "json_object" or "json_schema"
+    schema: dict[str, Any] | None  # a json_schema response_format's schema
 
     @classmethod
     def from_body(cls, raw: bytes) -> _Chat:
@@ -56,7 +65,8 @@ class _Chat:
             raise _BadRequest("'messages' must be a list of message objects")
         caps = [body[k] for k in ("max_tokens", "max_completion_tokens") if body.get(k) is not None]
         tools = list(body.get("tools") or [])
-        return cls(str(body.get("model", "sim")), messages, tools, min(caps, default=None))
+        output, schema = _output_format(body.get("response_format"))
+        return cls(str(body.get("model", "sim")), messages, tools, min(caps, default=None), output, schema)
 
     @property
     def task(self) -> str:
@@ -86,12 +96,47 @@ class _Chat:
         return [_text(m.get("content")) for m in answers]
 
 
+def _output_format(response_format: Any) -> tuple[str, dict[str, Any] | None]:
+    """The ``response_format`` type, with the schema of a ``json_schema`` one."""
+    if response_format is None:
+        return "text", None
+    kind = response_format.get("type") if isinstance(response_format, dict) else None
+    if kind not in ("text", "json_object", "json_schema"):
+        raise _BadRequest("'response_format' must have a 'type' of text, json_object or json_schema")
+    if kind != "json_schema":
+        return kind, None
+    spec = response_format.get("json_schema")
+    schema = spec.get("schema") if isinstance(spec, dict) else None
+    if not isinstance(schema, dict):
+        raise _BadRequest("a json_schema 'response_format' needs 'json_schema': {'schema': {...}}")
+    return kind, schema
+
+
 @dataclass(frozen=True)
 class _Reply:
     """An assistant message: plain content, or tool calls as (name, arguments JSON)."""
 
     content: str | None = None
     tool_calls: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        """What the model generates: the content, or the calls' arguments one after another."""
+        return self.content if self.content is not None else "".join(args for _, args in self.tool_calls)
+
+    def cut(self, chars: int) -> _Reply:
+        """The reply as far as ``chars`` characters of ``text`` got: the content cut, or the
+        whole calls in order, then the one being generated with its arguments cut short
+        (so not JSON), and none after it."""
+        if self.content is not None:
+            return _Reply(content=self.content[:chars])
+        kept = []
+        for name, args in self.tool_calls:
+            kept.append((name, args[:chars]))
+            if len(args) > chars:
+                break
+            chars -= len(args)
+        return _Reply(tool_calls=kept)
 
 
 def make_handler(
@@ -105,7 +150,7 @@ def make_handler(
     """
 
     def handle(request: httpx2.Request) -> httpx2.Response:
-        if request.method != "POST" or not request.url.path.endswith("/chat/completions"):
+        if not is_chat_completion(request):
             route = f"{request.method} {request.url.path}"
             return _error(404, f"sim: no route for {route}", "invalid_request_error", "not_found")
         try:
@@ -126,6 +171,11 @@ def make_handler(
     return handle
 
 
+def is_chat_completion(request: httpx2.Request) -> bool:
+    """Whether ``request`` is a ``POST .../chat/completions``, the one route the sim serves."""
+    return request.method == "POST" and request.url.path.endswith("/chat/completions")
+
+
 def transport(latency_ms: int = 0) -> httpx2.MockTransport:
     """An in-process transport for ``httpx2.Client(transport=transport())``."""
     return httpx2.MockTransport(make_handler(latency_ms))
@@ -143,19 +193,24 @@ def _fail(kind: str, request: httpx2.Request) -> httpx2.Response | _Reply | None
         raise httpx2.ReadTimeout("sim timeout", request=request)
     if kind == "bad_args":
         return _Reply(tool_calls=[("calculator", BAD_ARGUMENTS)])
+    if kind == "bad_json":
+        return _Reply(content=BAD_JSON)
     return _Reply(tool_calls=[("teleport", json.dumps({"destination": "elsewhere"}))])
 
 
 def _decide(chat: _Chat, directives: Directives) -> _Reply:
-    """The reply when no failure applies: loop > spawn > delegate > write > arithmetic > answer > leaf."""
+    """The reply when no failure applies:
+    structured output > loop > spawn > delegate > write > arithmetic > answer > leaf."""
+    if chat.output != "text":
+        return _Reply(content=json.dumps(_document(chat, directives)))
     if directives.loop:
         return _Reply(tool_calls=[("calculator", json.dumps({"expression": "1+1"}))])
     if directives.spawn and "spawn_agents" in chat.tool_names:
         results = chat.results_of("spawn_agents")
-        if not results:
+        if len(results) < directives.rounds:
             agents = [{"task": t, "role": "worker"} for t in sim_directives.child_tasks(chat.task)]
             return _Reply(tool_calls=[("spawn_agents", json.dumps({"agents": agents}))])
-        return _finish(chat, _count_leaves(results[0]))
+        return _finish(chat, _count_leaves(results))
     if directives.delegate and "delegate" in chat.tool_names:
         results = chat.results_of("delegate")
         if not results:
@@ -171,31 +226,61 @@ def _decide(chat: _Chat, directives: Directives) -> _Reply:
         if not results:
             return _Reply(tool_calls=[("calculator", json.dumps({"expression": directives.expression}))])
         return _finish(chat, results[-1])
-    if directives.answer is not None:
-        return _finish(chat, directives.answer)
-    return _finish(chat, f"done: {directives.plain}")
+    return _finish(chat, _plain_answer(directives))
 
 
-def _count_leaves(result: str) -> str:
-    """The spawning agent's answer from its children's summaries (see module docs)."""
+def _plain_answer(directives: Directives) -> str:
+    """The answer of a task with nothing left to do: the answer directive's, else "done: ..."."""
+    return directives.answer if directives.answer is not None else f"done: {directives.plain}"
+
+
+def _text_answer(directives: Directives) -> str:
+    """The answer given without tools: the arithmetic computed directly, else the plain one."""
+    return str(directives.result) if directives.result is not None else _plain_answer(directives)
+
+
+def _document(chat: _Chat, directives: Directives) -> Any:
+    """The JSON a ``response_format`` asks for: an instance of its schema, or ``{"answer": ...}``."""
+    text = _text_answer(directives)
+    if chat.schema is None:
+        return {"answer": text}
+    fraction = round(int(_digest(chat.task), 16) / (16**12 - 1), 4)
+    return structured.instance(chat.schema, structured.Answers(text, directives.result, fraction))
+
+
+def _count_leaves(results: list[str]) -> str:
+    """The spawning agent's answer from every round's ``spawn_agents`` result: the leaves
+    its completed children report summed (one for a child that reports none), then why
+    any child did not complete or a whole spawn was refused."""
+    leaves, missing, refused = 0, [], []
+    for result in results:
+        summaries = _summaries(result)
+        if summaries is None:
+            refused.append(result.removeprefix("error:").strip())
+            continue
+        for summary in summaries:
+            if summary.get("status") == "completed":
+                found = _LEAVES.search(str(summary.get("output") or ""))
+                leaves += int(found[1]) if found else 1
+            else:
+                missing.append(summary)
+    notes = []
+    if missing:
+        notes.append(f"{len(missing)} not completed: {missing[0].get('error') or missing[0].get('status')}")
+    if refused:
+        notes.append(f"spawn failed: {refused[0]}")
+    return f"leaves={leaves}" + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def _summaries(result: str) -> list[dict[str, Any]] | None:
+    """A ``spawn_agents`` result's child summaries, or ``None`` when the spawn was refused."""
     try:
         summaries = json.loads(result)
     except ValueError:
-        summaries = None
+        return None
     if not isinstance(summaries, list):
-        return f"leaves=0 (spawn failed: {result.removeprefix('error:').strip()})"
-    leaves, missing = 0, []
-    for summary in summaries:
-        summary = summary if isinstance(summary, dict) else {"status": "invalid summary"}
-        if summary.get("status") == "completed":
-            found = _LEAVES.search(str(summary.get("output") or ""))
-            leaves += int(found[1]) if found else 1
-        else:
-            missing.append(summary)
-    if not missing:
-        return f"leaves={leaves}"
-    reason = missing[0].get("error") or missing[0].get("status")
-    return f"leaves={leaves} ({len(missing)} not completed: {reason})"
+        return None
+    return [s if isinstance(s, dict) else {"status": "invalid summary"} for s in summaries]
 
 
 def _delegated(result: str) -> str:
@@ -218,19 +303,22 @@ def _finish(chat: _Chat, answer: str) -> _Reply:
 
 
 def _completion(chat: _Chat, reply: _Reply, tokens: int | None) -> httpx2.Response:
-    """A ``chat.completion`` body with the billing described in ``sim_directives``."""
-    text = reply.content if reply.content is not None else "".join(args for _, args in reply.tool_calls)
-    completion = tokens or sim_directives.text_tokens(text)
-    content = reply.content
-    if tokens and content is not None:
-        content = content.ljust(tokens * 4)
-    message: dict[str, Any] = {"role": "assistant", "content": content}
-    finish_reason = "stop"
+    """A ``chat.completion`` body with the billing described in ``sim_directives``.
+
+    A reply billed past the request's cap is billed as the cap, cut at four characters a
+    token of it (``_Reply.cut``) and ends with ``finish_reason="length"``. It never comes
+    out whole: ``[sim:tokens N]`` pads content but not tool-call arguments, so when it bills
+    calls past the cap with characters to spare, their last character is cut all the same.
+    """
+    completion = tokens or sim_directives.text_tokens(reply.text)
+    if tokens and reply.content is not None:
+        reply = _Reply(content=reply.content.ljust(tokens * 4))
+    finish_reason = "tool_calls" if reply.tool_calls else "stop"
     if chat.max_tokens is not None and completion > chat.max_tokens:
         completion, finish_reason = chat.max_tokens, "length"
-        message["content"] = (content if content is not None else text)[: chat.max_tokens * 4]
-    elif reply.tool_calls:
-        finish_reason = "tool_calls"
+        reply = reply.cut(min(chat.max_tokens * 4, len(reply.text) - 1))
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.tool_calls:
         message["tool_calls"] = [
             {
                 "id": _call_id(len(chat.messages), name),

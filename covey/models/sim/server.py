@@ -4,24 +4,69 @@ Each HTTP request becomes an ``httpx2.Request`` for the very handler of
 ``covey.models.sim.handler``, so the replies match the in-process transport exactly.
 Point the OpenAI SDK at ``base_url="http://HOST:PORT/v1"``.
 Run it with ``covey sim-server``.
+
+Unlike the stateless handler, the server counts the chat-completion calls that reach
+it, so a test can prove a step was sent once: ``GET /sim/calls`` answers
+``{"total": N, "by_body": {DIGEST: N, ...}}`` (``DIGEST``: the first 12 hex digits of
+the SHA-1 of the raw request body); ``DELETE /sim/calls`` answers the same and resets.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import httpx2
 
-from covey.models.sim.handler import make_handler
+from covey.models.sim.handler import is_chat_completion, make_handler
 
 log = logging.getLogger(__name__)
 
 STALL_MARGIN_S = 0.5  # a ``timeout`` fault outlasts the client's read timeout by this much
 STALL_CAP_S = 30.0  # ...but never ties up a server thread longer than this
 _HOP_HEADERS = frozenset({"content-length", "transfer-encoding", "connection", "content-encoding"})
+CALLS_PATH = "/sim/calls"
+
+
+class _CallCounts:
+    """Chat-completion calls by body digest; locked, as the server answers on many threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_body: Counter[str] = Counter()
+
+    def add(self, body: bytes) -> None:
+        with self._lock:
+            self._by_body[hashlib.sha1(body).hexdigest()[:12]] += 1
+
+    def report(self, *, reset: bool = False) -> dict[str, Any]:
+        """The counts so far, cleared in the same step when ``reset`` (so no call slips between)."""
+        with self._lock:
+            by_body = dict(self._by_body)
+            if reset:
+                self._by_body.clear()
+        return {"total": sum(by_body.values()), "by_body": by_body}
+
+
+def _counting(
+    handle: Callable[[httpx2.Request], httpx2.Response], calls: _CallCounts
+) -> Callable[[httpx2.Request], httpx2.Response]:
+    """``handle`` counting each chat-completion call as it arrives, and serving the counts."""
+
+    def counted(request: httpx2.Request) -> httpx2.Response:
+        if request.url.path == CALLS_PATH and request.method in ("GET", "DELETE"):
+            return httpx2.Response(200, json=calls.report(reset=request.method == "DELETE"))
+        if is_chat_completion(request):
+            calls.add(request.content)
+        return handle(request)
+
+    return counted
 
 
 def make_server(
@@ -32,7 +77,7 @@ def make_server(
     sleep: Callable[[float], None] = time.sleep,
 ) -> ThreadingHTTPServer:
     """A not-yet-running server (``port=0`` picks a free port: read ``server_address``)."""
-    handle = make_handler(latency_ms, sleep=sleep)
+    handle = _counting(make_handler(latency_ms, sleep=sleep), _CallCounts())
 
     class _Relay(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"

@@ -11,7 +11,7 @@ import pytest
 
 from covey.orchestration.tool_schemas import TOOL_SCHEMAS
 from covey.models.sim import directives as sim_directives
-from covey.models.sim.handler import make_handler, transport
+from covey.models.sim.handler import _Reply, make_handler, transport
 from covey.models.tokens import prompt_text
 
 TOOLS = [TOOL_SCHEMAS[n] for n in ("spawn_agents", "finish", "calculator")]
@@ -131,12 +131,43 @@ def test_tokens_directive_reports_n_for_tool_calls():
     assert response.usage.completion_tokens == 50
 
 
-def test_max_tokens_truncates_and_drops_tool_calls():
-    response = ask("Hi [sim:tokens 50]", tools=TOOLS, max_tokens=3)
+def test_max_tokens_cuts_a_tool_call_inside_its_arguments():
+    response = ask("[sim:answer " + "x" * 100 + "]", tools=TOOLS, max_tokens=5)
     choice = response.choices[0]
     assert choice.finish_reason == "length"
-    assert choice.message.tool_calls is None
-    assert choice.message.content == json.dumps({"answer": "done: Hi"})[:12]
+    assert choice.message.content is None
+    assert call_of(response) == ("finish", json.dumps({"answer": "x" * 100})[:20])
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(call_of(response)[1])
+    assert response.usage.completion_tokens == 5
+
+
+def test_tokens_directive_over_max_tokens_cuts_tool_call_arguments_at_four_chars_a_token():
+    response = ask("Hi [sim:tokens 50]", tools=TOOLS, max_tokens=3)
+    assert response.choices[0].finish_reason == "length"
+    assert call_of(response) == ("finish", '{"answer": "')
+    assert response.usage.completion_tokens == 3
+
+
+def test_tool_call_billed_past_max_tokens_never_comes_out_whole():
+    whole = json.dumps({"answer": "done: Hi"})  # 22 characters, within the 40 of 10 tokens
+    response = ask("Hi [sim:tokens 50]", tools=TOOLS, max_tokens=10)
+    assert response.choices[0].finish_reason == "length"
+    assert call_of(response) == ("finish", whole[:-1])
+    assert response.usage.completion_tokens == 10
+
+
+def test_a_cut_keeps_whole_calls_in_order_then_the_one_being_generated():
+    reply = _Reply(tool_calls=[("a", '{"x": 1}'), ("b", '{"y": 22}'), ("c", "{}")])
+    assert reply.cut(11).tool_calls == [("a", '{"x": 1}'), ("b", '{"y')]
+    assert reply.cut(8).tool_calls == [("a", '{"x": 1}'), ("b", "")]
+    assert reply.cut(3).tool_calls == [("a", '{"x')]
+
+
+def test_max_tokens_cuts_padded_content():
+    response = ask("Hi [sim:tokens 10]", max_tokens=3)
+    assert response.choices[0].finish_reason == "length"
+    assert response.choices[0].message.content == "done: Hi    "
     assert response.usage.completion_tokens == 3
 
 
@@ -147,10 +178,13 @@ def test_max_completion_tokens_caps_a_long_content_answer():
     assert response.usage.completion_tokens == 5
 
 
-def test_a_reply_within_max_tokens_is_untouched():
-    response = ask("Hi", tools=TOOLS, max_tokens=100)
+@pytest.mark.parametrize("cap", [6, 100])  # the finish call is 22 characters: 6 tokens
+def test_a_reply_within_max_tokens_is_untouched(cap):
+    response = ask("Hi", tools=TOOLS, max_tokens=cap)
     assert response.choices[0].finish_reason == "tool_calls"
-    assert call_of(response)[0] == "finish"
+    assert call_of(response) == ("finish", json.dumps({"answer": "done: Hi"}))
+    assert response.usage.completion_tokens == 6
+    assert ask("Hi", max_completion_tokens=cap).choices[0].finish_reason == "stop"
 
 
 # --- spawning --------------------------------------------------------------------------
@@ -205,6 +239,52 @@ def test_spawn_refused_as_a_whole():
     first = ask(task, tools=TOOLS)
     done = ask(task, tools=TOOLS, history=answered(first, "error: agent budget exhausted"))
     assert json.loads(call_of(done)[1])["answer"] == "leaves=0 (spawn failed: agent budget exhausted)"
+
+
+def spawned(task, *results):
+    """The reply after each of ``results`` answered the previous reply's spawn, in turn."""
+    history, response = [], ask(task, tools=TOOLS)
+    for result in results:
+        assert call_of(response)[0] == "spawn_agents"
+        history += answered(response, json.dumps(result) if isinstance(result, list) else result)
+        response = ask(task, tools=TOOLS, history=history)
+    return response
+
+
+def test_rounds_spawn_the_same_wave_again_until_each_round_has_a_result():
+    task = "Survey [sim:spawn width=2 depth=1] [sim:rounds 3] now"
+    wave = [summary("completed", "done: x")] * 2
+    first, second, third = spawned(task), spawned(task, wave), spawned(task, wave, wave)
+    assert [a["task"] for a in json.loads(call_of(first)[1])["agents"]] == [
+        "Survey now (part 1 of 2)",
+        "Survey now (part 2 of 2)",
+    ]
+    assert call_of(first) == call_of(second) == call_of(third)
+    assert len({r.choices[0].message.tool_calls[0].id for r in (first, second, third)}) == 3
+    assert call_of(spawned(task, wave, wave, wave)) == ("finish", json.dumps({"answer": "leaves=6"}))
+
+
+def test_rounds_answer_the_leaves_of_every_round():
+    task = "Survey [sim:spawn width=2 depth=2] [sim:rounds 3]"
+    rounds = [
+        [summary("completed", "leaves=3"), summary("completed", "done: x")],
+        [summary("completed", "leaves=2"), summary("failed", error="depth cap reached")],
+        [summary("cancelled"), summary("completed", "leaves=4")],
+    ]
+    done = spawned(task, *rounds)
+    assert call_of(done) == ("finish", json.dumps({"answer": "leaves=10 (2 not completed: depth cap reached)"}))
+
+
+def test_rounds_count_on_past_a_refused_spawn():
+    task = "Survey [sim:spawn width=1 depth=1] [sim:rounds 2]"
+    done = spawned(task, "error: agent budget exhausted", [summary("completed", "done: x")])
+    assert json.loads(call_of(done)[1])["answer"] == "leaves=1 (spawn failed: agent budget exhausted)"
+
+
+def test_children_of_a_deeper_spawn_drop_the_rounds_directive():
+    tasks = sim_directives.child_tasks("Survey [sim:rounds 2] [sim:spawn width=2 depth=2] now")
+    assert tasks == [f"Survey [sim:spawn width=2 depth=1] now (part {i} of 2)" for i in (1, 2)]
+    assert sim_directives.parse(tasks[0]).rounds == 1
 
 
 def test_spawn_without_spawn_tool_behaves_as_a_leaf():
@@ -294,7 +374,13 @@ def test_other_routes_are_openai_style_404s():
 
 @pytest.mark.parametrize(
     "task, named",
-    [("[sim:fail sometimes]", "expected a kind"), ("[sim:spawn width=2]", "width=W"), ("[sim:jump]", "jump")],
+    [
+        ("[sim:fail sometimes]", "expected a kind"),
+        ("[sim:spawn width=2]", "width=W"),
+        ("[sim:jump]", "jump"),
+        ("Survey [sim:rounds 2]", "[sim:rounds 2]: needs a [sim:spawn"),
+        ("[sim:spawn width=1 depth=1] [sim:rounds 0]", "positive whole number"),
+    ],
 )
 def test_malformed_directives_are_a_400_naming_the_problem(task, named):
     with pytest.raises(openai.BadRequestError) as caught:

@@ -2,26 +2,44 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
+from contextlib import contextmanager
 
+import httpx2
 import openai
 import pytest
 
 from covey.orchestration.tool_schemas import TOOL_SCHEMAS
+from covey.models.sim.handler import transport
 from covey.models.sim.server import make_server
 
 TOOLS = [TOOL_SCHEMAS["finish"]]
 
 
+@contextmanager
+def running(server):
+    """``server`` serving on a thread; yields its root URL."""
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 @pytest.fixture(scope="module")
 def base_url():
-    server = make_server("127.0.0.1", 0)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
+    with running(make_server("127.0.0.1", 0)) as root:
+        yield f"{root}/v1"
+
+
+@pytest.fixture
+def root():
+    """A server of its own, so its call counts start at zero."""
+    with running(make_server("127.0.0.1", 0)) as root:
+        yield root
 
 
 def create(base_url, task, max_retries=0, timeout=5.0):
@@ -63,12 +81,53 @@ def test_unknown_route_is_404(base_url):
 
 def test_timeout_stall_is_capped_at_30_seconds():
     slept = []
-    server = make_server("127.0.0.1", 0, sleep=slept.append)  # records the stall instead of sleeping
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    try:
+    with running(make_server("127.0.0.1", 0, sleep=slept.append)) as root:  # records the stall, skips it
         with pytest.raises(openai.InternalServerError):  # the 504 written after the (skipped) stall
-            create(f"http://127.0.0.1:{server.server_address[1]}/v1", "Hi [sim:fail timeout]", timeout=600)
-    finally:
-        server.shutdown()
-        server.server_close()
+            create(f"{root}/v1", "Hi [sim:fail timeout]", timeout=600)
     assert slept == [30.0]
+
+
+# --- call counts --------------------------------------------------------------------
+
+
+def test_counts_chat_completion_calls_by_body(root):
+    assert httpx2.get(f"{root}/sim/calls").json() == {"total": 0, "by_body": {}}
+    create(f"{root}/v1", "Say hello")
+    create(f"{root}/v1", "Say hello")
+    create(f"{root}/v1", "Say goodbye")
+    counts = httpx2.get(f"{root}/sim/calls").json()
+    assert counts["total"] == 3
+    assert sorted(counts["by_body"].values()) == [1, 2]
+
+
+def test_the_digest_is_the_sha1_of_the_raw_body(root):
+    body = json.dumps({"model": "sim", "messages": [{"role": "user", "content": "Hi"}]}).encode()
+    assert httpx2.post(f"{root}/v1/chat/completions", content=body).status_code == 200
+    digest = hashlib.sha1(body).hexdigest()[:12]
+    assert httpx2.get(f"{root}/sim/calls").json() == {"total": 1, "by_body": {digest: 1}}
+
+
+def test_every_arrival_counts_including_a_retry_and_failures(root):
+    create(f"{root}/v1", "Hi [sim:fail 429]", max_retries=1)
+    with pytest.raises(openai.BadRequestError):
+        create(f"{root}/v1", "[sim:jump]")
+    assert sorted(httpx2.get(f"{root}/sim/calls").json()["by_body"].values()) == [1, 2]
+
+
+def test_other_routes_are_not_counted(root):
+    with pytest.raises(openai.NotFoundError):
+        openai.OpenAI(api_key="sim", base_url=f"{root}/v1", max_retries=0).models.list()
+    httpx2.get(f"{root}/sim/calls")
+    assert httpx2.get(f"{root}/sim/calls").json()["total"] == 0
+
+
+def test_delete_answers_the_counts_and_resets_them(root):
+    create(f"{root}/v1", "Say hello")
+    cleared = httpx2.delete(f"{root}/sim/calls").json()
+    assert cleared["total"] == 1
+    assert httpx2.get(f"{root}/sim/calls").json() == {"total": 0, "by_body": {}}
+
+
+def test_the_in_process_transport_keeps_no_counts():
+    with httpx2.Client(transport=transport()) as http:
+        assert http.get("http://sim.covey/sim/calls").status_code == 404
