@@ -58,10 +58,17 @@ def cancel(job_id: str) -> str:
     return f"{_job(job_id)}:cancel"
 
 
-def checkpoint(job_id: str, agent_id: str, spawn_round: int) -> str:
-    """A waiting parent's state at one fan-out, read back by the chord callback that
-    resumes it; one per round, so a redelivered callback finds its own round."""
-    return f"{_job(job_id)}:state:{agent_id}:{spawn_round}"
+def replies(job_id: str, agent_id: str) -> str:
+    """Hash: reservation id -> the settled call's outcome (reply and usage, or error),
+    so a redelivered step replays it instead of calling the model again. Deleted
+    when the agent finishes."""
+    return f"{_job(job_id)}:replies:{agent_id}"
+
+
+def checkpoint(job_id: str, agent_id: str) -> str:
+    """Hash: a waiting agent's fan-out round and its state, read back by the chord
+    callback that resumes it. Deleted when the agent finishes."""
+    return f"{_job(job_id)}:state:{agent_id}"
 
 
 def nodes(job_id: str) -> str:

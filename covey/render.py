@@ -56,9 +56,9 @@ def ledger(s: LedgerSnapshot) -> str:
         ],
     )
     agents = table(
-        ["agent", "depth", "tokens", "token limit", "cycles", "cycle limit", "spawned"],
-        [(a.agent_id, a.depth, a.tokens_used, a.tokens_limit, a.cycles_used, a.cycles_limit, a.agents_spawned)
-         for a in s.agents],
+        ["agent", "depth", "tokens", "token limit", "cycles", "cycle limit", "own calls cap", "spawned"],
+        [(a.agent_id, a.depth, a.tokens_used, a.tokens_limit, a.cycles_used, a.cycles_limit, a.agent_cycles_limit,
+          a.agents_spawned) for a in s.agents],
     )
     return f"{head}\n\n{agents}\n\n{scopes(s.scopes)}"
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import Enum
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
@@ -52,6 +53,7 @@ class ChildSummary(BaseModel):
     status: Status
     output: str | None = None
     error: str | None = None
+    data: Any = Field(default=None, description="the structured answer (a JSON value), when the agent gave one")
 
 
 class AgentResult(BaseModel):
@@ -65,6 +67,7 @@ class AgentResult(BaseModel):
     status: Status
     output: str | None = None
     error: str | None = None
+    data: Any = Field(default=None, description="the structured answer (a JSON value), when the agent gave one")
     usage: Usage = Field(default_factory=Usage)
     started_at: datetime | None = None
     finished_at: datetime | None = None
@@ -76,5 +79,6 @@ class AgentResult(BaseModel):
 
     def summary(self) -> ChildSummary:
         return ChildSummary(
-            agent_id=self.agent_id, role=self.role, status=self.status, output=self.output, error=self.error
+            agent_id=self.agent_id, role=self.role, status=self.status, output=self.output, error=self.error,
+            data=self.data,
         )

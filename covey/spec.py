@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from covey.budgets.budget import Budget
-from covey.orchestration.registry import STRATEGIES
+from covey.orchestration import registry
 from covey.orchestration.tool_schemas import TOOL_SCHEMAS
+
+DEFAULT_MAX_CALL_TOKENS = 4096  # what current models take for one reply
 
 
 class InvalidSpec(ValueError):
@@ -31,15 +33,29 @@ class AgentSpec(BaseModel):
     tools: list[str] | None = None
     deny: list[str] = Field(default_factory=list)
     max_cycles: int = Field(default=20, ge=1, description="model calls this agent alone may make")
-    max_call_tokens: int = Field(default=1024, ge=1, description="completion cap of one model call")
+    max_call_tokens: int = Field(
+        default=DEFAULT_MAX_CALL_TOKENS, ge=1, description="completion cap of one model call"
+    )
     timeout: float | None = Field(default=None, gt=0, description="seconds this agent may run")
 
     @field_validator("strategy")
     @classmethod
     def _known_strategy(cls, value: str) -> str:
-        if value not in STRATEGIES:
-            raise ValueError(f"unknown strategy {value!r}; known: {', '.join(sorted(STRATEGIES))}")
+        try:
+            registry.strategy(value)
+        except registry.UnknownStrategy as e:
+            raise ValueError(str(e)) from None
         return value
+
+    @model_validator(mode="after")
+    def _valid_options(self) -> AgentSpec:
+        """The strategy's own Options model checks them, so a bad option is refused
+        at the wire naming the field."""
+        try:
+            registry.strategy(self.strategy).Options.model_validate(self.options)
+        except ValidationError as e:
+            raise ValueError(describe(e, prefix="options")) from None
+        return self
 
     @field_validator("tools", "deny")
     @classmethod
@@ -88,10 +104,11 @@ class JobSpec(AgentSpec):
         return ["global"] + ([f"tenant:{self.tenant}"] if self.tenant else [])
 
 
-def describe(error: ValidationError) -> str:
+def describe(error: ValidationError, prefix: str = "") -> str:
     """One readable line naming each bad field: ``budget.max_tokens: Input should be ...``."""
     lines = []
     for item in error.errors():
-        where = ".".join(str(p) for p in item["loc"]) or "spec"
-        lines.append(f"{where}: {item['msg']}")
+        where = ".".join(str(p) for p in (prefix, *item["loc"]) if p != "")
+        message = item["msg"].removeprefix("Value error, ")
+        lines.append(message if not where else f"{where}: {message}")
     return "; ".join(lines)

@@ -51,3 +51,26 @@ def test_with_defaults_fills_only_what_was_left_unset():
 def test_the_wire_form_carries_only_what_was_set():
     spec = JobSpec.parse({"task": "x", "budget": {"max_tokens": 7}})
     assert spec.wire() == {"task": "x", "budget": {"max_tokens": 7}}
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"task": "x", "options": {"depth": 3}}, "options.depth: Extra inputs are not permitted"),
+        ({"task": "x", "strategy": "single", "options": {"schema": {"type": "mystery"}}}, "options.schema:"),
+        ({"task": "x", "strategy": "single", "options": {"schema": "json"}}, "options.schema:"),
+    ],
+)
+def test_options_are_checked_by_their_strategy_naming_the_field(data, message):
+    with pytest.raises(InvalidSpec, match=message):
+        JobSpec.parse(data)
+
+
+def test_a_valid_single_schema_is_kept():
+    schema = {"type": "object", "properties": {"score": {"type": "number"}}}
+    spec = JobSpec.parse({"task": "x", "strategy": "single", "options": {"schema": schema}})
+    assert spec.options == {"schema": schema}
+
+
+def test_the_per_call_cap_defaults_to_what_current_models_take():
+    assert JobSpec.parse({"task": "x"}).max_call_tokens == 4096

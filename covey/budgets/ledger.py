@@ -9,7 +9,7 @@ checked and applied on the agent, every ancestor and every global scope at once.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
@@ -25,6 +25,16 @@ SCOPE_NAME = re.compile(r"global|(tenant|sweep):[A-Za-z0-9_.-]{1,64}")
 class LedgerError(Exception):
     """A caller's bug (an agent used before it was opened, a settle on the wrong
     chain); never a budget refusal, which is an ``Opened``/``Grant`` with ok=False."""
+
+
+@dataclass(frozen=True)
+class AgentTerms:
+    """What an agent may do besides spend, kept on its ledger row when it is opened,
+    so the message that starts its task cannot widen it."""
+
+    tools: list[str] | None = None  # tools it may be offered; None: every tool
+    deny: list[str] = field(default_factory=list)
+    max_cycles: int | None = None  # model calls of its own (not its subtree's)
 
 
 @dataclass(frozen=True)
@@ -46,6 +56,7 @@ class Grant:
     tokens: int
     reason: str | None
     cancelled: bool = False
+    record: str | None = None  # the outcome stored when this reservation was settled before
 
 
 class ScopeRow(BaseModel):
@@ -72,6 +83,12 @@ class AgentRow(BaseModel):
     agents_spawned: int = 0
     agents_limit: int | None = None
     deadline: datetime | None = None
+    agent_cycles_limit: int | None = None
+    tools: list[str] | None = None
+    deny: list[str] = []
+
+    def terms(self) -> AgentTerms:
+        return AgentTerms(tools=self.tools, deny=self.deny, max_cycles=self.agent_cycles_limit)
 
 
 class LedgerSnapshot(BaseModel):
@@ -97,25 +114,40 @@ class Ledger(Protocol):
     """Every method is atomic and safe to call again: a redelivered task never
     charges twice. ``chain`` is agent ids root..agent (for ``open``: root..parent)."""
 
-    def open_root(self, job_id: str, agent_id: str, budget: Budget) -> None:
-        """Write the root's limits; a no-op if the root is already open."""
+    def open_root(self, job_id: str, agent_id: str, budget: Budget, terms: AgentTerms | None = None) -> None:
+        """Write the root's limits and terms; a no-op if the root is already open."""
 
-    def open(self, job_id: str, chain: list[str], child_id: str, budget: Budget) -> Opened:
+    def open(
+        self, job_id: str, chain: list[str], child_id: str, budget: Budget, terms: AgentTerms | None = None
+    ) -> Opened:
         """Charge one spawn to every ancestor and write the child's limits, clamped
-        to what each ancestor has left; refuse past max_agents or max_depth."""
+        to what each ancestor has left, and its terms; refuse past max_agents or
+        max_depth."""
+
+    def agent(self, job_id: str, agent_id: str) -> AgentRow | None:
+        """The agent's row as opened (None if it never was): what its task may trust."""
+
+    def agents_left(self, job_id: str, chain: list[str]) -> int | None:
+        """Sub-agents the last agent of ``chain`` may still open (None: no cap)."""
 
     def reserve(
         self, job_id: str, chain: list[str], scopes: list[str],
-        reservation_id: str, tokens: int, min_tokens: int,
+        reservation_id: str, tokens: int, min_tokens: int, cycle: int | None = None,
     ) -> Grant:
         """Hold up to ``tokens`` (at least ``min_tokens``) and one cycle on every
-        agent in the chain and every scope, or refuse naming the row that is short."""
+        agent in the chain and every scope, or refuse naming the row that is short.
+        ``cycle`` (the agent's n-th call) is refused past the agent's own cycle cap.
+        A reservation settled before is granted again with the outcome stored then."""
 
     def settle(
         self, job_id: str, chain: list[str], scopes: list[str],
-        reservation_id: str, tokens: int,
+        reservation_id: str, tokens: int, record: str | None = None,
     ) -> bool:
-        """Turn the reservation into actual usage; False if it was already settled."""
+        """Turn the reservation into actual usage and keep ``record`` (the call's
+        outcome) for a replay; False if it was already settled."""
+
+    def finished(self, job_id: str, agent_id: str) -> None:
+        """The agent ended: drop what was kept only to replay its steps."""
 
     def release_stale(self, now: float | None = None) -> int:
         """Give back reservations of any job that expired unsettled (a dead worker's)."""

@@ -20,7 +20,7 @@ import redis
 from covey import keys
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import (
-    SCOPE_NAME, AgentRow, Grant, LedgerError, LedgerSnapshot, Opened, ScopeRow,
+    SCOPE_NAME, AgentRow, AgentTerms, Grant, LedgerError, LedgerSnapshot, Opened, ScopeRow,
 )
 
 _LUA = {
@@ -50,20 +50,23 @@ class RedisLedger:
 
     # -- agents -------------------------------------------------------------
 
-    def open_root(self, job_id: str, agent_id: str, budget: Budget) -> None:
-        self._open(job_id, [], agent_id, budget)
+    def open_root(self, job_id: str, agent_id: str, budget: Budget, terms: AgentTerms | None = None) -> None:
+        self._open(job_id, [], agent_id, budget, terms or AgentTerms())
 
-    def open(self, job_id: str, chain: list[str], child_id: str, budget: Budget) -> Opened:
+    def open(
+        self, job_id: str, chain: list[str], child_id: str, budget: Budget, terms: AgentTerms | None = None
+    ) -> Opened:
         if not chain:
             raise ValueError("open needs the child's ancestors (root..parent); use open_root for a root")
         if child_id in chain:
             raise ValueError(f"agent {child_id} cannot be its own ancestor")
-        return self._open(job_id, chain, child_id, budget)
+        return self._open(job_id, chain, child_id, budget, terms or AgentTerms())
 
-    def _open(self, job_id: str, chain: list[str], child_id: str, budget: Budget) -> Opened:
+    def _open(self, job_id: str, chain: list[str], child_id: str, budget: Budget, terms: AgentTerms) -> Opened:
         args = [child_id, _arg(budget.max_tokens), _arg(budget.max_cycles), _arg(budget.max_agents),
                 budget.max_depth, budget.deadline.isoformat() if budget.deadline else "",
-                keys.JOB_TTL_SECONDS, *chain]
+                keys.JOB_TTL_SECONDS, "" if terms.tools is None else json.dumps(terms.tools),
+                json.dumps(terms.deny), _arg(terms.max_cycles), *chain]
         row_keys = [keys.agent(job_id, child_id), keys.agents(job_id),
                     *(keys.agent(job_id, a) for a in chain)]
         status, *rest = self._scripts["open"](keys=row_keys, args=args)
@@ -76,10 +79,22 @@ class RedisLedger:
         # A clamp may leave 0 tokens or cycles: the child's first reserve is then refused.
         return Opened(ok=True, budget=Budget(**fields), reason=None)
 
+    def agent(self, job_id: str, agent_id: str) -> AgentRow | None:
+        raw = self.client.hgetall(keys.agent(job_id, agent_id))
+        return _agent_row(agent_id, raw) if raw else None
+
+    def agents_left(self, job_id: str, chain: list[str]) -> int | None:
+        with self.client.pipeline(transaction=False) as pipe:
+            for a in chain:
+                pipe.hmget(keys.agent(job_id, a), "agents_limit", "agents_spawned")
+            rows = pipe.execute()
+        left = [_int(limit) - int(spawned or 0) for limit, spawned in rows if _int(limit) is not None]
+        return max(0, min(left)) if left else None
+
     # -- reservations ---------------------------------------------------------
 
     def reserve(self, job_id: str, chain: list[str], scopes: list[str],
-                reservation_id: str, tokens: int, min_tokens: int) -> Grant:
+                reservation_id: str, tokens: int, min_tokens: int, cycle: int | None = None) -> Grant:
         if not chain:
             raise ValueError("reserve needs the agent's chain (root..agent)")
         if tokens < 1 or not 0 <= min_tokens <= tokens:
@@ -89,32 +104,39 @@ class RedisLedger:
         self.release_stale(now)
         row_keys = [keys.cancel(job_id), keys.reservations(job_id), keys.reservation_data(job_id),
                     keys.settled(job_id), keys.scopes_index(), keys.job_scopes(job_id),
-                    *self._rows(job_id, chain, scopes), keys.live_reservations()]
+                    *self._rows(job_id, chain, scopes), keys.replies(job_id, chain[-1]),
+                    keys.live_reservations()]
         args = [reservation_id, tokens, min_tokens, now + keys.RESERVATION_TTL_SECONDS,
-                keys.JOB_TTL_SECONDS, len(chain), _where(chain, scopes), *chain, *scopes,
-                _member(job_id, reservation_id)]
-        status, granted, reason = self._scripts["reserve"](keys=row_keys, args=args)
+                keys.JOB_TTL_SECONDS, len(chain), _where(chain, scopes), _member(job_id, reservation_id),
+                _arg(cycle), *chain, *scopes]
+        status, granted, reason, *record = self._scripts["reserve"](keys=row_keys, args=args)
         if status == -2:
             raise LedgerError(f"job {job_id}: {_str(reason)}")
         if status == -1:
             return Grant(ok=False, tokens=0, reason=_str(reason), cancelled=True)
-        return Grant(ok=status == 1, tokens=int(granted), reason=_str(reason) or None)
+        stored = _str(record[0]) if record else ""
+        return Grant(ok=status == 1, tokens=int(granted), reason=_str(reason) or None, record=stored or None)
 
     def settle(self, job_id: str, chain: list[str], scopes: list[str],
-               reservation_id: str, tokens: int) -> bool:
-        """Charge ``tokens`` (the actual usage). Pass the chain and scopes given to
-        ``reserve``; a mismatch raises ``LedgerError`` rather than skew the counts."""
+               reservation_id: str, tokens: int, record: str | None = None) -> bool:
+        """Charge ``tokens`` (the actual usage) and keep ``record`` for a replay.
+        Pass the chain and scopes given to ``reserve``; a mismatch raises
+        ``LedgerError`` rather than skew the counts."""
         if tokens < 0:
             raise ValueError(f"tokens used cannot be negative, got {tokens}")
         row_keys = [keys.reservations(job_id), keys.reservation_data(job_id), keys.settled(job_id),
-                    *self._rows(job_id, chain, scopes), keys.live_reservations()]
+                    *self._rows(job_id, chain, scopes), keys.replies(job_id, chain[-1]),
+                    keys.live_reservations()]
         args = [reservation_id, tokens, keys.JOB_TTL_SECONDS, _where(chain, scopes),
-                _member(job_id, reservation_id)]
+                _member(job_id, reservation_id), record or ""]
         status = self._scripts["settle"](keys=row_keys, args=args)
         if status == -2:
             raise LedgerError(
                 f"job {job_id}: settle of {reservation_id} names another chain or scopes than its reserve")
         return status == 1
+
+    def finished(self, job_id: str, agent_id: str) -> None:
+        self.client.delete(keys.replies(job_id, agent_id))
 
     def release_stale(self, now: float | None = None) -> int:
         """Give back the holds of reservations past their expiry, in every job.
@@ -239,7 +261,8 @@ def _agent_row(agent_id: str, raw: dict) -> AgentRow:
     f = _fields(raw)
     return AgentRow(
         agent_id=agent_id, depth=int(f["depth"]), depth_limit=int(f["depth_limit"]),
-        deadline=_deadline(f.get("deadline")),
+        deadline=_deadline(f.get("deadline")), agent_cycles_limit=_int(f.get("agent_cycles_limit")),
+        tools=json.loads(f["tools"]) if f.get("tools") else None, deny=json.loads(f.get("deny") or "[]"),
         **{k: int(f.get(k, 0)) for k in _COUNTS},
         **{k: _int(f.get(k)) for k in _LIMITS},
     )

@@ -10,7 +10,7 @@ import click
 
 from covey import render
 from covey.cli.app import connect, print_json, cli
-from covey.orchestration.registry import STRATEGY_NAMES
+from covey.orchestration import registry
 
 
 def _known(job_id: str, client=None):
@@ -51,13 +51,17 @@ def _wait(client, handle, timeout: float | None):
 
 def _job_options(fn):
     options = [
-        click.option("--strategy", type=click.Choice(STRATEGY_NAMES), default="react", show_default=True),
+        click.option("--strategy", type=click.Choice(registry.names()), default="react", show_default=True),
         click.option("--model", default=None, help="model name (default: COVEY_MODEL, else sim)"),
         click.option("--role", default="root", show_default=True, help="the root agent's role name"),
         click.option("--max-tokens", type=int, default=None, help="token cap of the whole tree"),
         click.option("--max-cycles", type=int, default=None, help="model calls of the whole tree"),
         click.option("--max-agents", type=int, default=None, help="sub-agents the tree may spawn"),
         click.option("--max-depth", type=int, default=None, help="levels of sub-agents"),
+        click.option("--max-call-tokens", type=click.IntRange(1), default=None,
+                     help="completion cap of one model call (default 4096)"),
+        click.option("--agent-max-cycles", type=click.IntRange(1), default=None,
+                     help="model calls each agent may make on its own (default 20)"),
         click.option("--timeout", type=float, default=None, help="seconds the job may run"),
         click.option("--tenant", default=None, help="charge the tenant:<name> ledger scope too"),
     ]
@@ -73,6 +77,10 @@ def _spec(client, task: str, o: dict[str, Any]):
             raise click.BadParameter("must be positive", param_hint="--timeout")
         budget["deadline"] = datetime.now(timezone.utc) + timedelta(seconds=o["timeout"])
     fields: dict[str, Any] = {"strategy": o["strategy"], "role": o["role"], "budget": budget}
+    if o["max_call_tokens"] is not None:
+        fields["max_call_tokens"] = o["max_call_tokens"]
+    if o["agent_max_cycles"] is not None:
+        fields["max_cycles"] = o["agent_max_cycles"]
     if o["model"]:
         fields["model"] = o["model"]
     if o["tenant"]:

@@ -17,6 +17,7 @@ from covey.config.settings import Settings
 from covey.orchestration.actions import ModelReply, ToolCall
 from covey.results import Usage
 from covey.models import sim
+from covey.models.structured import response_format
 from covey.models.tokens import estimate_prompt_tokens
 
 SIM_MODEL = "sim"
@@ -42,12 +43,16 @@ class LLM:
         tools: list[dict[str, Any]],
         max_tokens: int,
         timeout: float | None = None,
+        schema: dict[str, Any] | None = None,
     ) -> tuple[ModelReply, Usage]:
+        """One chat completion; ``schema`` asks for a JSON answer matching it."""
         client = self._client(model)
         # max_completion_tokens: OpenAI's current name; reasoning models refuse max_tokens.
         kwargs: dict[str, Any] = {"model": model, "messages": messages, "max_completion_tokens": max_tokens}
         if tools:
             kwargs["tools"] = tools
+        if schema is not None:
+            kwargs["response_format"] = response_format(schema)
         # Never wait past the model timeout, even with a far deadline: a reservation
         # outliving RESERVATION_TTL_SECONDS would be released while still in use.
         per_attempt = min(timeout, self._settings.model_timeout) if timeout else self._settings.model_timeout
@@ -99,6 +104,7 @@ def _reply(completion: Any) -> ModelReply:
         for c in choice.message.tool_calls or []
         if getattr(c, "function", None) is not None
     ]
+    # An endpoint that leaves finish_reason out said nothing of a cut: take it as stopped.
     return ModelReply(content=choice.message.content, tool_calls=calls, finish_reason=choice.finish_reason or "stop")
 
 

@@ -21,10 +21,18 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class ChildRequest:
+    """A sub-agent a strategy asks for. What it leaves unset the child takes from
+    its parent (strategy with its options, model); its tools are always cut to
+    what the parent was offered, and its budget to what the parent has left."""
+
     task: str
     role: str = "agent"
     instructions: str = ""
     tools: list[str] | None = None
+    strategy: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    model: str | None = None
+    fraction: float | None = None  # share of the parent's budget; None: the job's child_fraction
 
 
 # --- Actions -----------------------------------------------------------------
@@ -32,8 +40,15 @@ class ChildRequest:
 
 @dataclass(frozen=True)
 class CallModel:
+    """One model call. ``tools`` narrows what is offered (None: every tool the
+    agent may use; []: none). ``schema`` asks for a JSON answer matching that JSON
+    Schema: the reply's ``parsed`` holds it, and a reply that does not match fails
+    the agent before the strategy sees it."""
+
     state: dict[str, Any]
     messages: list[dict[str, Any]]
+    tools: list[str] | None = None
+    schema: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -54,6 +69,7 @@ class Finish:
     status: Status
     output: str | None = None
     error: str | None = None
+    data: Any = None  # a JSON value the parent reads as is, never scraped out of prose
 
 
 Action = Union[CallModel, RunTools, Spawn, Finish]
@@ -64,9 +80,13 @@ Action = Union[CallModel, RunTools, Spawn, Finish]
 
 @dataclass(frozen=True)
 class ModelReply:
+    """What the model said and why it stopped; ``parsed`` is the JSON answer of
+    a call that asked for a schema."""
+
     content: str | None
     tool_calls: list[ToolCall] = field(default_factory=list)
     finish_reason: str = "stop"
+    parsed: Any = None
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel, ConfigDict
+
 from covey.context import RunContext
 from covey.orchestration.actions import (
     Action,
@@ -26,6 +28,7 @@ from covey.orchestration.actions import (
     ToolCall,
     ToolResults,
 )
+from covey.orchestration.prompts import opening
 from covey.orchestration.tool_schemas import FINISH_TOOL, SPAWN_TOOLS, TOOL_SCHEMAS, offered
 from covey.results import Status
 
@@ -35,10 +38,15 @@ if TYPE_CHECKING:  # the spec validates strategy names against this package
 NAME = "react"
 
 
+class Options(BaseModel):
+    """react takes no options; an unknown one is refused."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
 def start(spec: AgentSpec, ctx: RunContext) -> Action:
-    system = f"You are {spec.role}, an agent of covey at depth {ctx.depth}. {spec.instructions}".strip()
     state = {
-        "messages": [{"role": "system", "content": system}, {"role": "user", "content": spec.task}],
+        "messages": opening(spec, ctx),
         "tools": offered(ctx.allow, ctx.deny),
         "spawns": [],
     }
@@ -113,11 +121,15 @@ def _child(item: Any) -> dict[str, Any]:
     tools = item.get("tools")
     if tools is not None and (not isinstance(tools, list) or any(t not in TOOL_SCHEMAS for t in tools)):
         raise ValueError(f"'tools' must list known tools: {', '.join(TOOL_SCHEMAS)}")
+    strategy = item.get("strategy")
+    if strategy is not None and not isinstance(strategy, str):
+        raise ValueError("'strategy' must be a strategy's name")
     return {
         "task": item["task"],
         "role": str(item.get("role") or "agent")[:64],
         "instructions": str(item.get("instructions") or ""),
         "tools": tools,
+        "strategy": strategy or None,
     }
 
 

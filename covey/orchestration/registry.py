@@ -1,17 +1,66 @@
-"""Strategies by name. A strategy is a module with ``start`` and ``resume``."""
+"""Strategies by name: covey's own and any registered by another package.
+
+A strategy is an object (usually a module) with ``NAME``, ``Options`` (a pydantic
+model of its options, validated with the spec) and the two pure functions
+``start(spec, ctx)`` and ``resume(spec, ctx, state, outcome)`` returning Actions.
+Another package registers one under the ``covey.strategies`` entry point group::
+
+    [options.entry_points]
+    covey.strategies =
+        beam = mypkg.beam          # a module, or any object with the same four names
+
+Nothing is imported until a name is looked up, so the spec can depend on this
+module by name alone.
+"""
 
 from __future__ import annotations
 
-from types import ModuleType
+import importlib
+from functools import lru_cache
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any, Protocol
 
-from covey.orchestration import react
+from pydantic import BaseModel
 
-STRATEGIES: dict[str, ModuleType] = {react.NAME: react}
-STRATEGY_NAMES = tuple(STRATEGIES)
+ENTRY_POINT_GROUP = "covey.strategies"
+
+_BUILTIN = {
+    "react": "covey.orchestration.react",
+    "single": "covey.orchestration.single",
+}
 
 
-def strategy(name: str) -> ModuleType:
-    try:
-        return STRATEGIES[name]
-    except KeyError:
-        raise KeyError(f"unknown strategy {name!r}") from None
+class Strategy(Protocol):
+    NAME: str
+    Options: type[BaseModel]
+
+    def start(self, spec: Any, ctx: Any) -> Any: ...
+
+    def resume(self, spec: Any, ctx: Any, state: dict[str, Any], outcome: Any) -> Any: ...
+
+
+class UnknownStrategy(LookupError):
+    """No strategy of that name; the message lists the known ones."""
+
+
+@lru_cache(maxsize=1)
+def _plugins() -> dict[str, EntryPoint]:
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name not in _BUILTIN}
+
+
+def names() -> list[str]:
+    return sorted({*_BUILTIN, *_plugins()})
+
+
+@lru_cache(maxsize=None)
+def strategy(name: str) -> Strategy:
+    if name in _BUILTIN:
+        return importlib.import_module(_BUILTIN[name])
+    plugin = _plugins().get(name)
+    if plugin is None:
+        raise UnknownStrategy(f"unknown strategy {name!r}; known: {', '.join(names())}")
+    loaded = plugin.load()
+    missing = [attr for attr in ("NAME", "Options", "start", "resume") if not hasattr(loaded, attr)]
+    if missing:
+        raise UnknownStrategy(f"strategy {name!r} ({plugin.value}) lacks {', '.join(missing)}")
+    return loaded

@@ -7,14 +7,17 @@ status), so a reader sees the live shape of a running job.
 
 from __future__ import annotations
 
+from typing import Any
+
 import redis
 from pydantic import BaseModel
 
 from covey import keys
-from covey.results import AgentResult, Usage
+from covey.results import AgentResult, Status, Usage
 
 QUEUED = "queued"
 RUNNING = "running"
+FINAL = frozenset(s.value for s in Status)
 
 
 class Node(BaseModel):
@@ -26,6 +29,18 @@ class Node(BaseModel):
     usage: Usage = Usage()
     output: str | None = None
     error: str | None = None
+    data: Any = None
+
+    @property
+    def final(self) -> bool:
+        return self.status in FINAL
+
+    def result(self, job_id: str) -> AgentResult:
+        """The result of a finished agent as its node keeps it (without children's summaries)."""
+        return AgentResult(
+            job_id=job_id, agent_id=self.agent_id, parent_id=self.parent_id, role=self.role, depth=self.depth,
+            status=Status(self.status), output=self.output, error=self.error, data=self.data, usage=self.usage,
+        )
 
     @classmethod
     def of(cls, result: AgentResult) -> Node:
@@ -38,6 +53,7 @@ class Node(BaseModel):
             usage=result.usage,
             output=result.output,
             error=result.error,
+            data=result.data,
         )
 
 

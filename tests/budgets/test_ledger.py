@@ -9,7 +9,7 @@ import pytest
 
 from covey import keys
 from covey.budgets.budget import Budget
-from covey.budgets.ledger import Ledger, LedgerError
+from covey.budgets.ledger import AgentTerms, Ledger, LedgerError
 from covey.budgets.redis_ledger import RedisLedger
 
 
@@ -346,3 +346,51 @@ def test_a_dead_workers_hold_on_a_scope_is_released_by_another_jobs_reserve(ledg
 def test_scope_names_are_checked(ledger, name):
     with pytest.raises(ValueError, match="scope name"):
         ledger.set_scope(name, 10, None)
+
+
+# -- terms, own cycle caps and replay ---------------------------------------------
+
+def test_an_agents_terms_are_kept_on_its_row(ledger, job):
+    ledger.open_root(job, "root", Budget(max_depth=1), AgentTerms(tools=["calculator", "spawn_agents"], max_cycles=7))
+    ledger.open(job, ["root"], "c1", Budget(max_depth=0), AgentTerms(tools=[], deny=["write_file"], max_cycles=3))
+    root, child = ledger.agent(job, "root"), ledger.agent(job, "c1")
+    assert (root.tools, root.deny, root.agent_cycles_limit) == (["calculator", "spawn_agents"], [], 7)
+    assert (child.tools, child.deny, child.agent_cycles_limit) == ([], ["write_file"], 3)
+    assert ledger.agent(job, "never-opened") is None
+    ledger.open_root(job, "open-handed", Budget())
+    assert ledger.agent(job, "open-handed").tools is None  # no list: every tool
+
+
+def test_reserve_refuses_a_call_past_the_agents_own_cycle_cap(ledger, job):
+    ledger.open_root(job, "root", Budget(max_cycles=100), AgentTerms(max_cycles=2))
+    for cycle in (1, 2):
+        spend_cycle = ledger.reserve(job, ["root"], [], f"root:{cycle}", 10, 1, cycle=cycle)
+        assert spend_cycle.ok
+        ledger.settle(job, ["root"], [], f"root:{cycle}", 10)
+    refused = ledger.reserve(job, ["root"], [], "root:3", 10, 1, cycle=3)
+    assert not refused.ok
+    assert refused.reason == "cycle cap reached: max_cycles=2 for this agent"
+    assert ledger.reserve(job, ["root"], [], "root:2", 10, 1, cycle=2).ok  # a replay of a call within it
+
+
+def test_a_settled_reservation_is_granted_again_with_its_record(ledger, job):
+    ledger.open_root(job, "root", Budget(max_tokens=1000))
+    first = ledger.reserve(job, ["root"], [], "root:1", 300, 10, cycle=1)
+    assert first.record is None
+    assert ledger.settle(job, ["root"], [], "root:1", 120, record='{"reply": "kept"}')
+    again = ledger.reserve(job, ["root"], [], "root:1", 300, 10, cycle=1)
+    assert (again.ok, again.tokens, again.record) == (True, first.tokens, '{"reply": "kept"}')
+    assert ledger.snapshot(job).tokens_used == 120  # charged once
+    ledger.finished(job, "root")
+    assert ledger.reserve(job, ["root"], [], "root:1", 300, 10, cycle=1).record is None
+
+
+def test_agents_left_is_the_tightest_cap_on_the_chain(ledger, job):
+    ledger.open_root(job, "root", Budget(max_agents=5, max_depth=2))
+    assert ledger.agents_left(job, ["root"]) == 5
+    ledger.open(job, ["root"], "c1", Budget(max_agents=10, max_depth=1))  # clamped to 4 left at root
+    ledger.open(job, ["root"], "c2", Budget(max_agents=1, max_depth=1))
+    assert ledger.agents_left(job, ["root"]) == 3
+    assert ledger.agents_left(job, ["root", "c2"]) == 1
+    ledger.open_root(f"{job}-free", "root", Budget(max_agents=None))
+    assert ledger.agents_left(f"{job}-free", ["root"]) is None

@@ -8,10 +8,12 @@ import sys
 import time
 from pathlib import Path
 
+import httpx2
 import pytest
 
 from covey.client import Client
 from covey.config.settings import Settings
+from tests.redis_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,6 +31,24 @@ def start_worker(redis_url: str, concurrency: int = 1, pool: str = "threads", **
          "--loglevel", "info"],
         env=worker_env(redis_url, **extra), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
     )
+
+
+def start_sim_server(redis_url: str) -> tuple[subprocess.Popen, str]:
+    """``covey sim-server`` on a free port, answering; returns it and its base URL."""
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "covey", "sim-server", "--port", str(port)],
+        env=worker_env(redis_url), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    base_url = f"http://127.0.0.1:{port}/v1"
+    for _ in range(100):
+        try:
+            httpx2.get(f"http://127.0.0.1:{port}/sim/calls", timeout=1)
+            return server, base_url
+        except httpx2.TransportError:
+            time.sleep(0.1)
+    stop_worker(server)
+    raise RuntimeError("covey sim-server did not answer")
 
 
 def stop_worker(proc: subprocess.Popen) -> None:

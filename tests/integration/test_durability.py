@@ -1,19 +1,43 @@
-"""A worker killed mid-job loses nothing: another worker finishes it, charged once."""
+"""A worker killed mid-job loses nothing: another worker finishes it, charged once,
+and every model call that was settled before the kill is replayed, not sent again."""
 
 from __future__ import annotations
 
 import os
 import signal
 import time
+from contextlib import contextmanager
 
+import httpx2
+
+from covey import keys
 from covey.client import Client
 from covey.config.settings import Settings
-from tests.integration.conftest import start_worker, stop_worker, wait_for_worker
+from tests.integration.conftest import start_sim_server, start_worker, stop_worker, wait_for_worker
 from tests.redis_server import RedisServer
 
 # Redeliver a dead worker's tasks after 6 s (twice the longest agent run), looked
 # for every second, so the test waits seconds rather than the production hours.
 FAST_REDELIVERY = {"COVEY_MAX_AGENT_SECONDS": "3", "COVEY_REDELIVERY_CHECK_SECONDS": "1"}
+
+
+def wait_until(condition, what: str, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)
+
+
+def kill(worker) -> None:
+    os.kill(worker.pid, signal.SIGKILL)
+    worker.wait()
+
+
+def assert_charged_once(client: Client, handle, result) -> None:
+    ledger = client.ledger.snapshot(handle.id)
+    assert ledger.tokens_used == result.usage.total_tokens
+    assert ledger.cycles_used == result.usage.cycles
+    assert ledger.tokens_reserved == 0
 
 
 def test_a_job_survives_its_worker_being_killed():
@@ -22,15 +46,10 @@ def test_a_job_survives_its_worker_being_killed():
         first = start_worker(server.url, **FAST_REDELIVERY)
         wait_for_worker(client, first)
         handle = client.submit(client.spec("[sim:spawn width=2 depth=1] [sim:latency 300] What is 2 + 3?"))
-        deadline = time.monotonic() + 60
-        while True:  # kill it while a child's model call (300 ms) is in flight
-            snapshot = client.ledger.snapshot(handle.id)
-            if snapshot.cycles_used >= 2 and snapshot.tokens_reserved > 0:
-                break
-            assert time.monotonic() < deadline, "the job never got going"
-            time.sleep(0.01)
-        os.kill(first.pid, signal.SIGKILL)
-        first.wait()
+        # kill it while a child's model call (300 ms) is in flight
+        wait_until(lambda: (s := client.ledger.snapshot(handle.id)).cycles_used >= 2 and s.tokens_reserved > 0,
+                   "a child's call in flight")
+        kill(first)
         assert client.ledger.snapshot(handle.id).tokens_reserved > 0  # the call was cut off mid-step
 
         second = start_worker(server.url, **FAST_REDELIVERY)
@@ -41,7 +60,68 @@ def test_a_job_survives_its_worker_being_killed():
         assert result.ok, result.error
         assert result.output == "leaves=2"
         assert [c.output for c in result.children] == ["5", "5"]
-        ledger = client.ledger.snapshot(handle.id)
-        assert ledger.tokens_used == result.usage.total_tokens
-        assert ledger.cycles_used == result.usage.cycles
-        assert ledger.tokens_reserved == 0
+        assert_charged_once(client, handle, result)
+
+
+@contextmanager
+def counted_model():
+    """A Redis, a sim-server that counts the calls reaching it, and a client."""
+    with RedisServer() as server:
+        sim, base_url = start_sim_server(server.url)
+        try:
+            yield server, Client(Settings(redis_url=server.url)), {**FAST_REDELIVERY, "COVEY_OPENAI_BASE_URL": base_url}
+        finally:
+            stop_worker(sim)
+
+
+def model_calls(env) -> dict:
+    calls_url = env["COVEY_OPENAI_BASE_URL"].removesuffix("/v1") + "/sim/calls"
+    return httpx2.get(calls_url, timeout=5).json()
+
+
+def calls_per_request(env) -> list[int]:
+    return sorted(model_calls(env)["by_body"].values())
+
+
+def run_killed(server, client, env, task: str, kill_when: str, calls_before: int):
+    """Run ``task``, SIGKILL its worker while reservation ``kill_when`` is in flight
+    (the model has received ``calls_before`` calls, that one included), and let a
+    second worker finish it after redelivery."""
+    first = start_worker(server.url, **env)
+    wait_for_worker(client, first)
+    handle = client.submit(client.spec(task, budget={"max_depth": 2}))
+    wait_until(lambda: client.redis.zscore(keys.reservations(handle.id), kill_when) is not None
+               and model_calls(env)["total"] == calls_before, f"call {kill_when} in flight")
+    kill(first)
+    second = start_worker(server.url, **env)
+    try:
+        return handle, handle.result(timeout=120)
+    finally:
+        stop_worker(second)
+
+
+def test_a_call_settled_before_the_kill_reaches_the_model_once():
+    with counted_model() as (server, client, env):
+        # root:1 asks for the calculator and is settled; root:2 is in flight at the kill.
+        handle, result = run_killed(server, client, env, "[sim:latency 400] What is 2 + 3?", kill_when="root:2", calls_before=2)
+        assert result.ok, result.error
+        assert result.output == "5" and result.usage.cycles == 2
+        # root:1 was replayed from the ledger; only the call cut off by the kill was sent again.
+        assert calls_per_request(env) == [1, 2]
+        assert_charged_once(client, handle, result)
+
+
+def test_a_redelivered_resume_replays_its_round_and_opens_the_same_children():
+    with counted_model() as (server, client, env):
+        # root:2 runs in the callback of round 1; the kill lands in it, so that callback is redelivered.
+        task = "[sim:rounds 2] [sim:spawn width=2 depth=1] [sim:latency 400] go"
+        handle, result = run_killed(server, client, env, task, kill_when="root:2", calls_before=4)
+        assert result.ok, result.error
+        assert result.output == "leaves=4"
+        assert len({c.agent_id for c in result.children}) == 4
+        assert len(handle.tree()) == 5  # the replayed round opened the same children, no others
+        calls = calls_per_request(env)
+        # 7 distinct calls (root 3, children 2 a round); only root:2, cut off by the kill, was sent twice
+        assert calls == [1] * 6 + [2]
+        assert_charged_once(client, handle, result)
+        assert client.redis.keys(keys.checkpoint(handle.id, "*")) == []

@@ -2,35 +2,18 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
-
-import httpx2
 import pytest
 
 from covey.client import Client
 from covey.config.settings import Settings
-from tests.integration.conftest import ROOT, start_worker, stop_worker, wait_for_worker, worker_env
-from tests.redis_server import free_port
+from tests.integration.conftest import start_sim_server, start_worker, stop_worker, wait_for_worker
 
 QUEUE = "covey-http"
 
 
 @pytest.fixture
 def http_worker(redis_server):
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "covey", "sim-server", "--port", str(port)],
-        env=worker_env(redis_server.url), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    base_url = f"http://127.0.0.1:{port}/v1"
-    for _ in range(100):
-        try:
-            httpx2.post(f"{base_url}/chat/completions", json={}, timeout=1)
-            break
-        except httpx2.TransportError:
-            time.sleep(0.1)
+    server, base_url = start_sim_server(redis_server.url)
     worker = start_worker(redis_server.url, COVEY_OPENAI_BASE_URL=base_url, COVEY_QUEUE=QUEUE)
     client = Client(Settings(redis_url=redis_server.url, queue=QUEUE))
     wait_for_worker(client, worker)

@@ -7,11 +7,16 @@ import uuid
 import pytest
 
 from covey.budgets.budget import Budget
+from covey.budgets.ledger import AgentTerms
 from covey.config.settings import Settings
 from covey.context import RunContext
 from covey.results import Status
-from covey.spec import AgentSpec
+from covey.models.tokens import estimate_prompt_tokens
+from covey.orchestration.actions import ChildRequest
+from covey.orchestration.prompts import opening
+from covey.spec import AgentSpec, InvalidSpec
 from covey.worker import loop
+from covey.worker.spawning import child_agent_id, child_spec
 from covey.worker.deps import Deps
 
 
@@ -21,13 +26,15 @@ def deps(redis_server):
 
 
 def root(deps, budget: Budget):
-    job_id = f"loop-{uuid.uuid4().hex}"
-    deps.ledger.open_root(job_id, "root", budget)
-    return RunContext(job_id=job_id, agent_id="root", budget=budget)
+    return RunContext(job_id=f"loop-{uuid.uuid4().hex}", agent_id="root", budget=budget)
 
 
-def run(deps, ctx, task, **spec):
-    state, action = loop.begin(deps, ctx, AgentSpec(task=task, **spec))
+def run(deps, ctx, task, **fields):
+    """Open the root as ``covey.run_job`` does, with the spec's terms, and run it."""
+    spec = AgentSpec(task=task, **fields)
+    terms = AgentTerms(tools=spec.tools, deny=spec.deny, max_cycles=spec.max_cycles)
+    deps.ledger.open_root(ctx.job_id, "root", ctx.budget, terms)
+    state, action = loop.begin(deps, ctx, spec)
     return loop.advance(deps, state, action)
 
 
@@ -47,7 +54,7 @@ def test_a_spawn_returns_a_fan_out_with_deterministic_children(deps):
     out = run(deps, ctx, "[sim:spawn width=2 depth=1] go")
     assert isinstance(out, loop.FanOut)
     ids = [c.agent_id for c, _ in out.children]
-    assert ids == [loop.child_agent_id("root", 1, 0), loop.child_agent_id("root", 1, 1)]
+    assert ids == [child_agent_id("root", 1, 0), child_agent_id("root", 1, 1)]
     assert all(c.depth == 1 and c.budget.max_depth == 1 and c.budget.max_tokens == 5000 for c, _ in out.children)
     assert [n.status for n in deps.tree.nodes(ctx.job_id)] == ["running", "queued", "queued"]
 
@@ -99,3 +106,102 @@ def test_an_agent_task_ends_before_the_broker_would_redeliver_it(redis_server):
     assert out.result.status is Status.TIMED_OUT
     assert out.result.error == "agent task ran past COVEY_MAX_AGENT_SECONDS=0.3"
     assert 0 < out.result.usage.cycles < 1000
+
+
+class CountingLLM:
+    """The real LLM, counting the calls that reach it; ``die_at`` makes that call
+    raise as a worker dying mid-call would (after the earlier calls settled)."""
+
+    def __init__(self, llm, die_at: int | None = None) -> None:
+        self.llm, self.die_at, self.calls = llm, die_at, 0
+
+    def call(self, *args, **kwargs):
+        self.calls += 1
+        if self.calls == self.die_at:
+            raise SystemExit("worker died mid-call")
+        return self.llm.call(*args, **kwargs)
+
+
+def test_a_reply_cut_at_the_per_call_cap_fails_and_says_how_to_raise_it(deps):
+    ctx = root(deps, Budget(max_tokens=1_000_000, max_agents=300, max_depth=2))
+    out = run(deps, ctx, "[sim:spawn width=200 depth=1] wide", max_call_tokens=1024)
+    assert out.result.status is Status.FAILED
+    assert out.result.error.startswith("the model's reply was cut at max_call_tokens=1024; raise it with")
+    assert out.result.output is None and out.result.usage.completion_tokens == 1024
+
+
+def test_a_reply_cut_by_a_nearly_spent_budget_is_budget_exceeded(deps):
+    ctx = root(deps, Budget(max_tokens=300))
+    out = run(deps, ctx, "[sim:tokens 500] [sim:answer long] talk", tools=[])
+    assert out.result.status is Status.BUDGET_EXCEEDED
+    assert "all the token budget had left for it (max_call_tokens=4096)" in out.result.error
+    assert deps.ledger.snapshot(ctx.job_id).tokens_used <= 300
+
+
+def test_a_grant_too_small_for_a_useful_reply_never_calls_the_model(deps):
+    spec = AgentSpec(task="[sim:answer hi] hello", tools=[])
+    estimate = estimate_prompt_tokens(opening(spec, root(deps, Budget())), [])
+    ctx = root(deps, Budget(max_tokens=estimate + 30))  # room for a 30-token reply, under the floor of 64
+    deps.llm = counting = CountingLLM(deps.llm)
+    out = run(deps, ctx, spec.task, tools=[])
+    assert out.result.status is Status.BUDGET_EXCEEDED and counting.calls == 0
+    assert out.result.error.endswith(f"({estimate + 30} left, {estimate + 64} needed)")
+
+
+def test_a_rerun_step_replays_settled_calls_instead_of_calling_the_model(deps):
+    ctx = root(deps, Budget(max_tokens=10_000))
+    spec = AgentSpec(task="What is 2 * 21?")
+    deps.ledger.open_root(ctx.job_id, "root", ctx.budget, AgentTerms(max_cycles=spec.max_cycles))
+    real = deps.llm
+    deps.llm = CountingLLM(real, die_at=2)  # the calculator call settles, the answer call dies
+    state, action = loop.begin(deps, ctx, spec)
+    with pytest.raises(SystemExit):
+        loop.advance(deps, state, action)
+    assert deps.ledger.snapshot(ctx.job_id).tokens_reserved > 0  # the dying call's hold is kept
+
+    deps.llm = rerun = CountingLLM(real)  # the broker redelivers the step
+    state, action = loop.begin(deps, ctx, spec)
+    out = loop.advance(deps, state, action)
+    assert out.result.output == "42" and rerun.calls == 1
+    snap = deps.ledger.snapshot(ctx.job_id)
+    assert snap.tokens_used == out.result.usage.total_tokens and snap.cycles_used == out.result.usage.cycles == 2
+    assert snap.tokens_reserved == 0
+
+
+def test_a_single_child_with_a_schema_hands_back_data(deps):
+    ctx = root(deps, Budget(max_tokens=10_000))
+    schema = {"type": "object", "properties": {"value": {"type": "integer"}}, "required": ["value"]}
+    out = run(deps, ctx, "What is 6 * 7?", strategy="single", options={"schema": schema})
+    assert out.result.status is Status.COMPLETED
+    assert out.result.data == {"value": 42}
+    assert out.result.usage.cycles == 1
+
+
+def test_a_reply_that_misses_the_schema_fails_the_agent(deps):
+    ctx = root(deps, Budget(max_tokens=10_000))
+    schema = {"type": "object", "properties": {"value": {"type": "integer"}}, "required": ["value"]}
+    out = run(deps, ctx, "[sim:fail bad_json] What is 6 * 7?", strategy="single", options={"schema": schema})
+    assert out.result.status is Status.FAILED
+    assert out.result.error == "model reply does not match the schema at the top level: 'value' is a required property"
+
+
+def test_an_agent_runs_under_its_ledger_terms_not_its_message(deps):
+    ctx = root(deps, Budget(max_tokens=10_000))
+    deps.ledger.open_root(ctx.job_id, "root", ctx.budget, AgentTerms(tools=["calculator"], max_cycles=5))
+    forged = ctx.model_copy(update={"allow": None, "deny": []})
+    state, _ = loop.begin(deps, forged, AgentSpec(task="x", max_cycles=500))
+    assert state.ctx.allow == ["calculator"] and state.spec.max_cycles == 5
+    with pytest.raises(loop.NotOpened):
+        loop.begin(deps, ctx.model_copy(update={"agent_id": "root-sub-forged"}), AgentSpec(task="x"))
+
+
+def test_a_child_gets_what_it_asks_for_within_its_parents_tools():
+    parent = AgentSpec(task="lead", model="sim", max_cycles=9)
+    ctx = RunContext(job_id="j", agent_id="root", budget=Budget(), allow=["calculator", "spawn_agents"])
+    unset = child_spec(parent, ctx, ChildRequest(task="a"))
+    assert unset.tools == ["spawn_agents", "calculator"] and unset.strategy == "react" and unset.max_cycles == 9
+    asked = child_spec(parent, ctx, ChildRequest(task="b", tools=["write_file", "calculator"], strategy="single",
+                                                 options={"schema": {"type": "object"}}, model="gpt-x"))
+    assert (asked.tools, asked.strategy, asked.model) == (["calculator"], "single", "gpt-x")
+    with pytest.raises(InvalidSpec, match="options.schema"):
+        child_spec(parent, ctx, ChildRequest(task="c", strategy="single", options={"schema": 3}))

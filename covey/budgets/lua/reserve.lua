@@ -6,6 +6,7 @@
 -- KEYS[5]        index of every scope name
 -- KEYS[6]        the job's set of scope names
 -- KEYS[7..6+n]   agent rows, root first; then scope rows
+-- KEYS[#KEYS-1]  the agent's replies hash (id -> the settled call's outcome)
 -- KEYS[#KEYS]    index of every live reservation of every job (member -> expiry)
 -- ARGV[1]        reservation id
 -- ARGV[2]        tokens wanted
@@ -14,29 +15,39 @@
 -- ARGV[5]        job TTL in seconds
 -- ARGV[6]        n, the number of agent rows
 -- ARGV[7]        JSON {"chain": [...], "scopes": [...]}, stored with the grant
--- ARGV[8..]      agent ids then scope names, in KEYS order
--- ARGV[#ARGV]    this reservation's member in the index of every live reservation
--- Returns {1, tokens, ''} granted (the same grant again if the id is live or settled),
+-- ARGV[8]        this reservation's member in the index of every live reservation
+-- ARGV[9]        the agent's own call number, checked against its own cycle cap ('' = unchecked)
+-- ARGV[10..]     agent ids then scope names, in KEYS order
+-- Returns {1, tokens, '', record} granted: record is the outcome stored by the settle
+-- of an id settled before ('' otherwise; a live id gets its grant again);
 -- {0, 0, reason} refused, {-1, 0, 'job cancelled'}, {-2, 0, reason} for an unopened agent.
 
 local rid = ARGV[1]
 if redis.call('EXISTS', KEYS[1]) == 1 then return {-1, 0, 'job cancelled'} end
 local done = redis.call('HGET', KEYS[4], rid)
-if done then return {1, tonumber(done), ''} end
+if done then return {1, tonumber(done), '', redis.call('HGET', KEYS[#KEYS - 1], rid) or ''} end
 if redis.call('ZSCORE', KEYS[2], rid) then
-  return {1, cjson.decode(redis.call('HGET', KEYS[3], rid)).tokens, ''}
+  return {1, cjson.decode(redis.call('HGET', KEYS[3], rid)).tokens, '', ''}
 end
 
 local n = tonumber(ARGV[6])
+local rows = #KEYS - 8
 local function label(i)
-  if i <= n then return 'agent ' .. ARGV[7 + i] end
-  return 'scope ' .. ARGV[7 + i]
+  if i <= n then return 'agent ' .. ARGV[9 + i] end
+  return 'scope ' .. ARGV[9 + i]
+end
+
+if ARGV[9] ~= '' then
+  local own_cap = redis.call('HGET', KEYS[6 + n], 'agent_cycles_limit')
+  if own_cap and tonumber(ARGV[9]) > tonumber(own_cap) then
+    return {0, 0, 'cycle cap reached: max_cycles=' .. own_cap .. ' for this agent'}
+  end
 end
 
 -- Agent rows deepest first, then scopes: on a tie the message names the agent itself.
 local order = {}
 for i = n, 1, -1 do table.insert(order, i) end
-for i = n + 1, #KEYS - 7 do table.insert(order, i) end
+for i = n + 1, rows do table.insert(order, i) end
 
 local granted = tonumber(ARGV[2])
 local shortest, shortest_left = nil, nil
@@ -63,19 +74,19 @@ if granted < tonumber(ARGV[3]) then
 end
 
 local ttl = tonumber(ARGV[5])
-for i = 1, #KEYS - 7 do
+for i = 1, rows do
   redis.call('HINCRBY', KEYS[6 + i], 'tokens_reserved', granted)
   redis.call('HINCRBY', KEYS[6 + i], 'cycles_reserved', 1)
   if i <= n then
     redis.call('EXPIRE', KEYS[6 + i], ttl)
   else
-    redis.call('SADD', KEYS[5], ARGV[7 + i])
-    redis.call('SADD', KEYS[6], ARGV[7 + i])
+    redis.call('SADD', KEYS[5], ARGV[9 + i])
+    redis.call('SADD', KEYS[6], ARGV[9 + i])
   end
 end
 redis.call('ZADD', KEYS[2], ARGV[4], rid)
-redis.call('ZADD', KEYS[#KEYS], ARGV[4], ARGV[#ARGV])
+redis.call('ZADD', KEYS[#KEYS], ARGV[4], ARGV[8])
 -- ARGV[7] is a JSON object; splice the grant in front of its fields.
 redis.call('HSET', KEYS[3], rid, '{"tokens":' .. granted .. ',' .. string.sub(ARGV[7], 2))
 for _, k in ipairs({KEYS[2], KEYS[3], KEYS[6]}) do redis.call('EXPIRE', k, ttl) end
-return {1, granted, ''}
+return {1, granted, '', ''}

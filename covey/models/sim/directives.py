@@ -149,12 +149,13 @@ def _parse_one(name: str, arg: str, raw: str) -> Any:
     raise DirectiveError(f"{raw}: unknown sim directive {name!r}")
 
 
-def child_tasks(task: str) -> list[str]:
+def child_tasks(task: str, spawn_round: int = 1) -> list[str]:
     """The tasks a ``[sim:spawn width=W depth=D]`` agent gives its W children.
 
     Each is the parent's text with the spawn directive lowered to depth D-1 (removed
     at 0), any rounds directive removed (only the agent given it repeats), every other
-    directive kept, and `` (part i of W)`` appended so siblings differ.
+    directive kept, `` (round R)`` appended from the second round on so waves differ,
+    and `` (part i of W)`` so siblings differ.
     """
     task = _remove(task, (m for m in _DIRECTIVE.finditer(task) if m.group(1) == "rounds"))
     match = next(m for m in _DIRECTIVE.finditer(task) if m.group(1) == "spawn")
@@ -164,7 +165,8 @@ def child_tasks(task: str) -> list[str]:
         base = task[: match.start()] + lowered + task[match.end() :]
     else:
         base = _remove(task, [match])
-    return [f"{base.strip()} (part {i} of {spawn.width})" for i in range(1, spawn.width + 1)]
+    base = base.strip() + (f" (round {spawn_round})" if spawn_round > 1 else "")
+    return [f"{base} (part {i} of {spawn.width})" for i in range(1, spawn.width + 1)]
 
 
 def _remove(text: str, matches: Any) -> str:

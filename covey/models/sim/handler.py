@@ -208,7 +208,8 @@ def _decide(chat: _Chat, directives: Directives) -> _Reply:
     if directives.spawn and "spawn_agents" in chat.tool_names:
         results = chat.results_of("spawn_agents")
         if len(results) < directives.rounds:
-            agents = [{"task": t, "role": "worker"} for t in sim_directives.child_tasks(chat.task)]
+            tasks = sim_directives.child_tasks(chat.task, spawn_round=len(results) + 1)
+            agents = [{"task": t, "role": "worker"} for t in tasks]
             return _Reply(tool_calls=[("spawn_agents", json.dumps({"agents": agents}))])
         return _finish(chat, _count_leaves(results))
     if directives.delegate and "delegate" in chat.tool_names:

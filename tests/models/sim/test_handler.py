@@ -251,7 +251,7 @@ def spawned(task, *results):
     return response
 
 
-def test_rounds_spawn_the_same_wave_again_until_each_round_has_a_result():
+def test_rounds_spawn_a_wave_again_until_each_round_has_a_result():
     task = "Survey [sim:spawn width=2 depth=1] [sim:rounds 3] now"
     wave = [summary("completed", "done: x")] * 2
     first, second, third = spawned(task), spawned(task, wave), spawned(task, wave, wave)
@@ -259,7 +259,11 @@ def test_rounds_spawn_the_same_wave_again_until_each_round_has_a_result():
         "Survey now (part 1 of 2)",
         "Survey now (part 2 of 2)",
     ]
-    assert call_of(first) == call_of(second) == call_of(third)
+    assert [a["task"] for a in json.loads(call_of(third)[1])["agents"]] == [
+        "Survey now (round 3) (part 1 of 2)",
+        "Survey now (round 3) (part 2 of 2)",
+    ]
+    assert call_of(first)[0] == call_of(second)[0] == call_of(third)[0] == "spawn_agents"
     assert len({r.choices[0].message.tool_calls[0].id for r in (first, second, third)}) == 3
     assert call_of(spawned(task, wave, wave, wave)) == ("finish", json.dumps({"answer": "leaves=6"}))
 

@@ -1,0 +1,49 @@
+"""single: one model call with no tools; the reply is the answer.
+
+The strategy for scorers, proposers and judges that another strategy spawns.
+With the ``schema`` option the model is asked for JSON matching that JSON Schema,
+and the parsed value becomes the result's ``data`` for the parent to read.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from covey.context import RunContext
+from covey.models.structured import check_schema
+from covey.orchestration.actions import Action, CallModel, Finish, ModelReply, Outcome
+from covey.orchestration.prompts import opening
+from covey.results import Status
+
+if TYPE_CHECKING:
+    from covey.spec import AgentSpec
+
+NAME = "single"
+
+
+class Options(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    output_schema: dict[str, Any] | None = Field(
+        default=None, alias="schema", description="JSON Schema the answer must match"
+    )
+
+    @field_validator("output_schema")
+    @classmethod
+    def _valid_schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
+            check_schema(value)
+        return value
+
+
+def start(spec: AgentSpec, ctx: RunContext) -> Action:
+    options = Options.model_validate(spec.options)
+    return CallModel(state={}, messages=opening(spec, ctx), tools=[], schema=options.output_schema)
+
+
+def resume(spec: AgentSpec, ctx: RunContext, state: dict[str, Any], outcome: Outcome) -> Action:
+    if not isinstance(outcome, ModelReply):
+        raise TypeError(f"single cannot resume from {type(outcome).__name__}")
+    return Finish(state=state, status=Status.COMPLETED, output=outcome.content or "", data=outcome.parsed)

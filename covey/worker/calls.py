@@ -1,0 +1,132 @@
+"""One model call of an agent: reserve, call (or replay), settle, and check the reply.
+
+The reservation holds the worst case (the prompt estimate plus the call's
+``max_call_tokens``) on the agent, its ancestors and every global scope, and the
+call may spend no more than it was granted. A reply is handed to the strategy only
+when it is whole: one cut at its token cap, withheld by a content filter, calling
+a tool it was not offered or missing the JSON schema it was asked for ends the
+agent with a status that says so, never ``completed`` with a fragment.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from covey.models.llm import ModelError
+from covey.models.structured import SchemaMismatch, parse
+from covey.models.tokens import CHARS_PER_TOKEN_ESTIMATE, estimate_prompt_tokens
+from covey.orchestration.actions import CallModel, ModelReply
+from covey.orchestration.tool_schemas import SPAWN_TOOLS, offered, schemas
+from covey.results import Status, Usage
+from covey.worker.agent_state import AgentState
+from covey.worker.deps import Deps
+from covey.worker.replay import CallRecord
+
+# A grant below this many completion tokens (or the agent's own call cap, when
+# that is smaller) buys no useful reply: the agent ends budget_exceeded instead.
+MIN_REPLY_TOKENS = 64
+MAX_CALL_TOKENS_HINT = "raise it with covey run --max-call-tokens N, or max_call_tokens in the spec"
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Why the agent ends at this call."""
+
+    status: Status
+    reason: str
+
+
+def call_model(deps: Deps, state: AgentState, action: CallModel, seconds_left: float | None) -> ModelReply | Stop:
+    ctx, spec = state.ctx, state.spec
+    allowed = offered(ctx.allow, ctx.deny)
+    names = allowed if action.tools is None else [n for n in allowed if n in action.tools]
+    agents_left = deps.ledger.agents_left(ctx.job_id, ctx.chain) if SPAWN_TOOLS & set(names) else None
+    tools = schemas(names, agents_left)
+    estimate = estimate_prompt_tokens(action.messages, tools) + _schema_tokens(action.schema)
+    state.cycle += 1
+    rid = f"{ctx.agent_id}:{state.cycle}"
+    floor = min(MIN_REPLY_TOKENS, spec.max_call_tokens)
+    grant = deps.ledger.reserve(
+        ctx.job_id, ctx.chain, ctx.scopes, rid,
+        tokens=estimate + spec.max_call_tokens, min_tokens=estimate + floor, cycle=state.cycle,
+    )
+    if not grant.ok:
+        return Stop(Status.CANCELLED if grant.cancelled else Status.BUDGET_EXCEEDED, grant.reason or "refused")
+    max_tokens = max(1, grant.tokens - estimate)
+    if grant.record is not None:  # settled before this step was redelivered: replay it
+        record = CallRecord.model_validate_json(grant.record)
+    else:
+        record = _call(deps, state, rid, action, tools, max_tokens, seconds_left)
+    if record.error is not None:
+        state.usage += record.usage or Usage(cycles=1)
+        return Stop(Status.FAILED, record.error)
+    state.usage += record.usage
+    return _checked(record.model_reply(), action, names, max_tokens, spec.max_call_tokens)
+
+
+def _call(
+    deps: Deps, state: AgentState, rid: str, action: CallModel,
+    tools: list[dict[str, Any]], max_tokens: int, seconds_left: float | None,
+) -> CallRecord:
+    """Call the model and settle what it cost, keeping the outcome for a replay.
+
+    Anything but a ``ModelError`` (a bug, a dying worker) leaves the reservation
+    live: a rerun of the step is granted it again and settles what it spends, and
+    a step never rerun has its hold released when the reservation expires."""
+    ctx = state.ctx
+    try:
+        reply, usage = deps.llm.call(
+            state.spec.model, action.messages, tools, max_tokens, timeout=seconds_left, schema=action.schema
+        )
+    except ModelError as e:
+        record = CallRecord(error=str(e))
+        deps.ledger.settle(ctx.job_id, ctx.chain, ctx.scopes, rid, tokens=0, record=record.model_dump_json())
+        return record
+    record = CallRecord.of_reply(reply, usage)
+    deps.ledger.settle(
+        ctx.job_id, ctx.chain, ctx.scopes, rid, tokens=usage.total_tokens, record=record.model_dump_json()
+    )
+    return record
+
+
+def _checked(
+    reply: ModelReply, action: CallModel, offered_names: list[str], max_tokens: int, max_call_tokens: int
+) -> ModelReply | Stop:
+    if reply.finish_reason == "length":
+        if max_tokens < max_call_tokens:
+            return Stop(
+                Status.BUDGET_EXCEEDED,
+                f"the model's reply was cut at {max_tokens} tokens, all the token budget had left for it "
+                f"(max_call_tokens={max_call_tokens})",
+            )
+        return Stop(
+            Status.FAILED, f"the model's reply was cut at max_call_tokens={max_call_tokens}; {MAX_CALL_TOKENS_HINT}"
+        )
+    if reply.finish_reason == "content_filter":
+        return Stop(Status.FAILED, "the model's reply was withheld by its content filter")
+    stray = [c.name for c in reply.tool_calls if c.name not in offered_names]
+    if stray:
+        return Stop(Status.FAILED, f"model called tool {stray[0]!r}, which this call did not offer")
+    if action.schema is None:
+        return reply
+    try:
+        return replace(reply, parsed=parse(reply.content, action.schema))
+    except SchemaMismatch as e:
+        return Stop(Status.FAILED, str(e))
+
+
+def _schema_tokens(schema: dict[str, Any] | None) -> int:
+    """The response_format's share of the prompt estimate."""
+    return 0 if schema is None else math.ceil(len(json.dumps(schema)) / CHARS_PER_TOKEN_ESTIMATE)
+
+
+def seconds_left(now: datetime, *deadlines: datetime | None) -> float | None:
+    """Seconds to the nearest deadline (at least a millisecond), or None without one."""
+    given = [d for d in deadlines if d is not None]
+    if not given:
+        return None
+    return max(0.001, (min(given) - now).total_seconds())

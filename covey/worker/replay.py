@@ -1,0 +1,36 @@
+"""A model call's outcome as the ledger keeps it, so a redelivered step replays it.
+
+The settle stores this record with the reservation; a step that runs again (its
+worker died before the ack) reserves the same id, gets the record back, and uses
+it instead of calling the model: the provider bills the call once, and a replayed
+parent makes the same decisions (the same children) as the first run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from pydantic import BaseModel
+
+from covey.orchestration.actions import ModelReply, ToolCall
+from covey.results import Usage
+
+
+class CallRecord(BaseModel):
+    """A reply with its usage, or the error that ended the call."""
+
+    reply: dict[str, Any] | None = None
+    usage: Usage | None = None
+    error: str | None = None
+
+    @classmethod
+    def of_reply(cls, reply: ModelReply, usage: Usage) -> CallRecord:
+        return cls(reply=asdict(reply), usage=usage)
+
+    def model_reply(self) -> ModelReply:
+        if self.reply is None:
+            raise ValueError("this record holds an error, not a reply")
+        raw = dict(self.reply)
+        calls = [ToolCall(**c) for c in raw.pop("tool_calls", [])]
+        return ModelReply(tool_calls=calls, **raw)

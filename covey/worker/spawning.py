@@ -1,0 +1,124 @@
+"""Turning a strategy's ``Spawn`` into children opened on the ledger.
+
+A child request is typed (strategy and options, model, role, instructions, tools,
+a share of the budget) and validated like any spec. Whatever it asks, a child never
+has more than its parent: its tools are cut to what the parent was offered, deny
+rules are inherited, and the ledger clamps its budget to what the parent has
+left. Its terms are written on its ledger row, which its own task trusts over the
+message that started it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from covey.budgets.budget import Budget
+from covey.budgets.ledger import AgentTerms
+from covey.context import RunContext
+from covey.orchestration.actions import ChildRequest, Spawn
+from covey.orchestration.tool_schemas import offered
+from covey.results import AgentResult, Status
+from covey.spec import AgentSpec, InvalidSpec, describe
+from covey.store.tree import QUEUED, Node
+from covey.worker.agent_state import AgentState, PendingChild
+from covey.worker.deps import Deps
+
+
+def child_agent_id(parent_id: str, spawn_round: int, index: int) -> str:
+    """Deterministic, so a redelivered parent step re-opens the same children."""
+    digest = hashlib.sha1(f"{parent_id}/{spawn_round}/{index}".encode()).hexdigest()[:8]
+    return f"{parent_id}-sub-{digest}"
+
+
+def spawn(deps: Deps, state: AgentState, action: Spawn) -> list[tuple[RunContext, AgentSpec]]:
+    """Open every requested child; the refused ones are answered at once in
+    ``state.pending``. Returns the children to run."""
+    ctx = state.ctx
+    state.spawn_round += 1
+    state.pending, children, queued = [], [], []
+    for index, request in enumerate(action.children):
+        child_id = child_agent_id(ctx.agent_id, state.spawn_round, index)
+        opened = _open_child(deps, state, child_id, request)
+        if isinstance(opened, AgentResult):
+            state.pending.append(PendingChild(agent_id=child_id, refused=opened))
+            queued.append(Node.of(opened))
+            continue
+        children.append(opened)
+        state.pending.append(PendingChild(agent_id=child_id))
+        queued.append(Node(agent_id=child_id, parent_id=ctx.agent_id, depth=opened[0].depth,
+                           role=opened[1].role, status=QUEUED))
+    deps.tree.record(ctx.job_id, *queued)
+    return children
+
+
+def _open_child(
+    deps: Deps, state: AgentState, child_id: str, request: ChildRequest
+) -> tuple[RunContext, AgentSpec] | AgentResult:
+    """The child's context and spec, opened on the ledger; or the result of its refusal."""
+    ctx = state.ctx
+    if ctx.budget.max_depth < 1:
+        reason = f"spawn refused: depth cap reached (max_depth=0 at agent {ctx.agent_id})"
+        return unreported(ctx, child_id, Status.BUDGET_EXCEEDED, reason, request.role, deps.now())
+    try:
+        spec = child_spec(state.spec, ctx, request)
+        asked = _within(ctx.budget.child(request.fraction or ctx.child_fraction), state.deadline)
+    except ValueError as e:  # InvalidSpec included
+        return unreported(ctx, child_id, Status.FAILED, f"invalid child spec: {e}", request.role, deps.now())
+    terms = AgentTerms(tools=spec.tools, deny=ctx.deny, max_cycles=spec.max_cycles)
+    opened = deps.ledger.open(ctx.job_id, ctx.chain, child_id, asked, terms)
+    if not opened.ok or opened.budget is None:
+        reason = opened.reason or "spawn refused"
+        return unreported(ctx, child_id, Status.BUDGET_EXCEEDED, reason, request.role, deps.now())
+    return ctx.child(child_id, opened.budget, allow=spec.tools), spec
+
+
+def child_spec(parent: AgentSpec, ctx: RunContext, request: ChildRequest) -> AgentSpec:
+    """The child's spec: what the request names, the parent's for the rest, and
+    tools never beyond what the parent was offered. ``InvalidSpec`` names a bad field."""
+    allowed = offered(ctx.allow, ctx.deny)
+    tools = allowed if request.tools is None else [t for t in allowed if t in request.tools]
+    own_options = request.strategy is not None or bool(request.options)
+    fields: dict[str, Any] = {
+        "task": request.task,
+        "role": request.role,
+        "instructions": request.instructions,
+        "model": request.model or parent.model,
+        "strategy": request.strategy or parent.strategy,
+        "options": request.options if own_options else parent.options,
+        "tools": tools,
+        "max_cycles": parent.max_cycles,
+        "max_call_tokens": parent.max_call_tokens,
+        "timeout": parent.timeout,
+    }
+    try:
+        return AgentSpec.model_validate(fields)
+    except ValidationError as e:
+        raise InvalidSpec(describe(e)) from None
+
+
+def _within(budget: Budget, deadline: datetime | None) -> Budget:
+    """A child's budget ends no later than its parent's own timeout."""
+    if deadline is None or (budget.deadline is not None and budget.deadline <= deadline):
+        return budget
+    return budget.model_copy(update={"deadline": deadline})
+
+
+def unreported(
+    ctx: RunContext, child_id: str, status: Status, error: str, role: str = "agent", at: datetime | None = None
+) -> AgentResult:
+    """The result of a child that never reported one: refused at open, or lost from the join."""
+    return AgentResult(
+        job_id=ctx.job_id,
+        agent_id=child_id,
+        parent_id=ctx.agent_id,
+        role=role,
+        depth=ctx.depth + 1,
+        status=status,
+        error=error,
+        started_at=at,
+        finished_at=at,
+    )

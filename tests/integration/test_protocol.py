@@ -1,0 +1,98 @@
+"""The agent protocol through the real CLI, worker and Redis: honest replies,
+typed children within their parent's tools, structured results, many rounds."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from covey import keys
+from covey.client import Client
+from covey.config.settings import Settings
+from covey.orchestration import registry
+from tests.integration.conftest import start_worker, stop_worker, wait_for_worker
+from tests.integration.test_jobs import run_json
+
+WIDE = "[sim:spawn width=200 depth=1] wide"
+PROBE_QUEUE = "covey-probe"
+
+
+def test_two_hundred_children_complete_with_the_default_call_cap(cli):
+    proc, result = run_json(
+        cli, WIDE, "--max-agents", "210", "--max-depth", "2", "--max-cycles", "500", "--max-call-tokens", "4096"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert result["output"] == "leaves=200"
+    assert result["usage"]["agents"] == 200
+
+
+def test_a_spawn_cut_at_the_old_1024_cap_fails_instead_of_passing_for_an_answer(cli):
+    proc, result = run_json(cli, WIDE, "--max-agents", "210", "--max-depth", "2", "--max-call-tokens", "1024")
+    assert proc.returncode == 1
+    assert (result["status"], result["output"], result["usage"]["agents"]) == ("failed", None, 0)
+    assert result["error"].startswith("the model's reply was cut at max_call_tokens=1024; raise it with")
+
+
+def test_the_per_agent_cycle_cap_is_the_ledgers_and_covey_ledger_shows_it(cli):
+    proc, result = run_json(cli, "[sim:loop] spin", "--agent-max-cycles", "2")
+    assert (proc.returncode, result["status"]) == (1, "budget_exceeded")
+    assert result["error"] == "cycle cap reached: max_cycles=2 for this agent"
+    assert result["usage"]["cycles"] == 2
+    ledger = json.loads(cli("ledger", result["job_id"], "--json").stdout)
+    assert ledger["agents"][0]["agent_cycles_limit"] == 2
+    table = cli("ledger", result["job_id"]).stdout
+    header = next(line for line in table.splitlines() if line.startswith("agent "))
+    assert header.split()[-4:] == ["own", "calls", "cap", "spawned"]
+
+
+def test_three_rounds_of_children_complete_and_leave_no_checkpoint_behind(client):
+    handle = client.submit(client.spec("[sim:rounds 3] [sim:spawn width=2 depth=1] go", budget={"max_depth": 2}))
+    result = handle.result(timeout=120)
+    assert result.ok, result.error
+    assert result.output == "leaves=6"
+    assert len(result.children) == 6 and result.usage.agents == 6
+    assert len({c.agent_id for c in result.children}) == 6
+    assert client.redis.keys(keys.checkpoint(handle.id, "*")) == []
+    assert client.redis.keys(keys.replies(handle.id, "*")) == []
+
+
+@pytest.fixture
+def probe(redis_server, tmp_path, monkeypatch):
+    """A worker and a client with the ``probe`` strategy installed under the
+    ``covey.strategies`` entry point group, as another package would install it."""
+    dist = tmp_path / "covey_probe-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: covey-probe\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[covey.strategies]\nprobe = tests.integration.probe_strategy\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry._plugins.cache_clear()
+    worker = start_worker(redis_server.url, COVEY_QUEUE=PROBE_QUEUE, PYTHONPATH=str(tmp_path))
+    client = Client(Settings(redis_url=redis_server.url, queue=PROBE_QUEUE))
+    wait_for_worker(client, worker)
+    yield client
+    client.close()
+    stop_worker(worker)
+    registry._plugins.cache_clear()
+    registry.strategy.cache_clear()
+
+
+def test_a_single_child_with_a_schema_hands_its_parent_data(probe):
+    schema = {"type": "object", "properties": {"value": {"type": "number"}}, "required": ["value"]}
+    child = {"task": "What is 6 * 7?", "role": "judge", "strategy": "single", "options": {"schema": schema}}
+    result = probe.submit(probe.spec("probe", strategy="probe", options={"child": child})).result(timeout=60)
+    assert result.ok, result.error
+    assert result.data == {"status": "completed", "output": '{"value": 42}', "error": None, "data": {"value": 42}}
+    assert result.children[0].data == {"value": 42} and result.children[0].role == "judge"
+
+
+def test_a_child_asking_for_a_tool_its_parent_lacks_is_refused_it(probe):
+    child = {"task": "[sim:write notes.md] keep me", "strategy": "react", "tools": ["write_file", "calculator"]}
+    spec = probe.spec("probe", strategy="probe", options={"child": child}, tools=["calculator", "spawn_agents"])
+    handle = probe.submit(spec)
+    result = handle.result(timeout=60)
+    assert result.ok, result.error
+    assert result.data["output"] == "done: keep me", result.data  # the sim writes only when write_file is offered
+    assert probe.redis.hgetall(keys.workspace(handle.id)) == {}
+    rows = {row.agent_id: row for row in handle.ledger().agents}
+    assert rows[result.children[0].agent_id].tools == ["calculator"]

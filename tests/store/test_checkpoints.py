@@ -1,0 +1,37 @@
+"""Checkpoints on a real Redis: one key per agent, newer rounds win, finishing deletes it."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from covey import keys
+from covey.store.checkpoints import Checkpoint, Checkpoints
+
+
+@pytest.fixture
+def checkpoints(redis_client):
+    return Checkpoints(redis_client)
+
+
+@pytest.fixture
+def job():
+    return f"job-{uuid.uuid4().hex}"
+
+
+def test_rounds_share_one_key_and_a_stale_round_cannot_overwrite_a_newer_one(checkpoints, redis_client, job):
+    assert checkpoints.save(job, "root", 1, '{"round": 1}')
+    assert checkpoints.save(job, "root", 2, '{"round": 2}')
+    assert not checkpoints.save(job, "root", 1, '{"stale": true}')
+    assert checkpoints.save(job, "root", 2, '{"round": 2, "again": true}')  # a replay of the same round
+    assert checkpoints.load(job, "root") == Checkpoint(round=2, state='{"round": 2, "again": true}')
+    assert redis_client.keys(f"covey:{{{job}}}:state:*") == [keys.checkpoint(job, "root")]
+    assert 0 < redis_client.ttl(keys.checkpoint(job, "root")) <= keys.JOB_TTL_SECONDS
+
+
+def test_delete_leaves_nothing_to_load(checkpoints, redis_client, job):
+    checkpoints.save(job, "a", 1, "{}")
+    checkpoints.delete(job, "a")
+    assert checkpoints.load(job, "a") is None
+    assert not redis_client.exists(keys.checkpoint(job, "a"))
