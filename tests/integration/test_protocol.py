@@ -4,6 +4,7 @@ typed children within their parent's tools, structured results, many rounds."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -96,3 +97,18 @@ def test_a_child_asking_for_a_tool_its_parent_lacks_is_refused_it(probe):
     assert probe.redis.hgetall(keys.workspace(handle.id)) == {}
     rows = {row.agent_id: row for row in handle.ledger().agents}
     assert rows[result.children[0].agent_id].tools == ["calculator"]
+
+
+def test_a_lost_checkpoint_fails_the_agent_keeping_what_it_spent(client):
+    handle = client.submit(client.spec("[sim:spawn width=2 depth=1] [sim:latency 300] go", budget={"max_depth": 2}))
+    key = keys.checkpoint(handle.id, "root")
+    deadline = time.monotonic() + 60
+    while not client.redis.exists(key):  # the root waits on its children
+        assert time.monotonic() < deadline, "the root never fanned out"
+        time.sleep(0.01)
+    client.redis.delete(key)
+    result = handle.result(timeout=60)
+    assert result.status.value == "failed"
+    assert "checkpoint of agent root lost" in result.error
+    assert result.usage.cycles == 1 and result.usage.total_tokens > 0  # the spawn call, not 0
+    assert client.job(handle.id).tree()[0].status == "failed"
