@@ -39,11 +39,16 @@ def tree(nodes: list[Node]) -> str:
 
     def walk(parent: str | None, indent: str) -> None:
         for node in children.get(parent, []):
-            rows.append((indent + node.agent_id, node.role, node.status, node.usage.total_tokens, node.usage.cycles))
+            rows.append((indent + node.agent_id, node.role, node.status, node.usage.total_tokens, node.usage.cycles,
+                         _short(node.task)))
             walk(node.agent_id, indent + "  ")
 
     walk(None, "")
-    return table(["agent", "role", "status", "tokens", "cycles"], rows)
+    return table(["agent", "role", "status", "tokens", "cycles", "task"], rows)
+
+
+def _short(text: str | None, chars: int = 40) -> str | None:
+    return text if text is None or len(text) <= chars else text[: chars - 1] + "…"
 
 
 def ledger(s: LedgerSnapshot) -> str:

@@ -146,7 +146,9 @@ def tree(job_id: str, as_json: bool) -> None:
         click.echo(render.tree(nodes))
 
 
-_NODE_FIELDS = {"agent_id", "parent_id", "depth", "role", "status", "usage"}
+_NODE_FIELDS = {
+    "agent_id", "parent_id", "depth", "role", "status", "usage", "task", "error", "started_at", "finished_at",
+}
 
 
 @cli.command()

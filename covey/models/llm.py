@@ -17,7 +17,7 @@ from covey.config.settings import Settings
 from covey.orchestration.actions import ModelReply, ToolCall
 from covey.results import Usage
 from covey.models import sim
-from covey.models.structured import response_format
+from covey.models.structured import SCHEMA_NAME, response_format
 from covey.models.tokens import estimate_prompt_tokens
 
 SIM_MODEL = "sim"
@@ -44,6 +44,7 @@ class LLM:
         max_tokens: int,
         timeout: float | None = None,
         schema: dict[str, Any] | None = None,
+        schema_name: str = SCHEMA_NAME,
     ) -> tuple[ModelReply, Usage]:
         """One chat completion; ``schema`` asks for a JSON answer matching it."""
         client = self._client(model)
@@ -52,7 +53,7 @@ class LLM:
         if tools:
             kwargs["tools"] = tools
         if schema is not None:
-            kwargs["response_format"] = response_format(schema)
+            kwargs["response_format"] = response_format(schema, schema_name)
         # Never wait past the model timeout, even with a far deadline: a reservation
         # outliving RESERVATION_TTL_SECONDS would be released while still in use.
         per_attempt = min(timeout, self._settings.model_timeout) if timeout else self._settings.model_timeout

@@ -13,7 +13,7 @@ from typing import Any
 import jsonschema
 from jsonschema.validators import validator_for
 
-SCHEMA_NAME = "answer"  # the name OpenAI's json_schema response_format requires
+SCHEMA_NAME = "answer"  # the default name of a json_schema response_format (OpenAI requires one)
 
 
 class SchemaMismatch(ValueError):
@@ -31,8 +31,8 @@ def check_schema(schema: dict[str, Any]) -> None:
         raise InvalidSchema(f"not a valid JSON Schema: {e.message}") from None
 
 
-def response_format(schema: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "json_schema", "json_schema": {"name": SCHEMA_NAME, "schema": schema}}
+def response_format(schema: dict[str, Any], name: str = SCHEMA_NAME) -> dict[str, Any]:
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
 
 
 def parse(content: str | None, schema: dict[str, Any]) -> Any:

@@ -43,12 +43,14 @@ class CallModel:
     """One model call. ``tools`` narrows what is offered (None: every tool the
     agent may use; []: none). ``schema`` asks for a JSON answer matching that JSON
     Schema: the reply's ``parsed`` holds it, and a reply that does not match fails
-    the agent before the strategy sees it."""
+    the agent before the strategy sees it. ``schema_name`` names that schema to
+    the model (letters, digits, _ and -)."""
 
     state: dict[str, Any]
     messages: list[dict[str, Any]]
     tools: list[str] | None = None
     schema: dict[str, Any] | None = None
+    schema_name: str = "answer"
 
 
 @dataclass(frozen=True)

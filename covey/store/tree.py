@@ -7,6 +7,7 @@ status), so a reader sees the live shape of a running job.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import redis
@@ -18,6 +19,11 @@ from covey.results import AgentResult, Status, Usage
 QUEUED = "queued"
 RUNNING = "running"
 FINAL = frozenset(s.value for s in Status)
+TASK_PREVIEW_CHARS = 80  # a node keeps the start of its task: enough to tell siblings apart
+
+
+def preview(task: str) -> str:
+    return task if len(task) <= TASK_PREVIEW_CHARS else task[: TASK_PREVIEW_CHARS - 1] + "…"
 
 
 class Node(BaseModel):
@@ -30,6 +36,9 @@ class Node(BaseModel):
     output: str | None = None
     error: str | None = None
     data: Any = None
+    task: str | None = None  # its start (``preview``)
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
 
     @property
     def final(self) -> bool:
@@ -40,11 +49,15 @@ class Node(BaseModel):
         return AgentResult(
             job_id=job_id, agent_id=self.agent_id, parent_id=self.parent_id, role=self.role, depth=self.depth,
             status=Status(self.status), output=self.output, error=self.error, data=self.data, usage=self.usage,
+            started_at=self.started_at, finished_at=self.finished_at,
         )
 
     @classmethod
-    def of(cls, result: AgentResult) -> Node:
+    def of(cls, result: AgentResult, task: str | None = None) -> Node:
         return cls(
+            task=None if task is None else preview(task),
+            started_at=result.started_at,
+            finished_at=result.finished_at,
             agent_id=result.agent_id,
             parent_id=result.parent_id,
             depth=result.depth,

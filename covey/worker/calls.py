@@ -80,7 +80,8 @@ def _call(
     ctx = state.ctx
     try:
         reply, usage = deps.llm.call(
-            state.spec.model, action.messages, tools, max_tokens, timeout=seconds_left, schema=action.schema
+            state.spec.model, action.messages, tools, max_tokens,
+            timeout=seconds_left, schema=action.schema, schema_name=action.schema_name,
         )
     except ModelError as e:
         record = CallRecord(error=str(e))

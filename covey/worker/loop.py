@@ -20,7 +20,7 @@ from covey.orchestration import registry
 from covey.orchestration.actions import Action, CallModel, ChildResults, Finish, RunTools, Spawn, ToolResults
 from covey.results import AgentResult, Status, Usage
 from covey.spec import AgentSpec
-from covey.store.tree import RUNNING, Node
+from covey.store.tree import RUNNING, Node, preview
 from covey.worker.agent_state import AgentState
 from covey.worker.calls import Stop, call_model, seconds_left
 from covey.worker.deps import Deps
@@ -171,7 +171,7 @@ def _finish(
         finished_at=deps.now(),
         children=state.children,
     )
-    deps.tree.record(ctx.job_id, Node.of(result))
+    deps.tree.record(ctx.job_id, Node.of(result, task=state.spec.task))
     deps.checkpoints.delete(ctx.job_id, ctx.agent_id)
     deps.ledger.finished(ctx.job_id, ctx.agent_id)
     return Finished(result)
@@ -182,5 +182,5 @@ def node(state: AgentState, status: str) -> Node:
     ctx = state.ctx
     return Node(
         agent_id=ctx.agent_id, parent_id=ctx.parent_id, depth=ctx.depth, role=state.spec.role,
-        status=status, usage=state.usage,
+        status=status, usage=state.usage, task=preview(state.spec.task), started_at=state.started_at,
     )

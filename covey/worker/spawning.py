@@ -23,7 +23,7 @@ from covey.orchestration.actions import ChildRequest, Spawn
 from covey.orchestration.tool_schemas import offered
 from covey.results import AgentResult, Status
 from covey.spec import AgentSpec, InvalidSpec, describe
-from covey.store.tree import QUEUED, Node
+from covey.store.tree import QUEUED, Node, preview
 from covey.worker.agent_state import AgentState, PendingChild
 from covey.worker.deps import Deps
 
@@ -45,12 +45,12 @@ def spawn(deps: Deps, state: AgentState, action: Spawn) -> list[tuple[RunContext
         opened = _open_child(deps, state, child_id, request)
         if isinstance(opened, AgentResult):
             state.pending.append(PendingChild(agent_id=child_id, refused=opened))
-            queued.append(Node.of(opened))
+            queued.append(Node.of(opened, task=request.task))
             continue
         children.append(opened)
         state.pending.append(PendingChild(agent_id=child_id))
         queued.append(Node(agent_id=child_id, parent_id=ctx.agent_id, depth=opened[0].depth,
-                           role=opened[1].role, status=QUEUED))
+                           role=opened[1].role, status=QUEUED, task=preview(request.task)))
     deps.tree.record(ctx.job_id, *queued)
     return children
 

@@ -130,9 +130,9 @@ def _crashed(job_id: str, agent_id: str, error: str, spent: Usage | None) -> dic
     node = deps.tree.node(job_id, agent_id) or Node(agent_id=agent_id)
     result = AgentResult(
         job_id=job_id, agent_id=agent_id, parent_id=node.parent_id, role=node.role, depth=node.depth,
-        status=Status.FAILED, error=error, usage=spent or node.usage,
+        status=Status.FAILED, error=error, usage=spent or node.usage, started_at=node.started_at,
     )
-    deps.tree.record(job_id, Node.of(result))
+    deps.tree.record(job_id, Node.of(result, task=node.task))
     deps.checkpoints.delete(job_id, agent_id)
     deps.ledger.finished(job_id, agent_id)
     return result.model_dump(mode="json")

@@ -23,6 +23,8 @@ Directives live in the task text (the first ``user`` message):
 - ``[sim:answer TEXT]`` finish with TEXT
 - ``What is A op B?`` anywhere in the text: use ``calculator``, answer its result
   (``result`` holds it computed directly, for answers given without tools)
+- ``[sim:plan ...]``, ``[sim:debate ...]``, ``[sim:lats ...]``, ``[sim:orchestrate ...]``:
+  kept as text for the strategy scripts of ``covey.models.sim.scripted``
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from __future__ import annotations
 import math
 import operator
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from covey.models.tokens import prompt_text
@@ -43,6 +45,11 @@ _FAIL_ARGS = re.compile(r"(\S+)(?:\s+part=(\d+))?")
 _PART = re.compile(r"\(part (\d+) of \d+\)")
 _OPERATORS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
 _ARITHMETIC = re.compile(r"What is\s+(-?\d+(?:\.\d+)?)\s*([-+*/])\s*(-?\d+(?:\.\d+)?)\s*\?", re.IGNORECASE)
+
+
+# Directives read by the strategy scripts of ``covey.models.sim.scripted``: their
+# arguments are kept as text in ``Directives.scripted`` for the script to parse.
+SCRIPTED = frozenset({"plan", "debate", "lats", "orchestrate"})
 
 
 class DirectiveError(ValueError):
@@ -71,6 +78,7 @@ class Directives:
     delegate: str | None = None
     expression: str | None = None  # "A op B" from a "What is A op B?" question
     result: int | float | None = None  # its value, whole ones as ints like the calculator's; None on x/0
+    scripted: dict[str, str] = field(default_factory=dict)  # name -> arguments, for names in SCRIPTED
 
 
 def prompt_tokens(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> int:
@@ -90,8 +98,12 @@ def parse(task: str) -> Directives:
     so a typo in a scripted task fails loudly instead of silently changing the run.
     """
     found: dict[str, Any] = {}
+    scripted: dict[str, str] = {}
     for match in _DIRECTIVE.finditer(task):
         name, arg = match.group(1), (match.group(2) or "").strip()
+        if name in SCRIPTED:
+            scripted.setdefault(name, arg)
+            continue
         value = _parse_one(name, arg, match.group(0))
         found.setdefault(name, value)
     if "rounds" in found and "spawn" not in found:
@@ -107,6 +119,7 @@ def parse(task: str) -> Directives:
         plain=_remove(task, _DIRECTIVE.finditer(task)),
         expression=f"{arithmetic[1]} {arithmetic[2]} {arithmetic[3]}" if arithmetic else None,
         result=_compute(arithmetic[1], arithmetic[2], arithmetic[3]) if arithmetic else None,
+        scripted=scripted,
         **found,
     )
 

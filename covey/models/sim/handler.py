@@ -28,6 +28,7 @@ import httpx2
 from covey.models.sim import directives as sim_directives
 from covey.models.sim import structured
 from covey.models.sim.directives import Directives, DirectiveError
+from covey.models.sim.scripted import SCRIPTS, Prompt
 from covey.models.tokens import prompt_text
 
 __all__ = ["is_chat_completion", "make_handler", "transport"]
@@ -53,6 +54,7 @@ class _Chat:
     max_tokens: int | None
     output: str  # the response_format type: "text", "json_object" or "json_schema"
     schema: dict[str, Any] | None  # a json_schema response_format's schema
+    schema_name: str | None  # ...and its name, which picks a strategy script
 
     @classmethod
     def from_body(cls, raw: bytes) -> _Chat:
@@ -65,8 +67,8 @@ class _Chat:
             raise _BadRequest("'messages' must be a list of message objects")
         caps = [body[k] for k in ("max_tokens", "max_completion_tokens") if body.get(k) is not None]
         tools = list(body.get("tools") or [])
-        output, schema = _output_format(body.get("response_format"))
-        return cls(str(body.get("model", "sim")), messages, tools, min(caps, default=None), output, schema)
+        output, schema, name = _output_format(body.get("response_format"))
+        return cls(str(body.get("model", "sim")), messages, tools, min(caps, default=None), output, schema, name)
 
     @property
     def task(self) -> str:
@@ -74,6 +76,12 @@ class _Chat:
             if message.get("role") == "user":
                 return _text(message.get("content"))
         raise _BadRequest("no 'user' message: the sim reads its task from the first one")
+
+    @property
+    def last_user(self) -> str:
+        """The last ``user`` message: what this call asks, when it is not the task itself."""
+        users = [m for m in self.messages if m.get("role") == "user"]
+        return _text(users[-1].get("content")) if users else ""
 
     @property
     def first_call(self) -> bool:
@@ -96,20 +104,20 @@ class _Chat:
         return [_text(m.get("content")) for m in answers]
 
 
-def _output_format(response_format: Any) -> tuple[str, dict[str, Any] | None]:
-    """The ``response_format`` type, with the schema of a ``json_schema`` one."""
+def _output_format(response_format: Any) -> tuple[str, dict[str, Any] | None, str | None]:
+    """The ``response_format`` type, with the schema and name of a ``json_schema`` one."""
     if response_format is None:
-        return "text", None
+        return "text", None, None
     kind = response_format.get("type") if isinstance(response_format, dict) else None
     if kind not in ("text", "json_object", "json_schema"):
         raise _BadRequest("'response_format' must have a 'type' of text, json_object or json_schema")
     if kind != "json_schema":
-        return kind, None
+        return kind, None, None
     spec = response_format.get("json_schema")
     schema = spec.get("schema") if isinstance(spec, dict) else None
     if not isinstance(schema, dict):
         raise _BadRequest("a json_schema 'response_format' needs 'json_schema': {'schema': {...}}")
-    return kind, schema
+    return kind, schema, str(spec.get("name") or "")
 
 
 @dataclass(frozen=True)
@@ -222,6 +230,8 @@ def _decide(chat: _Chat, directives: Directives) -> _Reply:
         if not results:
             return _Reply(tool_calls=[("write_file", json.dumps({"path": directives.write, "content": directives.plain}))])
         return _finish(chat, results[-1])
+    if directives.expression and "calculator" not in chat.tool_names:
+        return _finish(chat, _text_answer(directives))
     if directives.expression:
         results = chat.results_of("calculator")
         if not results:
@@ -246,7 +256,11 @@ def _document(chat: _Chat, directives: Directives) -> Any:
     if chat.schema is None:
         return {"answer": text}
     fraction = round(int(_digest(chat.task), 16) / (16**12 - 1), 4)
-    return structured.instance(chat.schema, structured.Answers(text, directives.result, fraction))
+    answers = structured.Answers(text, directives.result, fraction)
+    script = SCRIPTS.get(chat.schema_name or "")
+    if script is not None:
+        return script(Prompt(chat.task, chat.last_user, directives, answers, chat.schema))
+    return structured.instance(chat.schema, answers)
 
 
 def _count_leaves(results: list[str]) -> str:

@@ -1,0 +1,10 @@
+"""The sim's answers to the orchestrate strategy's structured calls, by schema name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from covey.models.sim.scripted.prompt import Prompt
+
+SCRIPTS: dict[str, Callable[[Prompt], Any]] = {}
