@@ -27,6 +27,10 @@ ENTRY_POINT_GROUP = "covey.strategies"
 _BUILTIN = {
     "react": "covey.orchestration.react",
     "single": "covey.orchestration.single",
+    "plan_execute": "covey.orchestration.plan_execute",
+    "debate": "covey.orchestration.debate",
+    "lats": "covey.orchestration.lats",
+    "orchestrate": "covey.orchestration.orchestrate",
 }
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from covey.context import RunContext
-from covey.models.structured import check_schema
+from covey.models.structured import SCHEMA_NAME, check_schema
 from covey.orchestration.actions import Action, CallModel, Finish, ModelReply, Outcome
 from covey.orchestration.prompts import opening
 from covey.results import Status
@@ -29,6 +29,10 @@ class Options(BaseModel):
     output_schema: dict[str, Any] | None = Field(
         default=None, alias="schema", description="JSON Schema the answer must match"
     )
+    schema_name: str = Field(
+        default=SCHEMA_NAME, pattern=r"^[A-Za-z0-9_-]{1,64}$",
+        description="the schema's name sent to the model (it picks a sim script)",
+    )
 
     @field_validator("output_schema")
     @classmethod
@@ -40,7 +44,10 @@ class Options(BaseModel):
 
 def start(spec: AgentSpec, ctx: RunContext) -> Action:
     options = Options.model_validate(spec.options)
-    return CallModel(state={}, messages=opening(spec, ctx), tools=[], schema=options.output_schema)
+    return CallModel(
+        state={}, messages=opening(spec, ctx), tools=[], schema=options.output_schema,
+        schema_name=options.schema_name,
+    )
 
 
 def resume(spec: AgentSpec, ctx: RunContext, state: dict[str, Any], outcome: Outcome) -> Action:

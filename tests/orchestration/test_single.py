@@ -39,3 +39,11 @@ def test_without_a_schema_there_is_no_data():
 def test_it_cannot_resume_from_anything_but_a_reply():
     with pytest.raises(TypeError):
         single.resume(AgentSpec(task="x", strategy="single"), CTX, {}, ToolResults({}))
+
+
+def test_the_schema_is_sent_under_its_name():
+    spec = AgentSpec(task="x", strategy="single", options={"schema": SCHEMA, "schema_name": "proposal"})
+    assert single.start(spec, CTX).schema_name == "proposal"
+    assert single.start(AgentSpec(task="x", strategy="single"), CTX).schema_name == "answer"
+    with pytest.raises(ValueError, match="options.schema_name"):
+        AgentSpec(task="x", strategy="single", options={"schema_name": "no spaces"})

@@ -174,7 +174,11 @@ def make_handler(
                 return failed
             if failed is not None:
                 return _completion(chat, failed, directives.tokens)
-        return _completion(chat, _decide(chat, directives), directives.tokens)
+        try:
+            reply = _decide(chat, directives)
+        except DirectiveError as e:  # a strategy script's malformed [sim:NAME ARGS]
+            return _error(400, f"sim: {e}", "invalid_request_error", "invalid_request")
+        return _completion(chat, reply, directives.tokens)
 
     return handle
 

@@ -1,0 +1,254 @@
+"""lats: Language Agent Tree Search, Monte Carlo tree search over candidate actions.
+
+Each simulation selects a leaf by UCT, asks the model once for ``num_candidates``
+next actions from it (expansion), evaluates every candidate in a ``single``
+sub-agent of one wave (simulation) and backs each score up the path
+(backpropagation). The search stops at an evaluation that solves the task with a
+score of at least ``success_threshold``, after ``num_simulations`` expansions,
+when no leaf is left above ``max_tree_depth``, or when a whole wave of evaluators
+was refused for budget; it answers with the solving path or else the best leaf's.
+
+The tree lives in the strategy's state (``covey.orchestration.search_tree``), not
+in agent depth: every evaluator is a child of this agent, at depth 1 below it.
+An evaluator refused for budget, or failing, does not fail the search: its
+candidate scores a neutral 0.5 and the result's ``data`` notes why.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from covey.context import RunContext
+from covey.orchestration import search_tree
+from covey.orchestration.actions import (
+    Action,
+    CallModel,
+    ChildRequest,
+    ChildResults,
+    Finish,
+    ModelReply,
+    Outcome,
+    Spawn,
+)
+from covey.orchestration.prompts import opening
+from covey.results import AgentResult, Status
+
+if TYPE_CHECKING:
+    from covey.spec import AgentSpec
+
+NAME = "lats"
+
+CANDIDATES_SCHEMA_NAME = "lats_candidates"
+EVALUATION_SCHEMA_NAME = "lats_evaluation"
+EVALUATOR_ROLE = "evaluator"
+NEUTRAL_SCORE = 0.5  # an unevaluated candidate neither attracts nor repels the search
+
+EVALUATION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "score": {"type": "number", "minimum": 0, "maximum": 1},
+        "reflection": {"type": "string"},
+        "solved": {"type": "boolean"},
+        "answer": {"type": "string"},
+    },
+    "required": ["score", "reflection", "solved", "answer"],
+    "additionalProperties": False,
+}
+
+
+class Options(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    num_candidates: int = Field(default=3, ge=1, le=10, description="actions proposed per expansion")
+    num_simulations: int = Field(default=3, ge=1, le=20, description="expansions before the search stops")
+    exploration_weight: float = Field(default=1.41, ge=0, le=10, description="UCT's exploration weight w")
+    success_threshold: float = Field(default=0.9, ge=0, le=1, description="score a solving evaluation needs")
+    max_tree_depth: int = Field(default=5, ge=1, le=20, description="actions in a path at most")
+    seed: int | None = Field(default=None, ge=0, description="tie-break seed; default: from the job and agent ids")
+
+
+def candidates_schema(count: int) -> dict[str, Any]:
+    """Exactly ``count`` non-empty candidate actions."""
+    return {
+        "type": "object",
+        "properties": {
+            "candidates": {
+                "type": "array", "items": {"type": "string", "minLength": 1},
+                "minItems": count, "maxItems": count,
+            },
+        },
+        "required": ["candidates"],
+        "additionalProperties": False,
+    }
+
+
+def start(spec: AgentSpec, ctx: RunContext) -> Action:
+    options = Options.model_validate(spec.options)
+    seed = options.seed if options.seed is not None else _seed(ctx)
+    state = {"seed": seed, "tree": search_tree.new_tree(), "simulations": 0, "expanding": search_tree.ROOT}
+    return _expand(spec, ctx, options, state)
+
+
+def _seed(ctx: RunContext) -> int:
+    """Derived from ids alone, so a replayed agent breaks ties the same way."""
+    return int(hashlib.sha256(f"{ctx.job_id}/{ctx.agent_id}".encode()).hexdigest()[:8], 16)
+
+
+def resume(spec: AgentSpec, ctx: RunContext, state: dict[str, Any], outcome: Outcome) -> Action:
+    options = Options.model_validate(spec.options)
+    state = json.loads(json.dumps(state))  # never mutate the caller's copy
+    if isinstance(outcome, ModelReply):
+        return _evaluate(spec, state, outcome.parsed["candidates"])
+    if isinstance(outcome, ChildResults):
+        return _backpropagate(spec, ctx, options, state, outcome.results)
+    raise TypeError(f"lats cannot resume from {type(outcome).__name__}")
+
+
+# --- expansion -------------------------------------------------------------------
+
+
+def _expand(spec: AgentSpec, ctx: RunContext, options: Options, state: dict[str, Any]) -> CallModel:
+    """One call proposing the next actions from the selected node."""
+    ask = (
+        f"Tree search, simulation {state['simulations'] + 1} of {options.num_simulations}.\n"
+        f"{_describe_path(state['tree'], state['expanding'])}\n\n"
+        f"Propose {options.num_candidates} distinct candidate next actions that continue this path "
+        "towards solving the task, best first."
+    )
+    messages = [*opening(spec, ctx), {"role": "user", "content": ask}]
+    return CallModel(
+        state=state, messages=messages, tools=[],
+        schema=candidates_schema(options.num_candidates), schema_name=CANDIDATES_SCHEMA_NAME,
+    )
+
+
+def _describe_path(tree: search_tree.Tree, node_id: int) -> str:
+    """The path's numbered actions under ``Path:``, and what evaluators reflected on them."""
+    steps = [tree["nodes"][i] for i in search_tree.path(tree, node_id)[1:]]
+    if not steps:
+        return "Path:\n(no actions yet)"
+    lines = ["Path:", *(f"{n}. {step['action']}" for n, step in enumerate(steps, 1))]
+    reflections = [f"- {step['action']}: {step['reflection']}" for step in steps if step.get("reflection")]
+    if reflections:
+        lines += ["", "Reflections:", *reflections]
+    return "\n".join(lines)
+
+
+# --- simulation ------------------------------------------------------------------
+
+
+def _evaluate(spec: AgentSpec, state: dict[str, Any], candidates: list[str]) -> Spawn:
+    """One wave of evaluators, one per candidate, each a share of what is left."""
+    state["candidates"] = candidates
+    base = search_tree.path(state["tree"], state["expanding"])[1:]
+    actions = [state["tree"]["nodes"][i]["action"] for i in base]
+    children = [
+        ChildRequest(
+            task=_evaluation_task(spec.task, state["simulations"] + 1, [*actions, candidate]),
+            role=EVALUATOR_ROLE,
+            instructions="Judge a path of a tree search honestly: a score in 0..1, a reflection, the answer.",
+            strategy="single",
+            options={"schema": EVALUATION_SCHEMA, "schema_name": EVALUATION_SCHEMA_NAME},
+            fraction=1 / len(candidates),
+        )
+        for candidate in candidates
+    ]
+    return Spawn(state=state, children=children)
+
+
+def _evaluation_task(task: str, simulation: int, actions: list[str]) -> str:
+    """The original task first (its directives steer the sim), then the path to judge."""
+    steps = "\n".join(f"{n}. {action}" for n, action in enumerate(actions, 1))
+    return (
+        f"{task}\n\n"
+        f"Tree search simulation {simulation}: evaluate this path of actions towards the task above.\n"
+        f"Path:\n{steps}\n\n"
+        "Carry the path out, then score how close it comes to solving the task (0 to 1), reflect on "
+        "what to do differently, say whether it solves the task, and give the answer it reaches."
+    )
+
+
+def _evaluation(result: AgentResult) -> dict[str, Any]:
+    """The evaluator's verdict, or a neutral score with a note when it gave none."""
+    status = result.status.value
+    if result.status is Status.COMPLETED and isinstance(result.data, dict):
+        data = result.data
+        return {"score": float(data["score"]), "reflection": data["reflection"], "solved": bool(data["solved"]),
+                "answer": data["answer"], "status": status, "note": None}
+    note = f"not evaluated ({status}: {result.error or 'no verdict'}); scored {NEUTRAL_SCORE}"
+    return {"score": NEUTRAL_SCORE, "reflection": "", "solved": False, "answer": "", "status": status, "note": note}
+
+
+# --- backpropagation and the end -------------------------------------------------
+
+
+def _backpropagate(
+    spec: AgentSpec, ctx: RunContext, options: Options, state: dict[str, Any], results: list[AgentResult]
+) -> Action:
+    tree, parent = state["tree"], state["expanding"]
+    for candidate, result in zip(state.pop("candidates"), results):
+        tree, child = search_tree.add_child(tree, parent, candidate, **_evaluation(result))
+        tree = search_tree.backpropagate(tree, child, tree["nodes"][child]["score"])
+    state["tree"] = tree
+    state["simulations"] += 1
+    solving = _solving(tree, options.success_threshold)
+    if solving is not None:
+        return _finish(state, solving, solved=True)
+    # A wave refused whole for budget ends the search: what is left only shrinks
+    # and paths only grow, so no later wave could be funded either.
+    unfunded = all(r.status is Status.BUDGET_EXCEEDED for r in results)
+    if unfunded or state["simulations"] >= options.num_simulations:
+        return _finish(state, _best(tree), solved=False)
+    selected = search_tree.select(tree, options.exploration_weight, state["seed"], options.max_tree_depth)
+    if selected is None:
+        return _finish(state, _best(tree), solved=False)
+    state["expanding"] = selected
+    return _expand(spec, ctx, options, state)
+
+
+def _solving(tree: search_tree.Tree, threshold: float) -> int | None:
+    """The first node whose evaluation solved the task with a high enough score."""
+    return next((n["id"] for n in tree["nodes"] if n.get("solved") and n["score"] >= threshold), None)
+
+
+def _best(tree: search_tree.Tree) -> int | None:
+    """The best evaluated leaf; a neutral unevaluated one only when nothing was evaluated."""
+    evaluated = search_tree.best_leaf(tree, lambda node: node["note"] is None)
+    return evaluated if evaluated is not None else search_tree.best_leaf(tree)
+
+
+def _finish(state: dict[str, Any], node_id: int | None, solved: bool) -> Finish:
+    """The best path's answer, with the search laid out in ``data``.
+
+    The agent completes when any candidate was evaluated. When none was it has no
+    answer to give: it ends budget_exceeded if an evaluator was refused for budget,
+    else failed.
+    """
+    tree = state["tree"]
+    steps = [tree["nodes"][i] for i in search_tree.path(tree, node_id)[1:]] if node_id is not None else []
+    answer = steps[-1]["answer"] if steps else ""
+    data = {
+        "answer": answer,
+        "solved": solved,
+        "simulations": state["simulations"],
+        "path": [step["action"] for step in steps],
+        "scores": [step["score"] for step in steps],
+        "visits": [step["visits"] for step in steps],
+        "notes": [f"{n['action']!r}: {n['note']}" for n in tree["nodes"][1:] if n["note"]],
+        "tree": [_summary(n) for n in tree["nodes"]],
+    }
+    if any(n["note"] is None for n in tree["nodes"][1:]):
+        return Finish(state=state, status=Status.COMPLETED, output=answer, data=data)
+    refused = any(n["status"] == Status.BUDGET_EXCEEDED.value for n in tree["nodes"][1:])
+    status = Status.BUDGET_EXCEEDED if refused else Status.FAILED
+    return Finish(state=state, status=status, error=f"no candidate was evaluated: {data['notes'][0]}", data=data)
+
+
+def _summary(node: search_tree.Node) -> dict[str, Any]:
+    """A node as ``data`` shows it: its place, statistics and verdict, not its prose."""
+    keys = ("id", "parent", "depth", "action", "visits", "value", "score", "solved", "note")
+    return {key: node.get(key) for key in keys}

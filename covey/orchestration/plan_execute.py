@@ -1,0 +1,293 @@
+"""plan_execute: plan the task as a DAG of steps, run it in waves, answer from the results.
+
+1. A planner call (JSON schema ``plan``, no tools) returns steps, each run by an
+   agent of a role (a ``react`` child given the step's input as its task) or by a
+   worker tool (``calculator``...) run directly on its input. ``covey.orchestration.plan``
+   validates the plan before anything runs; a refused plan goes back to the
+   planner with the reason.
+2. Each wave runs every ready step at once: tool steps through ``RunTools``, then
+   agent steps as one ``Spawn`` splitting ``wave_share`` of this agent's budget.
+   A step's ``{{id.result}}`` references are resolved before it is dispatched.
+3. A failed step has the planner plan what is left, seeing the completed results
+   and the failure; completed steps are kept and never run again. Refused plans
+   and failed steps share one ``max_replans`` allowance. A step stopped by its
+   budget, a deadline or a cancel ends the agent with that status: a new plan
+   would buy it neither budget nor time.
+4. A last call (plain text, no tools) answers the task from the results.
+
+Every step leaves an audit record in the result's ``data["steps"]``; agent steps
+carry their child's start and end, tool steps none (a strategy has no clock).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from covey.context import RunContext
+from covey.orchestration import plan
+from covey.orchestration.actions import (
+    Action, CallModel, ChildRequest, ChildResults, Finish, ModelReply, Outcome, RunTools, Spawn, ToolCall,
+    ToolResults,
+)
+from covey.orchestration.prompts import opening
+from covey.orchestration.tool_schemas import FINISH_TOOL, SPAWN_TOOLS, TOOL_SCHEMAS, offered
+from covey.results import AgentResult, Status
+
+if TYPE_CHECKING:
+    from covey.spec import AgentSpec
+
+NAME = "plan_execute"
+SCHEMA_NAME = "plan"
+STEP_STRATEGY = "react"
+AUDIT_CHARS = 200  # an audit record keeps the start of a step's input, output and error
+RESULT_CHARS = 2000  # what the planner and the synthesiser read of one step's result
+# Tools a step runs directly; control tools are an agent's Actions, not step work.
+WORKER_TOOLS = frozenset(name for name in TOOL_SCHEMAS if name not in SPAWN_TOOLS and name != FINISH_TOOL)
+
+
+class Options(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max_replans: int = Field(
+        default=3, ge=0, le=20, description="planner calls after the first, for refused plans and failed steps alike"
+    )
+    max_steps: int = Field(default=8, ge=1, le=50, description="steps one plan may have; a longer plan is refused")
+    wave_share: float = Field(
+        default=0.5, gt=0, le=1, description="share of this agent's budget one wave's agent steps split between them"
+    )
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What every step of the state machine reads besides its state."""
+
+    spec: AgentSpec
+    ctx: RunContext
+    options: Options
+
+    @classmethod
+    def of(cls, spec: AgentSpec, ctx: RunContext) -> _Run:
+        return cls(spec, ctx, Options.model_validate(spec.options))
+
+    @property
+    def limits(self) -> plan.Limits:
+        tools = frozenset(offered(self.ctx.allow, self.ctx.deny)) & WORKER_TOOLS
+        budget = self.ctx.budget
+        return plan.Limits(self.options.max_steps, tools, agents=budget.max_depth >= 1 and budget.max_agents != 0)
+
+
+def start(spec: AgentSpec, ctx: RunContext) -> Action:
+    run = _Run.of(spec, ctx)
+    system, task = opening(spec, ctx)
+    system = {"role": "system", "content": system["content"] + "\n\n" + _guide(run.limits)}
+    state: dict[str, Any] = {
+        "messages": [system, task], "plan": [], "wave": None, "results": {}, "records": [], "replans": 0,
+        "errors": [], "answering": False,
+    }
+    return _ask_planner(state)
+
+
+def resume(spec: AgentSpec, ctx: RunContext, state: dict[str, Any], outcome: Outcome) -> Action:
+    state = json.loads(json.dumps(state))  # never mutate the caller's copy
+    run = _Run.of(spec, ctx)
+    if isinstance(outcome, ModelReply) and state["answering"]:
+        return Finish(state=state, status=Status.COMPLETED, output=outcome.content or "", data=_data(state))
+    if isinstance(outcome, ModelReply):
+        return _on_plan(run, state, outcome)
+    if isinstance(outcome, ToolResults):
+        return _on_tools(run, state, outcome)
+    if isinstance(outcome, ChildResults):
+        return _on_children(run, state, outcome)
+    raise TypeError(f"plan_execute cannot resume from {type(outcome).__name__}")
+
+
+# --- planning ------------------------------------------------------------------
+
+
+def _guide(limits: plan.Limits) -> str:
+    """How to plan, told in the system message: the first planner call's last user
+    message is then the task itself, and each replan adds one after it."""
+    tools = "; ".join(f"{name} (input: {_tool_input(name)})" for name in sorted(limits.tools)) or "none"
+    agents = "an agent of that role gets the input as its task" if limits.agents else "not available here"
+    return (
+        'Plan the task as steps that run as a graph. Answer with JSON {"steps": [...]}; each step has an id '
+        f"(letters, digits, _ or -), a description, either a role ({agents}) or a tool (run directly on the "
+        "input), the input, and depends_on (ids of the steps that must finish first). Steps whose dependencies are "
+        "done run in parallel. Write {{id.result}} in an input to use the result of a step it depends on. "
+        f"At most {limits.max_steps} steps. Tools: {tools}."
+    )
+
+
+def _tool_input(name: str) -> str:
+    required = _required(name)
+    return f"the {required[0]}" if len(required) == 1 else "its arguments as a JSON object"
+
+
+def _required(tool: str) -> list[str]:
+    return TOOL_SCHEMAS[tool]["function"]["parameters"]["required"]
+
+
+def _ask_planner(state: dict[str, Any]) -> CallModel:
+    messages = state["messages"]
+    return CallModel(state=state, messages=messages, tools=[], schema=plan.PLAN_SCHEMA, schema_name=SCHEMA_NAME)
+
+
+def _on_plan(run: _Run, state: dict[str, Any], reply: ModelReply) -> Action:
+    state["messages"].append({"role": "assistant", "content": reply.content})
+    try:
+        steps = plan.validate(reply.parsed["steps"], run.limits, state["results"])
+    except plan.PlanError as e:
+        return _replan(run, state, f"plan refused: {e}", f"Your plan was refused: {e}. Send a corrected plan.")
+    state["plan"] = [step.model_dump(mode="json") for step in steps]
+    return _next_wave(run, state)
+
+
+def _replan(run: _Run, state: dict[str, Any], reason: str, prompt: str) -> Action:
+    """Ask the planner again with ``prompt``, or end failed once the replans are spent."""
+    state["errors"].append(reason)
+    state["wave"] = None
+    if state["replans"] >= run.options.max_replans:
+        return _end(state, Status.FAILED, f"{reason} (no replans left of max_replans={run.options.max_replans})")
+    state["replans"] += 1
+    state["messages"].append({"role": "user", "content": prompt})
+    return _ask_planner(state)
+
+
+def _failure_prompt(state: dict[str, Any], failed: list[dict[str, Any]]) -> str:
+    """What the planner reads after a failure: what failed, what is done, what never ran."""
+    done, failed_ids = state["results"], {r["id"] for r in failed}
+    lines = ["Steps failed:", *(f"- {r['id']} ({_kind(r)}): {r['status']}: {r['error']}" for r in failed)]
+    lines.append("Completed steps, whose results you may reference as {{id.result}}; do not plan them again:")
+    lines += [f"- {step_id}: {_cut(result, RESULT_CHARS)}" for step_id, result in done.items()] or ["- none"]
+    left = [s["id"] for s in state["plan"] if s["id"] not in done and s["id"] not in failed_ids]
+    lines += [f"Steps that did not run: {', '.join(left) or 'none'}.", "Plan only what is left."]
+    return "\n".join(lines)
+
+
+# --- execution -----------------------------------------------------------------
+
+
+def _next_wave(run: _Run, state: dict[str, Any]) -> Action:
+    """Dispatch every ready step, or answer once none is left: a validated plan has
+    a ready step until all of its steps are done."""
+    wave = plan.ready([plan.Step.model_validate(s) for s in state["plan"]], state["results"])
+    if not wave:
+        return _synthesise(run, state)
+    inputs = {s.id: plan.resolve(s.input, state["results"]) for s in wave}
+    tools, agents = [s.id for s in wave if s.tool], [s.id for s in wave if s.role]
+    state["wave"] = {"tools": tools, "agents": agents, "inputs": inputs}
+    calls = [_tool_call(s.id, s.tool, inputs[s.id]) for s in wave if s.tool]
+    return RunTools(state=state, calls=calls) if calls else _spawn(run, state)
+
+
+def _tool_call(step_id: str, tool: str, text: str) -> ToolCall:
+    """A tool of one argument takes the input as it; any other takes it as its JSON
+    arguments, and the worker's tool reports it when they are not JSON."""
+    required = _required(tool)
+    arguments = json.dumps({required[0]: text}) if len(required) == 1 else text
+    return ToolCall(id=step_id, name=tool, arguments=arguments)
+
+
+def _spawn(run: _Run, state: dict[str, Any]) -> Spawn:
+    wave, by_id = state["wave"], _by_id(state)
+    share = run.options.wave_share / len(wave["agents"])
+    children = [
+        ChildRequest(
+            task=wave["inputs"][step_id], role=by_id[step_id]["role"], instructions=by_id[step_id]["description"],
+            strategy=STEP_STRATEGY, fraction=share,
+        )
+        for step_id in wave["agents"]
+    ]
+    return Spawn(state=state, children=children)
+
+
+def _on_tools(run: _Run, state: dict[str, Any], outcome: ToolResults) -> Action:
+    """Record the wave's tool steps (a tool reports failure as ``error: ...``), then
+    run its agent steps, if any."""
+    by_id = _by_id(state)
+    for step_id in state["wave"]["tools"]:
+        text = outcome.results.get(step_id, "error: the tool gave no result")
+        if text.startswith("error:"):
+            _record(state, by_id[step_id], Status.FAILED, None, text.removeprefix("error:").strip())
+        else:
+            _record(state, by_id[step_id], Status.COMPLETED, text, None)
+    return _spawn(run, state) if state["wave"]["agents"] else _after_wave(run, state)
+
+
+def _on_children(run: _Run, state: dict[str, Any], outcome: ChildResults) -> Action:
+    by_id = _by_id(state)
+    for step_id, result in zip(state["wave"]["agents"], outcome.results):
+        _record(state, by_id[step_id], result.status, result.output, result.error, child=result)
+    return _after_wave(run, state)
+
+
+def _after_wave(run: _Run, state: dict[str, Any]) -> Action:
+    size = len(state["wave"]["tools"]) + len(state["wave"]["agents"])
+    failed = [r for r in state["records"][-size:] if r["status"] != Status.COMPLETED.value]
+    stopped = next((r for r in failed if r["status"] != Status.FAILED.value), None)
+    if stopped is not None:
+        return _end(state, Status(stopped["status"]), f"step {stopped['id']} {stopped['status']}: {stopped['error']}")
+    if failed:
+        reason = "; ".join(f"step {r['id']} failed: {r['error']}" for r in failed)
+        return _replan(run, state, reason, _failure_prompt(state, failed))
+    state["wave"] = None
+    return _next_wave(run, state)
+
+
+def _record(
+    state: dict[str, Any], step: dict[str, Any], status: Status, output: str | None, error: str | None,
+    child: AgentResult | None = None,
+) -> None:
+    """Append the step's audit record, and keep a completed step's result in full."""
+    if status is Status.COMPLETED:
+        state["results"][step["id"]] = output or ""
+    started, finished = (child.started_at, child.finished_at) if child else (None, None)
+    state["records"].append({
+        "id": step["id"], "role": step["role"], "tool": step["tool"], "status": status.value,
+        "input": _cut(state["wave"]["inputs"][step["id"]], AUDIT_CHARS),
+        "output": _cut(output, AUDIT_CHARS), "error": _cut(error, AUDIT_CHARS),
+        "agent_id": child.agent_id if child else None,
+        "started_at": started.isoformat() if started else None,
+        "finished_at": finished.isoformat() if finished else None,
+    })
+
+
+# --- the answer ----------------------------------------------------------------
+
+
+def _synthesise(run: _Run, state: dict[str, Any]) -> CallModel:
+    """The last call reads the task and the results, not the planning talk."""
+    state["answering"] = True
+    lines = [
+        f"- {r['id']} ({_kind(r)}): {_cut(state['results'][r['id']], RESULT_CHARS)}"
+        for r in state["records"] if r["status"] == Status.COMPLETED.value
+    ]
+    report = "The plan ran. Results of its steps:\n" + ("\n".join(lines) or "- none")
+    ask = {"role": "user", "content": report + "\nAnswer the task from them, in plain text."}
+    return CallModel(state=state, messages=[*opening(run.spec, run.ctx), ask], tools=[])
+
+
+def _end(state: dict[str, Any], status: Status, error: str) -> Finish:
+    return Finish(state=state, status=status, error=error, data=_data(state))
+
+
+def _data(state: dict[str, Any]) -> dict[str, Any]:
+    return {"steps": state["records"], "replans": state["replans"], "errors": state["errors"]}
+
+
+def _by_id(state: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {s["id"]: s for s in state["plan"]}
+
+
+def _kind(record: dict[str, Any]) -> str:
+    return f"role {record['role']}" if record["role"] else f"tool {record['tool']}"
+
+
+def _cut(text: str | None, chars: int) -> str | None:
+    if text is None or len(text) <= chars:
+        return text
+    return text[: chars - 1] + "…"

@@ -1,0 +1,108 @@
+"""The specialists an orchestrator delegates to: who they are and what they may use.
+
+A specialist is a named sub-agent with a role, instructions, a short list of tools
+and a kind. ``analysis`` specialists only look and report, so an orchestrator may
+run them at once; ``write`` specialists change the workspace, so they run one at a
+time. Specialists never spawn: whatever their tools say, ``spawn_agents`` and
+``delegate`` are stripped when the specialist is validated, so a specialist is a
+leaf of the tree and its parent's budget split stays the whole story.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from covey.orchestration.actions import ChildRequest
+from covey.orchestration.tool_schemas import SPAWN_TOOLS, TOOL_SCHEMAS
+
+Kind = Literal["analysis", "write"]
+
+STRATEGY = "react"  # a specialist thinks and uses its tools; it never orchestrates in turn
+
+DEFAULT_TOOLS: dict[str, list[str]] = {
+    "analysis": ["read_file", "calculator"],
+    "write": ["write_file", "read_file"],
+}
+
+
+class Specialist(BaseModel):
+    """One specialist. ``tools`` left unset takes its kind's defaults
+    (analysis: read_file, calculator; write: write_file, read_file); spawn tools
+    are dropped from whatever is given."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,63}$", description="its role in the tree")
+    role: str = Field(min_length=1, max_length=200, description="what it is expert at, in a phrase")
+    instructions: str = ""
+    tools: list[str] | None = None
+    kind: Kind = "analysis"
+
+    @field_validator("tools")
+    @classmethod
+    def _known_and_leaf(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
+        unknown = [name for name in value if name not in TOOL_SCHEMAS]
+        if unknown:
+            raise ValueError(f"unknown tools {unknown}; known: {', '.join(TOOL_SCHEMAS)}")
+        return [name for name in dict.fromkeys(value) if name not in SPAWN_TOOLS]
+
+    @model_validator(mode="after")
+    def _kind_defaults(self) -> Specialist:
+        if self.tools is None:
+            self.tools = list(DEFAULT_TOOLS[self.kind])
+        return self
+
+
+BUILTIN: tuple[Specialist, ...] = (
+    Specialist(
+        name="SecurityExpert",
+        role="security auditor: looks for unsafe inputs, leaks and risky operations",
+        instructions="Check the task for risks and verify any figure it depends on.",
+    ),
+    Specialist(
+        name="LinterExpert",
+        role="reviewer of correctness, consistency and clarity",
+        instructions="Check that the work is correct and consistent; recompute what can be recomputed.",
+    ),
+    Specialist(
+        name="QATester",
+        role="tester: verifies claims and results independently",
+        instructions="Test the expected result yourself rather than trusting it.",
+    ),
+    Specialist(
+        name="Writer",
+        role="implementer: puts the agreed result into the workspace",
+        instructions="Write what the analysis agreed on, then say what you wrote and where.",
+        kind="write",
+    ),
+)
+
+
+def duplicate_names(specialists: list[Specialist]) -> list[str]:
+    """Names given to more than one specialist, in order of first use."""
+    counts = Counter(s.name for s in specialists)
+    return [name for name, count in counts.items() if count > 1]
+
+
+def request(specialist: Specialist, task: str, fraction: float) -> ChildRequest:
+    """The child that runs ``specialist`` on ``task`` with ``fraction`` of the
+    parent's budget. Its tools are always an explicit list: an unset list would
+    hand the child every tool of its parent, spawn tools included."""
+    briefing = (
+        f"You are the {specialist.name} specialist, {specialist.role}. {specialist.instructions} "
+        "Work on your task alone with your own tools; you cannot start sub-agents. "
+        "Finish with a short report: the orchestrator reads only your final answer."
+    )
+    return ChildRequest(
+        task=task,
+        role=specialist.name,
+        instructions=" ".join(briefing.split()),
+        tools=list(specialist.tools or []),
+        strategy=STRATEGY,
+        fraction=fraction,
+    )

@@ -1,0 +1,61 @@
+"""lats through the real CLI, client, worker and Redis."""
+
+from __future__ import annotations
+
+import json
+
+from covey.results import Status
+
+
+def run_lats(client, task: str, budget: dict | None = None, **options):
+    handle = client.submit(client.spec(task, strategy="lats", options=options, budget=budget or {}))
+    return handle, handle.result(timeout=120)
+
+
+def test_it_answers_the_right_number_through_its_evaluators(cli, client):
+    proc = cli("run", "What is 17 * 3?", "--strategy", "lats", "--json")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert (result["status"], result["output"]) == ("completed", "51")
+    assert result["data"]["solved"] is True and result["data"]["simulations"] == 1
+    assert result["data"]["path"] == ["compute 17 * 3 directly"]
+
+    nodes = client.job(result["job_id"]).tree()
+    assert sorted((n.depth, n.role, n.status) for n in nodes) == [
+        (0, "root", "completed"), *[(1, "evaluator", "completed")] * 3
+    ]
+    assert all(n.parent_id == "root" for n in nodes if n.depth == 1)
+    assert {n.data["answer"] for n in nodes if n.depth == 1} == {"51", "50", ""}
+
+
+def test_an_unsolvable_search_stops_after_exactly_num_simulations(client):
+    handle, result = run_lats(client, "[sim:lats solve=99] What is 17 * 3?", num_simulations=3)
+    assert result.status is Status.COMPLETED
+    assert (result.data["simulations"], result.data["solved"]) == (3, False)
+    assert result.output == result.data["answer"] == "51"  # the best leaf still computes it
+    assert len(result.data["tree"]) == 1 + 9
+    evaluators = [n for n in handle.tree() if n.parent_id == "root"]
+    assert len(evaluators) == 9 and {(n.depth, n.role) for n in evaluators} == {(1, "evaluator")}
+    assert handle.ledger().agents_spawned == 9
+
+
+def test_under_a_tight_token_cap_refused_simulations_score_neutral_and_the_cap_holds(client):
+    cap = 2000  # funds the expansions and most evaluators, not all of them
+    handle, result = run_lats(client, "[sim:lats solve=99] What is 17 * 3?", budget={"max_tokens": cap})
+    assert 0 < handle.ledger().tokens_used <= cap
+    assert result.data is not None, result.error
+    noted = [node for node in result.data["tree"] if node["note"]]
+    assert noted and len(noted) == len(result.data["notes"])
+    assert all(node["score"] == 0.5 and "not evaluated (budget_exceeded" in node["note"] for node in noted)
+    if result.status is Status.COMPLETED:
+        assert result.output == "51"
+
+
+def test_a_wave_refused_whole_for_budget_ends_the_search(client):
+    cap = 700  # funds one expansion, no evaluator
+    handle, result = run_lats(client, "What is 17 * 3?", budget={"max_tokens": cap}, num_simulations=3)
+    assert 0 < handle.ledger().tokens_used <= cap
+    assert result.status is Status.BUDGET_EXCEEDED
+    assert result.error.startswith("no candidate was evaluated")
+    assert result.data["simulations"] == 1 and len(result.data["notes"]) == 3
+    assert {node["score"] for node in result.data["tree"][1:]} == {0.5}

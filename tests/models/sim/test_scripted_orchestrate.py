@@ -1,0 +1,132 @@
+"""The sim's scripted answers to orchestrate's planning and decision calls."""
+
+from __future__ import annotations
+
+import json
+
+import openai
+import pytest
+
+from covey.budgets.budget import Budget
+from covey.context import RunContext
+from covey.models.sim import directives as sim_directives
+from covey.models.sim.directives import DirectiveError
+from covey.models.sim.handler import make_handler
+from covey.models.sim.scripted import SCRIPTS, Prompt
+from covey.models.sim.scripted.orchestrate import UNANSWERED, assignments, decision
+from covey.models.sim.structured import Answers
+from covey.models.structured import parse
+from covey.orchestration import orchestrate
+from covey.orchestration.actions import ChildResults, ModelReply, Spawn
+from covey.results import AgentResult, Status
+from covey.spec import AgentSpec
+from tests.models.sim.test_handler import ask
+
+CTX = RunContext(job_id="j", agent_id="root", budget=Budget())
+
+
+def planning(task: str, **options) -> tuple[AgentSpec, Prompt]:
+    """The prompt of the strategy's real planning call on ``task``."""
+    spec = AgentSpec(task=task, strategy="orchestrate", options=options)
+    call = orchestrate.start(spec, CTX)
+    return spec, prompt_of(task, call.messages[-1]["content"], call.schema)
+
+
+def prompt_of(task: str, last: str, schema: dict) -> Prompt:
+    d = sim_directives.parse(task)
+    return Prompt(task, last, d, Answers(str(d.result), d.result, 0.5), schema)
+
+
+def deciding(task: str, reports: list[tuple[str, Status, str | None, str | None]]) -> Prompt:
+    """The prompt of the strategy's real decision call after these reports."""
+    spec = AgentSpec(task=task, strategy="orchestrate")
+    pairs = [{"specialist": name, "task": task} for name, *_ in reports]
+    first = orchestrate.start(spec, CTX)
+    results = iter([AgentResult(job_id="j", agent_id=f"a{i}", role=n, status=s, output=o, error=e)
+                    for i, (n, s, o, e) in enumerate(reports)])
+    call = orchestrate.resume(spec, CTX, first.state, ModelReply(content="", parsed={"assignments": pairs}))
+    while isinstance(call, Spawn):  # each wave answered with the next reports, in order
+        wave = ChildResults([next(results) for _ in call.children])
+        call = orchestrate.resume(spec, CTX, call.state, wave)
+    return prompt_of(task, call.messages[-1]["content"], call.schema)
+
+
+def test_both_scripts_are_registered_under_the_strategys_schema_names():
+    assert SCRIPTS["assignments"] is assignments and SCRIPTS["decision"] is decision
+
+
+def test_arithmetic_gets_two_calculating_analysts_and_one_writer_carrying_the_task():
+    _, prompt = planning("What is 6 * 7?")
+    plan = assignments(prompt)
+    parse(json.dumps(plan), prompt.schema)
+    assert [a["specialist"] for a in plan["assignments"]] == ["SecurityExpert", "LinterExpert", "Writer"]
+    assert all("What is 6 * 7?" in a["task"] for a in plan["assignments"])
+    assert "[sim:write orchestrate/answer.md]" in plan["assignments"][2]["task"]
+
+
+def test_calculator_holders_come_first_on_arithmetic():
+    roster = [
+        {"name": "Reader", "role": "r", "tools": ["read_file"]},
+        {"name": "Counter", "role": "r", "tools": ["calculator"]},
+        {"name": "Checker", "role": "r"},
+    ]
+    _, prompt = planning("What is 1 + 2?", specialists=roster)
+    assert [a["specialist"] for a in assignments(prompt)["assignments"]] == ["Counter", "Checker"]
+
+
+def test_the_plan_stays_within_max_items():
+    _, prompt = planning("What is 1 + 2?", max_specialists=1)
+    assert [a["specialist"] for a in assignments(prompt)["assignments"]] == ["SecurityExpert"]
+
+
+def test_the_directive_picks_and_fails_specialists():
+    _, prompt = planning("[sim:orchestrate pick=QATester,Writer fail=QATester] What is 2 * 3?")
+    plan = assignments(prompt)["assignments"]
+    assert [a["specialist"] for a in plan] == ["QATester", "Writer"]
+    assert plan[0]["task"].endswith("[sim:fail 500]") and "[sim:fail" not in plan[1]["task"]
+
+
+@pytest.mark.parametrize(
+    "directive, error",
+    [
+        ("[sim:orchestrate pick=Nobody]", "no specialist named Nobody"),
+        ("[sim:orchestrate fail=Writer pick=QATester]", "unassigned specialists Writer"),
+        ("[sim:orchestrate retry=2]", "expected pick=NAME"),
+    ],
+)
+def test_a_bad_directive_fails_loudly(directive, error):
+    _, prompt = planning(f"{directive} What is 2 * 3?")
+    with pytest.raises(DirectiveError, match=error):
+        assignments(prompt)
+
+
+def test_the_decision_takes_the_number_the_reports_agree_on():
+    prompt = deciding("What is 6 * 7?", [
+        ("SecurityExpert", Status.FAILED, None, "model call failed: HTTP 500"),
+        ("LinterExpert", Status.COMPLETED, "42", None),
+        ("QATester", Status.COMPLETED, "42", None),
+        ("Writer", Status.COMPLETED, "wrote 40 chars", None),
+    ])
+    answer = decision(prompt)
+    parse(json.dumps(answer), prompt.schema)
+    assert answer == {"answer": "42", "rationale": "LinterExpert, QATester reported 42"}
+
+
+def test_without_a_number_in_the_reports_it_answers_directly_and_says_so():
+    prompt = deciding("What is 6 * 7?", [("QATester", Status.BUDGET_EXCEEDED, None, "spawn refused")])
+    assert decision(prompt) == {"answer": "42", "rationale": UNANSWERED}
+
+
+def test_through_the_handler_a_bad_directive_is_a_400():
+    _, prompt = planning("[sim:orchestrate pick=Nobody] What is 2 * 3?")
+    fmt = {"type": "json_schema", "json_schema": {"name": "assignments", "schema": prompt.schema}}
+    with pytest.raises(openai.BadRequestError, match="no specialist named Nobody"):
+        ask(prompt.task, history=[{"role": "user", "content": prompt.last}], response_format=fmt,
+            handler=make_handler())
+
+
+def test_through_the_handler_the_plan_is_the_scripts():
+    _, prompt = planning("What is 2 * 3?")
+    fmt = {"type": "json_schema", "json_schema": {"name": "assignments", "schema": prompt.schema}}
+    reply = ask(prompt.task, history=[{"role": "user", "content": prompt.last}], response_format=fmt)
+    assert json.loads(reply.choices[0].message.content) == assignments(prompt)

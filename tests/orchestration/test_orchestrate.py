@@ -1,0 +1,175 @@
+"""orchestrate: plan, one analysis wave, writes one by one, decide from reports."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from covey.budgets.budget import Budget
+from covey.context import RunContext
+from covey.orchestration import orchestrate
+from covey.orchestration.actions import CallModel, ChildResults, Finish, ModelReply, Spawn, ToolResults
+from covey.orchestration.specialists import BUILTIN, Specialist
+from covey.results import AgentResult, Status
+from covey.spec import AgentSpec, InvalidSpec, JobSpec
+
+CTX = RunContext(job_id="j", agent_id="root", budget=Budget())
+
+
+def spec(**options) -> AgentSpec:
+    return AgentSpec(task="What is 6 * 7?", strategy="orchestrate", options=options)
+
+
+def plan(*pairs: tuple[str, str]) -> ModelReply:
+    parsed = {"assignments": [{"specialist": name, "task": task} for name, task in pairs]}
+    return ModelReply(content=json.dumps(parsed), parsed=parsed)
+
+
+def result(role: str, status: Status = Status.COMPLETED, output: str | None = "42", error: str | None = None):
+    return AgentResult(job_id="j", agent_id=f"root-sub-{role}", role=role, depth=1, status=status,
+                       output=output, error=error)
+
+
+def decision(answer: str = "42") -> ModelReply:
+    parsed = {"answer": answer, "rationale": "they agree"}
+    return ModelReply(content=json.dumps(parsed), parsed=parsed)
+
+
+def run_plan(s: AgentSpec, reply: ModelReply):
+    first = orchestrate.start(s, CTX)
+    return first, orchestrate.resume(s, CTX, first.state, reply)
+
+
+# --- options -----------------------------------------------------------------
+
+
+def test_the_builtin_specialists_are_the_default():
+    options = orchestrate.Options()
+    assert [s.name for s in options.specialists] == ["SecurityExpert", "LinterExpert", "QATester", "Writer"]
+    assert [s.kind for s in options.specialists] == ["analysis"] * 3 + ["write"]
+    assert options.specialists[0].tools == ["read_file", "calculator"]
+    assert options.specialists[3].tools == ["write_file", "read_file"]
+
+
+def test_duplicate_names_are_refused_naming_them():
+    twice = [{"name": "A", "role": "r"}, {"name": "B", "role": "r"}, {"name": "A", "role": "r", "kind": "write"}]
+    with pytest.raises(InvalidSpec, match=r"options\.specialists: duplicate specialist names: A"):
+        JobSpec.parse({"task": "x", "strategy": "orchestrate", "options": {"specialists": twice}})
+
+
+@pytest.mark.parametrize(
+    "options, field",
+    [
+        ({"specialists": []}, "options.specialists"),
+        ({"max_specialists": 0}, "options.max_specialists"),
+        ({"specialists": [{"name": "A", "role": "r", "kind": "reader"}]}, "options.specialists.0.kind"),
+        ({"specialists": [{"name": "A", "role": "r", "tools": ["teleport"]}]}, "options.specialists.0.tools"),
+        ({"specialists": [{"name": "two words", "role": "r"}]}, "options.specialists.0.name"),
+        ({"rounds": 3}, "options.rounds"),
+    ],
+)
+def test_bad_options_are_refused_naming_the_field(options, field):
+    with pytest.raises(InvalidSpec, match=field.replace(".", r"\.")):
+        JobSpec.parse({"task": "x", "strategy": "orchestrate", "options": options})
+
+
+def test_spawn_tools_are_stripped_from_a_specialist():
+    s = Specialist(name="A", role="r", tools=["spawn_agents", "calculator", "delegate", "calculator"])
+    assert s.tools == ["calculator"]
+
+
+# --- planning ----------------------------------------------------------------
+
+
+def test_it_plans_first_with_no_tools_and_a_schema_of_known_specialists():
+    action = orchestrate.start(spec(max_specialists=2), CTX)
+    assert isinstance(action, CallModel)
+    assert (action.tools, action.schema_name) == ([], "assignments")
+    items = action.schema["properties"]["assignments"]
+    assert items["maxItems"] == 2 and items["minItems"] == 1
+    assert items["items"]["properties"]["specialist"]["enum"] == [s.name for s in BUILTIN]
+    roster = action.messages[-1]["content"].splitlines()[-1].removeprefix(orchestrate.ROSTER_LABEL)
+    assert [r["name"] for r in json.loads(roster)] == [s.name for s in BUILTIN]
+
+
+def test_analysis_specialists_run_as_one_wave_of_react_children_without_spawn_tools():
+    _, action = run_plan(spec(), plan(("Writer", "write it"), ("QATester", "test it"), ("SecurityExpert", "audit")))
+    assert isinstance(action, Spawn)
+    assert [c.role for c in action.children] == ["QATester", "SecurityExpert"]
+    assert [c.task for c in action.children] == ["test it", "audit"]
+    assert {c.strategy for c in action.children} == {"react"}
+    assert all(c.tools == ["read_file", "calculator"] for c in action.children)
+    assert all(c.fraction == pytest.approx(1 / 4) for c in action.children)
+    assert "QATester specialist" in action.children[0].instructions
+
+
+def test_a_specialist_assigned_twice_keeps_its_first_task():
+    _, action = run_plan(spec(), plan(("QATester", "first"), ("QATester", "second")))
+    assert [c.task for c in action.children] == ["first"]
+    assert action.state["assignments"] == [{"specialist": "QATester", "kind": "analysis", "task": "first"}]
+
+
+def test_spawn_tools_never_reach_a_child_whatever_the_options_say():
+    leaky = [{"name": "Spawner", "role": "r", "tools": ["spawn_agents", "delegate", "read_file"]}]
+    _, action = run_plan(spec(specialists=leaky), plan(("Spawner", "look")))
+    (child,) = action.children
+    assert child.tools == ["read_file"] and child.strategy == "react"
+
+
+# --- writes, reports and the decision -----------------------------------------
+
+
+def test_writes_run_one_at_a_time_after_the_analysis_and_see_its_reports():
+    s = spec(specialists=[*[b.model_dump() for b in BUILTIN], {"name": "Editor", "role": "r", "kind": "write"}])
+    _, analysis = run_plan(s, plan(("Writer", "write"), ("QATester", "test"), ("Editor", "edit")))
+    first = orchestrate.resume(s, CTX, analysis.state, ChildResults([result("QATester")]))
+    assert isinstance(first, Spawn) and [c.role for c in first.children] == ["Writer"]
+    assert first.children[0].task == "write\n\nAnalysis reports:\n- QATester (completed): 42"
+    assert first.children[0].tools == ["write_file", "read_file"]
+    second = orchestrate.resume(s, CTX, first.state, ChildResults([result("Writer", output="wrote it")]))
+    assert [c.role for c in second.children] == ["Editor"]
+    decide = orchestrate.resume(s, CTX, second.state, ChildResults([result("Editor", output="edited")]))
+    assert isinstance(decide, CallModel) and decide.schema_name == "decision" and decide.tools == []
+
+
+def test_it_decides_from_reports_and_a_failed_specialist_says_so():
+    s = spec(report_chars=20)
+    _, wave = run_plan(s, plan(("SecurityExpert", "audit"), ("QATester", "test")))
+    failed = result("SecurityExpert", Status.FAILED, output=None, error="model call failed: HTTP 500 after retries")
+    decide = orchestrate.resume(s, CTX, wave.state, ChildResults([failed, result("QATester")]))
+    reports_line = decide.messages[-1]["content"].splitlines()[-1].removeprefix(orchestrate.REPORTS_LABEL)
+    reports = json.loads(reports_line)
+    assert [(r["specialist"], r["status"]) for r in reports] == [
+        ("SecurityExpert", "failed"), ("QATester", "completed"),
+    ]
+    assert reports[0]["report"] == "failed: model call …"  # cut to report_chars
+    assert all("messages" not in r for r in reports)
+
+    done = orchestrate.resume(s, CTX, decide.state, decision("42"))
+    assert isinstance(done, Finish)
+    assert (done.status, done.output) == (Status.COMPLETED, "42")
+    assert done.data["decision"] == {"answer": "42", "rationale": "they agree"}
+    assert [a["specialist"] for a in done.data["assignments"]] == ["SecurityExpert", "QATester"]
+    assert done.data["reports"] == reports
+
+
+def test_a_plan_of_writes_alone_skips_the_analysis_wave():
+    _, action = run_plan(spec(), plan(("Writer", "write")))
+    assert [c.role for c in action.children] == ["Writer"]
+    assert action.children[0].task == "write"
+
+
+def test_it_cannot_resume_from_the_wrong_outcome():
+    first = orchestrate.start(spec(), CTX)
+    with pytest.raises(TypeError, match="phase 'plan'"):
+        orchestrate.resume(spec(), CTX, first.state, ToolResults({}))
+    with pytest.raises(TypeError, match="ChildResults"):
+        orchestrate.resume(spec(), CTX, first.state, ChildResults([]))
+
+
+def test_resume_leaves_the_callers_state_alone():
+    first = orchestrate.start(spec(), CTX)
+    before = json.dumps(first.state)
+    orchestrate.resume(spec(), CTX, first.state, plan(("QATester", "t")))
+    assert json.dumps(first.state) == before
