@@ -6,6 +6,9 @@ the job's Redis keys, so it needs no worker code and no model credentials.
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import Iterator
 from typing import Any
 
 import redis
@@ -13,18 +16,21 @@ from celery.exceptions import TimeoutError as CeleryTimeout
 from celery.result import AsyncResult
 from celery.utils import uuid
 
-from covey import keys
+from covey import keys, waits
 from covey.budgets.ledger import LedgerSnapshot
 from covey.budgets.redis_ledger import RedisLedger
 from covey.config.celery import create_app
 from covey.config.settings import Settings, get_settings
 from covey.context import ROOT_AGENT_ID
+from covey.progress import Progress
 from covey.results import AgentResult
 from covey.spec import JobSpec
-from covey.store.tree import RUNNING, JobTree, Node
+from covey.store.tree import QUEUED, RUNNING, JobTree, Node
 
 RUN_JOB = "covey.run_job"
 UNKNOWN = "unknown"
+WATCH_INTERVAL_SECONDS = 0.5  # how often a watcher reads the tree and the ledger
+RESULT_FETCH_SECONDS = 30.0  # fetching a result already marked ready: bounded, never forever
 
 
 class JobRefused(Exception):
@@ -32,7 +38,12 @@ class JobRefused(Exception):
 
 
 class JobTimeout(TimeoutError):
-    """``result(timeout)`` ran out before the job finished; the job goes on."""
+    """``result(timeout)`` ran out before the job finished; the job goes on.
+    ``reason`` says why it is stuck, when that is known."""
+
+    def __init__(self, job_id: str, waited: float, reason: str | None) -> None:
+        self.job_id, self.waited, self.reason = job_id, waited, reason
+        super().__init__(f"job {job_id} not finished after {waited:.1f}s" + (f": {reason}" if reason else ""))
 
 
 class Client:
@@ -66,6 +77,15 @@ class Client:
     def job(self, job_id: str) -> JobHandle:
         return JobHandle(self, job_id)
 
+    def run(self, spec: JobSpec | dict[str, Any] | str, timeout: float | None = None) -> AgentResult:
+        """Submit and wait for the result, as ``covey run`` does."""
+        return self.submit(spec).result(timeout=timeout)
+
+    async def arun(self, spec: JobSpec | dict[str, Any] | str, timeout: float | None = None) -> AgentResult:
+        """``run`` for asyncio services."""
+        handle = await asyncio.to_thread(self.submit, spec)
+        return await handle.aresult(timeout=timeout)
+
     def close(self) -> None:
         self.redis.close()
 
@@ -77,10 +97,12 @@ class JobHandle:
         self._async = AsyncResult(job_id, app=client.app)
 
     def status(self) -> str:
-        """``queued``, ``running``, a final ``AgentResult`` status, ``refused`` or ``unknown``.
+        """``queued``, ``running``, ``waiting`` (on its children), a final
+        ``AgentResult`` status, ``refused`` or ``unknown``.
 
-        ``unknown``: never submitted by a covey client, expired, or sent by another
-        Celery client and not yet picked up by a worker.
+        ``unknown``: never submitted, expired, or lost (a Redis restart without
+        persistence); a job another Celery client sent is ``queued`` while its
+        message waits in the broker, whatever the queue.
         """
         root = self._client.tree.node(self.id, ROOT_AGENT_ID)
         if root is not None:
@@ -90,15 +112,53 @@ class JobHandle:
             return "refused"
         if state == "STARTED":
             return RUNNING
-        return "queued" if self._client.redis.exists(keys.submitted(self.id)) else UNKNOWN
+        if self._client.redis.exists(keys.submitted(self.id)) or waits.queue_of(self._client, self.id):
+            return QUEUED
+        return UNKNOWN
 
-    def result(self, timeout: float | None = None) -> AgentResult:
-        """Wait for the root's result; raises ``JobTimeout`` or ``JobRefused``."""
+    def done(self) -> bool:
+        """Whether the job's result (or its refusal) is in."""
+        return self._async.ready()
+
+    def progress(self, elapsed: float = 0.0) -> Progress:
+        return Progress.of(self.id, self.tree(), self.ledger(), elapsed)
+
+    def watch(self, interval: float = WATCH_INTERVAL_SECONDS, timeout: float | None = None) -> Iterator[Progress]:
+        """Yield the job's progress every ``interval`` seconds until it ends (the
+        last one yielded is final) or ``timeout`` runs out; then fetch ``result()``."""
+        started = time.monotonic()
+        while True:
+            elapsed = time.monotonic() - started
+            ended = self.done()
+            yield self.progress(elapsed)
+            if ended or (timeout is not None and elapsed >= timeout):
+                return
+            time.sleep(interval if timeout is None else max(0.0, min(interval, timeout - elapsed)))
+
+    async def aresult(self, timeout: float | None = None, interval: float = WATCH_INTERVAL_SECONDS) -> AgentResult:
+        """``result()`` for asyncio services: waits without blocking the event loop."""
+        started = time.monotonic()
+        while not await asyncio.to_thread(self.done):
+            waited = time.monotonic() - started
+            if timeout is not None and waited >= timeout:
+                raise JobTimeout(self.id, waited, await asyncio.to_thread(self.why_stuck))
+            await asyncio.sleep(interval if timeout is None else min(interval, timeout - waited))
+        return await asyncio.to_thread(self.result, RESULT_FETCH_SECONDS)
+
+    def why_stuck(self) -> str | None:
+        """Why the job is not moving, in one line (see ``covey.waits``), or None."""
+        return waits.why_stuck(self._client, self.id)
+
+    def result(self, timeout: float | None = None, diagnose: bool = True) -> AgentResult:
+        """Wait for the root's result; raises ``JobTimeout`` (saying why the job is
+        stuck, when ``diagnose`` and that is known) or ``JobRefused``."""
+        started = time.monotonic()
         try:
             raw = self._async.get(timeout=timeout, propagate=True)
         except CeleryTimeout as e:
             self._stop_waiting()
-            raise JobTimeout(f"job {self.id} not finished after {timeout:g}s") from e
+            waited = time.monotonic() - started
+            raise JobTimeout(self.id, waited, self.why_stuck() if diagnose else None) from e
         except KeyboardInterrupt:
             self._stop_waiting()
             raise

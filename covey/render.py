@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import datetime, timezone
 
 from covey.budgets.ledger import LedgerSnapshot, ScopeRow
 from covey.results import AgentResult
@@ -31,7 +32,10 @@ def result(r: AgentResult) -> str:
     return "\n".join(lines)
 
 
-def tree(nodes: list[Node]) -> str:
+def tree(nodes: list[Node], now: datetime | None = None) -> str:
+    """Every agent under its parent: status, role, spend, elapsed (to ``now`` for one
+    still running) and the start of its task."""
+    now = now or datetime.now(timezone.utc)
     children: dict[str | None, list[Node]] = {}
     for node in nodes:
         children.setdefault(node.parent_id, []).append(node)
@@ -40,11 +44,17 @@ def tree(nodes: list[Node]) -> str:
     def walk(parent: str | None, indent: str) -> None:
         for node in children.get(parent, []):
             rows.append((indent + node.agent_id, node.role, node.status, node.usage.total_tokens, node.usage.cycles,
-                         _short(node.task)))
+                         _elapsed(node, now), _short(node.task)))
             walk(node.agent_id, indent + "  ")
 
     walk(None, "")
-    return table(["agent", "role", "status", "tokens", "cycles", "task"], rows)
+    return table(["agent", "role", "status", "tokens", "cycles", "elapsed", "task"], rows)
+
+
+def _elapsed(node: Node, now: datetime) -> str | None:
+    if node.started_at is None:
+        return None
+    return f"{((node.finished_at or now) - node.started_at).total_seconds():.1f}s"
 
 
 def _short(text: str | None, chars: int = 40) -> str | None:

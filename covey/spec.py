@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from covey.budgets.budget import Budget
+from covey.models.catalog import ModelParams
 from covey.orchestration import registry
 from covey.orchestration.tool_schemas import TOOL_SCHEMAS
 
@@ -22,12 +23,16 @@ class InvalidSpec(ValueError):
 
 
 class AgentSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # protected_namespaces: `model_params` is a field of ours, not pydantic's `model_` API.
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
 
     task: str = Field(min_length=1)
     role: str = Field(default="agent", min_length=1, max_length=64)
     instructions: str = ""
     model: str = Field(default="sim", min_length=1)
+    model_params: ModelParams = Field(
+        default_factory=ModelParams, description="temperature, top_p, seed; over the models file's; children inherit them"
+    )
     strategy: str = "react"
     options: dict[str, Any] = Field(default_factory=dict)
     tools: list[str] | None = None

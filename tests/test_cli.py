@@ -82,3 +82,27 @@ def test_scope_changes_only_the_caps_given(redis_server):
     assert shown.stdout.splitlines()[1].split() == [name, "0", "1000", "0", "10"]
     removed = covey("scope", name, "--max-tokens", "none", redis_url=redis_server.url)
     assert removed.stdout.splitlines()[1].split() == [name, "0", "-", "0", "10"]
+
+
+def test_version_is_the_packages(redis_server):
+    from importlib.metadata import version
+
+    proc = covey("--version", redis_url=redis_server.url)
+    assert (proc.returncode, proc.stdout.strip()) == (0, f"covey, version {version('covey')}")
+
+
+@pytest.mark.parametrize(
+    "args, named",
+    [
+        (("submit", "x", "--model", ""), "model:"),
+        (("submit", "x", "--role", ""), "role:"),
+        (("submit", "x", "--tenant", ""), "tenant:"),
+        (("submit", "x", "--tools", "calculator,teleport"), "tools:"),
+        (("submit",), "give the task as TASK"),
+        (("submit", "x", "--task-file", "/no/such/file"), "--task-file"),
+    ],
+)
+def test_empty_names_and_missing_tasks_are_refused_at_the_boundary(redis_server, args, named):
+    proc = covey(*args, redis_url=redis_server.url)
+    assert proc.returncode == 2
+    assert named in proc.stderr and "Traceback" not in proc.stderr

@@ -33,12 +33,14 @@ def print_json(model) -> None:
 
 
 @click.group()
+@click.version_option(package_name="covey", prog_name="covey")
 def cli() -> None:
     """covey: trees of LLM agents as Celery tasks under a Redis budget ledger."""
 
 
 def main() -> None:
     from covey.client import JobRefused, JobTimeout
+    from covey.models.catalog import ModelsFileError
 
     try:
         cli(standalone_mode=True)
@@ -48,6 +50,8 @@ def main() -> None:
         _fail(str(e), 2)
     except ValidationError as e:  # settings from COVEY_* variables
         _fail(f"invalid configuration: {describe(e)}", 2)
+    except ModelsFileError as e:
+        _fail(f"invalid models file {e}", 2)
     except redis.ConnectionError as e:
         _fail(f"cannot reach Redis ({get_settings().redis_url}): {e}", 2)
     except OperationalError as e:
@@ -60,4 +64,4 @@ def _fail(message: str, code: int) -> None:
     sys.exit(code)
 
 
-from covey.cli import jobs, ops  # noqa: E402,F401 - registers the commands on `cli`
+from covey.cli import jobs, models, ops  # noqa: E402,F401 - registers the commands on `cli`

@@ -11,6 +11,7 @@ import click
 from covey import render
 from covey.cli.app import connect, print_json, cli
 from covey.orchestration import registry
+from covey.store.tree import FINAL
 
 
 def _known(job_id: str, client=None):
@@ -20,33 +21,17 @@ def _known(job_id: str, client=None):
     handle = (client or connect()).job(job_id)
     if handle.status() == UNKNOWN:
         raise click.ClickException(
-            f"unknown job {job_id}: never submitted, expired, or still queued from another Celery client"
+            f"unknown job {job_id}: never submitted, expired, or lost (a Redis restart without persistence)"
         )
     return handle
 
 
-RUN_GRACE_SECONDS = 30.0
-NO_WORKER_HINT_SECONDS = 3.0  # how long a job may sit queued before we look for a worker
+REPORT_GRACE_SECONDS = 2.0  # after its deadline, for a job's agents to report timed_out
 
 
-def _wait(client, handle, timeout: float | None):
-    """Wait for the result; if the job is still queued after a few seconds and no
-    worker reads its queue, say so instead of waiting in silence."""
-    from covey.client import JobTimeout
-
-    first = NO_WORKER_HINT_SECONDS if timeout is None else min(timeout, NO_WORKER_HINT_SECONDS)
-    try:
-        return handle.result(timeout=first)
-    except JobTimeout:
-        if timeout is not None and timeout <= first:
-            raise
-    if handle.status() == "queued" and not client.queue_has_worker():
-        click.echo(
-            f"warning: no worker reads queue {client.settings.queue!r}; job {handle.id} waits until one starts "
-            "(covey worker)",
-            err=True,
-        )
-    return handle.result(timeout=None if timeout is None else timeout - first)
+def _live(as_json: bool) -> bool:
+    """Draw live progress only for a person at a terminal."""
+    return not as_json and sys.stderr.isatty()
 
 
 def _job_options(fn):
@@ -64,6 +49,10 @@ def _job_options(fn):
                      help="model calls each agent may make on its own (default 20)"),
         click.option("--timeout", type=float, default=None, help="seconds the job may run"),
         click.option("--tenant", default=None, help="charge the tenant:<name> ledger scope too"),
+        click.option("--instructions", default=None, help="the root agent's instructions (its system prompt)"),
+        click.option("--tools", default=None, help="comma-separated tools the agents may use (default: all)"),
+        click.option("--deny", default=None, help="comma-separated tools no agent of the job may use"),
+        click.option("--task-file", type=click.File("r"), default=None, help="read the task from a file"),
     ]
     for option in reversed(options):
         fn = option(fn)
@@ -81,44 +70,68 @@ def _spec(client, task: str, o: dict[str, Any]):
         fields["max_call_tokens"] = o["max_call_tokens"]
     if o["agent_max_cycles"] is not None:
         fields["max_cycles"] = o["agent_max_cycles"]
-    if o["model"]:
-        fields["model"] = o["model"]
-    if o["tenant"]:
-        fields["tenant"] = o["tenant"]
-    return client.spec(task, **fields)
+    # An empty name is passed on, for the spec to refuse, rather than dropped.
+    for name in ("model", "tenant", "instructions"):
+        if o[name] is not None:
+            fields[name] = o[name]
+    for name in ("tools", "deny"):
+        if o[name] is not None:
+            fields[name] = [t.strip() for t in o[name].split(",") if t.strip()]
+    return client.spec(_task(task, o["task_file"]), **fields)
+
+
+def _task(task: str | None, task_file) -> str:
+    """TASK, ``-`` for standard input, or ``--task-file``; exactly one of them."""
+    if (task is None) == (task_file is None):
+        raise click.UsageError("give the task as TASK, as - (read from standard input) or with --task-file, once")
+    if task_file is not None:
+        return task_file.read()
+    return sys.stdin.read() if task == "-" else task
 
 
 @cli.command()
-@click.argument("task")
+@click.argument("task", required=False)
 @_job_options
 @click.option("--json", "as_json", is_flag=True, help="print the root AgentResult as JSON")
-def run(task: str, as_json: bool, **options: Any) -> None:
-    """Submit TASK and wait; exit 0 only when the job completed."""
+def run(task: str | None, as_json: bool, **options: Any) -> None:
+    """Submit TASK (- reads standard input) and wait; exit 0 only when the job completed."""
     client = connect()
     handle = client.submit(_spec(client, task, options))
     click.echo(f"job {handle.id}", err=True)
-    # The job's own deadline ends it; the grace covers a worker's last cycle.
-    wait = None if options["timeout"] is None else options["timeout"] + RUN_GRACE_SECONDS
-    _finish(_wait(client, handle, wait), as_json)
+    from covey.cli.waiting import wait
+
+    timeout = options["timeout"]
+    _finish(wait(handle, None if timeout is None else timeout + REPORT_GRACE_SECONDS, _live(as_json)), as_json)
 
 
 @cli.command()
-@click.argument("task")
+@click.argument("task", required=False)
 @_job_options
-def submit(task: str, **options: Any) -> None:
-    """Submit TASK and print its job id."""
+@click.option("--json", "as_json", is_flag=True, help='print {"job_id": ...} as JSON')
+def submit(task: str | None, as_json: bool, **options: Any) -> None:
+    """Submit TASK (- reads standard input) and print its job id."""
     client = connect()
-    click.echo(client.submit(_spec(client, task, options)).id)
+    job_id = client.submit(_spec(client, task, options)).id
+    print_json({"job_id": job_id}) if as_json else click.echo(job_id)
 
 
 @cli.command()
 @click.argument("job_id")
-def status(job_id: str) -> None:
-    """Print the job's status; exit 1 when the job is unknown."""
+@click.option("--json", "as_json", is_flag=True, help='print {"job_id", "status", "stuck"} as JSON')
+def status(job_id: str, as_json: bool) -> None:
+    """Print the job's status (and, on standard error, why it is stuck); exit 1 when
+    the job is unknown."""
     from covey.client import UNKNOWN
 
-    state = connect().job(job_id).status()
-    click.echo(state)
+    handle = connect().job(job_id)
+    state = handle.status()
+    stuck = handle.why_stuck() if state in ("queued", "running", "waiting") else None
+    if as_json:
+        print_json({"job_id": job_id, "status": state, "stuck": stuck})
+    else:
+        click.echo(state)
+        if stuck:
+            click.echo(f"warning: {stuck}", err=True)
     sys.exit(1 if state == UNKNOWN else 0)
 
 
@@ -128,21 +141,28 @@ def status(job_id: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="print the root AgentResult as JSON")
 def result(job_id: str, timeout: float | None, as_json: bool) -> None:
     """Wait for the job's result; exit 0 only when it completed, 3 when the wait ran out."""
-    client = connect()
-    _finish(_wait(client, _known(job_id, client), timeout), as_json)
+    from covey.cli.waiting import wait
+
+    _finish(wait(_known(job_id), timeout, _live(as_json)), as_json)
 
 
 @cli.command()
 @click.argument("job_id")
 @click.option("--json", "as_json", is_flag=True, help='print {"job_id", "nodes": [...]} as JSON')
-def tree(job_id: str, as_json: bool) -> None:
-    """Show every agent of the job."""
-    nodes = connect().job(job_id).tree()
+@click.option("--watch", is_flag=True, help="redraw the tree until the job ends (on a terminal)")
+def tree(job_id: str, as_json: bool, watch: bool) -> None:
+    """Show every agent of the job: status, role, tokens, cycles, elapsed, task."""
+    handle = connect().job(job_id)
+    if watch:
+        from covey.cli.waiting import watch_tree
+
+        watch_tree(handle, live=not as_json and sys.stdout.isatty())
+    nodes = handle.tree()
     if not nodes:
         raise click.ClickException(f"no agents recorded for job {job_id} (unknown, expired or not started)")
     if as_json:
         print_json({"job_id": job_id, "nodes": [n.model_dump(mode="json", include=_NODE_FIELDS) for n in nodes]})
-    else:
+    elif not (watch and sys.stdout.isatty()):  # a watch leaves its last frame on the screen
         click.echo(render.tree(nodes))
 
 
@@ -164,10 +184,21 @@ def ledger(job_id: str, as_json: bool) -> None:
 
 @cli.command()
 @click.argument("job_id")
-def cancel(job_id: str) -> None:
-    """Stop every agent of the job at its next cycle."""
-    _known(job_id).cancel()
-    click.echo(f"cancelling {job_id}")
+@click.option("--json", "as_json", is_flag=True, help='print {"job_id", "cancelled", "status"} as JSON')
+def cancel(job_id: str, as_json: bool) -> None:
+    """Stop every agent of the job at its next cycle; exit 1 when it had already finished."""
+    handle = _known(job_id)
+    state = handle.status()
+    finished = state in FINAL or state == "refused"
+    if not finished:
+        handle.cancel()
+    if as_json:
+        print_json({"job_id": job_id, "cancelled": not finished, "status": state})
+    elif finished:
+        click.echo(f"job {job_id} already finished ({state}); nothing to cancel", err=True)
+    else:
+        click.echo(f"cancelling {job_id}")
+    sys.exit(1 if finished else 0)
 
 
 def _finish(r, as_json: bool) -> None:

@@ -7,7 +7,7 @@ import sys
 import click
 
 from covey import render
-from covey.cli.app import connect, cli
+from covey.cli.app import cli, connect, print_json
 from covey.config.settings import get_settings
 
 
@@ -25,7 +25,10 @@ from covey.config.settings import get_settings
 @click.option("--hostname", "-n", default=None, help="worker name, as Celery's -n")
 def worker(concurrency: int | None, pool: str | None, loglevel: str, hostname: str | None) -> None:
     """Run a Celery worker for covey's tasks."""
+    from covey.models.catalog import Catalog
+
     s = get_settings()
+    Catalog.from_settings(s)  # a bad models file stops the worker here, not at its first job
     pool = pool or s.worker_pool
     if pool == "gevent":
         _patch_for_gevent()
@@ -73,7 +76,8 @@ class _Cap(click.ParamType):
 @click.argument("name")
 @click.option("--max-tokens", type=_Cap(), default=None, help="token cap across jobs ('none' removes it)")
 @click.option("--max-cycles", type=_Cap(), default=None, help="model-call cap across jobs ('none' removes it)")
-def scope(name: str, max_tokens, max_cycles) -> None:
+@click.option("--json", "as_json", is_flag=True, help="print the scope as JSON")
+def scope(name: str, max_tokens, max_cycles, as_json: bool) -> None:
     """Show a global ledger scope (global, tenant:<x>, sweep:<x>), changing the caps given."""
     ledger = connect().ledger
     current = next((row for row in ledger.scope_rows() if row.name == name), None)
@@ -89,7 +93,7 @@ def scope(name: str, max_tokens, max_cycles) -> None:
         current = next(row for row in ledger.scope_rows() if row.name == name)
     if current is None:
         raise click.ClickException(f"no scope {name} yet: give --max-tokens or --max-cycles to create it")
-    click.echo(render.scopes([current]))
+    print_json(current) if as_json else click.echo(render.scopes([current]))
 
 
 def _cap(given, current: int | None) -> int | None:
@@ -125,8 +129,9 @@ def sim_server(host: str, port: int) -> None:
 @cli.command()
 @click.option("--width", type=click.IntRange(1, 10), default=3, show_default=True, help="children per agent")
 @click.option("--depth", type=click.IntRange(1, 4), default=2, show_default=True, help="levels below the root")
-def demo(width: int, depth: int) -> None:
+@click.option("--json", "as_json", is_flag=True, help='print {"result", "nodes"} as JSON')
+def demo(width: int, depth: int, as_json: bool) -> None:
     """Start a worker, run a sim agent tree on it, show the tree, stop the worker."""
     from covey.demo import run_demo
 
-    sys.exit(run_demo(width, depth))
+    sys.exit(run_demo(width, depth, as_json))

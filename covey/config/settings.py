@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from pathlib import Path
 from typing import Literal
 
 from pydantic import AliasChoices, Field, model_validator
@@ -23,6 +24,9 @@ class Settings(BaseSettings):
     queue: str = "covey"
 
     model: str = "sim"
+    models: Path | None = Field(
+        default=None, description="COVEY_MODELS: a TOML file mapping model names to endpoints (covey.models.catalog)"
+    )
     openai_base_url: str | None = None
     openai_api_key: str | None = Field(
         default=None, validation_alias=AliasChoices("COVEY_OPENAI_API_KEY", "OPENAI_API_KEY")

@@ -1,8 +1,8 @@
 """The model, always through the official ``openai`` SDK.
 
-``sim`` without a base URL runs the simulated model as an httpx transport inside
-this process; with ``COVEY_OPENAI_BASE_URL`` every model, ``sim`` included, goes
-over HTTP. Either way the SDK's own request, retry and parsing path runs.
+``sim`` runs the simulated model as an httpx transport inside this process; every
+other name goes over HTTP to the endpoint the catalog (``covey.models.catalog``)
+resolves it to. Either way the SDK's own request, retry and parsing path runs.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from covey.config.settings import Settings
 from covey.orchestration.actions import ModelReply, ToolCall
 from covey.results import Usage
 from covey.models import sim
+from covey.models.catalog import Catalog, Endpoint, ModelParams, UnservableModel
 from covey.models.structured import SCHEMA_NAME, response_format
 from covey.models.tokens import estimate_prompt_tokens
 
-SIM_MODEL = "sim"
 SIM_BASE_URL = "http://sim.covey/v1"
 
 
@@ -29,11 +29,18 @@ class ModelError(Exception):
 
 
 class LLM:
-    """One SDK client per model endpoint, shared by the worker's threads."""
+    """One SDK client per model endpoint, shared by the worker's threads.
 
-    def __init__(self, settings: Settings) -> None:
+    ``transport`` carries the calls to remote endpoints (the network by default;
+    a test passes an ``httpx2.MockTransport``)."""
+
+    def __init__(
+        self, settings: Settings, catalog: Catalog | None = None, transport: httpx2.BaseTransport | None = None
+    ) -> None:
         self._settings = settings
-        self._clients: dict[str, openai.OpenAI] = {}
+        self.catalog = catalog or Catalog.from_settings(settings)
+        self._transport = transport
+        self._clients: dict[tuple[str | None, str | None], openai.OpenAI] = {}
         self._lock = threading.Lock()
 
     def call(
@@ -45,11 +52,18 @@ class LLM:
         timeout: float | None = None,
         schema: dict[str, Any] | None = None,
         schema_name: str = SCHEMA_NAME,
+        params: ModelParams | None = None,
     ) -> tuple[ModelReply, Usage]:
-        """One chat completion; ``schema`` asks for a JSON answer matching it."""
-        client = self._client(model)
+        """One chat completion of ``model`` (a covey name); ``schema`` asks for a JSON
+        answer matching it; ``params`` override the models file's for this call."""
+        try:
+            endpoint = self.catalog.endpoint(model)
+        except UnservableModel as e:
+            raise ModelError(str(e)) from e
+        client = self._client(endpoint)
+        kwargs: dict[str, Any] = {**endpoint.params.request(), **(params.request() if params else {})}
         # max_completion_tokens: OpenAI's current name; reasoning models refuse max_tokens.
-        kwargs: dict[str, Any] = {"model": model, "messages": messages, "max_completion_tokens": max_tokens}
+        kwargs.update(model=endpoint.model, messages=messages, max_completion_tokens=max_tokens)
         if tools:
             kwargs["tools"] = tools
         if schema is not None:
@@ -69,22 +83,26 @@ class LLM:
             raise ModelError(f"model call failed: {type(e).__name__}: {e}") from e
         return _reply(completion), _usage(completion, messages, tools, max_tokens)
 
-    def _client(self, model: str) -> openai.OpenAI:
-        key = SIM_MODEL if model == SIM_MODEL and not self._settings.openai_base_url else "remote"
+    def _client(self, endpoint: Endpoint) -> openai.OpenAI:
+        key = (endpoint.base_url, endpoint.key_env)
         with self._lock:
             if key not in self._clients:
-                self._clients[key] = self._make(key)
+                self._clients[key] = self._make(endpoint)
             return self._clients[key]
 
-    def _make(self, key: str) -> openai.OpenAI:
+    def _make(self, endpoint: Endpoint) -> openai.OpenAI:
         s = self._settings
         common = {"max_retries": s.model_retries, "timeout": s.model_timeout}
-        if key == SIM_MODEL:
+        if endpoint.in_process:
             http = httpx2.Client(transport=sim.transport(latency_ms=s.sim_latency_ms))
             return openai.OpenAI(api_key="sim", base_url=SIM_BASE_URL, http_client=http, **common)
-        if not s.openai_api_key and not s.openai_base_url:
-            raise ModelError("no model endpoint: set OPENAI_API_KEY (or COVEY_OPENAI_BASE_URL) on the worker")
-        return openai.OpenAI(api_key=s.openai_api_key or "none", base_url=s.openai_base_url, **common)
+        # The SDK's pool (1000 connections, 100 kept alive) is not capped at
+        # COVEY_WORKER_CONCURRENCY: `covey worker --concurrency` may run more threads,
+        # and a thread waiting for a pooled connection would spend its call's timeout.
+        http = openai.DefaultHttpxClient(transport=self._transport)
+        # A local endpoint may take no key, but the SDK insists on one.
+        api_key = endpoint.api_key or "none"
+        return openai.OpenAI(api_key=api_key, base_url=endpoint.base_url, http_client=http, **common)
 
 
 def _message(error: openai.APIStatusError) -> str:

@@ -1,8 +1,9 @@
 """The job's tree as the worker records it and ``covey tree`` shows it.
 
 One Redis hash per job (agent id -> node JSON). A node is written when its parent
-opens it (``queued``), when it starts (``running``) and when it ends (its result's
-status), so a reader sees the live shape of a running job.
+opens it (``queued``), when it starts (``running``), when it waits on its children
+(``waiting``) and when it ends (its result's status), so a reader sees the live
+shape of a running job.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from covey.results import AgentResult, Status, Usage
 
 QUEUED = "queued"
 RUNNING = "running"
+WAITING = "waiting"  # on its children: no task of its own runs until they report
 FINAL = frozenset(s.value for s in Status)
 TASK_PREVIEW_CHARS = 80  # a node keeps the start of its task: enough to tell siblings apart
 
@@ -37,6 +39,7 @@ class Node(BaseModel):
     error: str | None = None
     data: Any = None
     task: str | None = None  # its start (``preview``)
+    task_id: str | None = None  # the Celery task that runs it (the same across its resumes)
     started_at: datetime | None = None
     finished_at: datetime | None = None
 
@@ -53,9 +56,10 @@ class Node(BaseModel):
         )
 
     @classmethod
-    def of(cls, result: AgentResult, task: str | None = None) -> Node:
+    def of(cls, result: AgentResult, task: str | None = None, task_id: str | None = None) -> Node:
         return cls(
             task=None if task is None else preview(task),
+            task_id=task_id,
             started_at=result.started_at,
             finished_at=result.finished_at,
             agent_id=result.agent_id,

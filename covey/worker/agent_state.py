@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from covey.context import RunContext
 from covey.results import AgentResult, ChildSummary, Usage
 from covey.spec import AgentSpec
+from covey.store.tree import Node, preview
 
 
 class PendingChild(BaseModel):
@@ -29,7 +30,17 @@ class AgentState(BaseModel):
     spawn_round: int = 0
     pending: list[PendingChild] = Field(default_factory=list)
     started_at: datetime
+    task_id: str | None = Field(default=None, description="the Celery task running this agent")
     deadline: datetime | None = Field(default=None, description="the agent's own timeout")
     task_deadline: datetime | None = Field(
         default=None, description="when the running Celery task must end (COVEY_MAX_AGENT_SECONDS)"
     )
+
+    def node(self, status: str) -> Node:
+        """The agent's tree node as it stands: its usage so far, for readers and the crash path."""
+        ctx = self.ctx
+        return Node(
+            agent_id=ctx.agent_id, parent_id=ctx.parent_id, depth=ctx.depth, role=self.spec.role,
+            status=status, usage=self.usage, task=preview(self.spec.task), task_id=self.task_id,
+            started_at=self.started_at,
+        )

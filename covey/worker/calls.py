@@ -22,6 +22,7 @@ from covey.models.tokens import CHARS_PER_TOKEN_ESTIMATE, estimate_prompt_tokens
 from covey.orchestration.actions import CallModel, ModelReply
 from covey.orchestration.tool_schemas import SPAWN_TOOLS, offered, schemas
 from covey.results import Status, Usage
+from covey.store.tree import RUNNING
 from covey.worker.agent_state import AgentState
 from covey.worker.deps import Deps
 from covey.worker.replay import CallRecord
@@ -65,6 +66,7 @@ def call_model(deps: Deps, state: AgentState, action: CallModel, seconds_left: f
         state.usage += record.usage or Usage(cycles=1)
         return Stop(Status.FAILED, record.error)
     state.usage += record.usage
+    deps.tree.record(ctx.job_id, state.node(RUNNING))  # readers see a running agent's spend as it settles
     return _checked(record.model_reply(), action, names, max_tokens, spec.max_call_tokens)
 
 
@@ -82,6 +84,7 @@ def _call(
         reply, usage = deps.llm.call(
             state.spec.model, action.messages, tools, max_tokens,
             timeout=seconds_left, schema=action.schema, schema_name=action.schema_name,
+            params=state.spec.model_params,
         )
     except ModelError as e:
         record = CallRecord(error=str(e))

@@ -20,7 +20,7 @@ from covey.orchestration import registry
 from covey.orchestration.actions import Action, CallModel, ChildResults, Finish, RunTools, Spawn, ToolResults
 from covey.results import AgentResult, Status, Usage
 from covey.spec import AgentSpec
-from covey.store.tree import RUNNING, Node, preview
+from covey.store.tree import RUNNING, Node
 from covey.worker.agent_state import AgentState
 from covey.worker.calls import Stop, call_model, seconds_left
 from covey.worker.deps import Deps
@@ -43,7 +43,7 @@ class FanOut:
     children: list[tuple[RunContext, AgentSpec]]
 
 
-def begin(deps: Deps, ctx: RunContext, spec: AgentSpec) -> tuple[AgentState, Action]:
+def begin(deps: Deps, ctx: RunContext, spec: AgentSpec, task_id: str | None = None) -> tuple[AgentState, Action]:
     """Start an agent under the terms its ledger row holds, whatever its message says."""
     row = deps.ledger.agent(ctx.job_id, ctx.agent_id)
     if row is None:
@@ -54,10 +54,11 @@ def begin(deps: Deps, ctx: RunContext, spec: AgentSpec) -> tuple[AgentState, Act
         ctx=ctx,
         spec=spec,
         started_at=now,
+        task_id=task_id,
         deadline=now + timedelta(seconds=spec.timeout) if spec.timeout else None,
         task_deadline=_task_deadline(deps),
     )
-    deps.tree.record(ctx.job_id, node(state, RUNNING))
+    deps.tree.record(ctx.job_id, state.node(RUNNING))
     return state, registry.strategy(spec.strategy).start(spec, ctx)
 
 
@@ -171,16 +172,7 @@ def _finish(
         finished_at=deps.now(),
         children=state.children,
     )
-    deps.tree.record(ctx.job_id, Node.of(result, task=state.spec.task))
+    deps.tree.record(ctx.job_id, Node.of(result, task=state.spec.task, task_id=state.task_id))
     deps.checkpoints.delete(ctx.job_id, ctx.agent_id)
     deps.ledger.finished(ctx.job_id, ctx.agent_id)
     return Finished(result)
-
-
-def node(state: AgentState, status: str) -> Node:
-    """The agent's tree node as it stands: its usage so far, for readers and the crash path."""
-    ctx = state.ctx
-    return Node(
-        agent_id=ctx.agent_id, parent_id=ctx.parent_id, depth=ctx.depth, role=state.spec.role,
-        status=status, usage=state.usage, task=preview(state.spec.task), started_at=state.started_at,
-    )

@@ -87,6 +87,7 @@ def child_spec(parent: AgentSpec, ctx: RunContext, request: ChildRequest) -> Age
         "role": request.role,
         "instructions": request.instructions,
         "model": request.model or parent.model,
+        "model_params": parent.model_params,
         "strategy": request.strategy or parent.strategy,
         "options": request.options if own_options else parent.options,
         "tools": tools,

@@ -22,10 +22,11 @@ from celery.exceptions import Ignore, Retry
 
 from covey.budgets.ledger import AgentTerms
 from covey.context import ROOT_AGENT_ID, RunContext
+from covey.models.catalog import UnservableModel
 from covey.orchestration.actions import Action
 from covey.results import AgentResult, Status, Usage
-from covey.spec import AgentSpec, JobSpec
-from covey.store.tree import RUNNING, Node
+from covey.spec import AgentSpec, InvalidSpec, JobSpec
+from covey.store.tree import WAITING, Node
 from covey.worker import loop
 from covey.worker.agent_state import AgentState
 from covey.worker.app import app
@@ -40,11 +41,16 @@ Step = Callable[[], "tuple[AgentState, Action]"]
 def run_job(self, spec: Any) -> dict[str, Any]:
     """Validate a JobSpec and run its root agent; the task id is the job id.
 
-    Fields the spec leaves unset take this worker's defaults. An invalid spec
-    raises ``InvalidSpec`` naming the field: the task fails and no agent runs.
+    Fields the spec leaves unset take this worker's defaults. An invalid spec, or
+    one naming a model this worker cannot serve, raises ``InvalidSpec`` naming the
+    field: the task fails and no agent runs.
     """
     deps = worker_deps()
     job = JobSpec.parse(spec).with_defaults(deps.settings.model, deps.settings.default_budget())
+    try:
+        deps.llm.catalog.endpoint(job.model)
+    except UnservableModel as e:
+        raise InvalidSpec(f"invalid job spec: {e}") from e
     ctx = RunContext(
         job_id=self.request.id,
         agent_id=ROOT_AGENT_ID,
@@ -59,7 +65,7 @@ def run_job(self, spec: Any) -> dict[str, Any]:
     def start() -> tuple[AgentState, Action]:
         terms = AgentTerms(tools=job.tools, deny=job.deny, max_cycles=job.max_cycles)
         deps.ledger.open_root(ctx.job_id, ROOT_AGENT_ID, job.budget, terms)
-        return loop.begin(deps, ctx, agent_spec)
+        return loop.begin(deps, ctx, agent_spec, task_id=self.request.id)
 
     return _guarded(self, ctx.job_id, ROOT_AGENT_ID, start)
 
@@ -67,7 +73,9 @@ def run_job(self, spec: Any) -> dict[str, Any]:
 @app.task(bind=True, name="covey.agent")
 def agent(self, ctx: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
     def start() -> tuple[AgentState, Action]:
-        return loop.begin(worker_deps(), RunContext.model_validate(ctx), AgentSpec.model_validate(spec))
+        return loop.begin(
+            worker_deps(), RunContext.model_validate(ctx), AgentSpec.model_validate(spec), task_id=self.request.id
+        )
 
     return _guarded(self, ctx.get("job_id", "?"), ctx.get("agent_id", "?"), start)
 
@@ -132,7 +140,7 @@ def _crashed(job_id: str, agent_id: str, error: str, spent: Usage | None) -> dic
         job_id=job_id, agent_id=agent_id, parent_id=node.parent_id, role=node.role, depth=node.depth,
         status=Status.FAILED, error=error, usage=spent or node.usage, started_at=node.started_at,
     )
-    deps.tree.record(job_id, Node.of(result, task=node.task))
+    deps.tree.record(job_id, Node.of(result, task=node.task, task_id=node.task_id))
     deps.checkpoints.delete(job_id, agent_id)
     deps.ledger.finished(job_id, agent_id)
     return result.model_dump(mode="json")
@@ -148,7 +156,7 @@ def _drive(task, state: AgentState, action: Action) -> dict[str, Any]:
         log.info("agent %s of job %s is past round %s: stale step ignored", ctx.agent_id, ctx.job_id,
                  outcome.state.spawn_round)
         raise Ignore()
-    deps.tree.record(ctx.job_id, loop.node(outcome.state, RUNNING))
+    deps.tree.record(ctx.job_id, outcome.state.node(WAITING))
     header = group(
         agent.s(ctx=c.model_dump(mode="json"), spec=s.model_dump(mode="json")) for c, s in outcome.children
     )

@@ -51,6 +51,24 @@ def start_sim_server(redis_url: str) -> tuple[subprocess.Popen, str]:
     raise RuntimeError("covey sim-server did not answer")
 
 
+SIMHTTP = "simhttp"  # the name a models file gives ``covey sim-server`` in the tests
+
+
+def served_over_http(directory: Path, base_url: str) -> dict[str, str]:
+    """Worker variables serving ``simhttp`` from ``covey sim-server`` at ``base_url``
+    through a models file, plus ``nokey``, whose key variable is never set."""
+    path = directory / "models.toml"
+    path.write_text(
+        f'[models.{SIMHTTP}]\nbase_url = "{base_url}"\napi_key_env = "SIMHTTP_KEY"\nmodel = "sim"\n\n'
+        f'[models.nokey]\nbase_url = "{base_url}"\napi_key_env = "NOKEY_KEY"\n'
+    )
+    return {"COVEY_MODELS": str(path), "SIMHTTP_KEY": "unused"}
+
+
+def calls_reaching(base_url: str) -> int:
+    return httpx2.get(base_url.removesuffix("/v1") + "/sim/calls", timeout=5).json()["total"]
+
+
 def stop_worker(proc: subprocess.Popen) -> None:
     proc.terminate()
     try:
@@ -95,10 +113,10 @@ def client(settings, worker) -> Client:
 def cli(redis_server, worker):
     """Run the real ``covey`` CLI against the test Redis and worker."""
 
-    def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    def run(*args: str, timeout: float = 120, stdin: str | None = None) -> subprocess.CompletedProcess:
         return subprocess.run(
             [sys.executable, "-m", "covey", *args], env=worker_env(redis_server.url),
-            capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+            capture_output=True, text=True, timeout=timeout, cwd=ROOT, input=stdin,
         )
 
     return run

@@ -23,7 +23,7 @@ def test_run_tree_and_ledger_print_readable_tables(cli):
     assert re.fullmatch(r"\d+ tokens \(\d+ prompt, \d+ completion\), 2 cycles, 0 sub-agents", lines["usage"])
 
     tree = cli("tree", job_id).stdout.splitlines()
-    assert tree[0].split() == ["agent", "role", "status", "tokens", "cycles", "task"]
+    assert tree[0].split() == ["agent", "role", "status", "tokens", "cycles", "elapsed", "task"]
     assert tree[1].endswith("What is 2 + 2?")
     assert tree[1].split()[:3] == ["root", "root", "completed"]
 
@@ -31,3 +31,13 @@ def test_run_tree_and_ledger_print_readable_tables(cli):
     tokens = next(line.split() for line in ledger.splitlines() if line.startswith("tokens"))
     assert tokens[2] == "9000" and 0 < int(tokens[1]) <= 9000
     assert "global" in ledger
+
+
+def test_demo_json_is_the_result_and_the_tree(cli):
+    import json
+
+    proc = cli("demo", "--json", "--width", "2", "--depth", "1")
+    assert proc.returncode == 0, proc.stderr
+    shown = json.loads(proc.stdout)
+    assert shown["result"]["output"] == "leaves=2"
+    assert sorted(n["depth"] for n in shown["nodes"]) == [0, 1, 1]

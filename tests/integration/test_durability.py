@@ -5,15 +5,20 @@ from __future__ import annotations
 
 import os
 import signal
+import tempfile
 import time
 from contextlib import contextmanager
+from pathlib import Path
 
 import httpx2
 
 from covey import keys
 from covey.client import Client
 from covey.config.settings import Settings
-from tests.integration.conftest import start_sim_server, start_worker, stop_worker, wait_for_worker
+from covey.models.catalog import load
+from tests.integration.conftest import (
+    SIMHTTP, served_over_http, start_sim_server, start_worker, stop_worker, wait_for_worker,
+)
 from tests.redis_server import RedisServer
 
 # Redeliver a dead worker's tasks after 6 s (twice the longest agent run), looked
@@ -65,17 +70,20 @@ def test_a_job_survives_its_worker_being_killed():
 
 @contextmanager
 def counted_model():
-    """A Redis, a sim-server that counts the calls reaching it, and a client."""
-    with RedisServer() as server:
+    """A Redis, a sim-server that counts the calls reaching it (the model ``simhttp``
+    of a models file), and a client."""
+    with RedisServer() as server, tempfile.TemporaryDirectory() as directory:
         sim, base_url = start_sim_server(server.url)
         try:
-            yield server, Client(Settings(redis_url=server.url)), {**FAST_REDELIVERY, "COVEY_OPENAI_BASE_URL": base_url}
+            yield server, Client(Settings(redis_url=server.url)), {**FAST_REDELIVERY,
+                                                                   **served_over_http(Path(directory), base_url)}
         finally:
             stop_worker(sim)
 
 
 def model_calls(env) -> dict:
-    calls_url = env["COVEY_OPENAI_BASE_URL"].removesuffix("/v1") + "/sim/calls"
+    base_url = str(load(Path(env["COVEY_MODELS"]))[SIMHTTP].base_url)  # where the worker sends its calls
+    calls_url = base_url.removesuffix("/v1") + "/sim/calls"
     return httpx2.get(calls_url, timeout=5).json()
 
 
@@ -89,7 +97,7 @@ def run_killed(server, client, env, task: str, kill_when: str, calls_before: int
     second worker finish it after redelivery."""
     first = start_worker(server.url, **env)
     wait_for_worker(client, first)
-    handle = client.submit(client.spec(task, budget={"max_depth": 2}))
+    handle = client.submit(client.spec(task, budget={"max_depth": 2}, model=SIMHTTP))
     wait_until(lambda: client.redis.zscore(keys.reservations(handle.id), kill_when) is not None
                and model_calls(env)["total"] == calls_before, f"call {kill_when} in flight")
     kill(first)

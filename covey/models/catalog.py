@@ -1,0 +1,203 @@
+"""Which endpoint serves each model name: the models file (``COVEY_MODELS``).
+
+One worker may serve several providers at once, so a sweep can compare them: the
+models file maps a covey model name to a base URL, the NAME of the environment
+variable holding its key (never the key), the provider's own model id and request
+parameters::
+
+    [models.fast]
+    base_url = "http://127.0.0.1:8766/v1"
+    api_key_env = "FAST_KEY"
+    model = "sim"                      # the provider's id; the covey name by default
+    params = { temperature = 0.2 }     # temperature, top_p, seed
+
+``sim`` is built in and always runs in-process. Any other name not in the file
+goes to the default endpoint (``COVEY_OPENAI_BASE_URL`` / ``OPENAI_API_KEY``), if
+one is configured. Keys are read once, when the catalog is built: a worker serves
+with the environment it was started with.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
+
+from covey.config.settings import Settings
+
+SIM_MODEL = "sim"
+OPENAI_BASE_URL = "https://api.openai.com/v1"  # the SDK's own default endpoint
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class ModelsFileError(ValueError):
+    """A models file that cannot be used; one line naming the file, the model and the field."""
+
+
+class UnservableModel(ValueError):
+    """A model name this worker has no usable endpoint for; says what to configure."""
+
+
+class ModelParams(BaseModel):
+    """Request parameters passed to the provider as they are. A job's override the
+    models file's; the sim ignores them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    seed: int | None = Field(default=None, strict=True)
+
+    def request(self) -> dict[str, Any]:
+        """The parameters that were given, as ``chat.completions.create`` keywords."""
+        return self.model_dump(exclude_none=True)
+
+
+class ModelEntry(BaseModel):
+    """One ``[models.NAME]`` table."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: HttpUrl
+    api_key_env: str
+    model: str | None = Field(default=None, min_length=1)
+    params: ModelParams = Field(default_factory=ModelParams)
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _names_a_variable(cls, value: str) -> str:
+        # The value is never echoed: a key pasted here by mistake must not reach a log.
+        if not _ENV_NAME.fullmatch(value):
+            raise PydanticCustomError(
+                "env_name", "must be the NAME of the environment variable holding the key, never the key itself"
+            )
+        return value
+
+
+class ModelsFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    models: dict[str, ModelEntry] = Field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where one model name's calls go. Endpoints equal in ``base_url`` and
+    ``key_env`` share one SDK client."""
+
+    base_url: str | None  # None: the in-process sim
+    key_env: str | None
+    model: str  # the provider's model id
+    api_key: str | None = field(default=None, repr=False)  # None: not set (the default endpoint may go without)
+    params: ModelParams = field(default_factory=ModelParams)
+
+    @property
+    def in_process(self) -> bool:
+        return self.base_url is None
+
+
+class ServedModel(BaseModel):
+    """One row of ``covey models``: never the key, only whether its variable is set."""
+
+    name: str
+    endpoint: str
+    model: str
+    key_env: str | None
+    key_set: bool | None
+    params: dict[str, Any]
+
+
+class Catalog:
+    """Resolves a model name to its endpoint, or refuses it with what to configure."""
+
+    def __init__(self, entries: Mapping[str, ModelEntry], settings: Settings, environ: Mapping[str, str]) -> None:
+        self._named = {name: _endpoint(name, entry, environ) for name, entry in entries.items()}
+        self._default = _default_endpoint(settings)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, environ: Mapping[str, str] = os.environ) -> Catalog:
+        entries = load(settings.models) if settings.models is not None else {}
+        return cls(entries, settings, environ)
+
+    def endpoint(self, name: str) -> Endpoint:
+        """The endpoint serving ``name``; ``UnservableModel`` when none can."""
+        if name == SIM_MODEL:
+            return Endpoint(base_url=None, key_env=None, model=SIM_MODEL)
+        if name in self._named:
+            endpoint = self._named[name]
+            if endpoint.api_key is None:
+                raise UnservableModel(f"model {name!r}: its key variable {endpoint.key_env} is not set on this worker")
+            return endpoint
+        if self._default is None:
+            raise UnservableModel(
+                f"model {name!r}: no endpoint on this worker serves it; add it to the models file (COVEY_MODELS), "
+                "or set COVEY_OPENAI_BASE_URL or OPENAI_API_KEY for a default endpoint"
+            )
+        return replace(self._default, model=name)
+
+    def served(self) -> list[ServedModel]:
+        """``sim``, every named model, and ``*`` (any other name) when a default endpoint is set."""
+        rows = [ServedModel(name=SIM_MODEL, endpoint="in-process", model=SIM_MODEL, key_env=None, key_set=None,
+                            params={})]
+        named = sorted(self._named.items())
+        if self._default is not None:
+            named.append(("*", self._default))
+        for name, e in named:
+            rows.append(ServedModel(name=name, endpoint=e.base_url or "in-process", model=e.model,
+                                    key_env=e.key_env, key_set=e.api_key is not None, params=e.params.request()))
+        return rows
+
+
+def load(path: Path) -> dict[str, ModelEntry]:
+    """The validated entries of a models file; ``ModelsFileError`` names what is wrong."""
+    try:
+        raw = tomllib.loads(path.read_text())
+    except OSError as e:
+        raise ModelsFileError(f"{path}: cannot read the models file (COVEY_MODELS): {e.strerror}") from e
+    except tomllib.TOMLDecodeError as e:
+        raise ModelsFileError(f"{path}: not valid TOML: {e}") from e
+    if isinstance(raw.get("models"), dict) and SIM_MODEL in raw["models"]:
+        raise ModelsFileError(
+            f"{path}: model 'sim' is built in and always in-process; give this endpoint another name"
+        )
+    try:
+        return ModelsFile.model_validate(raw).models
+    except ValidationError as e:
+        raise ModelsFileError(f"{path}: " + "; ".join(_described(item) for item in e.errors())) from e
+
+
+def _described(item: Any) -> str:
+    """``model 'fast': params.temperature: <message>`` for an error in a model's table."""
+    loc = [str(part) for part in item["loc"]]
+    if len(loc) >= 2 and loc[0] == "models":
+        where = ": ".join(part for part in (f"model {loc[1]!r}", ".".join(loc[2:])) if part)
+    else:
+        where = ".".join(loc) or "the file"
+    return f"{where}: {item['msg']}"
+
+
+def _default_endpoint(settings: Settings) -> Endpoint | None:
+    """``COVEY_OPENAI_BASE_URL`` / ``OPENAI_API_KEY``, when either is set; its model
+    ``*`` stands for whatever name was asked, passed on as the provider's id."""
+    if not (settings.openai_base_url or settings.openai_api_key):
+        return None
+    url = settings.openai_base_url or OPENAI_BASE_URL
+    return Endpoint(base_url=url, key_env=DEFAULT_KEY_ENV, model="*", api_key=settings.openai_api_key)
+
+
+def _endpoint(name: str, entry: ModelEntry, environ: Mapping[str, str]) -> Endpoint:
+    return Endpoint(
+        base_url=str(entry.base_url),
+        key_env=entry.api_key_env,
+        model=entry.model or name,
+        api_key=environ.get(entry.api_key_env) or None,
+        params=entry.params,
+    )

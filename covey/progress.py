@@ -1,0 +1,52 @@
+"""A running job at a glance: how many agents are done, running, waiting and queued,
+and what the tree has spent against its caps. Pure: built from the tree's nodes
+and a ledger snapshot, so the CLI's live line and ``JobHandle.watch`` agree."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from pydantic import BaseModel
+
+from covey.budgets.ledger import LedgerSnapshot
+from covey.store.tree import FINAL, QUEUED, RUNNING, WAITING, Node
+
+
+class Progress(BaseModel):
+    job_id: str
+    status: str  # the root's: queued until it starts
+    done: int = 0  # agents that ended, whatever their status
+    running: int = 0
+    waiting: int = 0  # on their children
+    queued: int = 0
+    tokens_used: int = 0
+    tokens_limit: int | None = None
+    cycles_used: int = 0
+    cycles_limit: int | None = None
+    elapsed: float = 0.0  # seconds the watcher has watched
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINAL
+
+    @classmethod
+    def of(cls, job_id: str, nodes: list[Node], ledger: LedgerSnapshot, elapsed: float) -> Progress:
+        counts = Counter("done" if n.final else n.status for n in nodes)
+        root = next((n for n in nodes if n.parent_id is None), None)
+        return cls(
+            job_id=job_id, status=root.status if root else QUEUED, done=counts["done"], running=counts[RUNNING],
+            waiting=counts[WAITING], queued=counts[QUEUED], tokens_used=ledger.tokens_used,
+            tokens_limit=ledger.tokens_limit, cycles_used=ledger.cycles_used, cycles_limit=ledger.cycles_limit,
+            elapsed=elapsed,
+        )
+
+    def line(self) -> str:
+        """``3 done, 2 running, 1 waiting, 5 queued | tokens 1234/200000 | cycles 12/200 | 3.2s``"""
+        agents = f"{self.done} done, {self.running} running, {self.waiting} waiting, {self.queued} queued"
+        tokens = f"tokens {self.tokens_used}/{_cap(self.tokens_limit)}"
+        cycles = f"cycles {self.cycles_used}/{_cap(self.cycles_limit)}"
+        return f"{agents} | {tokens} | {cycles} | {self.elapsed:.1f}s"
+
+
+def _cap(limit: int | None) -> str:
+    return "∞" if limit is None else str(limit)

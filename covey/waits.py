@@ -1,0 +1,86 @@
+"""Why a job is not moving: what a wait tells the user instead of waiting in silence.
+
+A job can sit still for reasons no result will ever report: its message went to a
+queue no covey worker reads, no worker reads covey's queue at all, or the worker
+running some of its agents died and the broker has not handed their tasks to
+another one yet. Each is found from the broker, the workers' own answers and the
+job's tree, and said in one line naming what is stuck.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+import redis
+
+from covey.store.tree import QUEUED, RUNNING, Node
+
+if TYPE_CHECKING:
+    from covey.client import Client
+
+DEFAULT_CELERY_QUEUE = "celery"  # where a Celery client sends a task that names no queue
+QUEUE_PEEK = 1000  # messages looked at per queue: enough for a queue someone is waiting on
+INSPECT_SECONDS = 0.5  # how long workers get to answer an inspect broadcast
+STALLED_SHOWN = 5  # agents named in a message; the rest are counted
+
+
+def queue_of(client: Client, job_id: str) -> str | None:
+    """The broker queue whose first messages hold the job's, on a Redis broker (else None)."""
+    if not client.settings.broker.startswith(("redis://", "rediss://", "unix://")):
+        return None
+    broker = redis.Redis.from_url(client.settings.broker, decode_responses=True)
+    try:
+        for queue in dict.fromkeys([client.settings.queue, DEFAULT_CELERY_QUEUE]):
+            if broker.type(queue) != "list":
+                continue
+            for raw in broker.lrange(queue, -QUEUE_PEEK, -1):
+                if _message_id(raw) == job_id:
+                    return queue
+    finally:
+        broker.close()
+    return None
+
+
+def _message_id(raw: str) -> str | None:
+    try:
+        return json.loads(raw).get("headers", {}).get("id")
+    except (ValueError, AttributeError):
+        return None
+
+
+def live_task_ids(client: Client) -> set[str] | None:
+    """Ids of the tasks live workers run or hold; None when no worker answers."""
+    inspect = client.app.control.inspect(timeout=INSPECT_SECONDS)
+    active, reserved = inspect.active(), inspect.reserved()
+    if not active and not reserved:
+        return None
+    return {t["id"] for replies in (active or {}, reserved or {}) for tasks in replies.values() for t in tasks}
+
+
+def why_stuck(client: Client, job_id: str) -> str | None:
+    """One line saying why the job is not moving, or None when nothing is wrong that
+    the broker, the workers or the tree can tell."""
+    nodes = client.tree.nodes(job_id)
+    if not nodes:
+        queue = queue_of(client, job_id)
+        if queue is not None and queue != client.settings.queue:
+            return (f"job {job_id} waits in queue {queue!r}, which no covey worker reads; "
+                    f"send with queue={client.settings.queue!r}")
+        if not client.queue_has_worker():
+            return f"no worker reads queue {client.settings.queue!r}; job {job_id} waits until one starts (covey worker)"
+        return None
+    live = live_task_ids(client)
+    stuck = [n for n in nodes if n.status == RUNNING and (live is None or n.task_id not in live)]
+    if live is None:
+        stuck += [n for n in nodes if n.status == QUEUED]
+    if not stuck:
+        return None
+    who = "no worker answers" if live is None else "no live worker runs them"
+    return (f"agents of job {job_id} stopped reporting ({who}): {_names(stuck)}; the broker hands their "
+            "tasks to another worker after its visibility timeout")
+
+
+def _names(nodes: list[Node]) -> str:
+    shown = ", ".join(n.agent_id for n in nodes[:STALLED_SHOWN])
+    return shown + (f" and {len(nodes) - STALLED_SHOWN} more" if len(nodes) > STALLED_SHOWN else "")

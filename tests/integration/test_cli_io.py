@@ -1,0 +1,85 @@
+"""What the CLI takes in and gives out: tasks from stdin or a file, tools, JSON on
+every command, honest cancels and waits that say what they wait for."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+from celery import Celery
+
+from covey import keys
+from covey.client import Client
+from covey.config.settings import Settings
+from tests.integration.conftest import start_worker, stop_worker, wait_for_worker
+from tests.redis_server import RedisServer
+
+
+def test_a_task_read_from_standard_input_runs(cli):
+    proc = cli("run", "-", "--json", stdin="What is 20 + 22?\n")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["output"] == "42"
+
+
+def test_a_task_file_and_a_tool_list_shape_the_job(cli, client, tmp_path):
+    task = tmp_path / "task.txt"
+    task.write_text("What is 6 * 7?")
+    submitted = cli("submit", "--task-file", str(task), "--tools", "calculator, read_file", "--json")
+    job_id = json.loads(submitted.stdout)["job_id"]
+    assert client.job(job_id).result(timeout=60).output == "42"
+    root = client.job(job_id).ledger().agents[0]
+    assert root.tools == ["calculator", "read_file"]
+    status = json.loads(cli("status", job_id, "--json").stdout)
+    assert status == {"job_id": job_id, "status": "completed", "stuck": None}
+
+
+def test_cancelling_a_finished_job_says_so_and_exits_1(cli, client):
+    handle = client.submit(client.spec("What is 1 + 1?"))
+    handle.result(timeout=60)
+    proc = cli("cancel", handle.id)
+    assert proc.returncode == 1
+    assert f"job {handle.id} already finished (completed); nothing to cancel" in proc.stderr
+    assert not client.ledger.cancelled(handle.id)
+
+
+def test_a_job_sent_to_celerys_default_queue_is_found_there_and_named(cli, client, redis_server):
+    bare = Celery("elsewhere", broker=redis_server.url, backend=redis_server.url)
+    bare.conf.update(task_serializer="json", accept_content=["json"])
+    sent = bare.send_task("covey.run_job", kwargs={"spec": {"task": "What is 1 + 1?"}})  # no queue="covey"
+    try:
+        status = cli("status", sent.id)
+        assert (status.returncode, status.stdout.strip()) == (0, "queued")
+        assert f"job {sent.id} waits in queue 'celery', which no covey worker reads" in status.stderr
+        waited = cli("result", sent.id, "--timeout", "1")
+        assert waited.returncode == 3
+        assert "send with queue='covey'" in waited.stderr
+    finally:
+        client.redis.delete("celery")  # this test's own Redis
+        bare.close()
+
+
+def test_a_wait_on_a_job_whose_worker_died_names_the_stalled_agents(tmp_path):
+    with RedisServer() as server:
+        client = Client(Settings(redis_url=server.url))
+        worker = start_worker(server.url)
+        wait_for_worker(client, worker)
+        handle = client.submit(client.spec("[sim:latency 60000] What is 1 + 1?"))
+        deadline = time.monotonic() + 60
+        while (node := client.tree.node(handle.id, "root")) is None or node.status != "running":
+            assert time.monotonic() < deadline, "the root never started"
+            time.sleep(0.05)
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.wait()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("COVEY_")}
+        proc = subprocess.run([sys.executable, "-m", "covey", "result", handle.id, "--timeout", "4"],
+                              env={**env, "COVEY_REDIS_URL": server.url}, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 3
+        assert "stopped reporting (no worker answers): root;" in proc.stderr
+        assert re.search(r"not finished after 4\.\ds", proc.stderr)
+        assert client.redis.exists(keys.nodes(handle.id))
+        stop_worker(worker)
