@@ -16,7 +16,7 @@ from celery.exceptions import TimeoutError as CeleryTimeout
 from celery.result import AsyncResult
 from celery.utils import uuid
 
-from covey import keys, waits
+from covey import keys, labels, waits
 from covey.budgets.ledger import LedgerSnapshot
 from covey.budgets.redis_ledger import RedisLedger
 from covey.config.celery import create_app
@@ -66,7 +66,10 @@ class Client:
             spec = JobSpec.parse(spec)
         job_id = uuid()
         self.redis.set(keys.submitted(job_id), 1, ex=keys.JOB_TTL_SECONDS)
-        self.app.send_task(RUN_JOB, kwargs={"spec": spec.wire()}, task_id=job_id)
+        self.app.send_task(
+            RUN_JOB, kwargs={"spec": spec.wire()}, task_id=job_id,
+            **labels.agent(job_id, ROOT_AGENT_ID, spec.role, 0, spec.task),
+        )
         return JobHandle(self, job_id)
 
     def queue_has_worker(self, timeout: float = 1.0) -> bool:

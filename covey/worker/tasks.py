@@ -20,6 +20,7 @@ from celery import chord, group
 from celery import states as celery_states
 from celery.exceptions import Ignore, Retry
 
+from covey import labels
 from covey.budgets.ledger import AgentTerms
 from covey.context import ROOT_AGENT_ID, RunContext
 from covey.models.catalog import UnservableModel
@@ -158,7 +159,13 @@ def _drive(task, state: AgentState, action: Action) -> dict[str, Any]:
         raise Ignore()
     deps.tree.record(ctx.job_id, outcome.state.node(WAITING))
     header = group(
-        agent.s(ctx=c.model_dump(mode="json"), spec=s.model_dump(mode="json")) for c, s in outcome.children
+        agent.s(ctx=c.model_dump(mode="json"), spec=s.model_dump(mode="json")).set(
+            **labels.agent(c.job_id, c.agent_id, s.role, c.depth, s.task)
+        )
+        for c, s in outcome.children
     )
-    callback = resume.s(job_id=ctx.job_id, agent_id=ctx.agent_id, spawn_round=outcome.state.spawn_round)
+    spawn_round = outcome.state.spawn_round
+    callback = resume.s(job_id=ctx.job_id, agent_id=ctx.agent_id, spawn_round=spawn_round).set(
+        **labels.resume(ctx.job_id, ctx.agent_id, spawn_round, len(outcome.children))
+    )
     return task.replace(chord(header, callback))

@@ -1,0 +1,29 @@
+"""How covey's tasks read in Flower and in a worker's log: the job, the agent, its
+role and depth and the first words of its task, never a whole prompt, a spec's
+secrets or a child's results. Celery shows ``argsrepr``/``kwargsrepr`` in place of
+the real arguments when a message carries them."""
+
+from __future__ import annotations
+
+TASK_WORDS = 8  # enough of a task to tell siblings apart at a glance
+
+
+def first_words(text: str, words: int = TASK_WORDS) -> str:
+    parts = text.split()
+    return " ".join(parts[:words]) + (" …" if len(parts) > words else "")
+
+
+def agent(job_id: str, agent_id: str, role: str, depth: int, task: str) -> dict[str, str]:
+    """The repr options of a task that runs one agent (``covey.run_job``, ``covey.agent``)."""
+    return {
+        "argsrepr": "()",
+        "kwargsrepr": f"job={job_id} agent={agent_id} role={role} depth={depth} task={first_words(task)!r}",
+    }
+
+
+def resume(job_id: str, agent_id: str, spawn_round: int, children: int) -> dict[str, str]:
+    """The repr options of the chord callback that resumes a waiting agent."""
+    return {
+        "argsrepr": f"[{children} child results]",
+        "kwargsrepr": f"job={job_id} agent={agent_id} round={spawn_round}",
+    }
