@@ -1,0 +1,131 @@
+"""``covey sweep`` and ``covey sweep-report``: batch evaluation from the command line."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from covey.cli.app import cli
+from covey.config.settings import get_settings
+
+PLAIN_EVERY_SECONDS = 5.0  # how often a plain (non-terminal) progress line is printed
+BAR_WIDTH = 30
+
+
+class _BadInput(click.ClickException):
+    exit_code = 2
+
+
+@cli.command()
+@click.argument("dataset", type=click.Path(dir_okay=False))
+@click.option("--grid", "grid_path", required=True, type=click.Path(dir_okay=False), help="TOML or YAML grid")
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="directory of results; rerun to resume")
+@click.option("--max-in-flight", type=click.IntRange(1), default=16, show_default=True, help="jobs enqueued at once")
+@click.option("--retries", type=click.IntRange(0), default=0, show_default=True,
+              help="more attempts for a failed, timed-out or refused sample")
+@click.option("--max-tokens-total", type=click.IntRange(1), default=None, help="token cap of the whole sweep")
+@click.option("--max-cycles-total", type=click.IntRange(1), default=None, help="model-call cap of the whole sweep")
+@click.option("--queue", default="covey-sweeps", show_default=True, help="the queue the sweep's jobs go to")
+@click.option("--json", "as_json", is_flag=True, help="print the summary rows as JSON")
+def sweep(dataset, grid_path, out, max_in_flight, retries, max_tokens_total, max_cycles_total, queue, as_json) -> None:
+    """Run every sample of DATASET through every configuration of the grid, as covey jobs."""
+    from covey.client import Client
+    from covey.sweeps import SweepInputError, load_dataset, load_grid, run_sweep
+
+    try:  # checked here, before any connection; run_sweep reads them again from the same files
+        load_dataset(dataset), load_grid(grid_path)
+    except SweepInputError as e:
+        raise _BadInput(str(e)) from None
+    settings = get_settings().model_copy(update={"queue": queue})
+    probe = Client(settings)
+    probe.redis.ping()
+    if not probe.queue_has_worker():
+        click.echo(f"warning: no worker reads queue {queue} yet: start one with "
+                   f"`covey worker --queues covey,{queue}`", err=True)
+    probe.close()
+    # A terminated submitter gives up its lease at once, so a rerun adopts its jobs without waiting.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    show = _Bar() if sys.stderr.isatty() and not as_json else _Lines()
+    try:
+        outcome = run_sweep(
+            dataset, grid_path, out, settings=settings, max_in_flight=max_in_flight, retries=retries,
+            max_tokens_total=max_tokens_total, max_cycles_total=max_cycles_total, queue=queue, observer=show,
+        )
+    except SweepInputError as e:  # a file changed since it was checked
+        raise _BadInput(str(e)) from None
+    finally:
+        show.close()
+    if outcome.dry:
+        click.echo("the sweep's cap ran out: the samples it left are recorded skipped_budget", err=True)
+    _report(Path(out), as_json, lead=f"sweep {outcome.sweep_id}: {outcome.total} units, {outcome.submitted} jobs "
+                                     f"sent, {outcome.adopted} adopted, peak in flight {outcome.peak_in_flight}")
+
+
+@cli.command("sweep-report")
+@click.argument("directory", type=click.Path(file_okay=False, exists=True))
+@click.option("--json", "as_json", is_flag=True, help="print the summary rows as JSON")
+def sweep_report(directory, as_json) -> None:
+    """Rebuild DIR/summary.csv and DIR/summary.png from DIR/results.jsonl and print the table."""
+    _report(Path(directory), as_json)
+
+
+def _report(directory: Path, as_json: bool, lead: str | None = None) -> None:
+    from covey.sweeps.report import SUMMARY_CSV, SUMMARY_PNG, build_report, table
+
+    try:
+        rows, drawn = build_report(directory)
+    except FileNotFoundError as e:
+        raise _BadInput(str(e)) from None
+    if as_json:
+        click.echo(json.dumps([r.model_dump(mode="json") for r in rows], indent=2))
+        return
+    if lead:
+        click.echo(lead)
+    click.echo(table(rows))
+    files = [directory / SUMMARY_CSV] + ([directory / SUMMARY_PNG] if drawn else [])
+    click.echo("wrote " + ", ".join(str(f) for f in files))
+    if not drawn:
+        click.echo("no chart: matplotlib is not installed (pip install 'covey[sweeps]')", err=True)
+
+
+class _Bar:
+    """A live bar on standard error for a person at a terminal."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.live import Live
+
+        self._live = Live(console=Console(stderr=True), transient=True, refresh_per_second=4)
+        self._live.start()
+
+    def __call__(self, progress) -> None:
+        from rich.text import Text
+
+        filled = int(BAR_WIDTH * progress.finished / max(1, progress.total))
+        self._live.update(Text(f"[{'#' * filled}{'-' * (BAR_WIDTH - filled)}] {progress.line()}"))
+
+    def close(self) -> None:
+        self._live.stop()
+
+
+class _Lines:
+    """Plain progress lines on standard error, every few seconds and at the end."""
+
+    def __init__(self) -> None:
+        self._last_at = 0.0
+        self._last = None
+
+    def __call__(self, progress) -> None:
+        self._last = progress
+        if time.monotonic() - self._last_at >= PLAIN_EVERY_SECONDS:
+            self._last_at = time.monotonic()
+            click.echo(progress.line(), err=True)
+
+    def close(self) -> None:
+        if self._last is not None:
+            click.echo(self._last.line(), err=True)

@@ -1,0 +1,93 @@
+"""Claims: which job runs each unit of a sweep, so no unit runs twice at once.
+
+Before submitting a unit a submitter claims it in Redis (one key per unit,
+holding the job id, the submitter's id and, once recorded, the job's status).
+Every submitter of a sweep holds a lease it renews while it runs. A unit claimed
+by a live submitter is left to it; one claimed by a submitter whose lease lapsed
+(killed) is adopted: the new submitter follows the same job rather than running
+the sample again. Every change of a claim is a compare-and-set (WATCH), so two
+submitters racing for a unit cannot both win.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from typing import Literal
+
+import redis
+
+from covey import keys
+from covey.sweeps.records import KEPT
+
+
+@dataclass(frozen=True)
+class Take:
+    """What ``Claims.take`` decided for a unit.
+
+    ``new``: the caller claimed it for its new job; ``adopt``: it now follows
+    ``job_id``, which a dead submitter started; ``busy``: a live submitter runs
+    it; ``done``: another submitter recorded it as kept (see ``records.KEPT``)."""
+
+    outcome: Literal["new", "adopt", "busy", "done"]
+    job_id: str | None = None
+
+
+class Claims:
+    def __init__(self, client: redis.Redis, sweep_id: str, owner: str | None = None) -> None:
+        self.redis, self.sweep_id = client, sweep_id
+        self.owner = owner or uuid.uuid4().hex[:12]
+
+    def renew(self) -> None:
+        """Hold (or extend) this submitter's lease."""
+        self.redis.set(keys.sweep_owner(self.sweep_id, self.owner), 1, ex=keys.SWEEP_OWNER_TTL_SECONDS)
+
+    def release(self) -> None:
+        """Give up the lease now: another submitter may adopt this one's units at once."""
+        self.redis.delete(keys.sweep_owner(self.sweep_id, self.owner))
+
+    def take(self, unit: str, job_id: str) -> Take:
+        key = keys.sweep_claim(self.sweep_id, unit)
+        mine = json.dumps({"job": job_id, "owner": self.owner, "recorded": None})
+        if self.redis.set(key, mine, nx=True, ex=keys.JOB_TTL_SECONDS):
+            return Take("new", job_id)
+        raw = self.redis.get(key)
+        if raw is None:  # expired between the two calls: try again next time
+            return Take("busy")
+        held = json.loads(raw)
+        if held["recorded"] in KEPT:
+            return Take("done", held["job"])
+        if held["recorded"] is not None:  # an attempt that a rerun may repeat
+            return Take("new", job_id) if self._swap(key, raw, mine) else Take("busy")
+        if held["owner"] == self.owner or self.redis.exists(keys.sweep_owner(self.sweep_id, held["owner"])):
+            return Take("busy")
+        adopted = json.dumps({**held, "owner": self.owner})
+        return Take("adopt", held["job"]) if self._swap(key, raw, adopted) else Take("busy")
+
+    def record(self, unit: str, job_id: str, status: str) -> None:
+        """Mark the unit's job recorded with ``status`` (only while the claim is still this job's)."""
+        key = keys.sweep_claim(self.sweep_id, unit)
+        raw = self.redis.get(key)
+        if raw is not None and json.loads(raw)["job"] == job_id:
+            done = json.dumps({"job": job_id, "owner": self.owner, "recorded": status})
+            self._swap(key, raw, done)
+
+    def _swap(self, key: str, old: str | bytes, new: str) -> bool:
+        """Set ``key`` to ``new`` only if it still holds ``old``."""
+        with self.redis.pipeline() as pipe:
+            try:
+                pipe.watch(key)
+                current = pipe.get(key)
+                if current is None or _text(current) != _text(old):
+                    return False
+                pipe.multi()
+                pipe.set(key, new, ex=keys.JOB_TTL_SECONDS)
+                pipe.execute()
+                return True
+            except redis.WatchError:
+                return False
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode() if isinstance(value, bytes) else value

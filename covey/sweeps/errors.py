@@ -1,0 +1,8 @@
+"""The one error a sweep's inputs raise: a file, a line or field, and what is wrong."""
+
+from __future__ import annotations
+
+
+class SweepInputError(ValueError):
+    """A dataset, grid or scorer that cannot run. The message is one line naming
+    the file and the line or field at fault; nothing has been enqueued."""

@@ -1,0 +1,197 @@
+"""A grid file (TOML or YAML) and the configurations it spans.
+
+::
+
+    models = ["sim"]                       # default: the worker's COVEY_MODEL
+    strategies = ["react", {name = "single", label = "one-shot"}]
+    budgets = [{max_tokens = 4000, max_cycles = 4, seconds = 60}]
+    repeats = 1
+    scorer = "numeric"                     # or {kind = "numeric", tolerance = 0.01}
+
+Every model x strategy x budget is one configuration; every sample x
+configuration x repeat is one covey job. A budget here is per sample (the job's
+own caps); the sweep's total cap is given when the sweep runs. The grid is fully
+checked when loaded, each strategy's options by the strategy itself, so a bad
+field is named before anything is enqueued.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import tomllib
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from covey.spec import InvalidSpec, JobSpec, describe
+from covey.sweeps.dataset import Sample
+from covey.sweeps.errors import SweepInputError
+from covey.sweeps.scorers import ScorerSpec
+
+
+class Limits(BaseModel):
+    """One sample's caps: the job's budget, its per-call reply cap and its seconds."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_cycles: int | None = Field(default=None, ge=1)
+    max_agents: int | None = Field(default=None, ge=0)
+    max_depth: int | None = Field(default=None, ge=0)
+    max_call_tokens: int | None = Field(default=None, ge=1)
+    seconds: float | None = Field(default=None, gt=0)
+
+    def label(self) -> str:
+        return ",".join(f"{k}={v}" for k, v in self.model_dump(exclude_none=True).items()) or "defaults"
+
+
+class StrategyEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    options: dict[str, Any] = Field(default_factory=dict)
+    label: str | None = Field(default=None, min_length=1, max_length=40)
+
+
+class GridFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    models: list[str | None] = Field(default_factory=lambda: [None], min_length=1)
+    strategies: list[StrategyEntry] = Field(default_factory=lambda: [StrategyEntry(name="react")], min_length=1)
+    budgets: list[Limits] = Field(default_factory=lambda: [Limits()], min_length=1)
+    repeats: int = Field(default=1, ge=1, le=1000)
+    scorer: ScorerSpec = Field(default_factory=ScorerSpec)
+    instructions: str = ""
+
+    @field_validator("strategies", mode="before")
+    @classmethod
+    def _names_are_entries(cls, value: Any) -> Any:
+        """``"react"`` is short for ``{name = "react"}``."""
+        return [{"name": v} if isinstance(v, str) else v for v in value] if isinstance(value, list) else value
+
+    @field_validator("scorer", mode="before")
+    @classmethod
+    def _kind_is_a_spec(cls, value: Any) -> Any:
+        return {"kind": value} if isinstance(value, str) else value
+
+
+class Config(BaseModel):
+    """One configuration of the grid: what every one of its jobs shares."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    model: str | None
+    strategy: str
+    options: dict[str, Any]
+    limits: Limits
+    instructions: str = ""
+
+    @property
+    def key(self) -> str:
+        """Stable across runs and machines: resume and claims find a unit by it."""
+        body = self.model_dump(mode="json", exclude={"name"})
+        return hashlib.sha1(json.dumps(body, sort_keys=True).encode()).hexdigest()[:12]
+
+    def spec(self, sample: Sample, sweep_id: str, now: datetime) -> JobSpec:
+        """The job for one sample; ``seconds`` becomes a deadline from ``now``."""
+        budget = self.limits.model_dump(exclude_none=True, exclude={"seconds", "max_call_tokens"})
+        if self.limits.seconds is not None:
+            budget["deadline"] = now + timedelta(seconds=self.limits.seconds)
+        fields: dict[str, Any] = {
+            "task": sample.input, "strategy": self.strategy, "options": self.options, "budget": budget,
+            "sweep": sweep_id,
+        }
+        if self.model is not None:
+            fields["model"] = self.model
+        if self.limits.max_call_tokens is not None:
+            fields["max_call_tokens"] = self.limits.max_call_tokens
+        if self.instructions:
+            fields["instructions"] = self.instructions
+        return JobSpec.parse(fields)
+
+
+class Grid(BaseModel):
+    configs: list[Config]
+    repeats: int
+    scorer: ScorerSpec
+
+
+def load_grid(path: str | Path) -> Grid:
+    """The grid in ``path`` (``.toml``, ``.yaml``/``.yml``), checked in full."""
+    path = Path(path)
+    if not path.is_file():
+        raise SweepInputError(f"grid {path}: no such file")
+    raw = _read(path)
+    try:
+        grid = GridFile.model_validate(raw)
+    except ValidationError as e:
+        raise SweepInputError(f"{path.name}: {describe(e)}") from None
+    try:
+        grid.scorer.build()
+    except ValueError as e:
+        raise SweepInputError(f"{path.name}: scorer: {e}") from None
+    return Grid(configs=_configs(path.name, grid), repeats=grid.repeats, scorer=grid.scorer)
+
+
+def _read(path: Path) -> Any:
+    text = path.read_text(encoding="utf-8")
+    if path.suffix.lower() == ".toml":
+        try:
+            return tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            raise SweepInputError(f"{path.name}: not valid TOML: {e}") from None
+    if path.suffix.lower() in (".yaml", ".yml"):
+        import yaml
+
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            where = f" line {mark.line + 1}" if mark is not None else ""
+            raise SweepInputError(f"{path.name}{where}: not valid YAML: {getattr(e, 'problem', e)}") from None
+        return {} if data is None else data
+    raise SweepInputError(f"grid {path.name}: name a .toml, .yaml or .yml file")
+
+
+def _configs(filename: str, grid: GridFile) -> list[Config]:
+    labels = _strategy_labels(grid.strategies)
+    configs = []
+    for model, (si, entry), budget in itertools.product(grid.models, enumerate(grid.strategies), grid.budgets):
+        parts = [model or "default", labels[si]] + ([budget.label()] if len(grid.budgets) > 1 else [])
+        config = Config(
+            name="/".join(parts), model=model, strategy=entry.name, options=entry.options, limits=budget,
+            instructions=grid.instructions,
+        )
+        try:  # the wire's own checks: strategy name, its options, model name
+            config.spec(Sample(id="check", input="check"), "check", datetime.now().astimezone())
+        except InvalidSpec as e:
+            where = str(e).removeprefix("invalid job spec: ")
+            raise SweepInputError(f"{filename}: configuration {config.name}: {where}") from None
+        configs.append(config)
+    first: dict[str, str] = {}
+    for c in configs:
+        if c.key in first:
+            raise SweepInputError(
+                f"{filename}: configuration {c.name} is the same as {first[c.key]}; use repeats to run one twice")
+        first[c.key] = c.name
+    if len({c.name for c in configs}) != len(configs):
+        raise SweepInputError(f"{filename}: two configurations share a name; give each strategy a distinct label")
+    return configs
+
+
+def _strategy_labels(entries: list[StrategyEntry]) -> list[str]:
+    """Each entry's label: its own, else its name, numbered when a name repeats."""
+    counts: dict[str, int] = {}
+    for e in entries:
+        counts[e.name] = counts.get(e.name, 0) + 1
+    seen: dict[str, int] = {}
+    labels = []
+    for e in entries:
+        seen[e.name] = seen.get(e.name, 0) + 1
+        labels.append(e.label or (e.name if counts[e.name] == 1 else f"{e.name}#{seen[e.name]}"))
+    return labels

@@ -1,0 +1,115 @@
+"""``DIR/results.jsonl``: one line per finished attempt, appended as results arrive.
+
+The file is the sweep's durable log: a rerun reads it to skip what is done, and
+``covey sweep-report`` rebuilds the summary from it alone. A submitter killed
+mid-write leaves a torn last line; it is skipped on reading and closed off with
+a newline before the next append, so one torn line never spoils the next.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+RESULTS_FILE = "results.jsonl"
+
+# A sample's outcome when the sweep's scope ran dry before it could finish.
+SKIPPED_BUDGET = "skipped_budget"
+# The worker refused the job (an invalid spec, a model it cannot serve).
+REFUSED = "refused"
+# Outcomes a rerun keeps; any other status (failed, timed_out, refused,
+# skipped_budget) is run again.
+KEPT = frozenset({"completed", "budget_exceeded", "cancelled"})
+
+
+class RecordUsage(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    cycles: int = 0
+    agents: int = 0
+
+
+class Record(BaseModel):
+    """One attempt at one unit (a sample x configuration x repeat)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    unit: str
+    sample_id: str
+    config: str
+    config_key: str
+    repeat: int = 0
+    attempt: int = 1
+    status: str
+    output: str | None = None
+    target: Any = None
+    score: float | None = None
+    score_error: str | None = None
+    error: str | None = None
+    usage: RecordUsage = Field(default_factory=RecordUsage)
+    judge_tokens: int = 0
+    latency: float | None = None  # seconds from submission to the result
+    job_id: str | None = None
+    judge_job_id: str | None = None
+    finished_at: datetime | None = None
+
+    @property
+    def kept(self) -> bool:
+        return self.status in KEPT
+
+
+class ResultsLog:
+    """Append-only ``results.jsonl`` in a sweep's directory."""
+
+    def __init__(self, directory: Path) -> None:
+        self.path = Path(directory) / RESULTS_FILE
+        self._file: IO[str] | None = None
+
+    def records(self) -> list[Record]:
+        """Every readable record in file order; a torn or foreign line is skipped."""
+        if not self.path.exists():
+            return []
+        found = []
+        with self.path.open(encoding="utf-8") as f:
+            for text in f:
+                try:
+                    found.append(Record.model_validate(json.loads(text)))
+                except (ValueError, ValidationError):
+                    continue
+        return found
+
+    def latest(self) -> dict[str, Record]:
+        """Each unit's last record: the one a rerun and the report go by."""
+        return {r.unit: r for r in self.records()}
+
+    def append(self, record: Record) -> None:
+        if self._file is None:
+            self._file = self._open()
+        self._file.write(record.model_dump_json() + "\n")
+        self._file.flush()  # on disk for a rerun even if this process is killed next
+
+    def _open(self) -> IO[str]:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        torn = self.path.exists() and _last_byte(self.path) not in (b"", b"\n")
+        f = self.path.open("a", encoding="utf-8")
+        if torn:
+            f.write("\n")
+        return f
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def _last_byte(path: Path) -> bytes:
+    with path.open("rb") as f:
+        if f.seek(0, 2) == 0:
+            return b""
+        f.seek(-1, 2)
+        return f.read(1)

@@ -1,0 +1,186 @@
+"""A sweep's summary per configuration, from ``results.jsonl`` alone.
+
+Accuracy is the mean score over the units that ran (a failed or unscored unit
+scores 0; ``skipped_budget`` ones did not run and are only counted), with its
+standard error. Tokens, cycles and latency are the sample jobs' own (a judge's
+tokens are reported apart). The same rows go to a table, ``summary.csv`` and
+``summary.png``, a chart of accuracy against tokens per sample.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections import Counter
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from covey import render
+from covey.sweeps.records import SKIPPED_BUDGET, Record, ResultsLog
+
+SUMMARY_CSV = "summary.csv"
+SUMMARY_PNG = "summary.png"
+
+
+class ConfigSummary(BaseModel):
+    config: str
+    units: int  # recorded, whatever their status
+    ran: int  # all but skipped_budget
+    accuracy: float | None  # 0..1
+    stderr: float | None
+    mean_tokens: float | None
+    total_tokens: int
+    judge_tokens: int
+    mean_cycles: float | None
+    p50_latency: float | None
+    p95_latency: float | None
+    statuses: dict[str, int]
+
+    def status_text(self) -> str:
+        return " ".join(f"{k}={v}" for k, v in sorted(self.statuses.items()))
+
+
+def summarize(records: list[Record]) -> list[ConfigSummary]:
+    """One row per configuration, by name; each unit counted by its latest record."""
+    latest = {r.unit: r for r in records}
+    by_config: dict[str, list[Record]] = {}
+    for record in latest.values():
+        by_config.setdefault(record.config, []).append(record)
+    return [_summary(name, rows) for name, rows in sorted(by_config.items())]
+
+
+def _summary(name: str, rows: list[Record]) -> ConfigSummary:
+    ran = [r for r in rows if r.status != SKIPPED_BUDGET]
+    scores = [r.score or 0.0 for r in ran]
+    latencies = sorted(r.latency for r in ran if r.latency is not None)
+    tokens = [r.usage.total_tokens for r in ran]
+    return ConfigSummary(
+        config=name, units=len(rows), ran=len(ran),
+        accuracy=_mean(scores), stderr=_stderr(scores),
+        mean_tokens=_mean(tokens), total_tokens=sum(tokens), judge_tokens=sum(r.judge_tokens for r in ran),
+        mean_cycles=_mean([r.usage.cycles for r in ran]),
+        p50_latency=_percentile(latencies, 50), p95_latency=_percentile(latencies, 95),
+        statuses=dict(Counter(r.status for r in rows)),
+    )
+
+
+def _mean(values: list[float] | list[int]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _stderr(values: list[float]) -> float | None:
+    """Standard error of the mean (sample standard deviation over root n); 0 for one value."""
+    if not values:
+        return None
+    if len(values) == 1:
+        return 0.0
+    mean = sum(values) / len(values)
+    variance = sum((v - mean) ** 2 for v in values) / (len(values) - 1)
+    return math.sqrt(variance / len(values))
+
+
+def _percentile(ordered: list[float], q: float) -> float | None:
+    """Linear interpolation between closest ranks, as numpy's default."""
+    if not ordered:
+        return None
+    position = (len(ordered) - 1) * q / 100
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def table(rows: list[ConfigSummary]) -> str:
+    return render.table(
+        ["configuration", "accuracy", "ran", "mean tok", "total tok", "cycles", "p50 s", "p95 s", "statuses"],
+        [
+            [
+                r.config, _accuracy(r), r.ran, _fixed(r.mean_tokens, 0), r.total_tokens, _fixed(r.mean_cycles, 1),
+                _fixed(r.p50_latency, 2), _fixed(r.p95_latency, 2), r.status_text(),
+            ]
+            for r in rows
+        ],
+    )
+
+
+def _accuracy(r: ConfigSummary) -> str | None:
+    if r.accuracy is None:
+        return None
+    return f"{r.accuracy:.1%} ± {r.stderr or 0:.1%}"
+
+
+def _fixed(value: float | None, places: int) -> str | None:
+    return None if value is None else f"{value:.{places}f}"
+
+
+CSV_COLUMNS = [
+    "config", "units", "ran", "accuracy", "stderr", "mean_tokens", "total_tokens", "judge_tokens", "mean_cycles",
+    "p50_latency", "p95_latency",
+]
+
+
+def write_csv(rows: list[ConfigSummary], path: Path) -> None:
+    """One row per configuration; a ``status_<name>`` column per status seen."""
+    statuses = sorted({s for r in rows for s in r.statuses})
+    with path.open("w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(CSV_COLUMNS + [f"status_{s}" for s in statuses])
+        for r in rows:
+            values = r.model_dump(include=set(CSV_COLUMNS))
+            writer.writerow([_cell(values[c]) for c in CSV_COLUMNS] + [r.statuses.get(s, 0) for s in statuses])
+
+
+def _cell(value: object) -> object:
+    return "" if value is None else round(value, 6) if isinstance(value, float) else value
+
+
+def write_chart(rows: list[ConfigSummary], path: Path, title: str = "") -> bool:
+    """Accuracy (± standard error) against mean tokens per sample, one labelled point
+    per configuration. False when matplotlib is not installed."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    shown = [r for r in rows if r.accuracy is not None and r.mean_tokens is not None]
+    fig, ax = plt.subplots(figsize=(9, 5.5), dpi=120)
+    colors = plt.get_cmap("tab10").colors
+    for i, r in enumerate(shown):
+        color = colors[i % len(colors)]
+        ax.errorbar(
+            r.mean_tokens, 100 * r.accuracy, yerr=100 * (r.stderr or 0), fmt="o", markersize=10, capsize=6,
+            color=color, label=f"{r.config}  ({100 * r.accuracy:.1f}% of {r.ran}, {r.mean_tokens:.0f} tok)",
+        )
+        # Right of the point, staggered so neighbours' labels do not sit on each other.
+        ax.annotate(r.config, (r.mean_tokens, 100 * r.accuracy), textcoords="offset points",
+                    xytext=(12, 10 * (i % 3 - 1)), ha="left", va="center", fontsize=10, color=color,
+                    fontweight="bold", bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.8})
+    most = max((r.mean_tokens for r in shown), default=1.0) or 1.0
+    ax.set_xlim(-0.04 * most, most * 1.3)
+    ax.set_ylim(0, 115)
+    ax.set_yticks(range(0, 101, 20))
+    ax.set_xlabel("mean tokens per sample (lower is cheaper)", fontsize=11)
+    ax.set_ylabel("accuracy, % (± standard error)", fontsize=11)
+    ax.set_title(title or "Accuracy against tokens per configuration", fontsize=13)
+    ax.grid(True, alpha=0.3)
+    if shown:
+        ax.legend(loc="lower right", fontsize=9, framealpha=0.9)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return True
+
+
+def build_report(directory: Path) -> tuple[list[ConfigSummary], bool]:
+    """Summarise ``DIR/results.jsonl`` into ``summary.csv`` and ``summary.png``;
+    returns the rows and whether the chart was drawn."""
+    directory = Path(directory)
+    log = ResultsLog(directory)
+    if not log.path.exists():
+        raise FileNotFoundError(f"{log.path}: no results to report")
+    rows = summarize(log.records())
+    write_csv(rows, directory / SUMMARY_CSV)
+    drawn = write_chart(rows, directory / SUMMARY_PNG, title=f"Accuracy against tokens: {directory.name}")
+    return rows, drawn

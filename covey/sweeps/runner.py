@@ -1,0 +1,402 @@
+"""``run_sweep``: every sample x configuration x repeat as a covey job, under one cap.
+
+The submitter keeps at most ``max_in_flight`` jobs enqueued (the window; see
+``window.py``), polls their results in one Redis round trip per tick (no
+result subscription per job), and appends each outcome to ``DIR/results.jsonl``
+as it arrives. Units are interleaved across configurations, so a sweep cut short
+by its cap has compared them on the same samples.
+
+Every job charges the ledger scope ``sweep:<id>``. A job refused by that scope
+while others hold reservations on it is put back and the window shut to one;
+refused with nothing else in flight, the scope is dry: that unit and every one
+not yet run are recorded ``skipped_budget``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from celery.utils import uuid
+
+from covey import keys, labels
+from covey.client import RUN_JOB, Client
+from covey.config.settings import Settings, get_settings
+from covey.context import ROOT_AGENT_ID
+from covey.results import AgentResult, Status
+from covey.spec import JobSpec
+from covey.sweeps.claims import Claims
+from covey.sweeps.dataset import Sample, load_dataset
+from covey.sweeps.grid import Config, Grid, load_grid
+from covey.sweeps.manifest import Manifest
+from covey.sweeps.progress import SweepProgress
+from covey.sweeps.records import REFUSED, SKIPPED_BUDGET, Record, RecordUsage, ResultsLog
+from covey.sweeps.scorers import ModelJudge, Scorer
+from covey.sweeps.window import Window
+
+DEFAULT_QUEUE = "covey-sweeps"
+POLL_SECONDS = 0.05  # between two looks at the in-flight results
+RENEW_SECONDS = 1.0  # lease renewal; well inside keys.SWEEP_OWNER_TTL_SECONDS
+BUSY_RECHECK_SECONDS = 1.0  # how soon a unit another submitter holds is looked at again
+RETRYABLE = frozenset({Status.FAILED.value, Status.TIMED_OUT.value, REFUSED})
+
+
+@dataclass
+class Unit:
+    sample: Sample
+    config: Config
+    repeat: int
+    attempt: int = 1
+
+    @property
+    def key(self) -> str:
+        return unit_key(self.config, self.repeat, self.sample.id)
+
+
+def unit_key(config: Config, repeat: int, sample_id: str) -> str:
+    return f"{config.key}/{repeat}/{sample_id}"
+
+
+@dataclass
+class Flight:
+    unit: Unit
+    job_id: str
+    sent: float  # monotonic seconds
+    judging: Record | None = None  # set while this flight is the unit's judge job
+
+
+@dataclass
+class SweepOutcome:
+    sweep_id: str
+    directory: Path
+    total: int
+    already_done: int  # kept from an earlier run
+    submitted: int  # jobs this run enqueued (judges included)
+    adopted: int  # jobs of a dead submitter this run followed to their end
+    peak_in_flight: int
+    window_low: int
+    dry: bool  # the sweep's cap ran out
+    progress: SweepProgress | None = None
+
+
+@dataclass
+class _Run:
+    """The mutable state of one run; the functions below advance it."""
+
+    client: Client
+    manifest: Manifest
+    scorer: Scorer | ModelJudge
+    log: ResultsLog
+    claims: Claims
+    window: Window
+    retries: int
+    pending: Iterator[Unit]
+    total: int
+    already_done: int
+    again: deque[Unit] = field(default_factory=deque)  # units to run before the fresh ones
+    busy: deque[tuple[float, Unit]] = field(default_factory=deque)
+    flights: dict[str, Flight] = field(default_factory=dict)
+    done: int = 0
+    failed: int = 0
+    skipped: int = 0
+    tokens: int = 0
+    submitted: int = 0
+    adopted: int = 0
+    peak: int = 0
+    dry: bool = False
+    started: float = field(default_factory=time.monotonic)
+
+    def progress(self) -> SweepProgress:
+        elapsed = time.monotonic() - self.started
+        finished = self.done - self.already_done + self.skipped
+        return SweepProgress(
+            total=self.total, done=self.done, failed=self.failed, skipped=self.skipped,
+            in_flight=len(self.flights), window=self.window.size, tokens=self.tokens, elapsed=elapsed,
+            rate=finished / elapsed if elapsed > 0 else 0.0,
+        )
+
+
+def run_sweep(
+    dataset: str | Path | list[Sample],
+    grid: str | Path | Grid,
+    out: str | Path,
+    *,
+    settings: Settings | None = None,
+    max_in_flight: int = 16,
+    retries: int = 0,
+    max_tokens_total: int | None = None,
+    max_cycles_total: int | None = None,
+    queue: str = DEFAULT_QUEUE,
+    observer: Callable[[SweepProgress], None] | None = None,
+) -> SweepOutcome:
+    """Run (or resume) the sweep in ``out``; returns when every unit is recorded.
+
+    Inputs are checked in full before the first job (``SweepInputError``). A
+    rerun with the same ``out`` skips what a rerun keeps (``records.KEPT``), runs
+    the rest again with ``retries`` more attempts each, and follows the jobs a
+    killed submitter left running instead of running their samples again.
+    """
+    if retries < 0:
+        raise ValueError(f"retries cannot be negative, got {retries}")
+    samples = dataset if isinstance(dataset, list) else load_dataset(dataset)
+    grid = grid if isinstance(grid, Grid) else load_grid(grid)
+    scorer = grid.scorer.build()
+    out = Path(out)
+    manifest = Manifest.open(out, str(dataset if not isinstance(dataset, list) else "<samples>"),
+                             str(grid if not isinstance(grid, Grid) else "<grid>"), max_tokens_total, max_cycles_total)
+    client = Client((settings or get_settings()).model_copy(update={"queue": queue}))
+    client.redis.ping()
+    client.ledger.set_scope(manifest.scope, manifest.max_tokens_total, manifest.max_cycles_total)
+    log = ResultsLog(out)
+    kept = {unit for unit, record in log.latest().items() if record.kept}
+    units = [Unit(s, c, r) for s in samples for c in grid.configs for r in range(grid.repeats)]
+    run = _Run(
+        client=client, manifest=manifest, scorer=scorer, log=log, claims=Claims(client.redis, manifest.id),
+        window=Window(max_in_flight), retries=retries, pending=(u for u in units if u.key not in kept),
+        total=len(units), already_done=sum(1 for u in units if u.key in kept),
+    )
+    run.done = run.already_done
+    del units
+    run.claims.renew()
+    renewed = time.monotonic()
+    try:
+        while True:
+            if time.monotonic() - renewed >= RENEW_SECONDS:
+                run.claims.renew()
+                renewed = time.monotonic()
+            _check_dry(run)
+            moved = _fill(run)
+            moved |= _collect(run)
+            if observer is not None:
+                observer(run.progress())
+            if not run.flights and not run.busy and not _has_pending(run):
+                break
+            if not moved:
+                time.sleep(POLL_SECONDS)
+    finally:
+        run.claims.release()
+        log.close()
+        client.close()
+    return SweepOutcome(
+        sweep_id=manifest.id, directory=out, total=run.total, already_done=run.already_done,
+        submitted=run.submitted, adopted=run.adopted, peak_in_flight=run.peak, window_low=run.window.low,
+        dry=run.dry, progress=run.progress(),
+    )
+
+
+def _has_pending(run: _Run) -> bool:
+    if run.again:
+        return True
+    nxt = next(run.pending, None)
+    if nxt is None:
+        return False
+    run.again.append(nxt)
+    return True
+
+
+def _next_unit(run: _Run) -> Unit | None:
+    if run.busy and run.busy[0][0] <= time.monotonic():
+        return run.busy.popleft()[1]
+    if run.again:
+        return run.again.popleft()
+    return next(run.pending, None)
+
+
+def _fill(run: _Run) -> bool:
+    """Submit (or adopt) units until the window is full; True if any was."""
+    moved = False
+    while len(run.flights) < run.window.size:
+        if run.dry:
+            _skip_rest(run)
+            return moved
+        unit = _next_unit(run)
+        if unit is None:
+            return moved
+        job_id = uuid()
+        take = run.claims.take(unit.key, job_id)
+        if take.outcome == "busy":
+            run.busy.append((time.monotonic() + BUSY_RECHECK_SECONDS, unit))
+            continue
+        moved = True
+        if take.outcome == "done":
+            run.done += 1
+        elif take.outcome == "adopt" and run.client.redis.exists(keys.submitted(take.job_id)):
+            run.adopted += 1
+            _fly(run, Flight(unit, take.job_id, time.monotonic()))
+        else:  # ours; or adopted from a submitter killed before it sent the job: send it now
+            job_id = take.job_id or job_id
+            _send(run, job_id, unit.config.spec(unit.sample, run.manifest.id, datetime.now(UTC)))
+            _fly(run, Flight(unit, job_id, time.monotonic()))
+    return moved
+
+
+def _fly(run: _Run, flight: Flight) -> None:
+    run.flights[flight.job_id] = flight
+    run.peak = max(run.peak, len(run.flights))
+
+
+def _send(run: _Run, job_id: str, spec: JobSpec) -> None:
+    """``Client.submit`` with a job id chosen first, so the claim names the job before it exists."""
+    client = run.client
+    client.redis.set(keys.submitted(job_id), 1, ex=keys.JOB_TTL_SECONDS)
+    client.app.send_task(
+        RUN_JOB, kwargs={"spec": spec.wire()}, task_id=job_id,
+        **labels.agent(job_id, ROOT_AGENT_ID, spec.role, 0, spec.task),
+    )
+    run.submitted += 1
+
+
+def _collect(run: _Run) -> bool:
+    """Record every in-flight job that has ended; True if any had."""
+    if not run.flights:
+        return False
+    ids = list(run.flights)
+    backend = run.client.app.backend
+    raws = backend.mget([backend.get_key_for_task(i) for i in ids])
+    moved = False
+    for job_id, raw in zip(ids, raws):
+        if raw is None:
+            continue
+        meta = backend.decode_result(raw)
+        if meta.get("status") not in ("SUCCESS", "FAILURE"):
+            continue
+        moved = True
+        flight = run.flights.pop(job_id)
+        if flight.judging is not None:
+            _judged(run, flight, _result(job_id, meta))
+        else:
+            _ended(run, flight, _result(job_id, meta))
+    return moved
+
+
+def _result(job_id: str, meta: dict[str, Any]) -> AgentResult | str:
+    """The job's root result, or why the worker refused it."""
+    if meta["status"] == "SUCCESS":
+        return AgentResult.model_validate(meta["result"])
+    exc = meta.get("result") or {}
+    message = exc.get("exc_message") if isinstance(exc, dict) else exc
+    if isinstance(message, (list, tuple)):
+        message = " ".join(str(m) for m in message)
+    return str(message or "refused by the worker")
+
+
+def _ended(run: _Run, flight: Flight, result: AgentResult | str) -> None:
+    unit = flight.unit
+    if isinstance(result, str):
+        _finish(run, flight, _record(unit, flight, REFUSED, error=result))
+        return
+    if _sweep_refused(run, result):
+        if run.flights or run.window.size > 1:  # others hold reservations on the scope: not dry yet
+            run.window.budget_pressed()
+            run.claims.record(unit.key, flight.job_id, SKIPPED_BUDGET)
+            run.tokens += result.usage.total_tokens
+            run.again.appendleft(unit)
+            return
+        run.dry = True
+        _finish(run, flight, _record(unit, flight, SKIPPED_BUDGET, result=result))
+        return
+    if result.status is Status.FAILED and "HTTP 429" in (result.error or ""):
+        run.window.rate_limited()
+    elif result.ok:
+        run.window.succeeded()
+    record = _record(unit, flight, result.status.value, result=result)
+    if result.ok and isinstance(run.scorer, ModelJudge):
+        judge_id = uuid()
+        _send(run, judge_id, run.scorer.spec(unit.sample, result.output or "", run.manifest.id))
+        record.judge_job_id = judge_id
+        _fly(run, Flight(unit, judge_id, time.monotonic(), judging=record))
+        return
+    if result.ok:
+        _score(run, record, unit.sample)
+    _finish(run, flight, record)
+
+
+def _judged(run: _Run, flight: Flight, result: AgentResult | str) -> None:
+    record = flight.judging
+    assert record is not None
+    if isinstance(result, str):
+        record.score_error = f"judge refused: {result}"
+    else:
+        record.judge_tokens = result.usage.total_tokens
+        run.tokens += record.judge_tokens
+        try:
+            record.score = ModelJudge.verdict(result)
+        except ValueError as e:
+            record.score_error = str(e)
+    _finish(run, Flight(flight.unit, record.job_id or flight.job_id, flight.sent), record)
+
+
+def _score(run: _Run, record: Record, sample: Sample) -> None:
+    try:
+        record.score = run.scorer.score(record.output, sample)
+    except Exception as e:  # noqa: BLE001 - a user's scorer: its error is the record's, not the sweep's
+        record.score, record.score_error = 0.0, f"{type(e).__name__}: {e}"
+
+
+def _record(unit: Unit, flight: Flight, status: str, result: AgentResult | None = None, error: str | None = None) -> Record:
+    usage = RecordUsage()
+    latency = time.monotonic() - flight.sent
+    if result is not None:
+        usage = RecordUsage(**result.usage.model_dump())
+        error = result.error
+        if result.started_at and result.finished_at:  # the job's own run time, whoever waited on it
+            latency = (result.finished_at - result.started_at).total_seconds()
+    return Record(
+        unit=unit.key, sample_id=unit.sample.id, config=unit.config.name, config_key=unit.config.key,
+        repeat=unit.repeat, attempt=unit.attempt, status=status, output=result.output if result else None,
+        target=unit.sample.target, error=error, usage=usage, latency=latency, job_id=flight.job_id,
+        finished_at=datetime.now(UTC),
+    )
+
+
+def _finish(run: _Run, flight: Flight, record: Record) -> None:
+    """Append the record, mark the claim, and count it; a failure with attempts left goes again."""
+    run.log.append(record)
+    run.claims.record(flight.unit.key, flight.job_id, record.status)
+    run.tokens += record.usage.total_tokens
+    if record.kept:
+        run.done += 1
+    elif record.status == SKIPPED_BUDGET:
+        run.skipped += 1
+    else:
+        run.failed += 1
+        if record.status in RETRYABLE and flight.unit.attempt <= run.retries and not run.dry:
+            flight.unit.attempt += 1
+            run.again.append(flight.unit)
+
+
+def _sweep_refused(run: _Run, result: AgentResult) -> bool:
+    return result.status is Status.BUDGET_EXCEEDED and f"scope {run.manifest.scope}" in (result.error or "")
+
+
+def _check_dry(run: _Run) -> None:
+    """The scope is dry once its used tokens or cycles reach a cap, whatever is in flight."""
+    if run.dry or (run.manifest.max_tokens_total is None and run.manifest.max_cycles_total is None):
+        return
+    row = next((r for r in run.client.ledger.scope_rows() if r.name == run.manifest.scope), None)
+    if row is None:
+        return
+    if (row.tokens_limit is not None and row.tokens_used >= row.tokens_limit) or (
+        row.cycles_limit is not None and row.cycles_used >= row.cycles_limit
+    ):
+        run.dry = True
+
+
+def _skip_rest(run: _Run) -> None:
+    """Record every unit not yet run as skipped_budget (without a job); units
+    another live submitter holds are left to it."""
+    run.busy.clear()
+    while True:
+        unit = _next_unit(run)
+        if unit is None:
+            return
+        now = time.monotonic()
+        record = _record(unit, Flight(unit, "", now), SKIPPED_BUDGET)
+        record.job_id, record.latency = None, None
+        run.log.append(record)
+        run.skipped += 1

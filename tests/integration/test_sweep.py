@@ -1,0 +1,208 @@
+"""Sweeps through a real worker reading the sweeps queue, on a Redis of their own
+(so every job counted here is a sweep's)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import pytest
+import redis
+
+from covey import keys
+from covey.client import Client
+from covey.config.settings import Settings
+from covey.sweeps import load_grid, run_sweep
+from covey.sweeps.manifest import Manifest
+from tests.integration.conftest import ROOT, stop_worker, wait_for_worker, worker_env
+from tests.redis_server import RedisServer
+
+ARITHMETIC = ROOT / "examples" / "arithmetic.jsonl"
+GRID = ROOT / "examples" / "arithmetic.toml"
+
+
+@pytest.fixture(scope="module")
+def sweep_redis():
+    with RedisServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def sweep_worker(sweep_redis):
+    """``covey worker --queues covey,covey-sweeps`` with four threads."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "covey", "worker", "--concurrency", "4", "--pool", "threads",
+         "--queues", "covey,covey-sweeps", "--loglevel", "warning"],
+        env=worker_env(sweep_redis.url), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    wait_for_worker(Client(Settings(redis_url=sweep_redis.url)), proc)
+    yield proc
+    stop_worker(proc)
+
+
+@pytest.fixture
+def settings(sweep_redis, sweep_worker) -> Settings:
+    return Settings(redis_url=sweep_redis.url, model="sim")
+
+
+@pytest.fixture
+def db(sweep_redis):
+    client = redis.Redis.from_url(sweep_redis.url, decode_responses=True)
+    yield client
+    client.close()
+
+
+def covey(sweep_redis, *args: str, **popen) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "covey", *args], env=worker_env(sweep_redis.url), cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+
+
+def jobs_sent(db) -> int:
+    """Every covey job ever submitted to this Redis (one ``submitted`` key each)."""
+    return sum(1 for _ in db.scan_iter(match="covey:{*}:submitted", count=1000))
+
+
+def results(directory) -> list[dict]:
+    return [json.loads(line) for line in (directory / "results.jsonl").read_text().splitlines()]
+
+
+def dataset(tmp_path, n: int, suffix: str = "") -> str:
+    path = tmp_path / "d.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "input": f"What is {i} + 1? {suffix}", "target": i + 1}) + "\n"
+                            for i in range(n)))
+    return str(path)
+
+
+def test_arithmetic_across_two_configurations_scores_full_marks_within_the_window(settings, db, tmp_path):
+    """200 samples x (react, single) on sim, at most 6 jobs enqueued at a time,
+    observed from Redis too: the claims of units not yet recorded."""
+    out = tmp_path / "arith"
+    seen: list[int] = []
+    last = [0.0]
+
+    def observe(progress) -> None:
+        if time.monotonic() - last[0] >= 0.2:
+            last[0] = time.monotonic()
+            sweep_id = Manifest.model_validate_json((out / "sweep.json").read_text()).id
+            claims = db.mget(list(db.scan_iter(match=keys.sweep_claim(sweep_id, "*"), count=1000)) or ["-"])
+            seen.append(sum(1 for c in claims if c and c != "-" and json.loads(c)["recorded"] is None))
+
+    before = jobs_sent(db)
+    outcome = run_sweep(ARITHMETIC, GRID, out, settings=settings, max_in_flight=6, observer=observe)
+    assert outcome.total == 400 and jobs_sent(db) - before == 400
+    assert 1 < outcome.peak_in_flight <= 6 and max(seen) <= 6
+    rows = results(out)
+    by_config = Counter(r["config"] for r in rows if r["status"] == "completed" and r["score"] == 1.0)
+    assert by_config == {"sim/react": 200, "sim/single": 200}
+    report = subprocess.run([sys.executable, "-m", "covey", "sweep-report", str(out), "--json"],
+                            env=worker_env(settings.redis_url), cwd=ROOT, capture_output=True, text=True, check=True)
+    summary = {r["config"]: r for r in json.loads(report.stdout)}
+    assert summary["sim/react"]["accuracy"] == 1.0 and summary["sim/single"]["ran"] == 200
+    assert summary["sim/react"]["mean_cycles"] == 2 and summary["sim/single"]["mean_cycles"] == 1
+    assert (out / "summary.csv").exists() and (out / "summary.png").stat().st_size > 0
+
+
+def test_a_small_total_cap_stops_the_sweep_at_it_with_the_rest_skipped(settings, db, tmp_path):
+    cap = 12_000
+    outcome = run_sweep(ARITHMETIC, GRID, tmp_path / "capped", settings=settings, max_in_flight=8,
+                        max_tokens_total=cap)
+    scope = next(r for r in Client(settings).ledger.scope_rows() if r.name == f"sweep:{outcome.sweep_id}")
+    assert outcome.dry and scope.tokens_used <= cap and scope.tokens_reserved == 0
+    rows = results(tmp_path / "capped")
+    statuses = Counter(r["status"] for r in rows)
+    assert set(statuses) == {"completed", "skipped_budget"} and statuses["skipped_budget"] > 200
+    assert len({r["unit"] for r in rows}) == 400  # every unit recorded, none dropped
+    assert sum(r["usage"]["total_tokens"] for r in rows) <= cap
+
+
+def test_a_killed_sweep_reruns_without_running_any_sample_twice(sweep_redis, db, tmp_path):
+    data, out = dataset(tmp_path, 40, "[sim:latency 100]"), tmp_path / "killed"
+    args = ("sweep", data, "--grid", str(GRID), "--out", str(out), "--max-in-flight", "4")
+    before = jobs_sent(db)
+    first = covey(sweep_redis, *args)
+    while not (out / "results.jsonl").exists() or len(results(out)) < 16:
+        assert first.poll() is None, first.communicate()
+        time.sleep(0.05)
+    first.send_signal(signal.SIGKILL)  # no goodbye: its lease lapses on its own
+    first.wait()
+    assert len({r["unit"] for r in results(out)}) < 80
+    second = covey(sweep_redis, *args)
+    stdout, stderr = second.communicate(timeout=120)
+    assert second.returncode == 0, stderr
+    rows = results(out)
+    assert jobs_sent(db) - before == 80  # 40 samples x 2 configurations, each run once
+    completed = [r for r in rows if r["status"] == "completed"]
+    assert len(completed) == 80 and len({r["unit"] for r in completed}) == 80
+    assert len({r["job_id"] for r in completed}) == 80
+    adopted = int(stdout.split(" adopted")[0].rsplit(", ", 1)[1])
+    assert adopted >= 1  # the killed submitter's jobs in flight were followed, not run again
+
+
+def test_two_submitters_on_one_directory_split_the_work(sweep_redis, db, tmp_path):
+    data, out = dataset(tmp_path, 30, "[sim:latency 50]"), tmp_path / "shared"
+    grid = tmp_path / "g.toml"
+    grid.write_text('strategies = ["single"]\nscorer = "numeric"\n')
+    args = ("sweep", data, "--grid", str(grid), "--out", str(out), "--max-in-flight", "3")
+    Manifest.open(out, data, str(grid), None, None)  # both start from the same sweep id
+    before = jobs_sent(db)
+    both = [covey(sweep_redis, *args), covey(sweep_redis, *args)]
+    for proc in both:
+        _, stderr = proc.communicate(timeout=120)
+        assert proc.returncode == 0, stderr
+    rows = results(out)
+    assert jobs_sent(db) - before == 30
+    assert sorted(r["sample_id"] for r in rows) == sorted(str(i) for i in range(30))  # each recorded once
+
+
+def test_a_model_judge_scores_as_a_job_under_the_same_cap(settings, db, tmp_path):
+    grid = tmp_path / "g.yaml"
+    grid.write_text("strategies: [single]\nscorer: {kind: model, model: sim}\n")
+    outcome = run_sweep(dataset(tmp_path, 4), load_grid(grid), tmp_path / "judged", settings=settings,
+                        max_in_flight=2, max_tokens_total=1_000_000)
+    rows = results(tmp_path / "judged")
+    assert outcome.submitted == 8 and outcome.peak_in_flight <= 2  # 4 samples + 4 judges
+    assert all(r["score"] == 1.0 and r["judge_tokens"] > 0 and r["judge_job_id"] for r in rows)
+    scope = next(r for r in Client(settings).ledger.scope_rows() if r.name == f"sweep:{outcome.sweep_id}")
+    assert scope.tokens_used == sum(r["usage"]["total_tokens"] + r["judge_tokens"] for r in rows)
+
+
+def test_a_malformed_dataset_line_is_refused_naming_it_and_nothing_runs(sweep_redis, db, tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"id": 1, "input": "What is 1 + 1?", "target": 2}\n{"id": 2, "input": "What is\n')
+    before = jobs_sent(db)
+    proc = covey(sweep_redis, "sweep", str(path), "--grid", str(GRID), "--out", str(tmp_path / "never"))
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 2
+    assert stderr.strip().splitlines()[-1].startswith("Error: bad.jsonl line 2: not valid JSON")
+    assert jobs_sent(db) == before and not (tmp_path / "never").exists()
+
+
+def test_rate_limited_jobs_narrow_the_window_and_are_retried(sweep_redis, db, tmp_path):
+    """On a worker whose SDK does not retry, ``[sim:fail 429]`` fails each attempt with HTTP 429."""
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "covey", "worker", "--concurrency", "2", "--queues", "covey-429", "--loglevel", "warning"],
+        env=worker_env(sweep_redis.url, COVEY_MODEL_RETRIES="0", COVEY_QUEUE="covey-429"), cwd=ROOT,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        settings = Settings(redis_url=sweep_redis.url, queue="covey-429")
+        wait_for_worker(Client(settings), worker)
+        path = tmp_path / "d.jsonl"
+        path.write_text("".join(
+            json.dumps({"id": i, "input": f"What is {i} + 1? {'[sim:fail 429]' if i < 4 else ''}", "target": i + 1})
+            + "\n" for i in range(12)))
+        grid = tmp_path / "g.toml"
+        grid.write_text('strategies = ["single"]\nscorer = "numeric"\n')
+        outcome = run_sweep(str(path), str(grid), tmp_path / "limited", settings=settings, queue="covey-429",
+                            max_in_flight=8, retries=1)
+    finally:
+        stop_worker(worker)
+    assert outcome.window_low < 8
+    latest = {r["sample_id"]: r for r in results(tmp_path / "limited")}
+    assert all(latest[str(i)]["status"] == "failed" and latest[str(i)]["attempt"] == 2 for i in range(4))
+    assert all("HTTP 429" in latest[str(i)]["error"] for i in range(4))
+    assert all(latest[str(i)]["status"] == "completed" for i in range(4, 12))

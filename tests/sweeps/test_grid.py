@@ -1,0 +1,86 @@
+from datetime import UTC, datetime
+
+import pytest
+
+from covey.sweeps.dataset import Sample
+from covey.sweeps.errors import SweepInputError
+from covey.sweeps.grid import load_grid
+
+
+def grid(tmp_path, text, name="g.toml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return load_grid(path)
+
+
+def test_every_model_strategy_and_budget_is_a_configuration(tmp_path):
+    g = grid(tmp_path, 'models = ["sim", "other"]\nstrategies = ["react", {name = "single", label = "one"}]\n'
+                       'budgets = [{max_tokens = 100}, {max_tokens = 200, seconds = 5}]\nrepeats = 3\n')
+    assert len(g.configs) == 8 and g.repeats == 3
+    assert g.configs[0].name == "sim/react/max_tokens=100"
+    assert "other/one/max_tokens=200,seconds=5.0" in [c.name for c in g.configs]
+    assert len({c.key for c in g.configs}) == 8
+
+
+def test_defaults_are_one_react_configuration_on_the_workers_model(tmp_path):
+    (config,) = grid(tmp_path, "").configs
+    assert (config.name, config.model, config.strategy) == ("default/react", None, "react")
+
+
+def test_a_configuration_makes_the_job_of_a_sample(tmp_path):
+    g = grid(tmp_path, 'strategies = [{name = "single"}]\nbudgets = [{max_tokens = 500, max_call_tokens = 64, '
+                       'seconds = 30}]\n')
+    now = datetime(2030, 1, 1, tzinfo=UTC)
+    spec = g.configs[0].spec(Sample(id="1", input="What is 1 + 1?"), "sw1", now)
+    assert spec.strategy == "single" and spec.max_call_tokens == 64 and spec.budget.max_tokens == 500
+    assert spec.budget.deadline == datetime(2030, 1, 1, 0, 0, 30, tzinfo=UTC)
+    assert spec.scopes() == ["global", "sweep:sw1"]
+
+
+def test_a_configuration_key_survives_a_rename(tmp_path):
+    a = grid(tmp_path, 'strategies = [{name = "single", label = "x"}]\n').configs[0]
+    b = grid(tmp_path, 'strategies = [{name = "single", label = "y"}]\n').configs[0]
+    assert a.key == b.key and a.name != b.name
+
+
+def test_yaml_grids_read_as_toml_ones():
+    assert load_grid("examples/arithmetic.yaml") == load_grid("examples/arithmetic.toml")
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('strategies = ["nope"]', "configuration default/nope: strategy: unknown strategy"),
+        ('strategies = [{name = "single", options = {depth = 3}}]', "options.depth: Extra inputs"),
+        ("repeats = 0", "g.toml: repeats: Input should be greater than or equal to 1"),
+        ("budgets = [{max_tokens = -1}]", "budgets.0.max_tokens:"),
+        ("budgets = [{tokens = 5}]", "budgets.0.tokens: Extra inputs"),
+        ("surprise = 1", "g.toml: surprise: Extra inputs"),
+        ('scorer = "fuzzy"', "scorer: unknown kind 'fuzzy'"),
+        ('scorer = "nowhere_module:fn"', "scorer: cannot import 'nowhere_module'"),
+        ('scorer = {kind = "regex", pattern = "("}', "scorer: pattern:"),
+        ('strategies = ["react", "react"]', "configuration default/react#2 is the same as default/react#1"),
+        ("models = [", "g.toml: not valid TOML"),
+    ],
+)
+def test_a_bad_grid_names_the_field(tmp_path, text, message):
+    with pytest.raises(SweepInputError, match=message):
+        grid(tmp_path, text)
+
+
+def test_a_yaml_syntax_error_names_its_line(tmp_path):
+    with pytest.raises(SweepInputError, match="g.yaml line 3: not valid YAML"):  # where the parser sees it
+        grid(tmp_path, "models: [sim]\nstrategies: [react\nrepeats: 1\n", name="g.yaml")
+
+
+def test_other_suffixes_are_refused(tmp_path):
+    with pytest.raises(SweepInputError, match="name a .toml, .yaml or .yml file"):
+        grid(tmp_path, "{}", name="g.json")
+
+
+def test_a_sweep_name_is_checked_like_a_tenant():
+    from covey.spec import InvalidSpec, JobSpec
+
+    assert JobSpec.parse({"task": "x", "tenant": "a", "sweep": "s1"}).scopes() == ["global", "tenant:a", "sweep:s1"]
+    with pytest.raises(InvalidSpec, match="sweep:"):
+        JobSpec.parse({"task": "x", "sweep": "a b"})
