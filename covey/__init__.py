@@ -13,4 +13,10 @@ def __getattr__(name: str):
         from covey import client
 
         return getattr(client, name)
+    # `celery -A covey worker|inspect|events ...` looks for `covey.app`: the worker's app,
+    # with covey's tasks and its COVEY_* configuration.
+    if name == "app":
+        from covey.worker.app import app
+
+        return app
     raise AttributeError(name)

@@ -1,54 +1,118 @@
 """``covey demo``: covey's main job on the embedded default, with no setup.
 
-It starts a real worker process (concurrency 1, to show that waiting parents hold
-no slot), runs a sim agent tree on the local Redis, prints the result and the tree,
-and stops the worker.
+It uses the Redis at ``COVEY_REDIS_URL`` when one answers there, else starts a
+throwaway one (``covey.embedded``); it starts a real worker process (concurrency
+1, to show that waiting parents hold no slot), runs a sim agent tree, prints the
+result, the tree and the ledger, and stops what it started. The worker's log
+lives in an unnamed temporary file, shown only when the job did not finish, so
+nothing is left behind.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
 import tempfile
+from typing import IO
 
 import click
+from kombu.utils.url import maybe_sanitize_url
 
 from covey import render
+from covey.config.settings import Settings, get_settings
+from covey.embedded import EmbeddedRedis, NoRedisBinary, answers
 
 DEMO_TIMEOUT_SECONDS = 120
+LOG_TAIL_BYTES = 4000  # the end of the worker's log, enough for its last traceback
+FLOWER_HINT = "watch jobs live in Flower: covey worker & covey flower, then open http://127.0.0.1:5555"
 
 
 def run_demo(width: int, depth: int, as_json: bool = False) -> int:
-    """Run the demo; with ``as_json`` the result and tree are printed as one JSON
-    document and the narration goes to standard error."""
+    """Run the demo; with ``as_json`` the result, tree and ledger are printed as one
+    JSON document and the narration goes to standard error."""
+    settings = get_settings()
+    if answers(settings.redis_url):
+        return _run(settings, width, depth, as_json, embedded=False)
+    where = maybe_sanitize_url(settings.redis_url)
+    try:
+        redis_server = EmbeddedRedis()
+    except NoRedisBinary as e:
+        click.echo(f"Error: no Redis answers at {where}, and {e}", err=True)
+        return 2
+    with redis_server:
+        click.echo(
+            f"no Redis answers at {where}: started {redis_server.binary} "
+            f"on 127.0.0.1:{redis_server.port} for this demo (stopped when it ends)",
+            err=as_json,
+        )
+        # Everything on the throwaway Redis: ledger, broker and result backend.
+        own = settings.model_copy(update={"redis_url": redis_server.url, "broker_url": None, "result_backend": None})
+        return _run(own, width, depth, as_json, embedded=True)
+
+
+def _run(settings: Settings, width: int, depth: int, as_json: bool, embedded: bool) -> int:
     from covey.client import Client
 
-    client = Client()
-    client.redis.ping()  # fail fast, with the CLI's Redis error, before starting a worker
-    log = tempfile.NamedTemporaryFile(prefix="covey-demo-worker-", suffix=".log", delete=False)
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "covey", "worker", "--concurrency", "1", "--loglevel", "warning"],
-        stdout=log, stderr=subprocess.STDOUT,
-    )
-    click.echo(f"worker started (concurrency 1), log: {log.name}", err=as_json)
-    try:
-        task = f"[sim:spawn width={width} depth={depth}] survey the field"
-        handle = client.submit(client.spec(task, budget={"max_depth": depth + 1}))
-        click.echo(f"job {handle.id}: {task}", err=as_json)
-        result = handle.result(timeout=DEMO_TIMEOUT_SECONDS)
-        if as_json:
-            nodes = [n.model_dump(mode="json") for n in handle.tree()]
-            click.echo(json.dumps({"result": result.model_dump(mode="json"), "nodes": nodes}, indent=2))
-        else:
-            click.echo(render.result(result))
-            click.echo()
-            click.echo(render.tree(handle.tree()))
-        return 0 if result.ok else 1
-    finally:
-        worker.send_signal(signal.SIGTERM)
+    client = Client(settings)
+    with tempfile.TemporaryFile(prefix="covey-demo-worker-") as log:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "covey", "worker", "--concurrency", "1", "--loglevel", "warning"],
+            stdout=log, stderr=subprocess.STDOUT, env=_worker_env(settings, embedded),
+        )
+        click.echo("worker started (concurrency 1)", err=as_json)
         try:
-            worker.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            worker.kill()
+            task = f"[sim:spawn width={width} depth={depth}] survey the field"
+            handle = client.submit(client.spec(task, budget={"max_depth": depth + 1}))
+            click.echo(f"job {handle.id}: {task}", err=as_json)
+            try:
+                result = handle.result(timeout=DEMO_TIMEOUT_SECONDS)
+            except Exception:
+                _show_tail(log)
+                raise
+            nodes, ledger = handle.tree(), handle.ledger()
+        finally:
+            _stop(worker)
+            client.close()
+    if as_json:
+        click.echo(json.dumps({
+            "result": result.model_dump(mode="json"),
+            "nodes": [n.model_dump(mode="json") for n in nodes],
+            "ledger": ledger.model_dump(mode="json"),
+        }, indent=2))
+    else:
+        click.echo(render.result(result))
+        click.echo()
+        click.echo(render.tree(nodes))
+        click.echo()
+        click.echo(render.ledger_totals(ledger))
+        click.echo()
+    click.echo(FLOWER_HINT + ("; start a Redis first: this demo's has stopped" if embedded else ""), err=as_json)
+    return 0 if result.ok else 1
+
+
+def _worker_env(settings: Settings, embedded: bool) -> dict[str, str]:
+    if not embedded:
+        return dict(os.environ)
+    env = {k: v for k, v in os.environ.items() if k not in ("COVEY_BROKER_URL", "COVEY_RESULT_BACKEND")}
+    env["COVEY_REDIS_URL"] = settings.redis_url
+    return env
+
+
+def _show_tail(log: IO[bytes]) -> None:
+    size = log.seek(0, os.SEEK_END)
+    log.seek(max(0, size - LOG_TAIL_BYTES))
+    tail = log.read().decode(errors="replace").strip()
+    if tail:
+        click.echo(f"the worker's log ended with:\n{tail}", err=True)
+
+
+def _stop(worker: subprocess.Popen) -> None:
+    worker.send_signal(signal.SIGTERM)
+    try:
+        worker.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        worker.kill()
+        worker.wait()

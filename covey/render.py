@@ -61,8 +61,9 @@ def _short(text: str | None, chars: int = 40) -> str | None:
     return text if text is None or len(text) <= chars else text[: chars - 1] + "…"
 
 
-def ledger(s: LedgerSnapshot) -> str:
-    head = table(
+def ledger_totals(s: LedgerSnapshot) -> str:
+    """The job's spend against its caps, without the per-agent rows."""
+    return table(
         ["", "used", "limit"],
         [
             ("tokens", s.tokens_used, s.tokens_limit),
@@ -70,6 +71,10 @@ def ledger(s: LedgerSnapshot) -> str:
             ("agents", s.agents_spawned, s.agents_limit),
         ],
     )
+
+
+def ledger(s: LedgerSnapshot) -> str:
+    head = ledger_totals(s)
     agents = table(
         ["agent", "depth", "tokens", "token limit", "cycles", "cycle limit", "own calls cap", "spawned"],
         [(a.agent_id, a.depth, a.tokens_used, a.tokens_limit, a.cycles_used, a.cycles_limit, a.agent_cycles_limit,

@@ -59,12 +59,14 @@ class ChildSummary(BaseModel):
 class AgentResult(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
+    # First, so that every repr of a result (Flower's task list, `celery events`,
+    # a worker's log) opens with how the agent ended.
+    status: Status
     job_id: str
     agent_id: str
     parent_id: str | None = None
     role: str = "agent"
     depth: int = 0
-    status: Status
     output: str | None = None
     error: str | None = None
     data: Any = Field(default=None, description="the structured answer (a JSON value), when the agent gave one")

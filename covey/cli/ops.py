@@ -7,13 +7,15 @@ import sys
 import click
 
 from covey import render
+from covey.budgets.budget import MAX_COUNT
 from covey.cli.app import cli, connect, print_json
-from covey.config.settings import get_settings
+from covey.config.settings import MAX_CONCURRENCY, get_settings
 
 
 @cli.command()
 @click.option(
-    "--concurrency", "-c", type=click.IntRange(1), default=None, help="worker slots (default COVEY_WORKER_CONCURRENCY)"
+    "--concurrency", "-c", type=click.IntRange(1, MAX_CONCURRENCY), default=None,
+    help="worker slots (default COVEY_WORKER_CONCURRENCY)",
 )
 @click.option(
     "--pool",
@@ -23,7 +25,10 @@ from covey.config.settings import get_settings
 )
 @click.option("--loglevel", "-l", default="info", show_default=True)
 @click.option("--hostname", "-n", default=None, help="worker name, as Celery's -n")
-def worker(concurrency: int | None, pool: str | None, loglevel: str, hostname: str | None) -> None:
+@click.option(
+    "--queues", "-Q", default=None, help="comma-separated queues to read (default COVEY_QUEUE), e.g. covey,covey-sweeps"
+)
+def worker(concurrency: int | None, pool: str | None, loglevel: str, hostname: str | None, queues: str | None) -> None:
     """Run a Celery worker for covey's tasks."""
     from covey.models.catalog import Catalog
 
@@ -32,6 +37,9 @@ def worker(concurrency: int | None, pool: str | None, loglevel: str, hostname: s
     pool = pool or s.worker_pool
     if pool == "gevent":
         _patch_for_gevent()
+    names = [q.strip() for q in (queues or s.queue).split(",") if q.strip()]
+    if not names:
+        raise click.BadParameter("name at least one queue", param_hint="--queues")
     from covey.worker.app import app
 
     argv = [
@@ -39,7 +47,7 @@ def worker(concurrency: int | None, pool: str | None, loglevel: str, hostname: s
         f"--pool={pool}",
         f"--concurrency={concurrency or s.worker_concurrency}",
         f"--loglevel={loglevel}",
-        f"--queues={s.queue}",
+        f"--queues={','.join(names)}",
         "--events",
     ]
     if hostname:
@@ -60,16 +68,18 @@ _REMOVE = "none"
 
 
 class _Cap(click.ParamType):
-    """A cap: a whole number of 0 or more, or ``none`` to remove it."""
+    """A cap: a whole number from 0 to ``MAX_COUNT``, or ``none`` to remove it."""
 
     name = "N|none"
 
     def convert(self, value, param, ctx):
-        if isinstance(value, int) or value == _REMOVE:
+        if value == _REMOVE:
             return value
-        if isinstance(value, str) and value.isdigit():
-            return int(value)
-        self.fail(f"{value!r} is not a whole number of 0 or more, nor 'none'", param, ctx)
+        if isinstance(value, str) and value.isascii() and value.isdigit():
+            value = int(value)
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT:
+            return value
+        self.fail(f"{value!r} is not a whole number from 0 to {MAX_COUNT}, nor 'none'", param, ctx)
 
 
 @cli.command()
@@ -102,22 +112,31 @@ def _cap(given, current: int | None) -> int | None:
 
 
 @cli.command()
-@click.option("--port", type=int, default=5555, show_default=True)
+@click.option("--port", type=click.IntRange(1, 65535), default=5555, show_default=True)
 @click.option("--address", default="127.0.0.1", show_default=True)
 @click.option("--basic-auth", envvar="COVEY_FLOWER_BASIC_AUTH", default=None, help="user:password[,user2:pw2]")
 def flower(port: int, address: str, basic_auth: str | None) -> None:
-    """Run Flower on covey's broker, to watch tasks and workers live."""
+    """Run Flower on covey's broker, to watch tasks and workers live.
+
+    Find a job's tasks by typing its id in the tasks page's search box. A
+    non-loopback --address needs --basic-auth, which also guards /metrics.
+    """
+    from covey import flower as covey_flower
+
+    try:
+        covey_flower.check(address, basic_auth)
+    except covey_flower.Exposed as e:
+        click.echo(f"Error: {e}", err=True)
+        sys.exit(2)
+    covey_flower.configure()
     from covey.worker.app import app
 
-    argv = ["flower", f"--port={port}", f"--address={address}"]
-    if basic_auth:
-        argv.append(f"--basic-auth={basic_auth}")
-    app.start(argv)
+    app.start(covey_flower.argv(port, address, basic_auth))
 
 
 @cli.command("sim-server")
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", type=int, default=8765, show_default=True)
+@click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True)
 def sim_server(host: str, port: int) -> None:
     """Serve the sim model over HTTP (an OpenAI-compatible chat completions endpoint)."""
     from covey.models.sim.server import serve
@@ -129,9 +148,13 @@ def sim_server(host: str, port: int) -> None:
 @cli.command()
 @click.option("--width", type=click.IntRange(1, 10), default=3, show_default=True, help="children per agent")
 @click.option("--depth", type=click.IntRange(1, 4), default=2, show_default=True, help="levels below the root")
-@click.option("--json", "as_json", is_flag=True, help='print {"result", "nodes"} as JSON')
+@click.option("--json", "as_json", is_flag=True, help='print {"result", "nodes", "ledger"} as JSON')
 def demo(width: int, depth: int, as_json: bool) -> None:
-    """Start a worker, run a sim agent tree on it, show the tree, stop the worker."""
+    """Run a sim agent tree on a worker it starts and show its tree and ledger.
+
+    It uses the Redis at COVEY_REDIS_URL, or starts a throwaway one when none
+    answers there, and stops whatever it started.
+    """
     from covey.demo import run_demo
 
     sys.exit(run_demo(width, depth, as_json))

@@ -1,10 +1,12 @@
-"""Operators watch covey in Flower: tasks named covey.*, readable JSON args, basic auth."""
+"""Operators watch covey in Flower: tasks named covey.*, readable JSON args, basic auth,
+every task of a job found from its id, outcomes told apart in the task list, and the
+wire contract driven through Flower's HTTP API."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
-import re
 import time
 
 import httpx2 as httpx
@@ -16,7 +18,7 @@ from tests.redis_server import free_port
 AUTH = ("ops", "secret")
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def flower(redis_server, worker):
     port = free_port()
     proc = subprocess.Popen(
@@ -62,3 +64,91 @@ def test_flower_shows_covey_tasks_with_readable_args_behind_auth(flower, client)
                for t in mine)
     root = httpx.get(f"{flower}/api/task/info/{handle.id}", auth=AUTH, timeout=5).json()
     assert root["name"] in ("covey.run_job", "covey.resume")
+
+
+def _wait_for(fetch, done, what: str, seconds: float = 30):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = fetch()
+        if done(value):
+            return value
+        time.sleep(0.3)
+    raise AssertionError(f"flower never showed {what}: last saw {value}")
+
+
+def test_every_task_of_a_job_is_found_from_its_id(flower, client):
+    handle = client.submit(client.spec("[sim:spawn width=2 depth=1] find us", budget={"max_depth": 2}))
+    assert handle.result(timeout=60).ok
+    agents = {node.agent_id for node in handle.tree()}
+
+    def found():
+        tasks = httpx.get(f"{flower}/api/tasks", params={"search": handle.id}, auth=AUTH, timeout=5).json()
+        return {re.search(r"agent=(\S+)", t["kwargs"])[1]: t for t in tasks.values() if t["state"] == "SUCCESS"}
+
+    tasks = _wait_for(found, lambda t: set(t) == agents, f"the agents {sorted(agents)}")
+    # the root spawned, so Celery lists it under its chord callback's name, with the job's id
+    assert tasks["root"]["uuid"] == handle.id and tasks["root"]["name"] == "covey.resume"
+
+
+def test_outcomes_differ_at_a_glance_in_the_task_list(flower, client):
+    jobs = {
+        "completed": client.submit(client.spec("What is 6 * 7?")),
+        "failed": client.submit(client.spec("[sim:fail 500] What is 1 + 1?")),
+        "budget_exceeded": client.submit(client.spec("What is 2 + 2?", budget={"max_tokens": 50})),
+    }
+    for status, handle in jobs.items():
+        assert handle.result(timeout=60).status == status
+    for status, handle in jobs.items():
+        # the API's result is the AgentResult as Celery reported it: its status comes first
+        url = f"{flower}/api/task/info/{handle.id}"
+        info = _wait_for(lambda: httpx.get(url, auth=AUTH, timeout=5).json(),  # noqa: B023 - called at once
+                         lambda t: t.get("state") == "SUCCESS", f"job {handle.id} done")
+        assert info["result"].startswith(f"{{'status': '{status}'")
+        # the tasks page (its data table) shows `status: output or error`, agent first in kwargs
+        row = _page_row(flower, handle.id)
+        assert row["result"].split(":")[0] == status
+        assert row["kwargs"].startswith("agent=root role=root depth=0 task=") and row["kwargs"].endswith(handle.id)
+    assert _page_row(flower, jobs["completed"].id)["result"] == "completed: 42"
+    assert _page_row(flower, jobs["failed"].id)["result"].startswith("failed: model call failed")
+
+
+def _page_row(flower: str, job_id: str) -> dict:
+    """The tasks page's one row for a job that spawned no child, as its data table loads it."""
+    page = httpx.get(f"{flower}/tasks/datatable", auth=AUTH, timeout=5, params={
+        "draw": 1, "start": 0, "length": 10, "search[value]": job_id,
+        "order[0][column]": 0, "order[0][dir]": "desc", "columns[0][data]": "received",
+    }).json()
+    [row] = page["data"]
+    return row
+
+
+def test_a_job_sent_through_flowers_api_runs_and_its_result_reads_back(flower, client):
+    sent = httpx.post(f"{flower}/api/task/send-task/covey.run_job", auth=AUTH, timeout=10,
+                      json={"kwargs": {"spec": {"task": "What is 6 * 7?", "budget": {"max_tokens": 20000}}}})
+    assert sent.status_code == 200, sent.text
+    job_id = sent.json()["task-id"]
+    result = _wait_for(lambda: httpx.get(f"{flower}/api/task/result/{job_id}", auth=AUTH, timeout=5).json(),
+                       lambda r: r.get("state") == "SUCCESS", f"a result for {job_id}", seconds=60)["result"]
+    assert (result["status"], result["output"], result["job_id"]) == ("completed", "42", job_id)
+    assert client.job(job_id).status() == "completed"
+
+
+def test_metrics_ask_for_the_password(flower):
+    assert httpx.get(f"{flower}/metrics", timeout=5).status_code == 401
+    assert httpx.get(f"{flower}/metrics", auth=("ops", "wrong"), timeout=5).status_code == 401
+    metrics = httpx.get(f"{flower}/metrics", auth=AUTH, timeout=5)
+    assert metrics.status_code == 200 and "flower_events_total" in metrics.text
+
+
+@pytest.mark.parametrize("args, field", [
+    (["--address", "0.0.0.0"], "--address 0.0.0.0 is not a loopback address"),
+    (["--address", "flower.example"], "--address flower.example is not a loopback address"),
+    (["--basic-auth", "ops"], "--basic-auth: give user:password"),
+])
+def test_flower_refuses_a_network_address_without_a_password(args, field):
+    proc = subprocess.run(
+        [sys.executable, "-m", "covey", "flower", "--port", str(free_port()), *args],
+        env=worker_env("redis://127.0.0.1:1/0"), cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"Error: {field}") and len(proc.stderr.splitlines()) == 1

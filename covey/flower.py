@@ -1,0 +1,95 @@
+"""Flower as ``covey flower`` runs it: never open to a network without a password,
+``/metrics`` behind the same password, and a task list that shows each task's
+job, agent and outcome without opening it.
+
+Flower 2.x checks basic auth on its pages and API but not on ``/metrics``, which
+names every task type and worker; covey wraps that one handler in the same check.
+"""
+
+from __future__ import annotations
+
+import ast
+import ipaddress
+
+# What the tasks page shows, in order: the result opens with the AgentResult's status, so
+# outcomes differ at a glance beside Celery's state (SUCCESS for every agent that reported);
+# kwargs carry the agent, role, depth, first words of the task and the job (covey.labels).
+TASK_COLUMNS = "name,state,result,kwargs,uuid,received,runtime,worker"
+
+
+class Exposed(ValueError):
+    """Flower would answer a network without a password, or the password is malformed."""
+
+
+def is_loopback(address: str) -> bool:
+    """Whether Flower bound to ``address`` answers this machine only. An empty
+    address (Flower's own default) means every interface."""
+    if address == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address.strip("[]")).is_loopback
+    except ValueError:  # a host name: it may resolve to anything
+        return False
+
+
+def check(address: str, basic_auth: str | None) -> None:
+    """Raise ``Exposed`` naming the option at fault."""
+    if basic_auth is not None:
+        for pair in basic_auth.split(","):
+            user, _, password = pair.partition(":")
+            if not user or not password:
+                raise Exposed("--basic-auth: give user:password (comma-separated for several users)")
+    elif not is_loopback(address):
+        raise Exposed(
+            f"--address {address or '(all interfaces)'} is not a loopback address: "
+            "give --basic-auth user:password (or COVEY_FLOWER_BASIC_AUTH) to open Flower to a network"
+        )
+
+
+def argv(port: int, address: str, basic_auth: str | None) -> list[str]:
+    """Celery's command line for Flower on covey's app."""
+    args = ["flower", f"--port={port}", f"--address={address}", f"--tasks-columns={TASK_COLUMNS}"]
+    if basic_auth:
+        args.append(f"--basic-auth={basic_auth}")
+    return args
+
+
+def shown(task):
+    """Flower's ``format_task``, for its pages: each cell of the tasks list is cut at
+    400 px, so a result reads ``status: output or error`` rather than the whole
+    AgentResult, and kwargs lead with the agent, role, depth and task words, the
+    job id (which a leading ``job=<uuid>`` would fill the cell with) last. Search
+    and the HTTP API see the task as sent."""
+    result = getattr(task, "result", None)
+    try:
+        value = ast.literal_eval(result) if isinstance(result, str) else None
+    except (ValueError, SyntaxError):  # cut by Celery at 1024 characters: it still opens with the status
+        value = None
+    if isinstance(value, dict) and "status" in value:
+        detail = value.get("error") or value.get("output")
+        task.result = f"{value['status']}: {detail}" if detail else str(value["status"])
+    kwargs = getattr(task, "kwargs", None)
+    if isinstance(kwargs, str) and kwargs.startswith("job="):
+        job, _, rest = kwargs.partition(" ")
+        if rest:
+            task.kwargs = f"{rest} {job}"
+    return task
+
+
+def configure() -> None:
+    """Settings no command-line flag can carry: run before Flower starts."""
+    from flower.options import options
+
+    options.format_task = shown
+    _protect_metrics()
+
+
+def _protect_metrics() -> None:
+    """Make ``/metrics`` ask for the password the rest of Flower asks for (none
+    when Flower runs without auth, as Flower's other pages)."""
+    from flower.views.monitor import Metrics
+    from tornado.web import authenticated
+
+    if not getattr(Metrics.get, "covey_protected", False):
+        Metrics.get = authenticated(Metrics.get)
+        Metrics.get.covey_protected = True
