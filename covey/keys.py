@@ -100,3 +100,24 @@ def scope(name: str) -> str:
 def scopes_index() -> str:
     """Set of every global scope name ever charged."""
     return f"{PREFIX}:scopes"
+
+
+def secret() -> str:
+    """The deployment's signing secret when ``COVEY_SECRET`` is unset (see ``covey.signing``); never expires."""
+    return f"{PREFIX}:secret"
+
+
+# A sweep's submitter holds this lease while it runs and renews it every second;
+# units it claimed are adopted by another submitter only once its lease lapsed.
+SWEEP_OWNER_TTL_SECONDS = 5
+
+
+def sweep_claim(sweep_id: str, unit: str) -> str:
+    """JSON {job, owner, recorded}: the job running (or that ran) one unit of a
+    sweep, so two submitters never both run it. Lives as long as a job's keys."""
+    return f"{PREFIX}:sweep:{sweep_id}:claim:{unit}"
+
+
+def sweep_owner(sweep_id: str, owner: str) -> str:
+    """A live submitter's lease (see ``SWEEP_OWNER_TTL_SECONDS``)."""
+    return f"{PREFIX}:sweep:{sweep_id}:owner:{owner}"

@@ -27,3 +27,8 @@ def resume(job_id: str, agent_id: str, spawn_round: int, children: int) -> dict[
         "argsrepr": f"[{children} child results]",
         "kwargsrepr": f"job={job_id} agent={agent_id} round={spawn_round}",
     }
+
+
+def proceed(job_id: str, agent_id: str, step: int) -> dict[str, str]:
+    """The repr options of the task that takes up an agent after its last task's slice."""
+    return {"argsrepr": "()", "kwargsrepr": f"job={job_id} agent={agent_id} step={step}"}

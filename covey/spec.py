@@ -10,12 +10,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from covey.budgets.budget import Budget
+from covey.budgets.budget import Budget, Count, Number, Seconds
 from covey.models.catalog import ModelParams
 from covey.orchestration import registry
 from covey.orchestration.tool_schemas import TOOL_SCHEMAS
 
 DEFAULT_MAX_CALL_TOKENS = 4096  # what current models take for one reply
+# Far above any model's longest reply, and low enough that a reservation (prompt
+# plus this) stays under 10^14, which the ledger's Lua writes as an exact integer.
+MAX_CALL_TOKENS = 10**9
 
 
 class InvalidSpec(ValueError):
@@ -37,11 +40,12 @@ class AgentSpec(BaseModel):
     options: dict[str, Any] = Field(default_factory=dict)
     tools: list[str] | None = None
     deny: list[str] = Field(default_factory=list)
-    max_cycles: int = Field(default=20, ge=1, description="model calls this agent alone may make")
+    max_cycles: Count = Field(default=20, ge=1, description="model calls this agent alone may make")
     max_call_tokens: int = Field(
-        default=DEFAULT_MAX_CALL_TOKENS, ge=1, description="completion cap of one model call"
+        default=DEFAULT_MAX_CALL_TOKENS, ge=1, le=MAX_CALL_TOKENS, strict=True,
+        description="completion cap of one model call",
     )
-    timeout: float | None = Field(default=None, gt=0, description="seconds this agent may run")
+    timeout: Seconds | None = Field(default=None, gt=0, description="seconds this agent may run")
 
     @field_validator("strategy")
     @classmethod
@@ -77,7 +81,10 @@ class JobSpec(AgentSpec):
     role: str = Field(default="root", min_length=1, max_length=64)
     budget: Budget = Field(default_factory=Budget)
     tenant: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]{1,64}$")
-    child_fraction: float = Field(default=0.5, gt=0, le=1, description="share of a budget each child asks for")
+    sweep: str | None = Field(
+        default=None, pattern=r"^[A-Za-z0-9_.-]{1,64}$", description="the sweep this job belongs to: charges sweep:<id>"
+    )
+    child_fraction: Number = Field(default=0.5, gt=0, le=1, description="share of a budget each child asks for")
 
     @classmethod
     def parse(cls, data: Any) -> JobSpec:
@@ -106,14 +113,17 @@ class JobSpec(AgentSpec):
 
     def scopes(self) -> list[str]:
         """Global ledger scopes this job is charged to."""
-        return ["global"] + ([f"tenant:{self.tenant}"] if self.tenant else [])
+        return (
+            ["global"] + ([f"tenant:{self.tenant}"] if self.tenant else []) + ([f"sweep:{self.sweep}"] if self.sweep else [])
+        )
 
 
 def describe(error: ValidationError, prefix: str = "") -> str:
     """One readable line naming each bad field: ``budget.max_tokens: Input should be ...``."""
     lines = []
     for item in error.errors():
-        where = ".".join(str(p) for p in (prefix, *item["loc"]) if p != "")
-        message = item["msg"].removeprefix("Value error, ")
+        # A field name from the wire may hold a newline: quoted, the error stays one line.
+        where = ".".join(str(p) if str(p).isprintable() else repr(p) for p in (prefix, *item["loc"]) if p != "")
+        message = " ".join(item["msg"].removeprefix("Value error, ").splitlines())
         lines.append(message if not where else f"{where}: {message}")
     return "; ".join(lines)

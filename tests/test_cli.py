@@ -31,8 +31,8 @@ def test_an_unreachable_redis_is_one_clear_line(args):
 @pytest.mark.parametrize(
     "args, named",
     [
-        (("run", "x", "--max-depth", "-1"), "budget.max_depth"),
-        (("submit", "x", "--max-agents", "-2"), "budget.max_agents"),
+        (("run", "x", "--max-depth", "-1"), "--max-depth"),
+        (("submit", "x", "--max-agents", "-2"), "--max-agents"),
         (("submit", "x", "--tenant", "no spaces"), "tenant"),
         (("submit", "x", "--timeout", "0"), "--timeout"),
         (("scope", "global", "--max-tokens", "-1"), "--max-tokens"),

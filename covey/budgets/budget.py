@@ -9,8 +9,23 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timezone
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
+
+# Every cap and timeout has an upper bound that survives the trip through JSON and
+# Redis: the ledger's Lua scripts compute in doubles, and JSON readers in other
+# languages (JavaScript) hold integers exactly only up to 2^53 - 1.
+MAX_COUNT = 2**53 - 1
+# The longest timeout, about 31 years: any deadline now + it is still a datetime
+# (year 9999 is the limit), and a finite float.
+MAX_SECONDS = 10**9
+
+# A whole number as JSON carries one: never a bool, a float or a string.
+Count = Annotated[int, Strict(), Field(le=MAX_COUNT)]
+# A number as JSON carries one: finite, never a bool or a string.
+Number = Annotated[float, Strict(), Field(allow_inf_nan=False)]
+Seconds = Annotated[Number, Field(le=MAX_SECONDS)]
 
 
 class Budget(BaseModel):
@@ -18,10 +33,10 @@ class Budget(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    max_tokens: int | None = Field(default=None, ge=0)
-    max_cycles: int | None = Field(default=None, ge=0)
-    max_agents: int | None = Field(default=None, ge=0)
-    max_depth: int = Field(default=3, ge=0)
+    max_tokens: Count | None = Field(default=None, ge=0)
+    max_cycles: Count | None = Field(default=None, ge=0)
+    max_agents: Count | None = Field(default=None, ge=0)
+    max_depth: Count = Field(default=3, ge=0)
     deadline: datetime | None = None
 
     @field_validator("deadline")
@@ -29,7 +44,10 @@ class Budget(BaseModel):
     def _utc(cls, value: datetime | None) -> datetime | None:
         if value is not None and value.tzinfo is None:
             raise ValueError("deadline must carry a timezone (UTC)")
-        return value.astimezone(timezone.utc) if value is not None else None
+        try:
+            return value.astimezone(timezone.utc) if value is not None else None
+        except OverflowError:  # e.g. 0001-01-01T00:00+01:00 is before year 1 in UTC
+            raise ValueError("deadline is out of range in UTC") from None
 
     def child(self, fraction: float = 0.5) -> Budget:
         """What a child asks for: a share of tokens and cycles, half the spawns

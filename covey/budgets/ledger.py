@@ -35,6 +35,8 @@ class AgentTerms:
     tools: list[str] | None = None  # tools it may be offered; None: every tool
     deny: list[str] = field(default_factory=list)
     max_cycles: int | None = None  # model calls of its own (not its subtree's)
+    scopes: list[str] | None = None  # the global scopes its calls charge
+    digest: str | None = None  # of the message that started the job (roots only)
 
 
 @dataclass(frozen=True)
@@ -86,9 +88,8 @@ class AgentRow(BaseModel):
     agent_cycles_limit: int | None = None
     tools: list[str] | None = None
     deny: list[str] = []
-
-    def terms(self) -> AgentTerms:
-        return AgentTerms(tools=self.tools, deny=self.deny, max_cycles=self.agent_cycles_limit)
+    scopes: list[str] | None = None
+    digest: str | None = None
 
 
 class LedgerSnapshot(BaseModel):

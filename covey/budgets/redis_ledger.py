@@ -13,12 +13,13 @@ import json
 import time
 from collections.abc import Callable
 from datetime import datetime
+from decimal import Decimal, InvalidOperation
 from importlib.resources import files
 
 import redis
 
 from covey import keys
-from covey.budgets.budget import Budget
+from covey.budgets.budget import MAX_COUNT, Budget
 from covey.budgets.ledger import (
     SCOPE_NAME, AgentRow, AgentTerms, Grant, LedgerError, LedgerSnapshot, Opened, ScopeRow,
 )
@@ -66,7 +67,8 @@ class RedisLedger:
         args = [child_id, _arg(budget.max_tokens), _arg(budget.max_cycles), _arg(budget.max_agents),
                 budget.max_depth, budget.deadline.isoformat() if budget.deadline else "",
                 keys.JOB_TTL_SECONDS, "" if terms.tools is None else json.dumps(terms.tools),
-                json.dumps(terms.deny), _arg(terms.max_cycles), *chain]
+                json.dumps(terms.deny), _arg(terms.max_cycles),
+                "" if terms.scopes is None else json.dumps(terms.scopes), terms.digest or "", *chain]
         row_keys = [keys.agent(job_id, child_id), keys.agents(job_id),
                     *(keys.agent(job_id, a) for a in chain)]
         status, *rest = self._scripts["open"](keys=row_keys, args=args)
@@ -203,6 +205,8 @@ class RedisLedger:
         for field, cap in (("max_tokens", max_tokens), ("max_cycles", max_cycles)):
             if cap is not None and cap < 0:
                 raise ValueError(f"scope {name}: {field} cannot be negative, got {cap}")
+            if cap is not None and cap > MAX_COUNT:
+                raise ValueError(f"scope {name}: {field} cannot be over {MAX_COUNT}, got {cap}")
         key = keys.scope(name)
         with self.client.pipeline(transaction=True) as pipe:
             for field, cap in (("tokens_limit", max_tokens), ("cycles_limit", max_cycles)):
@@ -241,11 +245,22 @@ def _str(value: str | bytes | None) -> str:
 
 
 def _int(value: int | str | bytes | None) -> int | None:
-    """A stored limit: '' or absent means unlimited."""
+    """A stored limit: '' or absent means unlimited. Lua may have written a number
+    as a double (``1e+15``, or ``1e+40`` from before caps were bounded): it is read
+    exactly, so reading a ledger never fails on what a script could write."""
     if isinstance(value, int):
         return value
     text = _str(value)
-    return int(text) if text else None
+    if not text:
+        return None
+    try:
+        number = Decimal(text)
+    except InvalidOperation:
+        number = Decimal("nan")
+    # A double is under 10^309; a longer number is nothing Lua wrote (nor worth expanding).
+    if not number.is_finite() or number.adjusted() > 308 or number != number.to_integral_value():
+        raise LedgerError(f"a ledger row holds {text!r} where a whole number belongs")
+    return int(number)
 
 
 def _deadline(value: str | bytes | None) -> datetime | None:
@@ -263,6 +278,7 @@ def _agent_row(agent_id: str, raw: dict) -> AgentRow:
         agent_id=agent_id, depth=int(f["depth"]), depth_limit=int(f["depth_limit"]),
         deadline=_deadline(f.get("deadline")), agent_cycles_limit=_int(f.get("agent_cycles_limit")),
         tools=json.loads(f["tools"]) if f.get("tools") else None, deny=json.loads(f.get("deny") or "[]"),
+        scopes=json.loads(f["scopes"]) if f.get("scopes") else None, digest=f.get("digest") or None,
         **{k: int(f.get(k, 0)) for k in _COUNTS},
         **{k: _int(f.get(k)) for k in _LIMITS},
     )

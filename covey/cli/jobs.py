@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -9,8 +10,10 @@ from typing import Any
 import click
 
 from covey import render
+from covey.budgets.budget import MAX_COUNT, MAX_SECONDS
 from covey.cli.app import connect, print_json, cli
 from covey.orchestration import registry
+from covey.spec import MAX_CALL_TOKENS
 from covey.store.tree import FINAL
 
 
@@ -34,20 +37,37 @@ def _live(as_json: bool) -> bool:
     return not as_json and sys.stderr.isatty()
 
 
+class _Seconds(click.FloatRange):
+    """Seconds: a finite number above 0, at most ``MAX_SECONDS`` (``nan`` passes a
+    plain FloatRange, since it compares false both ways)."""
+
+    def __init__(self) -> None:
+        super().__init__(0, MAX_SECONDS, min_open=True)
+
+    def convert(self, value, param, ctx):
+        seconds = super().convert(value, param, ctx)
+        if math.isnan(seconds):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        return seconds
+
+
+_CAP = click.IntRange(0, MAX_COUNT)
+
+
 def _job_options(fn):
     options = [
         click.option("--strategy", type=click.Choice(registry.names()), default="react", show_default=True),
         click.option("--model", default=None, help="model name (default: COVEY_MODEL, else sim)"),
         click.option("--role", default="root", show_default=True, help="the root agent's role name"),
-        click.option("--max-tokens", type=int, default=None, help="token cap of the whole tree"),
-        click.option("--max-cycles", type=int, default=None, help="model calls of the whole tree"),
-        click.option("--max-agents", type=int, default=None, help="sub-agents the tree may spawn"),
-        click.option("--max-depth", type=int, default=None, help="levels of sub-agents"),
-        click.option("--max-call-tokens", type=click.IntRange(1), default=None,
+        click.option("--max-tokens", type=_CAP, default=None, help="token cap of the whole tree"),
+        click.option("--max-cycles", type=_CAP, default=None, help="model calls of the whole tree"),
+        click.option("--max-agents", type=_CAP, default=None, help="sub-agents the tree may spawn"),
+        click.option("--max-depth", type=_CAP, default=None, help="levels of sub-agents"),
+        click.option("--max-call-tokens", type=click.IntRange(1, MAX_CALL_TOKENS), default=None,
                      help="completion cap of one model call (default 4096)"),
-        click.option("--agent-max-cycles", type=click.IntRange(1), default=None,
+        click.option("--agent-max-cycles", type=click.IntRange(1, MAX_COUNT), default=None,
                      help="model calls each agent may make on its own (default 20)"),
-        click.option("--timeout", type=float, default=None, help="seconds the job may run"),
+        click.option("--timeout", type=_Seconds(), default=None, help="seconds the job may run"),
         click.option("--tenant", default=None, help="charge the tenant:<name> ledger scope too"),
         click.option("--instructions", default=None, help="the root agent's instructions (its system prompt)"),
         click.option("--tools", default=None, help="comma-separated tools the agents may use (default: all)"),
@@ -62,8 +82,6 @@ def _job_options(fn):
 def _spec(client, task: str, o: dict[str, Any]):
     budget = {k: o[k] for k in ("max_tokens", "max_cycles", "max_agents", "max_depth") if o[k] is not None}
     if o["timeout"] is not None:
-        if o["timeout"] <= 0:
-            raise click.BadParameter("must be positive", param_hint="--timeout")
         budget["deadline"] = datetime.now(timezone.utc) + timedelta(seconds=o["timeout"])
     fields: dict[str, Any] = {"strategy": o["strategy"], "role": o["role"], "budget": budget}
     if o["max_call_tokens"] is not None:
@@ -137,7 +155,7 @@ def status(job_id: str, as_json: bool) -> None:
 
 @cli.command()
 @click.argument("job_id")
-@click.option("--timeout", type=float, default=None, help="seconds to wait (default: until done)")
+@click.option("--timeout", type=_Seconds(), default=None, help="seconds to wait (default: until done)")
 @click.option("--json", "as_json", is_flag=True, help="print the root AgentResult as JSON")
 def result(job_id: str, timeout: float | None, as_json: bool) -> None:
     """Wait for the job's result; exit 0 only when it completed, 3 when the wait ran out."""
@@ -176,7 +194,12 @@ _NODE_FIELDS = {
 @click.option("--json", "as_json", is_flag=True, help="print the ledger snapshot as JSON")
 def ledger(job_id: str, as_json: bool) -> None:
     """Show the job's budget: used against limits, per agent and per global scope."""
-    snapshot = connect().job(job_id).ledger()
+    from covey.budgets.ledger import LedgerError
+
+    try:
+        snapshot = connect().job(job_id).ledger()
+    except LedgerError as e:  # a row no script of this covey wrote: say so, in one line
+        raise click.ClickException(f"ledger of job {job_id} unreadable: {e}") from None
     if not snapshot.agents:
         raise click.ClickException(f"no ledger for job {job_id} (unknown, expired or not started)")
     print_json(snapshot) if as_json else click.echo(render.ledger(snapshot))

@@ -26,11 +26,12 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_reject_on_worker_lost": True,
         "worker_prefetch_multiplier": 1,
         # Redis redelivers an unacknowledged task after the visibility timeout; it
-        # must exceed the longest agent run or a healthy task would run twice.
+        # exceeds the longest task (a slice and one model call: Settings), so a
+        # healthy task never runs twice and a dead worker's work resumes in minutes.
         # kombu looks for such tasks every interval x throttle seconds (100 s by
         # default); throttle 1 makes the interval the one knob.
         "broker_transport_options": {
-            "visibility_timeout": int(settings.max_agent_seconds * 2),
+            "visibility_timeout": int(settings.redelivery_seconds),
             "unacked_restore_interval": settings.redelivery_check_seconds,
             "unacked_restore_throttle": 1,
         },

@@ -9,19 +9,25 @@ from typing import Literal
 from pydantic import AliasChoices, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from covey.budgets.budget import Budget
+from covey.budgets.budget import MAX_COUNT, MAX_SECONDS, Budget
 from covey.keys import RESERVATION_TTL_SECONDS
 
 SDK_MAX_BACKOFF_SECONDS = 8  # the openai SDK's longest wait between two retries
+REDELIVERY_MARGIN_SECONDS = 30  # beyond a task's longest run, before the broker redelivers it
+MAX_CONCURRENCY = 1024  # worker slots: Celery starts them all at once, so a typo must not start millions
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="COVEY_", extra="ignore")
+    # Every number has an upper bound (covey.budgets.budget) and floats are finite.
+    model_config = SettingsConfigDict(env_prefix="COVEY_", extra="ignore", allow_inf_nan=False)
 
     redis_url: str = "redis://localhost:6379/0"
     broker_url: str | None = Field(default=None, description="defaults to redis_url")
     result_backend: str | None = Field(default=None, description="defaults to redis_url")
     queue: str = "covey"
+    secret: str | None = Field(
+        default=None, repr=False, description="signs the messages between workers (see covey.signing)"
+    )
 
     model: str = "sim"
     models: Path | None = Field(
@@ -31,28 +37,54 @@ class Settings(BaseSettings):
     openai_api_key: str | None = Field(
         default=None, validation_alias=AliasChoices("COVEY_OPENAI_API_KEY", "OPENAI_API_KEY")
     )
-    model_timeout: float = Field(default=60.0, gt=0, description="seconds for one model HTTP call")
-    model_retries: int = Field(default=2, ge=0, description="SDK retries on 429/5xx/timeouts")
-    sim_latency_ms: int = Field(default=0, ge=0)
+    model_timeout: float = Field(default=60.0, gt=0, le=MAX_SECONDS, description="seconds for one model HTTP call")
+    model_retries: int = Field(default=2, ge=0, le=MAX_COUNT, description="SDK retries on 429/5xx/timeouts")
+    sim_latency_ms: int = Field(default=0, ge=0, le=MAX_SECONDS * 1000)
 
-    max_tokens: int | None = Field(default=200_000, ge=1)
-    max_cycles: int | None = Field(default=200, ge=1)
-    max_agents: int | None = Field(default=50, ge=0)
-    max_depth: int = Field(default=3, ge=0)
+    max_tokens: int | None = Field(default=200_000, ge=1, le=MAX_COUNT)
+    max_cycles: int | None = Field(default=200, ge=1, le=MAX_COUNT)
+    max_agents: int | None = Field(default=50, ge=0, le=MAX_COUNT)
+    max_depth: int = Field(default=3, ge=0, le=MAX_COUNT)
 
     worker_pool: Literal["threads", "prefork", "gevent", "solo"] = "threads"
-    worker_concurrency: int = Field(default=4, ge=1)
-    max_agent_seconds: float = Field(
-        default=3600.0, gt=0,
-        description="longest one agent task may run before it ends timed_out; the broker redelivers after twice this",
+    worker_concurrency: int = Field(default=4, ge=1, le=MAX_CONCURRENCY)
+    slice_seconds: float = Field(
+        default=60.0, gt=0, le=MAX_SECONDS,
+        description="an agent task that has run this long checkpoints and goes on as a new task",
+    )
+    visibility_timeout: float | None = Field(
+        default=None, gt=0, le=MAX_SECONDS,
+        description="seconds before the broker hands an unacknowledged task to another worker "
+        "(default: a slice, the longest model call and a margin)",
     )
     redelivery_check_seconds: float = Field(
-        default=60.0, gt=0, description="how often a worker looks for a dead worker's tasks to redeliver"
+        default=60.0, gt=0, le=MAX_SECONDS, description="how often a worker looks for a dead worker's tasks to redeliver"
     )
+
+    @property
+    def longest_call_seconds(self) -> float:
+        """One model call with all the SDK's retries and their backoff."""
+        return self.model_timeout * (self.model_retries + 1) + SDK_MAX_BACKOFF_SECONDS * self.model_retries
+
+    @property
+    def redelivery_seconds(self) -> float:
+        """The broker's visibility timeout: longer than any task runs (a slice, plus
+        the model call that may have started just before it ended)."""
+        return self.visibility_timeout or self.slice_seconds + self.longest_call_seconds + REDELIVERY_MARGIN_SECONDS
+
+    @model_validator(mode="after")
+    def _tasks_end_before_redelivery(self) -> Settings:
+        longest = self.slice_seconds + self.longest_call_seconds
+        if self.visibility_timeout is not None and self.visibility_timeout <= longest:
+            raise ValueError(
+                f"COVEY_VISIBILITY_TIMEOUT ({self.visibility_timeout:g}s) must exceed COVEY_SLICE_SECONDS plus the "
+                f"longest model call ({longest:.0f}s), or a healthy task is handed to a second worker"
+            )
+        return self
 
     @model_validator(mode="after")
     def _calls_fit_their_reservation(self) -> Settings:
-        worst = self.model_timeout * (self.model_retries + 1) + SDK_MAX_BACKOFF_SECONDS * self.model_retries
+        worst = self.longest_call_seconds
         if worst >= RESERVATION_TTL_SECONDS:
             raise ValueError(
                 f"COVEY_MODEL_TIMEOUT x (COVEY_MODEL_RETRIES + 1) plus backoff ({worst:.0f}s) must stay under "

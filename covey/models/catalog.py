@@ -30,6 +30,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
+from covey.budgets.budget import MAX_COUNT
 from covey.config.settings import Settings
 
 SIM_MODEL = "sim"
@@ -52,9 +53,9 @@ class ModelParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    temperature: float | None = Field(default=None, ge=0, le=2)
-    top_p: float | None = Field(default=None, ge=0, le=1)
-    seed: int | None = Field(default=None, strict=True)
+    temperature: float | None = Field(default=None, ge=0, le=2, strict=True)
+    top_p: float | None = Field(default=None, ge=0, le=1, strict=True)
+    seed: int | None = Field(default=None, strict=True, ge=-MAX_COUNT, le=MAX_COUNT)
 
     def request(self) -> dict[str, Any]:
         """The parameters that were given, as ``chat.completions.create`` keywords."""

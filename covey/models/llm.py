@@ -13,6 +13,7 @@ from typing import Any
 import httpx2
 import openai
 
+from covey.budgets.budget import MAX_COUNT
 from covey.config.settings import Settings
 from covey.orchestration.actions import ModelReply, ToolCall
 from covey.results import Usage
@@ -25,7 +26,14 @@ SIM_BASE_URL = "http://sim.covey/v1"
 
 
 class ModelError(Exception):
-    """A model call that failed for good (after the SDK's retries); one clear line."""
+    """A model call that failed for good (after the SDK's retries); one clear line.
+
+    ``usage`` is what the call cost when the endpoint did answer, with a reply that
+    cannot be used: it is charged, never hidden."""
+
+    def __init__(self, message: str, usage: Usage | None = None) -> None:
+        super().__init__(message)
+        self.usage = usage
 
 
 class LLM:
@@ -69,19 +77,31 @@ class LLM:
         if schema is not None:
             kwargs["response_format"] = response_format(schema, schema_name)
         # Never wait past the model timeout, even with a far deadline: a reservation
-        # outliving RESERVATION_TTL_SECONDS would be released while still in use.
-        per_attempt = min(timeout, self._settings.model_timeout) if timeout else self._settings.model_timeout
+        # outliving RESERVATION_TTL_SECONDS would be released while still in use. A
+        # nearer deadline bounds the whole call, so it gets one attempt, no retries.
+        deadline_bound = timeout is not None and timeout < self._settings.model_timeout
+        per_attempt = timeout if deadline_bound else self._settings.model_timeout
+        retries = 0 if deadline_bound else self._settings.model_retries
         try:
-            completion = client.with_options(timeout=per_attempt).chat.completions.create(**kwargs)
+            completion = client.with_options(timeout=per_attempt, max_retries=retries).chat.completions.create(**kwargs)
         except openai.APITimeoutError as e:
-            raise ModelError(f"model call timed out (after {self._settings.model_retries} retries)") from e
+            raise ModelError(f"model call timed out after {per_attempt:g}s (and {retries} retries)") from e
         except openai.APIStatusError as e:
             raise ModelError(f"model call failed: HTTP {e.status_code}: {_message(e)}") from e
         except openai.APIConnectionError as e:
             raise ModelError(f"model unreachable: {e}") from e
         except openai.OpenAIError as e:
             raise ModelError(f"model call failed: {type(e).__name__}: {e}") from e
-        return _reply(completion), _usage(completion, messages, tools, max_tokens)
+        except ValueError as e:  # an answer the SDK cannot parse (not JSON): billed, for all covey knows
+            raise ModelError(f"model returned a malformed reply: {e}", _worst(messages, tools, max_tokens)) from e
+        try:
+            usage = _usage(completion, messages, tools, max_tokens)
+        except ValueError as e:  # charged as the worst case: what it really cost is unknown
+            raise ModelError(f"model reported unusable usage: {e}", _worst(messages, tools, max_tokens)) from e
+        try:
+            return _reply(completion), usage
+        except (AttributeError, TypeError, ValueError) as e:
+            raise ModelError(f"model returned a malformed reply: {e}", usage) from e
 
     def _client(self, endpoint: Endpoint) -> openai.OpenAI:
         key = (endpoint.base_url, endpoint.key_env)
@@ -115,21 +135,51 @@ def _message(error: openai.APIStatusError) -> str:
 
 
 def _reply(completion: Any) -> ModelReply:
+    """The reply, checked: the SDK builds its objects from the endpoint's JSON without
+    validating them, so a field of the wrong type raises here (``ValueError``,
+    ``TypeError``, ``AttributeError``) rather than deep in a strategy."""
     if not completion.choices:
-        raise ModelError("model returned no choices")
+        raise ValueError("no choices")
     choice = completion.choices[0]
+    message = choice.message
+    content = _text_or_none(message.content, "content")
+    raw_calls = message.tool_calls or []
+    if not isinstance(raw_calls, list):
+        raise TypeError(f"tool_calls is a {type(raw_calls).__name__}, not a list")
     calls = [
-        ToolCall(id=c.id, name=c.function.name, arguments=c.function.arguments or "")
-        for c in choice.message.tool_calls or []
+        ToolCall(
+            id=_text_or_none(c.id, "tool call id") or "",
+            name=_text_or_none(c.function.name, "tool call name") or "",
+            arguments=_text_or_none(c.function.arguments, "tool call arguments") or "",
+        )
+        for c in raw_calls
         if getattr(c, "function", None) is not None
     ]
     # An endpoint that leaves finish_reason out said nothing of a cut: take it as stopped.
-    return ModelReply(content=choice.message.content, tool_calls=calls, finish_reason=choice.finish_reason or "stop")
+    finish_reason = _text_or_none(choice.finish_reason, "finish_reason") or "stop"
+    return ModelReply(content=content, tool_calls=calls, finish_reason=finish_reason)
+
+
+def _text_or_none(value: Any, what: str) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"{what} is a {type(value).__name__}, not text")
+    return value
 
 
 def _usage(completion: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]], max_tokens: int) -> Usage:
-    """One call's spend: one cycle and the tokens the endpoint reported."""
-    usage = completion.usage
+    """One call's spend: one cycle and the tokens the endpoint reported, or the worst
+    case the call was allowed when it reports none. ``ValueError`` when a count is
+    not a whole number from 0 to ``MAX_COUNT`` (no ledger could hold it)."""
+    usage = getattr(completion, "usage", None)
     if usage is None:  # some endpoints omit usage: charge the worst case the call was allowed
-        return Usage(prompt_tokens=estimate_prompt_tokens(messages, tools), completion_tokens=max_tokens, cycles=1)
-    return Usage(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens, cycles=1)
+        return _worst(messages, tools, max_tokens)
+    counts = {name: getattr(usage, name, None) for name in ("prompt_tokens", "completion_tokens")}
+    for name, count in counts.items():
+        if type(count) is not int or not 0 <= count <= MAX_COUNT:
+            raise ValueError(f"{name}={count!r}")
+    return Usage(**counts, cycles=1)
+
+
+def _worst(messages: list[dict[str, Any]], tools: list[dict[str, Any]], max_tokens: int) -> Usage:
+    """The most a call could cost: what was reserved for it."""
+    return Usage(prompt_tokens=estimate_prompt_tokens(messages, tools), completion_tokens=max_tokens, cycles=1)

@@ -6,7 +6,7 @@ Strategies are pure state machines over JSON-able state: ``start(ctx)`` and
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Union
 
 from covey.results import AgentResult, Status
@@ -102,3 +102,23 @@ class ChildResults:
 
 
 Outcome = Union[ModelReply, ToolResults, ChildResults]
+
+
+_ACTIONS = {cls.__name__: cls for cls in (CallModel, RunTools, Spawn, Finish)}
+
+
+def to_json(action: Action) -> dict[str, Any]:
+    """An Action as JSON, to checkpoint an agent that pauses before taking it."""
+    return {"type": type(action).__name__, **asdict(action)}
+
+
+def from_json(data: dict[str, Any]) -> Action:
+    fields = dict(data)
+    cls = _ACTIONS[fields.pop("type")]
+    if cls is RunTools:
+        fields["calls"] = [ToolCall(**c) for c in fields["calls"]]
+    elif cls is Spawn:
+        fields["children"] = [ChildRequest(**c) for c in fields["children"]]
+    elif cls is Finish:
+        fields["status"] = Status(fields["status"])
+    return cls(**fields)

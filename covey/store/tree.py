@@ -92,6 +92,13 @@ class JobTree:
         nodes = [Node.model_validate_json(v) for v in raw.values()]
         return sorted(nodes, key=lambda n: (n.depth, n.agent_id))
 
+    def many(self, job_id: str, agent_ids: list[str]) -> list[Node]:
+        """The nodes of ``agent_ids`` that exist, in one round trip."""
+        if not agent_ids:
+            return []
+        raw = self._redis.hmget(keys.nodes(job_id), agent_ids)
+        return [Node.model_validate_json(v) for v in raw if v is not None]
+
     def node(self, job_id: str, agent_id: str) -> Node | None:
         raw = self._redis.hget(keys.nodes(job_id), agent_id)
         return None if raw is None else Node.model_validate_json(raw)

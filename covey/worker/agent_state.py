@@ -33,7 +33,11 @@ class AgentState(BaseModel):
     task_id: str | None = Field(default=None, description="the Celery task running this agent")
     deadline: datetime | None = Field(default=None, description="the agent's own timeout")
     task_deadline: datetime | None = Field(
-        default=None, description="when the running Celery task must end (COVEY_MAX_AGENT_SECONDS)"
+        default=None, description="when the running task checkpoints and goes on as a new one (COVEY_SLICE_SECONDS)"
+    )
+    step: int = Field(default=0, description="checkpoints saved: orders them, so a stale task cannot overwrite a newer")
+    next_action: dict[str, Any] | None = Field(
+        default=None, description="the Action a paused agent takes when its next task starts"
     )
 
     def node(self, status: str) -> Node:

@@ -2,23 +2,24 @@
 
 The reservation holds the worst case (the prompt estimate plus the call's
 ``max_call_tokens``) on the agent, its ancestors and every global scope, and the
-call may spend no more than it was granted. A reply is handed to the strategy only
-when it is whole: one cut at its token cap, withheld by a content filter, calling
-a tool it was not offered or missing the JSON schema it was asked for ends the
-agent with a status that says so, never ``completed`` with a fragment.
+call may spend no more than it was granted: a provider reporting more prompt or
+completion tokens than were reserved for them is charged in full and stops the
+agent. A reply is handed to the strategy only when it is whole: one cut at its
+token cap, withheld by a content filter, calling a tool it was not offered or
+missing the JSON schema it was asked for ends the agent with a status that says
+so, never ``completed`` with a fragment.
 """
 
 from __future__ import annotations
 
-import json
-import math
+import logging
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from covey.models.llm import ModelError
 from covey.models.structured import SchemaMismatch, parse
-from covey.models.tokens import CHARS_PER_TOKEN_ESTIMATE, estimate_prompt_tokens
+from covey.models.tokens import estimate_prompt_tokens, schema_tokens
 from covey.orchestration.actions import CallModel, ModelReply
 from covey.orchestration.tool_schemas import SPAWN_TOOLS, offered, schemas
 from covey.results import Status, Usage
@@ -26,6 +27,8 @@ from covey.store.tree import RUNNING
 from covey.worker.agent_state import AgentState
 from covey.worker.deps import Deps
 from covey.worker.replay import CallRecord
+
+log = logging.getLogger(__name__)
 
 # A grant below this many completion tokens (or the agent's own call cap, when
 # that is smaller) buys no useful reply: the agent ends budget_exceeded instead.
@@ -47,7 +50,7 @@ def call_model(deps: Deps, state: AgentState, action: CallModel, seconds_left: f
     names = allowed if action.tools is None else [n for n in allowed if n in action.tools]
     agents_left = deps.ledger.agents_left(ctx.job_id, ctx.chain) if SPAWN_TOOLS & set(names) else None
     tools = schemas(names, agents_left)
-    estimate = estimate_prompt_tokens(action.messages, tools) + _schema_tokens(action.schema)
+    estimate = estimate_prompt_tokens(action.messages, tools) + schema_tokens(action.schema)
     state.cycle += 1
     rid = f"{ctx.agent_id}:{state.cycle}"
     floor = min(MIN_REPLY_TOKENS, spec.max_call_tokens)
@@ -67,6 +70,9 @@ def call_model(deps: Deps, state: AgentState, action: CallModel, seconds_left: f
         return Stop(Status.FAILED, record.error)
     state.usage += record.usage
     deps.tree.record(ctx.job_id, state.node(RUNNING))  # readers see a running agent's spend as it settles
+    over = _over_reserved(record.usage, estimate, max_tokens)
+    if over is not None:
+        return over
     return _checked(record.model_reply(), action, names, max_tokens, spec.max_call_tokens)
 
 
@@ -86,9 +92,10 @@ def _call(
             timeout=seconds_left, schema=action.schema, schema_name=action.schema_name,
             params=state.spec.model_params,
         )
-    except ModelError as e:
-        record = CallRecord(error=str(e))
-        deps.ledger.settle(ctx.job_id, ctx.chain, ctx.scopes, rid, tokens=0, record=record.model_dump_json())
+    except ModelError as e:  # charged what an answer that cannot be used cost (e.usage), else nothing
+        record = CallRecord(error=str(e), usage=e.usage)
+        spent = e.usage.total_tokens if e.usage else 0
+        deps.ledger.settle(ctx.job_id, ctx.chain, ctx.scopes, rid, tokens=spent, record=record.model_dump_json())
         return record
     record = CallRecord.of_reply(reply, usage)
     deps.ledger.settle(
@@ -123,9 +130,20 @@ def _checked(
         return Stop(Status.FAILED, str(e))
 
 
-def _schema_tokens(schema: dict[str, Any] | None) -> int:
-    """The response_format's share of the prompt estimate."""
-    return 0 if schema is None else math.ceil(len(json.dumps(schema)) / CHARS_PER_TOKEN_ESTIMATE)
+def _over_reserved(usage: Usage, prompt_reserved: int, reply_reserved: int) -> Stop | None:
+    """A provider that reports more than the call was granted has spent past the
+    caps (the ledger has charged it all): the agent stops rather than spend more."""
+    for kind, reported, reserved in (
+        ("prompt", usage.prompt_tokens, prompt_reserved), ("completion", usage.completion_tokens, reply_reserved),
+    ):
+        if reported > reserved:
+            log.warning("provider over-reported: %s %s tokens, %s reserved", reported, kind, reserved)
+            return Stop(
+                Status.FAILED,
+                f"the provider reported {reported} {kind} tokens, {reported - reserved} over the {reserved} "
+                f"reserved for them; all {usage.total_tokens} tokens are charged",
+            )
+    return None
 
 
 def seconds_left(now: datetime, *deadlines: datetime | None) -> float | None:

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import redis
 
+from covey import signing
 from covey.budgets.ledger import Ledger
 from covey.budgets.redis_ledger import RedisLedger
 from covey.config.settings import Settings, get_settings
@@ -34,6 +35,11 @@ class Deps:
 
     def workspace(self, job_id: str) -> Workspace:
         return Workspace(self.redis, job_id)
+
+    @cached_property
+    def secret(self) -> bytes:
+        """What signs and checks the messages between workers (``covey.signing``)."""
+        return signing.shared_secret(self.settings.secret, self.redis)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Deps:

@@ -17,7 +17,9 @@ from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentRow
 from covey.context import RunContext
 from covey.orchestration import registry
-from covey.orchestration.actions import Action, CallModel, ChildResults, Finish, RunTools, Spawn, ToolResults
+from covey.orchestration.actions import (
+    Action, CallModel, ChildResults, Finish, RunTools, Spawn, ToolResults, from_json,
+)
 from covey.results import AgentResult, Status, Usage
 from covey.spec import AgentSpec
 from covey.store.tree import RUNNING, Node
@@ -43,6 +45,14 @@ class FanOut:
     children: list[tuple[RunContext, AgentSpec]]
 
 
+@dataclass(frozen=True)
+class Paused:
+    """The task's slice is over: checkpoint, and take ``action`` in a new task."""
+
+    state: AgentState
+    action: Action
+
+
 def begin(deps: Deps, ctx: RunContext, spec: AgentSpec, task_id: str | None = None) -> tuple[AgentState, Action]:
     """Start an agent under the terms its ledger row holds, whatever its message says."""
     row = deps.ledger.agent(ctx.job_id, ctx.agent_id)
@@ -63,7 +73,7 @@ def begin(deps: Deps, ctx: RunContext, spec: AgentSpec, task_id: str | None = No
 
 
 def _under_terms(ctx: RunContext, spec: AgentSpec, row: AgentRow) -> tuple[RunContext, AgentSpec]:
-    """The context and spec cut to the row: its tools, deny rules, caps and depth."""
+    """The context and spec cut to the row: its tools, deny rules, caps, depth and scopes."""
     asked = row.tools if ctx.allow is None else ctx.allow
     allow = asked if row.tools is None else [t for t in asked if t in row.tools]
     budget = Budget(
@@ -71,28 +81,45 @@ def _under_terms(ctx: RunContext, spec: AgentSpec, row: AgentRow) -> tuple[RunCo
         max_depth=row.depth_limit, deadline=row.deadline,
     )
     deny = sorted({*ctx.deny, *row.deny})
-    ctx = ctx.model_copy(update={"allow": allow, "deny": deny, "budget": budget, "depth": row.depth})
+    scopes = ctx.scopes if row.scopes is None else row.scopes
+    ctx = ctx.model_copy(update={"allow": allow, "deny": deny, "budget": budget, "depth": row.depth, "scopes": scopes})
     if row.agent_cycles_limit is not None and row.agent_cycles_limit < spec.max_cycles:
         spec = spec.model_copy(update={"max_cycles": row.agent_cycles_limit})
     return ctx, spec
 
 
 def _task_deadline(deps: Deps) -> datetime:
-    """A task must end before the broker's visibility timeout would redeliver it
-    to another worker; COVEY_MAX_AGENT_SECONDS is half of that timeout."""
-    return deps.now() + timedelta(seconds=deps.settings.max_agent_seconds)
+    """When the running task's slice ends: no task outlives the broker's patience
+    (its visibility timeout), however long its agent lives."""
+    return deps.now() + timedelta(seconds=deps.settings.slice_seconds)
 
 
-def join(deps: Deps, state: AgentState, results: list[dict[str, Any]]) -> tuple[AgentState, Action]:
-    """Fold a finished fan-out back in, in the order the strategy asked for it."""
+def proceed(deps: Deps, state: AgentState) -> tuple[AgentState, Action]:
+    """Take up a paused agent in a new task, with the Action it was about to take."""
+    if state.next_action is None:
+        raise ValueError(f"agent {state.ctx.agent_id} was not paused")
+    action = from_json(state.next_action)
+    state.next_action = None
     state.task_deadline = _task_deadline(deps)
-    by_id = {r.agent_id: r for r in (AgentResult.model_validate(d) for d in results)}
+    return state, action
+
+
+def join(deps: Deps, state: AgentState) -> tuple[AgentState, Action]:
+    """Fold a finished fan-out back in, in the order the strategy asked for it.
+
+    Each child's result is what its own node recorded when it finished, never what
+    the message that resumes this agent says: a child with no final node has not
+    reported, whatever the message claims."""
+    state.task_deadline = _task_deadline(deps)
+    ctx = state.ctx
+    running = [p.agent_id for p in state.pending if p.refused is None]
+    finished = {n.agent_id: n.result(ctx.job_id) for n in deps.tree.many(ctx.job_id, running) if n.final}
     ordered = []
     for pending in state.pending:
         result = (
             pending.refused
-            or by_id.get(pending.agent_id)
-            or unreported(state.ctx, pending.agent_id, Status.FAILED, "child result missing from the join")
+            or finished.get(pending.agent_id)
+            or unreported(ctx, pending.agent_id, Status.FAILED, "child result missing from the join")
         )
         if pending.refused is None:
             state.usage += result.usage + Usage(agents=1)
@@ -103,7 +130,7 @@ def join(deps: Deps, state: AgentState, results: list[dict[str, Any]]) -> tuple[
     return state, action
 
 
-def advance(deps: Deps, state: AgentState, action: Action) -> Finished | FanOut:
+def advance(deps: Deps, state: AgentState, action: Action) -> Finished | FanOut | Paused:
     strategy = registry.strategy(state.spec.strategy)
     while True:
         state.strategy = action.state
@@ -112,12 +139,17 @@ def advance(deps: Deps, state: AgentState, action: Action) -> Finished | FanOut:
         stop = _stop(deps, state)
         if stop is not None:
             return _finish(deps, state, stop.status, None, stop.reason)
+        if state.task_deadline is not None and deps.now() >= state.task_deadline:
+            return Paused(state, action)
         if isinstance(action, CallModel):
             outcome: Any = call_model(deps, state, action, _seconds_left(deps, state))
             if isinstance(outcome, Stop):
                 # A call cut short by a deadline is the deadline's doing, not the model's.
-                stop = (outcome.status is Status.FAILED and _stop(deps, state)) or outcome
+                stop = (outcome.status is Status.FAILED and _deadline(deps, state)) or outcome
                 return _finish(deps, state, stop.status, None, stop.reason)
+            late = _deadline(deps, state)
+            if late is not None:  # the reply came after a deadline: not an answer in time
+                return _finish(deps, state, late.status, None, f"{late.reason} during a model call")
         elif isinstance(action, RunTools):
             workspace = deps.workspace(state.ctx.job_id)
             outcome = ToolResults({c.id: run_tool(c, state.ctx, workspace) for c in action.calls})
@@ -125,7 +157,7 @@ def advance(deps: Deps, state: AgentState, action: Action) -> Finished | FanOut:
             children = spawn(deps, state, action)
             if children:
                 return FanOut(state=state, children=children)
-            state, action = join(deps, state, [])
+            state, action = join(deps, state)
             continue
         else:
             raise TypeError(f"unknown action {type(action).__name__}")
@@ -135,21 +167,23 @@ def advance(deps: Deps, state: AgentState, action: Action) -> Finished | FanOut:
 def _stop(deps: Deps, state: AgentState) -> Stop | None:
     """Why the agent must end before its next step, if it must. Cycle and token
     caps are the ledger's to refuse, at the reservation."""
-    ctx, now = state.ctx, deps.now()
-    if deps.ledger.cancelled(ctx.job_id):
+    if deps.ledger.cancelled(state.ctx.job_id):
         return Stop(Status.CANCELLED, "job cancelled")
+    return _deadline(deps, state)
+
+
+def _deadline(deps: Deps, state: AgentState) -> Stop | None:
+    """The deadline that has passed, if one has: the job's or the agent's."""
+    ctx, now = state.ctx, deps.now()
     if ctx.budget.expired(now):
         return Stop(Status.TIMED_OUT, "job deadline passed")
     if state.deadline is not None and now >= state.deadline:
         return Stop(Status.TIMED_OUT, f"agent timeout of {state.spec.timeout}s passed")
-    if state.task_deadline is not None and now >= state.task_deadline:
-        seconds = deps.settings.max_agent_seconds
-        return Stop(Status.TIMED_OUT, f"agent task ran past COVEY_MAX_AGENT_SECONDS={seconds:g}")
     return None
 
 
 def _seconds_left(deps: Deps, state: AgentState) -> float | None:
-    return seconds_left(deps.now(), state.deadline, state.ctx.budget.deadline, state.task_deadline)
+    return seconds_left(deps.now(), state.deadline, state.ctx.budget.deadline)
 
 
 def _finish(

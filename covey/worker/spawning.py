@@ -68,7 +68,7 @@ def _open_child(
         asked = _within(ctx.budget.child(request.fraction or ctx.child_fraction), state.deadline)
     except ValueError as e:  # InvalidSpec included
         return unreported(ctx, child_id, Status.FAILED, f"invalid child spec: {e}", request.role, deps.now())
-    terms = AgentTerms(tools=spec.tools, deny=ctx.deny, max_cycles=spec.max_cycles)
+    terms = AgentTerms(tools=spec.tools, deny=ctx.deny, max_cycles=spec.max_cycles, scopes=ctx.scopes)
     opened = deps.ledger.open(ctx.job_id, ctx.chain, child_id, asked, terms)
     if not opened.ok or opened.budget is None:
         reason = opened.reason or "spawn refused"

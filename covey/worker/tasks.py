@@ -20,20 +20,28 @@ from celery import chord, group
 from celery import states as celery_states
 from celery.exceptions import Ignore, Retry
 
-from covey import labels
+from covey import labels, signing
 from covey.budgets.ledger import AgentTerms
 from covey.context import ROOT_AGENT_ID, RunContext
 from covey.models.catalog import UnservableModel
-from covey.orchestration.actions import Action
+from covey.orchestration.actions import Action, to_json
 from covey.results import AgentResult, Status, Usage
 from covey.spec import AgentSpec, InvalidSpec, JobSpec
-from covey.store.tree import WAITING, Node
+from covey.store.tree import RUNNING, WAITING, Node
 from covey.worker import loop
 from covey.worker.agent_state import AgentState
 from covey.worker.app import app
 from covey.worker.deps import worker_deps
 
 log = logging.getLogger(__name__)
+
+
+def _signed_or_ignored(payload: dict[str, Any], sig: Any, name: str) -> None:
+    """Drop a message no covey worker signed, before anything is read or written for
+    it (not even a result under its task id, which may be another job's)."""
+    if not signing.valid(worker_deps().secret, payload, sig):
+        log.warning("refused a %s message without a valid signature: %s", name, labels.first_words(str(payload), 12))
+        raise Ignore()
 
 Step = Callable[[], "tuple[AgentState, Action]"]
 
@@ -63,16 +71,25 @@ def run_job(self, spec: Any) -> dict[str, Any]:
     )
     agent_spec = AgentSpec.model_validate(job.model_dump(include=set(AgentSpec.model_fields)))
 
+    digest = signing.digest(spec)  # tells a redelivery from another spec reusing the job id
+
     def start() -> tuple[AgentState, Action]:
-        terms = AgentTerms(tools=job.tools, deny=job.deny, max_cycles=job.max_cycles)
+        terms = AgentTerms(
+            tools=job.tools, deny=job.deny, max_cycles=job.max_cycles, scopes=job.scopes(), digest=digest
+        )
         deps.ledger.open_root(ctx.job_id, ROOT_AGENT_ID, job.budget, terms)
+        if deps.ledger.agent(ctx.job_id, ROOT_AGENT_ID).digest != digest:
+            raise loop.NotOpened(f"job {ctx.job_id} already runs another spec: a run_job reusing its id is refused")
         return loop.begin(deps, ctx, agent_spec, task_id=self.request.id)
 
     return _guarded(self, ctx.job_id, ROOT_AGENT_ID, start)
 
 
 @app.task(bind=True, name="covey.agent")
-def agent(self, ctx: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+def agent(self, ctx: dict[str, Any], spec: dict[str, Any], sig: str | None = None) -> dict[str, Any]:
+    """Run one sub-agent, if a covey worker sent it (see ``covey.signing``)."""
+    _signed_or_ignored({"ctx": ctx, "spec": spec}, sig, "covey.agent")
+
     def start() -> tuple[AgentState, Action]:
         return loop.begin(
             worker_deps(), RunContext.model_validate(ctx), AgentSpec.model_validate(spec), task_id=self.request.id
@@ -82,21 +99,48 @@ def agent(self, ctx: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
 
 
 @app.task(bind=True, name="covey.resume")
-def resume(self, results: list[dict[str, Any]], job_id: str, agent_id: str, spawn_round: int) -> dict[str, Any]:
-    """The chord callback: reload the waiting parent and go on with its children's results."""
+def resume(
+    self, results: list[dict[str, Any]], job_id: str, agent_id: str, spawn_round: int, sig: str | None = None
+) -> dict[str, Any]:
+    """The chord callback: reload the waiting parent and go on with its children's
+    results, as their own nodes recorded them (the message's copy is not trusted)."""
+
+    _signed_or_ignored(_resume_payload(job_id, agent_id, spawn_round), sig, "covey.resume")
 
     def join() -> tuple[AgentState, Action]:
-        saved = worker_deps().checkpoints.load(job_id, agent_id)
-        if saved is None:
-            raise LookupError(f"checkpoint of agent {agent_id} lost; cannot resume round {spawn_round}")
-        if saved.round > spawn_round:
+        state = _checkpointed(job_id, agent_id, f"round {spawn_round}")
+        if state.spawn_round > spawn_round or state.next_action is not None or not state.pending:
             log.info("agent %s of job %s is past round %s: stale callback ignored", agent_id, job_id, spawn_round)
             raise Ignore()
-        if saved.round < spawn_round:
-            raise LookupError(f"checkpoint of round {spawn_round} lost (round {saved.round} found); cannot resume")
-        return loop.join(worker_deps(), AgentState.model_validate_json(saved.state), results)
+        if state.spawn_round < spawn_round:
+            raise LookupError(f"checkpoint of round {spawn_round} lost (round {state.spawn_round} found)")
+        return loop.join(worker_deps(), state)
 
     return _guarded(self, job_id, agent_id, join)
+
+
+@app.task(bind=True, name="covey.proceed")
+def proceed(self, job_id: str, agent_id: str, step: int, sig: str | None = None) -> dict[str, Any]:
+    """Go on with an agent whose last task used up its slice (``COVEY_SLICE_SECONDS``)."""
+    _signed_or_ignored(_proceed_payload(job_id, agent_id, step), sig, "covey.proceed")
+
+    def take_up() -> tuple[AgentState, Action]:
+        state = _checkpointed(job_id, agent_id, f"step {step}")
+        if state.step > step or state.next_action is None:
+            log.info("agent %s of job %s is past step %s: stale task ignored", agent_id, job_id, step)
+            raise Ignore()
+        if state.step < step:
+            raise LookupError(f"checkpoint of step {step} lost (step {state.step} found)")
+        return loop.proceed(worker_deps(), state)
+
+    return _guarded(self, job_id, agent_id, take_up)
+
+
+def _checkpointed(job_id: str, agent_id: str, what: str) -> AgentState:
+    saved = worker_deps().checkpoints.load(job_id, agent_id)
+    if saved is None:
+        raise LookupError(f"checkpoint of agent {agent_id} lost; cannot resume {what}")
+    return AgentState.model_validate_json(saved.state)
 
 
 def _guarded(task, job_id: str, agent_id: str, step: Step) -> dict[str, Any]:
@@ -111,9 +155,10 @@ def _guarded(task, job_id: str, agent_id: str, step: Step) -> dict[str, Any]:
     except (Ignore, Retry):
         raise
     except loop.NotOpened as e:
-        # Nothing is written into the job: the message was not one of its own.
-        log.warning("refused: %s", e)
-        return AgentResult(job_id=job_id, agent_id=agent_id, status=Status.FAILED, error=str(e)).model_dump(mode="json")
+        # Nothing is written, not even a result under this task's id: the message
+        # was not one of the job's own, and its task id may be another job's.
+        log.warning("refused a task for agent %s of job %s: %s", agent_id, job_id, e)
+        raise Ignore() from None
     except Exception as e:  # noqa: BLE001 - the join must always happen
         log.exception("agent %s of job %s crashed", agent_id, job_id)
         spent = state.usage if state is not None else None
@@ -148,24 +193,46 @@ def _crashed(job_id: str, agent_id: str, error: str, spent: Usage | None) -> dic
 
 
 def _drive(task, state: AgentState, action: Action) -> dict[str, Any]:
+    """Advance the agent; end with its result, or checkpoint it and hand on to the
+    task that goes on with it (a chord for a fan-out, ``proceed`` after a slice)."""
     deps = worker_deps()
     outcome = loop.advance(deps, state, action)
     if isinstance(outcome, loop.Finished):
         return outcome.result.model_dump(mode="json")
-    ctx = outcome.state.ctx
-    if not deps.checkpoints.save(ctx.job_id, ctx.agent_id, outcome.state.spawn_round, outcome.state.model_dump_json()):
-        log.info("agent %s of job %s is past round %s: stale step ignored", ctx.agent_id, ctx.job_id,
-                 outcome.state.spawn_round)
+    state, ctx = outcome.state, outcome.state.ctx
+    state.step += 1
+    if isinstance(outcome, loop.Paused):
+        state.next_action = to_json(outcome.action)
+    if not deps.checkpoints.save(ctx.job_id, ctx.agent_id, state.step, state.model_dump_json()):
+        log.info("agent %s of job %s is past step %s: stale task ignored", ctx.agent_id, ctx.job_id, state.step)
         raise Ignore()
-    deps.tree.record(ctx.job_id, outcome.state.node(WAITING))
-    header = group(
-        agent.s(ctx=c.model_dump(mode="json"), spec=s.model_dump(mode="json")).set(
-            **labels.agent(c.job_id, c.agent_id, s.role, c.depth, s.task)
-        )
-        for c, s in outcome.children
-    )
+    if isinstance(outcome, loop.Paused):
+        deps.tree.record(ctx.job_id, state.node(RUNNING))
+        sig = signing.sign(deps.secret, _proceed_payload(ctx.job_id, ctx.agent_id, state.step))
+        return task.replace(proceed.s(job_id=ctx.job_id, agent_id=ctx.agent_id, step=state.step, sig=sig).set(
+            **labels.proceed(ctx.job_id, ctx.agent_id, state.step)
+        ))
+    deps.tree.record(ctx.job_id, state.node(WAITING))
+    header = group(_agent_message(deps.secret, c, s) for c, s in outcome.children)
     spawn_round = outcome.state.spawn_round
-    callback = resume.s(job_id=ctx.job_id, agent_id=ctx.agent_id, spawn_round=spawn_round).set(
+    sig = signing.sign(deps.secret, _resume_payload(ctx.job_id, ctx.agent_id, spawn_round))
+    callback = resume.s(job_id=ctx.job_id, agent_id=ctx.agent_id, spawn_round=spawn_round, sig=sig).set(
         **labels.resume(ctx.job_id, ctx.agent_id, spawn_round, len(outcome.children))
     )
     return task.replace(chord(header, callback))
+
+
+def _agent_message(secret: bytes, ctx: RunContext, spec: AgentSpec):
+    """A child's ``covey.agent`` signature: its context and spec, signed, labelled for Flower."""
+    wire = {"ctx": ctx.model_dump(mode="json"), "spec": spec.model_dump(mode="json")}
+    return agent.s(**wire, sig=signing.sign(secret, wire)).set(
+        **labels.agent(ctx.job_id, ctx.agent_id, spec.role, ctx.depth, spec.task)
+    )
+
+
+def _resume_payload(job_id: str, agent_id: str, spawn_round: int) -> dict[str, Any]:
+    return {"job_id": job_id, "agent_id": agent_id, "spawn_round": spawn_round}
+
+
+def _proceed_payload(job_id: str, agent_id: str, step: int) -> dict[str, Any]:
+    return {"job_id": job_id, "agent_id": agent_id, "step": step, "task": "proceed"}

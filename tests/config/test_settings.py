@@ -16,10 +16,12 @@ def test_env_configures_covey(monkeypatch):
 
 
 def test_celery_is_configured_for_long_agent_tasks():
-    conf = celery_config(Settings(max_agent_seconds=600))
+    settings = Settings(slice_seconds=60, model_timeout=60, model_retries=2)
+    conf = celery_config(settings)
     assert conf["accept_content"] == ["json"] and conf["task_serializer"] == "json"
     assert conf["task_acks_late"] and conf["task_reject_on_worker_lost"]
-    assert conf["broker_transport_options"]["visibility_timeout"] > 600
+    # longer than any task runs (a slice and one call with its retries), and minutes, not hours
+    assert 60 + settings.longest_call_seconds < conf["broker_transport_options"]["visibility_timeout"] <= 600
     assert conf["worker_send_task_events"] and conf["task_send_sent_event"]
     assert conf["result_expires"] > 0
 
@@ -27,3 +29,8 @@ def test_celery_is_configured_for_long_agent_tasks():
 def test_a_model_timeout_longer_than_a_reservation_is_refused():
     with pytest.raises(ValidationError, match="COVEY_MODEL_TIMEOUT"):
         Settings(model_timeout=300, model_retries=2)
+
+
+def test_a_visibility_timeout_shorter_than_a_task_is_refused():
+    with pytest.raises(ValidationError, match="COVEY_VISIBILITY_TIMEOUT"):
+        Settings(slice_seconds=60, visibility_timeout=90)

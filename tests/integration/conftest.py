@@ -10,6 +10,7 @@ from pathlib import Path
 
 import httpx2
 import pytest
+from celery import Celery
 
 from covey.client import Client
 from covey.config.settings import Settings
@@ -107,6 +108,16 @@ def client(settings, worker) -> Client:
     c = Client(settings)
     yield c
     c.close()
+
+
+@pytest.fixture(scope="module")
+def bare(redis_server, worker):
+    """A Celery client that knows nothing of covey but the broker and the task name."""
+    app = Celery("elsewhere", broker=redis_server.url, backend=redis_server.url)
+    app.conf.update(task_serializer="json", accept_content=["json"], result_accept_content=["json"])
+    app.conf.task_default_queue = "covey"
+    yield app
+    app.close()
 
 
 @pytest.fixture

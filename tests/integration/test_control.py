@@ -6,6 +6,7 @@ import re
 import time
 import uuid
 
+from covey import signing
 from covey.budgets.budget import Budget
 from covey.context import RunContext
 from covey.results import Status
@@ -47,6 +48,7 @@ def test_a_redelivered_agent_step_is_charged_once(client):
     ctx = RunContext(job_id=job_id, agent_id="root", budget=budget)
     spec = AgentSpec(task="[sim:spawn width=2 depth=1] twice")
     kwargs = {"ctx": ctx.model_dump(mode="json"), "spec": spec.model_dump(mode="json")}
+    kwargs["sig"] = signing.sign(signing.shared_secret(None, client.redis), kwargs)  # as a worker signs it
 
     first = client.app.send_task("covey.agent", kwargs=kwargs).get(timeout=60)
     once = client.ledger.snapshot(job_id)
@@ -82,11 +84,21 @@ def test_a_job_past_its_timeout_ends_timed_out(cli):
 
 def test_a_tenant_scope_caps_tokens_across_jobs(client, cli):
     tenant = f"t{uuid.uuid4().hex[:8]}"
-    assert cli("scope", f"tenant:{tenant}", "--max-tokens", "1500").returncode == 0
+    # 3300: one job's two calls fit (each reserves ~2300 for its prompt's bytes), a second's first does not
+    assert cli("scope", f"tenant:{tenant}", "--max-tokens", "3300").returncode == 0
     first = client.submit(client.spec("What is 2 + 2?", tenant=tenant)).result(timeout=60)
     assert first.status is Status.COMPLETED
     second = client.submit(client.spec("What is 3 + 3?", tenant=tenant)).result(timeout=60)
     assert second.status is Status.BUDGET_EXCEEDED
     assert f"scope tenant:{tenant}" in second.error
     rows = {row.name: row for row in client.ledger.scope_rows()}
-    assert rows[f"tenant:{tenant}"].tokens_used <= 1500
+    assert rows[f"tenant:{tenant}"].tokens_used <= 3300
+
+
+def test_a_slow_model_call_cannot_outlast_the_job_deadline(cli):
+    import json
+
+    proc = cli("run", "[sim:latency 8000] slow", "--timeout", "2", "--json")
+    result = json.loads(proc.stdout)
+    assert (proc.returncode, result["status"], result["error"]) == (1, "timed_out", "job deadline passed")
+    assert result["usage"]["cycles"] == 1  # the call was made, cut off at the deadline

@@ -21,9 +21,12 @@ from tests.integration.conftest import (
 )
 from tests.redis_server import RedisServer
 
-# Redeliver a dead worker's tasks after 6 s (twice the longest agent run), looked
-# for every second, so the test waits seconds rather than the production hours.
-FAST_REDELIVERY = {"COVEY_MAX_AGENT_SECONDS": "3", "COVEY_REDELIVERY_CHECK_SECONDS": "1"}
+# Tasks of one-second slices and calls of at most 2 s, redelivered 6 s after a
+# worker dies and looked for every second, so the test waits seconds, not minutes.
+FAST_REDELIVERY = {
+    "COVEY_SLICE_SECONDS": "1", "COVEY_MODEL_TIMEOUT": "2", "COVEY_MODEL_RETRIES": "0",
+    "COVEY_VISIBILITY_TIMEOUT": "6", "COVEY_REDELIVERY_CHECK_SECONDS": "1",
+}
 
 
 def wait_until(condition, what: str, seconds: float = 60) -> None:
@@ -133,3 +136,22 @@ def test_a_redelivered_resume_replays_its_round_and_opens_the_same_children():
         assert calls == [1] * 6 + [2]
         assert_charged_once(client, handle, result)
         assert client.redis.keys(keys.checkpoint(handle.id, "*")) == []
+
+
+def test_an_agent_outlives_its_slices_and_its_worker():
+    with RedisServer() as server:
+        client = Client(Settings(redis_url=server.url))
+        first = start_worker(server.url, **FAST_REDELIVERY)
+        wait_for_worker(client, first)
+        handle = client.submit(client.spec("[sim:loop] [sim:latency 300] spin", max_cycles=12))
+        wait_until(lambda: client.ledger.snapshot(handle.id).cycles_used >= 5, "a few slices of calls")
+        kill(first)
+        second = start_worker(server.url, **FAST_REDELIVERY)
+        try:
+            result = handle.result(timeout=120)
+        finally:
+            stop_worker(second)
+        # it lived past several one-second slices and one dead worker, and ran to its own cap
+        assert (result.status.value, result.usage.cycles) == ("budget_exceeded", 12)
+        assert result.error == "cycle cap reached: max_cycles=12 for this agent"
+        assert_charged_once(client, handle, result)

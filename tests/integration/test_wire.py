@@ -3,20 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from celery import Celery
 
 from covey import Budget, InvalidSpec
 from covey.client import JobRefused
 
 
-@pytest.fixture
-def bare(redis_server, worker):
-    """A Celery client that knows nothing of covey but the broker and the task name."""
-    app = Celery("elsewhere", broker=redis_server.url, backend=redis_server.url)
-    app.conf.update(task_serializer="json", accept_content=["json"], result_accept_content=["json"])
-    app.conf.task_default_queue = "covey"
-    yield app
-    app.close()
 
 
 def test_send_task_from_a_bare_celery_client_runs_the_job(bare, client):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -12,11 +13,12 @@ from covey.config.settings import Settings
 from covey.context import RunContext
 from covey.results import Status
 from covey.models.tokens import estimate_prompt_tokens
-from covey.orchestration.actions import ChildRequest
+from covey.orchestration.actions import ChildRequest, to_json
 from covey.orchestration.prompts import opening
 from covey.spec import AgentSpec, InvalidSpec
 from covey.worker import loop
 from covey.worker.spawning import child_agent_id, child_spec
+from covey.worker.agent_state import AgentState
 from covey.worker.deps import Deps
 
 
@@ -99,13 +101,21 @@ def test_a_model_that_keeps_failing_fails_the_agent(deps):
     assert deps.ledger.snapshot(ctx.job_id).tokens_reserved == 0
 
 
-def test_an_agent_task_ends_before_the_broker_would_redeliver_it(redis_server):
-    deps = Deps.from_settings(Settings(redis_url=redis_server.url, max_agent_seconds=0.3))
+def test_an_agent_pauses_at_each_slice_and_goes_on_where_it_stopped(redis_server):
+    deps = Deps.from_settings(Settings(redis_url=redis_server.url, slice_seconds=0.2))
     ctx = root(deps, Budget())
-    out = run(deps, ctx, "[sim:loop] [sim:latency 50] spin", max_cycles=1000)
-    assert out.result.status is Status.TIMED_OUT
-    assert out.result.error == "agent task ran past COVEY_MAX_AGENT_SECONDS=0.3"
-    assert 0 < out.result.usage.cycles < 1000
+    spec = AgentSpec(task="[sim:loop] [sim:latency 50] spin", max_cycles=12)
+    deps.ledger.open_root(ctx.job_id, "root", ctx.budget, AgentTerms(max_cycles=spec.max_cycles))
+    state, action = loop.begin(deps, ctx, spec)
+    pauses = 0
+    while isinstance(out := loop.advance(deps, state, action), loop.Paused):
+        pauses += 1
+        state = AgentState.model_validate_json(out.state.model_copy(update={"next_action": to_json(out.action)})
+                                               .model_dump_json())  # as checkpointed
+        state, action = loop.proceed(deps, state)
+    assert pauses >= 1
+    assert out.result.status is Status.BUDGET_EXCEEDED and out.result.usage.cycles == 12
+    assert deps.ledger.snapshot(ctx.job_id).cycles_used == 12
 
 
 class CountingLLM:
@@ -205,3 +215,42 @@ def test_a_child_gets_what_it_asks_for_within_its_parents_tools():
     assert (asked.tools, asked.strategy, asked.model) == (["calculator"], "single", "gpt-x")
     with pytest.raises(InvalidSpec, match="options.schema"):
         child_spec(parent, ctx, ChildRequest(task="c", strategy="single", options={"schema": 3}))
+
+
+class Clock:
+    """A clock the test moves: each model call takes ``call_seconds``."""
+
+    def __init__(self, call_seconds: float) -> None:
+        self.now = datetime.now(timezone.utc)
+        self.call_seconds = call_seconds
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+class SlowLLM:
+    def __init__(self, llm, clock: Clock) -> None:
+        self.llm, self.clock = llm, clock
+
+    def call(self, *args, **kwargs):
+        reply = self.llm.call(*args, **kwargs)
+        self.clock.now += timedelta(seconds=self.clock.call_seconds)
+        return reply
+
+
+def test_a_reply_that_comes_after_the_deadline_times_the_agent_out_and_is_charged(deps):
+    clock = Clock(call_seconds=10)
+    deps.now, deps.llm = clock, SlowLLM(deps.llm, clock)
+    ctx = root(deps, Budget(max_tokens=10_000))
+    out = run(deps, ctx, "What is 2 + 2?", timeout=5)
+    assert out.result.status is Status.TIMED_OUT
+    assert out.result.error == "agent timeout of 5.0s passed during a model call"
+    assert out.result.usage.cycles == 1 and out.result.usage.total_tokens > 0
+    assert deps.ledger.snapshot(ctx.job_id).tokens_used == out.result.usage.total_tokens
+
+
+def test_an_agent_charges_the_scopes_its_ledger_row_holds_not_its_messages(deps):
+    ctx = root(deps, Budget(max_tokens=10_000))
+    deps.ledger.open_root(ctx.job_id, "root", ctx.budget, AgentTerms(scopes=["global", "tenant:acme"]))
+    state, _ = loop.begin(deps, ctx.model_copy(update={"scopes": ["global"]}), AgentSpec(task="x"))
+    assert state.ctx.scopes == ["global", "tenant:acme"]

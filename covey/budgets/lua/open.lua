@@ -10,7 +10,9 @@
 -- ARGV[8]     the child's tools, a JSON list ('' = every tool)
 -- ARGV[9]     the child's deny rules, a JSON list
 -- ARGV[10]    the child's own cycle cap ('' = none)
--- ARGV[11..]  the ancestors' ids, in KEYS order (for messages)
+-- ARGV[11]    the global scopes the job charges, a JSON list ('' = not recorded)
+-- ARGV[12]    a digest of the message that started the job ('' = none)
+-- ARGV[13..]  the ancestors' ids, in KEYS order (for messages)
 -- Returns {1, tokens, cycles, agents, depth_limit, deadline} ('' = unlimited/none),
 -- the stored limits if the child is already open; {0, reason} when refused;
 -- {-2, reason} when an ancestor was never opened.
@@ -46,19 +48,19 @@ for i = 1, n do
     'tokens_limit', 'tokens_used', 'tokens_reserved',
     'cycles_limit', 'cycles_used', 'cycles_reserved',
     'agents_limit', 'agents_spawned', 'depth_limit', 'depth')
-  if not rows[i][10] then return {-2, 'agent ' .. ARGV[10 + i] .. ' was never opened'} end
+  if not rows[i][10] then return {-2, 'agent ' .. ARGV[12 + i] .. ' was never opened'} end
 end
 
 if n > 0 then
   local parent_depth_limit = tonumber(rows[n][9])
   if parent_depth_limit < 1 then
-    return {0, 'spawn refused: depth cap reached (max_depth=' .. parent_depth_limit .. ' at agent ' .. ARGV[10 + n] .. ')'}
+    return {0, 'spawn refused: depth cap reached (max_depth=' .. parent_depth_limit .. ' at agent ' .. ARGV[12 + n] .. ')'}
   end
   -- Nearest ancestor first, so the message names the cap closest to the child.
   for i = n, 1, -1 do
     local cap = num(rows[i][7])
     if cap ~= nil and (tonumber(rows[i][8]) or 0) + 1 > cap then
-      return {0, 'spawn refused: agent cap reached (max_agents=' .. cap .. ' at agent ' .. ARGV[10 + i] .. ')'}
+      return {0, 'spawn refused: agent cap reached (max_agents=' .. cap .. ' at agent ' .. ARGV[12 + i] .. ')'}
     end
   end
   for i = 1, n do
@@ -85,6 +87,8 @@ if ARGV[6] ~= '' then table.insert(fields, 'deadline'); table.insert(fields, ARG
 if ARGV[8] ~= '' then table.insert(fields, 'tools'); table.insert(fields, ARGV[8]) end
 table.insert(fields, 'deny'); table.insert(fields, ARGV[9])
 if ARGV[10] ~= '' then table.insert(fields, 'agent_cycles_limit'); table.insert(fields, ARGV[10]) end
+if ARGV[11] ~= '' then table.insert(fields, 'scopes'); table.insert(fields, ARGV[11]) end
+if ARGV[12] ~= '' then table.insert(fields, 'digest'); table.insert(fields, ARGV[12]) end
 redis.call('HSET', child, unpack(fields))
 redis.call('EXPIRE', child, ttl)
 redis.call('SADD', KEYS[2], ARGV[1])

@@ -2,8 +2,11 @@
 
 Pure functions only. ``covey.models.sim.handler`` decides its reply from a parsed
 ``Directives``. Prompt tokens are billed over ``covey.models.tokens.prompt_text``,
-the text the worker estimates over, at four characters a token to the worker's
-three, so the worker's estimate is always an upper bound.
+the text the worker estimates over, at four characters a token (a completion too),
+under the worker's estimate of one token per UTF-8 byte. ``[sim:bill bytes]`` bills
+one token per byte instead, the most a byte-level tokenizer can, to show the
+estimate holds for dense text; ``[sim:bill over]`` bills the prompt at two tokens a
+byte, more than any tokenizer could, as a provider over-reporting usage would.
 
 Directives live in the task text (the first ``user`` message):
 
@@ -17,6 +20,7 @@ Directives live in the task text (the first ``user`` message):
 - ``[sim:rounds N]`` with a spawn directive: spawn N successive waves, then answer the
   leaves of all of them; the children's tasks drop it, so only this agent repeats
 - ``[sim:tokens N]`` bill every completion as exactly N tokens
+- ``[sim:bill bytes|over]`` bill one token per UTF-8 byte (``over``: the prompt at two)
 - ``[sim:delegate TASK]`` hand TASK to one sub-agent with ``delegate``, answer its output
 - ``[sim:write PATH]`` write the task's plain text to PATH with ``write_file``,
   answer what the tool said
@@ -35,8 +39,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from covey.models.tokens import prompt_text
+from covey.models.tokens import byte_tokens, prompt_text
 
+BILL_MODES = frozenset({"bytes", "over"})
 FAIL_KINDS = frozenset({"429", "500", "timeout", "bad_args", "unknown_tool", "bad_json"})
 
 _DIRECTIVE = re.compile(r"\[sim:([A-Za-z_]+)(?:\s+([^\]]*))?\]")
@@ -73,6 +78,7 @@ class Directives:
     spawn: Spawn | None = None
     rounds: int = 1
     tokens: int | None = None
+    bill: str | None = None  # a mode of BILL_MODES; None: four characters a token
     answer: str | None = None
     write: str | None = None
     delegate: str | None = None
@@ -81,14 +87,26 @@ class Directives:
     scripted: dict[str, str] = field(default_factory=dict)  # name -> arguments, for names in SCRIPTED
 
 
-def prompt_tokens(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> int:
-    """Prompt tokens the sim reports: one per 4 chars of ``prompt_text``, rounded up."""
-    return math.ceil(len(prompt_text(messages, tools)) / 4)
+def prompt_tokens(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, bill: str | None = None) -> int:
+    """Prompt tokens the sim reports: one per 4 chars of ``prompt_text``, rounded up;
+    one per byte with ``bill="bytes"``, two with ``bill="over"``."""
+    text = prompt_text(messages, tools)
+    if bill is None:
+        return math.ceil(len(text) / 4)
+    return byte_tokens(text) * (2 if bill == "over" else 1)
 
 
-def text_tokens(text: str) -> int:
-    """Completion tokens for a produced text: one per 4 chars, rounded up, at least 1."""
-    return max(1, math.ceil(len(text) / 4))
+def text_tokens(text: str, bill: str | None = None) -> int:
+    """Completion tokens for a produced text: one per 4 chars, rounded up, or one per
+    byte with a ``bill`` mode; at least 1."""
+    return max(1, math.ceil(len(text) / 4) if bill is None else byte_tokens(text))
+
+
+def chars_within(text: str, tokens: int, bill: str | None = None) -> int:
+    """How many characters of ``text`` fit in ``tokens`` completion tokens as billed."""
+    if bill is None:
+        return tokens * 4
+    return len(text.encode("utf-8", "surrogatepass")[:tokens].decode("utf-8", "ignore"))
 
 
 def parse(task: str) -> Directives:
@@ -144,6 +162,10 @@ def _parse_one(name: str, arg: str, raw: str) -> Any:
     if name == "loop":
         return True
     if name == "answer":
+        return arg
+    if name == "bill":
+        if arg not in BILL_MODES:
+            raise DirectiveError(f"{raw}: expected a mode of {', '.join(sorted(BILL_MODES))}")
         return arg
     if name in ("write", "delegate"):
         if not arg:

@@ -167,20 +167,34 @@ def make_handler(
         except (_BadRequest, DirectiveError) as e:
             return _error(400, f"sim: {e}", "invalid_request_error", "invalid_request")
         if latency_ms + directives.latency_ms:
-            sleep((latency_ms + directives.latency_ms) / 1000)
+            _wait(request, (latency_ms + directives.latency_ms) / 1000, sleep)
         if chat.first_call and directives.fail:
             failed = _fail(directives.fail, request)
             if isinstance(failed, httpx2.Response):
                 return failed
             if failed is not None:
-                return _completion(chat, failed, directives.tokens)
+                return _completion(chat, failed, directives)
         try:
             reply = _decide(chat, directives)
         except DirectiveError as e:  # a strategy script's malformed [sim:NAME ARGS]
             return _error(400, f"sim: {e}", "invalid_request_error", "invalid_request")
-        return _completion(chat, reply, directives.tokens)
+        return _completion(chat, reply, directives)
 
     return handle
+
+
+def _wait(request: httpx2.Request, seconds: float, sleep: Callable[[float], None]) -> None:
+    """Take ``seconds`` to answer, as a slow endpoint would; past the client's read
+    timeout (the SDK sends it as a header) the client has given up: time out then."""
+    try:
+        read_timeout = float(request.headers.get("x-stainless-read-timeout", "inf"))
+    except ValueError:
+        read_timeout = float("inf")
+    if seconds <= read_timeout:
+        sleep(seconds)
+        return
+    sleep(read_timeout)
+    raise httpx2.ReadTimeout("sim: the reply took longer than the client's read timeout", request=request)
 
 
 def is_chat_completion(request: httpx2.Request) -> bool:
@@ -321,21 +335,22 @@ def _finish(chat: _Chat, answer: str) -> _Reply:
     return _Reply(content=answer)
 
 
-def _completion(chat: _Chat, reply: _Reply, tokens: int | None) -> httpx2.Response:
+def _completion(chat: _Chat, reply: _Reply, directives: Directives) -> httpx2.Response:
     """A ``chat.completion`` body with the billing described in ``sim_directives``.
 
-    A reply billed past the request's cap is billed as the cap, cut at four characters a
-    token of it (``_Reply.cut``) and ends with ``finish_reason="length"``. It never comes
-    out whole: ``[sim:tokens N]`` pads content but not tool-call arguments, so when it bills
+    A reply billed past the request's cap is billed as the cap, cut to what the cap buys
+    of it (``_Reply.cut``) and ends with ``finish_reason="length"``. It never comes out
+    whole: ``[sim:tokens N]`` pads content but not tool-call arguments, so when it bills
     calls past the cap with characters to spare, their last character is cut all the same.
     """
-    completion = tokens or sim_directives.text_tokens(reply.text)
-    if tokens and reply.content is not None:
-        reply = _Reply(content=reply.content.ljust(tokens * 4))
+    tokens, bill = directives.tokens, directives.bill
+    completion = tokens or sim_directives.text_tokens(reply.text, bill)
+    if tokens and reply.content is not None:  # padded no further than past the cap, which cuts it
+        reply = _Reply(content=reply.content.ljust(min(tokens, (chat.max_tokens or tokens) + 1) * 4))
     finish_reason = "tool_calls" if reply.tool_calls else "stop"
     if chat.max_tokens is not None and completion > chat.max_tokens:
         completion, finish_reason = chat.max_tokens, "length"
-        reply = reply.cut(min(chat.max_tokens * 4, len(reply.text) - 1))
+        reply = reply.cut(min(sim_directives.chars_within(reply.text, chat.max_tokens, bill), len(reply.text) - 1))
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
     if reply.tool_calls:
         message["tool_calls"] = [
@@ -346,7 +361,7 @@ def _completion(chat: _Chat, reply: _Reply, tokens: int | None) -> httpx2.Respon
             }
             for name, args in reply.tool_calls
         ]
-    prompt = sim_directives.prompt_tokens(chat.messages, chat.tools)
+    prompt = sim_directives.prompt_tokens(chat.messages, chat.tools, bill)
     body = {
         "id": "chatcmpl-sim-" + _digest(prompt_text(chat.messages, chat.tools) + json.dumps(message)),
         "object": "chat.completion",
@@ -367,7 +382,8 @@ def _call_id(message_count: int, name: str) -> str:
 
 
 def _digest(text: str) -> str:
-    return hashlib.sha1(text.encode()).hexdigest()[:12]
+    # surrogatepass: JSON may carry a lone surrogate (\ud800), which plain UTF-8 refuses.
+    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
 def _text(content: Any) -> str:

@@ -1,0 +1,86 @@
+"""Only covey's own messages run agents: forged covey.agent, covey.resume and
+run_job messages are refused, and the job they aim at is untouched."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from celery import Celery
+
+from covey import signing
+from covey.context import RunContext
+from covey.spec import AgentSpec
+
+
+@pytest.fixture
+def broker(redis_server, worker):
+    """Anyone who can reach the broker: a Celery client that knows covey's task names."""
+    app = Celery("intruder", broker=redis_server.url, backend=redis_server.url)
+    app.conf.update(task_serializer="json", accept_content=["json"], result_accept_content=["json"])
+    yield app
+    app.close()
+
+
+def snapshot(client, job_id):
+    """The job's own records (its rows, not the global scopes every job charges)."""
+    handle = client.job(job_id)
+    rows = handle.ledger().model_dump(exclude={"scopes"})
+    return handle.tree(), rows, client.redis.hgetall(f"covey:{{{job_id}}}:workspace")
+
+
+def chase(client):
+    """Run a job behind the forgeries: the session worker (one slot) took them first."""
+    assert client.run("What is 1 + 1?", timeout=60).ok
+
+
+def victim(client):
+    handle = client.submit(client.spec("[sim:spawn width=2 depth=1] What is 2 + 3?", budget={"max_depth": 2}))
+    result = handle.result(timeout=60)
+    assert result.ok
+    return handle, result
+
+
+def agent_message(job_id: str, agent_id: str) -> dict:
+    ctx = RunContext(job_id=job_id, agent_id=agent_id, parent_id="root", depth=1, ancestors=["root"],
+                     budget={"max_tokens": 10**9, "max_depth": 3}, scopes=["global"],
+                     subroot=f".sub_agents/{agent_id}")
+    spec = AgentSpec(task="[sim:write pwned.md] pwned", role="worker")
+    return {"ctx": ctx.model_dump(mode="json"), "spec": spec.model_dump(mode="json")}
+
+
+@pytest.mark.parametrize("signature", [None, "0" * 64, "made with another secret"])
+def test_a_forged_agent_message_is_refused(client, broker, signature):
+    handle, _ = victim(client)
+    child = handle.tree()[1].agent_id  # an agent its ledger really opened
+    before = snapshot(client, handle.id)
+    wire = agent_message(handle.id, child)
+    if signature == "made with another secret":
+        signature = signing.sign(b"not the deployment's secret", wire)
+    forged = broker.send_task("covey.agent", kwargs={**wire, "sig": signature}, queue="covey",
+                              task_id=str(uuid.uuid4()))
+    chase(client)
+    assert snapshot(client, handle.id) == before
+    assert forged.state in ("PENDING", "STARTED")  # no result was stored under its id
+
+
+def test_a_forged_resume_cannot_feed_a_parent_fake_results(client, broker):
+    handle, result = victim(client)
+    before = snapshot(client, handle.id)
+    fake = [{"job_id": handle.id, "agent_id": c.agent_id, "status": "completed", "output": "leaves=999"}
+            for c in result.children]
+    broker.send_task("covey.resume", args=[fake], kwargs={"job_id": handle.id, "agent_id": "root", "spawn_round": 1},
+                     queue="covey", task_id=handle.id)
+    chase(client)
+    assert snapshot(client, handle.id) == before
+    assert client.job(handle.id).result(timeout=5).output == result.output == "leaves=2"
+
+
+def test_a_run_job_reusing_a_running_jobs_id_is_refused(client, broker):
+    running = client.submit(client.spec("[sim:latency 1500] What is 2 + 2?"))
+    broker.send_task("covey.run_job", kwargs={"spec": {"task": "[sim:answer hijacked] x"}}, queue="covey",
+                     task_id=running.id)
+    assert running.result(timeout=60).output == "4"
+    chase(client)
+    assert client.job(running.id).result(timeout=5).output == "4"
+    assert [n.task for n in client.job(running.id).tree()] == ["[sim:latency 1500] What is 2 + 2?"]

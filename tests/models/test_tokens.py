@@ -1,0 +1,97 @@
+"""The prompt reservation is an upper bound for any byte-level tokenizer.
+
+A byte-level BPE never makes more tokens of a text than it has UTF-8 bytes, so the
+estimate must be above the bytes of everything the endpoint renders: the sim's
+``[sim:bill bytes]`` bills exactly those bytes of the request, the most such a
+tokenizer could, and ``[sim:bill over]`` bills more than any tokenizer could.
+"""
+
+from __future__ import annotations
+
+import json
+
+import httpx2
+import openai
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from covey.models.sim import directives as sim_directives
+from covey.models.sim.handler import transport
+from covey.models.tokens import ESTIMATE_OVERHEAD_TOKENS, byte_tokens, estimate_prompt_tokens, schema_tokens
+from covey.orchestration.tool_schemas import TOOL_SCHEMAS
+
+TOOLS = [TOOL_SCHEMAS[n] for n in ("spawn_agents", "finish", "calculator")]
+CJK = "請用一句話總結這段文字的主旨，並列出三個關鍵詞。" * 20
+CODE = "def f(x):\n\treturn {'a': [x**2 for x in range(10)]}  # ✓\n" * 20
+EMOJI = "🙂🚀" * 50
+
+
+@pytest.mark.parametrize("text", [CJK, CODE, EMOJI, "plain English words"])
+def test_the_estimate_is_above_every_byte_of_the_prompt(text):
+    messages = [{"role": "system", "content": "be brief"}, {"role": "user", "content": text}]
+    every_byte = sum(byte_tokens(m["content"]) for m in messages) + byte_tokens(json.dumps(TOOLS))
+    assert estimate_prompt_tokens(messages, TOOLS) > every_byte
+
+
+def test_dense_text_costs_a_token_per_byte_not_per_character():
+    assert byte_tokens(CJK) == 3 * len(CJK)  # three UTF-8 bytes each
+    assert byte_tokens(EMOJI) == 4 * len(EMOJI)
+    assert estimate_prompt_tokens([{"role": "user", "content": CJK}], []) > 3 * len(CJK)
+
+
+def test_a_lone_surrogate_from_json_is_counted_not_an_error():
+    text = json.loads('"a\\ud800b"')
+    assert byte_tokens(text) == 5
+    assert estimate_prompt_tokens([{"role": "user", "content": text}], None) > 5
+
+
+def test_a_schema_is_bounded_by_its_bytes():
+    schema = {"type": "object", "properties": {"答え": {"type": "string"}}}
+    assert schema_tokens(schema) > sum(byte_tokens(word) for word in ("type", "object", "properties", "答え", "string"))
+    assert schema_tokens(None) == 0
+
+
+texts = st.text(st.characters(codec="utf-8"), max_size=300)
+
+
+@settings(max_examples=200, deadline=None)
+@given(contents=st.lists(texts, min_size=1, max_size=4))
+def test_the_estimate_is_above_what_any_sim_billing_but_over_reports(contents):
+    messages = [{"role": "user", "content": c} for c in contents]
+    estimate = estimate_prompt_tokens(messages, TOOLS)
+    assert estimate > sim_directives.prompt_tokens(messages, TOOLS, "bytes")
+    assert estimate > sim_directives.prompt_tokens(messages, TOOLS)  # four characters a token
+    assert sim_directives.prompt_tokens(messages, TOOLS, "over") > estimate
+
+
+def ask(task: str, **kwargs):
+    http = httpx2.Client(transport=transport())
+    sdk = openai.OpenAI(api_key="sim", base_url="http://sim.covey/v1", http_client=http, max_retries=0)
+    messages = [{"role": "user", "content": task}]
+    return messages, sdk.chat.completions.create(model="sim", messages=messages, **kwargs)
+
+
+def test_bill_bytes_reports_a_token_per_byte_of_prompt_and_reply():
+    messages, response = ask(f"[sim:bill bytes] [sim:answer {CJK}] {CJK}")
+    assert response.usage.prompt_tokens == sim_directives.prompt_tokens(messages, None, "bytes")
+    assert response.usage.prompt_tokens < estimate_prompt_tokens(messages, None)
+    assert response.usage.completion_tokens == byte_tokens(CJK)
+    assert response.choices[0].message.content == CJK
+
+
+def test_bill_bytes_cuts_a_reply_to_the_bytes_its_cap_buys():
+    _, response = ask(f"[sim:bill bytes] [sim:answer {CJK}] go", max_completion_tokens=100)
+    choice = response.choices[0]
+    assert choice.finish_reason == "length" and response.usage.completion_tokens == 100
+    assert byte_tokens(choice.message.content) <= 100 and CJK.startswith(choice.message.content)
+
+
+def test_bill_over_reports_more_than_was_reserved():
+    messages, response = ask("[sim:bill over] hello")
+    assert response.usage.prompt_tokens > estimate_prompt_tokens(messages, None) - ESTIMATE_OVERHEAD_TOKENS
+
+
+def test_an_unknown_bill_mode_is_refused_naming_the_directive():
+    with pytest.raises(openai.BadRequestError, match=r"\[sim:bill words\]: expected a mode of bytes, over"):
+        ask("[sim:bill words] hello")
