@@ -17,14 +17,14 @@ from celery.result import AsyncResult
 from celery.utils import uuid
 
 from covey import keys, labels, waits
-from covey.budgets.ledger import LedgerSnapshot
+from covey.budgets.ledger import LedgerSnapshot, unknown_scope
 from covey.budgets.redis_ledger import RedisLedger
 from covey.config.celery import create_app
 from covey.config.settings import Settings, get_settings
 from covey.context import ROOT_AGENT_ID
 from covey.progress import Progress
 from covey.results import AgentResult
-from covey.spec import JobSpec
+from covey.spec import InvalidSpec, JobSpec
 from covey.store.tree import QUEUED, RUNNING, JobTree, Node
 
 RUN_JOB = "covey.run_job"
@@ -64,6 +64,9 @@ class Client:
             spec = self.spec(spec)
         elif not isinstance(spec, JobSpec):
             spec = JobSpec.parse(spec)
+        unknown = unknown_scope(self.ledger, spec.scopes())
+        if unknown:
+            raise InvalidSpec(f"invalid job spec: {unknown}")
         job_id = uuid()
         self.redis.set(keys.submitted(job_id), 1, ex=keys.JOB_TTL_SECONDS)
         self.app.send_task(

@@ -97,6 +97,18 @@ def scope(name: str) -> str:
     return f"{PREFIX}:scope:{name}"
 
 
+# A scope's per-minute window lives two minutes: long enough to be read in the
+# minute after, short enough that windows never pile up.
+WINDOW_SECONDS = 60
+WINDOW_TTL_SECONDS = 2 * WINDOW_SECONDS
+
+
+def scope_window(name: str, minute: int) -> str:
+    """Hash of the tokens and requests granted on a scope in one epoch minute
+    (``tokens``, ``requests``), checked against its ``tpm_limit``/``rpm_limit``."""
+    return f"{PREFIX}:scope:{name}:window:{minute}"
+
+
 def scopes_index() -> str:
     """Set of every global scope name ever charged."""
     return f"{PREFIX}:scopes"

@@ -85,6 +85,7 @@ def ledger(s: LedgerSnapshot) -> str:
 
 def scopes(rows: list[ScopeRow]) -> str:
     return table(
-        ["scope", "tokens", "token limit", "cycles", "cycle limit"],
-        [(c.name, c.tokens_used, c.tokens_limit, c.cycles_used, c.cycles_limit) for c in rows],
+        ["scope", "tokens", "token limit", "cycles", "cycle limit", "tokens/min", "requests/min"],
+        [(c.name, c.tokens_used, c.tokens_limit, c.cycles_used, c.cycles_limit, c.tokens_per_minute,
+          c.requests_per_minute) for c in rows],
     )

@@ -19,15 +19,17 @@ def free_port() -> int:
 
 
 class RedisServer:
-    def __init__(self, port: int | None = None, appendonly: bool = False) -> None:
+    def __init__(self, port: int | None = None, appendonly: bool = False, password: str | None = None) -> None:
         self.port = port or free_port()
+        self.password = password
         self.dir = Path(tempfile.mkdtemp(prefix="covey-redis-"))
         self.appendonly = appendonly
         self.proc: subprocess.Popen | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        auth = f":{self.password}@" if self.password else ""
+        return f"redis://{auth}127.0.0.1:{self.port}/0"
 
     def start(self) -> RedisServer:
         binary = shutil.which("redis-server")
@@ -35,7 +37,8 @@ class RedisServer:
             raise RuntimeError("redis-server is not installed; the integration tests need it")
         self.proc = subprocess.Popen(
             [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "yes" if self.appendonly else "no", "--dir", str(self.dir)],
+             "--appendonly", "yes" if self.appendonly else "no", "--dir", str(self.dir),
+             *(["--requirepass", self.password] if self.password else [])],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         client = redis.Redis.from_url(self.url)

@@ -77,11 +77,12 @@ def test_scope_changes_only_the_caps_given(redis_server):
     assert covey("scope", name, redis_url=redis_server.url).returncode == 1  # nothing to show yet
     covey("scope", name, "--max-tokens", "1000", redis_url=redis_server.url)
     covey("scope", name, "--max-cycles", "10", redis_url=redis_server.url)
+    covey("scope", name, "--tokens-per-minute", "600", redis_url=redis_server.url)
     shown = covey("scope", name, redis_url=redis_server.url)
     assert shown.returncode == 0
-    assert shown.stdout.splitlines()[1].split() == [name, "0", "1000", "0", "10"]
+    assert shown.stdout.splitlines()[1].split() == [name, "0", "1000", "0", "10", "600", "-"]
     removed = covey("scope", name, "--max-tokens", "none", redis_url=redis_server.url)
-    assert removed.stdout.splitlines()[1].split() == [name, "0", "-", "0", "10"]
+    assert removed.stdout.splitlines()[1].split() == [name, "0", "-", "0", "10", "600", "-"]
 
 
 def test_version_is_the_packages(redis_server):

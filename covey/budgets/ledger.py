@@ -59,6 +59,7 @@ class Grant:
     reason: str | None
     cancelled: bool = False
     record: str | None = None  # the outcome stored when this reservation was settled before
+    retry_after: float | None = None  # a scope's window is full: ask again after this many seconds
 
 
 class ScopeRow(BaseModel):
@@ -68,6 +69,8 @@ class ScopeRow(BaseModel):
     tokens_limit: int | None = None
     cycles_used: int = 0
     cycles_limit: int | None = None
+    tokens_per_minute: int | None = None  # granted tokens per epoch minute, across jobs
+    requests_per_minute: int | None = None
 
 
 class AgentRow(BaseModel):
@@ -137,6 +140,7 @@ class Ledger(Protocol):
     ) -> Grant:
         """Hold up to ``tokens`` (at least ``min_tokens``) and one cycle on every
         agent in the chain and every scope, or refuse naming the row that is short.
+        A scope whose window of this minute is full answers ``retry_after``.
         ``cycle`` (the agent's n-th call) is refused past the agent's own cycle cap.
         A reservation settled before is granted again with the outcome stored then."""
 
@@ -159,7 +163,22 @@ class Ledger(Protocol):
 
     def snapshot(self, job_id: str) -> LedgerSnapshot: ...
 
-    def set_scope(self, name: str, max_tokens: int | None, max_cycles: int | None) -> None:
-        """Cap a global scope across jobs; None removes that cap."""
+    def set_scope(self, name: str, max_tokens: int | None, max_cycles: int | None,
+                  tokens_per_minute: int | None = None, requests_per_minute: int | None = None) -> None:
+        """Create a global scope or write its caps across jobs; None removes that cap."""
+
+    def has_scope(self, name: str) -> bool:
+        """Whether the scope was created (``set_scope``) or charged before."""
 
     def scope_rows(self) -> list[ScopeRow]: ...
+
+
+def unknown_scope(ledger: Ledger, scopes: list[str]) -> str | None:
+    """Why a job naming these scopes is refused, or None. Only created scopes
+    carry counters, so no client can make the ledger grow keys for new names."""
+    for name in scopes:
+        if name != "global" and not ledger.has_scope(name):
+            field = name.split(":")[0]
+            return (f"{field}: no ledger scope {name}; create it first with "
+                    f"`covey scope {name} --max-tokens N` (or --tokens-per-minute N)")
+    return None

@@ -104,18 +104,22 @@ class RedisLedger:
                 f"need 0 <= min_tokens <= tokens and tokens >= 1, got tokens={tokens} min_tokens={min_tokens}")
         now = self.clock()
         self.release_stale(now)
+        minute = int(now // keys.WINDOW_SECONDS)
         row_keys = [keys.cancel(job_id), keys.reservations(job_id), keys.reservation_data(job_id),
                     keys.settled(job_id), keys.scopes_index(), keys.job_scopes(job_id),
-                    *self._rows(job_id, chain, scopes), keys.replies(job_id, chain[-1]),
-                    keys.live_reservations()]
+                    *self._rows(job_id, chain, scopes), *(keys.scope_window(s, minute) for s in scopes),
+                    keys.replies(job_id, chain[-1]), keys.live_reservations()]
         args = [reservation_id, tokens, min_tokens, now + keys.RESERVATION_TTL_SECONDS,
                 keys.JOB_TTL_SECONDS, len(chain), _where(chain, scopes), _member(job_id, reservation_id),
-                _arg(cycle), *chain, *scopes]
+                _arg(cycle), keys.WINDOW_TTL_SECONDS, *chain, *scopes]
         status, granted, reason, *record = self._scripts["reserve"](keys=row_keys, args=args)
         if status == -2:
             raise LedgerError(f"job {job_id}: {_str(reason)}")
         if status == -1:
             return Grant(ok=False, tokens=0, reason=_str(reason), cancelled=True)
+        if status == 2:  # a full window: the next minute's is empty
+            retry_after = (minute + 1) * keys.WINDOW_SECONDS - now
+            return Grant(ok=False, tokens=0, reason=_str(reason), retry_after=retry_after)
         stored = _str(record[0]) if record else ""
         return Grant(ok=status == 1, tokens=int(granted), reason=_str(reason) or None, record=stored or None)
 
@@ -198,24 +202,31 @@ class RedisLedger:
             **totals,
         )
 
-    def set_scope(self, name: str, max_tokens: int | None, max_cycles: int | None) -> None:
-        """Write both caps of a global scope; ``None`` removes a cap."""
+    def set_scope(self, name: str, max_tokens: int | None, max_cycles: int | None,
+                  tokens_per_minute: int | None = None, requests_per_minute: int | None = None) -> None:
+        """Write every cap of a global scope, creating it; ``None`` removes a cap."""
         if not SCOPE_NAME.fullmatch(name):
             raise ValueError(f"scope name {name!r} must be global, tenant:<name> or sweep:<name>")
-        for field, cap in (("max_tokens", max_tokens), ("max_cycles", max_cycles)):
+        caps = {"tokens_limit": ("max_tokens", max_tokens), "cycles_limit": ("max_cycles", max_cycles),
+                "tpm_limit": ("tokens_per_minute", tokens_per_minute),
+                "rpm_limit": ("requests_per_minute", requests_per_minute)}
+        for field, cap in caps.values():
             if cap is not None and cap < 0:
                 raise ValueError(f"scope {name}: {field} cannot be negative, got {cap}")
             if cap is not None and cap > MAX_COUNT:
                 raise ValueError(f"scope {name}: {field} cannot be over {MAX_COUNT}, got {cap}")
         key = keys.scope(name)
         with self.client.pipeline(transaction=True) as pipe:
-            for field, cap in (("tokens_limit", max_tokens), ("cycles_limit", max_cycles)):
+            for field, (_, cap) in caps.items():
                 if cap is None:
                     pipe.hdel(key, field)
                 else:
                     pipe.hset(key, field, cap)
             pipe.sadd(keys.scopes_index(), name)
             pipe.execute()
+
+    def has_scope(self, name: str) -> bool:
+        return bool(self.client.sismember(keys.scopes_index(), name))
 
     def scope_rows(self) -> list[ScopeRow]:
         names = sorted(_str(s) for s in self.client.smembers(keys.scopes_index()))
@@ -288,5 +299,6 @@ def _scope_row(name: str, raw: dict) -> ScopeRow:
     f = _fields(raw)
     return ScopeRow(
         name=name, tokens_limit=_int(f.get("tokens_limit")), cycles_limit=_int(f.get("cycles_limit")),
+        tokens_per_minute=_int(f.get("tpm_limit")), requests_per_minute=_int(f.get("rpm_limit")),
         **{k: int(f.get(k, 0)) for k in ("tokens_used", "tokens_reserved", "cycles_used")},
     )

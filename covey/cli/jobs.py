@@ -68,7 +68,7 @@ def _job_options(fn):
         click.option("--agent-max-cycles", type=click.IntRange(1, MAX_COUNT), default=None,
                      help="model calls each agent may make on its own (default 20)"),
         click.option("--timeout", type=_Seconds(), default=None, help="seconds the job may run"),
-        click.option("--tenant", default=None, help="charge the tenant:<name> ledger scope too"),
+        click.option("--tenant", default=None, help="charge the tenant:<name> ledger scope too (create it first: covey scope tenant:<name> ...)"),
         click.option("--instructions", default=None, help="the root agent's instructions (its system prompt)"),
         click.option("--tools", default=None, help="comma-separated tools the agents may use (default: all)"),
         click.option("--deny", default=None, help="comma-separated tools no agent of the job may use"),

@@ -86,23 +86,28 @@ class _Cap(click.ParamType):
 @click.argument("name")
 @click.option("--max-tokens", type=_Cap(), default=None, help="token cap across jobs ('none' removes it)")
 @click.option("--max-cycles", type=_Cap(), default=None, help="model-call cap across jobs ('none' removes it)")
+@click.option("--tokens-per-minute", type=_Cap(), default=None,
+              help="tokens granted per minute across jobs; a full minute makes agents wait ('none' removes it)")
+@click.option("--requests-per-minute", type=_Cap(), default=None,
+              help="model calls per minute across jobs; a full minute makes agents wait ('none' removes it)")
 @click.option("--json", "as_json", is_flag=True, help="print the scope as JSON")
-def scope(name: str, max_tokens, max_cycles, as_json: bool) -> None:
-    """Show a global ledger scope (global, tenant:<x>, sweep:<x>), changing the caps given."""
+def scope(name: str, max_tokens, max_cycles, tokens_per_minute, requests_per_minute, as_json: bool) -> None:
+    """Show a global ledger scope (global, tenant:<x>, sweep:<x>), creating it or changing the caps given."""
     ledger = connect().ledger
     current = next((row for row in ledger.scope_rows() if row.name == name), None)
-    if max_tokens is not None or max_cycles is not None:
+    given = (max_tokens, max_cycles, tokens_per_minute, requests_per_minute)
+    if any(cap is not None for cap in given):
+        fields = ("tokens_limit", "cycles_limit", "tokens_per_minute", "requests_per_minute")
         try:
-            ledger.set_scope(
-                name,
-                _cap(max_tokens, current.tokens_limit if current else None),
-                _cap(max_cycles, current.cycles_limit if current else None),
-            )
+            ledger.set_scope(name, *(
+                _cap(cap, getattr(current, f) if current else None) for cap, f in zip(given, fields)
+            ))
         except ValueError as e:
             raise click.BadParameter(str(e), param_hint="NAME") from None
         current = next(row for row in ledger.scope_rows() if row.name == name)
     if current is None:
-        raise click.ClickException(f"no scope {name} yet: give --max-tokens or --max-cycles to create it")
+        raise click.ClickException(f"no scope {name} yet: give --max-tokens, --max-cycles, --tokens-per-minute "
+                                   "or --requests-per-minute to create it")
     print_json(current) if as_json else click.echo(render.scopes([current]))
 
 

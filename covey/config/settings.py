@@ -46,6 +46,9 @@ class Settings(BaseSettings):
     max_agents: int | None = Field(default=50, ge=0, le=MAX_COUNT)
     max_depth: int = Field(default=3, ge=0, le=MAX_COUNT)
 
+    log_format: Literal["text", "json"] = Field(
+        default="text", description="COVEY_LOG_FORMAT: the worker's log lines, readable or one JSON object each"
+    )
     worker_pool: Literal["threads", "prefork", "gevent", "solo"] = "threads"
     worker_concurrency: int = Field(default=4, ge=1, le=MAX_CONCURRENCY)
     slice_seconds: float = Field(

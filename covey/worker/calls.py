@@ -7,7 +7,8 @@ completion tokens than were reserved for them is charged in full and stops the
 agent. A reply is handed to the strategy only when it is whole: one cut at its
 token cap, withheld by a content filter, calling a tool it was not offered or
 missing the JSON schema it was asked for ends the agent with a status that says
-so, never ``completed`` with a fragment.
+so, never ``completed`` with a fragment. A scope whose per-minute window is full
+makes the agent wait for the next minute, unless that passes its deadline.
 """
 
 from __future__ import annotations
@@ -54,10 +55,20 @@ def call_model(deps: Deps, state: AgentState, action: CallModel, seconds_left: f
     state.cycle += 1
     rid = f"{ctx.agent_id}:{state.cycle}"
     floor = min(MIN_REPLY_TOKENS, spec.max_call_tokens)
-    grant = deps.ledger.reserve(
-        ctx.job_id, ctx.chain, ctx.scopes, rid,
-        tokens=estimate + spec.max_call_tokens, min_tokens=estimate + floor, cycle=state.cycle,
-    )
+    while True:
+        grant = deps.ledger.reserve(
+            ctx.job_id, ctx.chain, ctx.scopes, rid,
+            tokens=estimate + spec.max_call_tokens, min_tokens=estimate + floor, cycle=state.cycle,
+        )
+        if grant.retry_after is None:
+            break
+        if seconds_left is not None and grant.retry_after >= seconds_left:
+            return Stop(Status.TIMED_OUT, f"{grant.reason}: the next minute's window opens after the deadline")
+        log.info("job %s agent %s waits %.1fs: %s", ctx.job_id, ctx.agent_id, grant.retry_after, grant.reason)
+        before = deps.now()
+        deps.sleep(grant.retry_after)
+        if seconds_left is not None:
+            seconds_left = max(0.001, seconds_left - (deps.now() - before).total_seconds())
     if not grant.ok:
         return Stop(Status.CANCELLED if grant.cancelled else Status.BUDGET_EXCEEDED, grant.reason or "refused")
     max_tokens = max(1, grant.tokens - estimate)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -32,6 +33,7 @@ class Deps:
     tree: JobTree
     checkpoints: Checkpoints
     now: Callable[[], datetime] = field(default=utcnow)
+    sleep: Callable[[float], None] = field(default=time.sleep)  # waits for a scope's next window
 
     def workspace(self, job_id: str) -> Workspace:
         return Workspace(self.redis, job_id)

@@ -16,13 +16,14 @@ from typing import Any
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentRow
 from covey.context import RunContext
+from covey.logs import agent_event
 from covey.orchestration import registry
 from covey.orchestration.actions import (
     Action, CallModel, ChildResults, Finish, RunTools, Spawn, ToolResults, from_json,
 )
 from covey.results import AgentResult, Status, Usage
 from covey.spec import AgentSpec
-from covey.store.tree import RUNNING, Node
+from covey.store.tree import RUNNING, WAITING, Node
 from covey.worker.agent_state import AgentState
 from covey.worker.calls import Stop, call_model, seconds_left
 from covey.worker.deps import Deps
@@ -69,6 +70,7 @@ def begin(deps: Deps, ctx: RunContext, spec: AgentSpec, task_id: str | None = No
         task_deadline=_task_deadline(deps),
     )
     deps.tree.record(ctx.job_id, state.node(RUNNING))
+    agent_event("started", state, RUNNING)
     return state, registry.strategy(spec.strategy).start(spec, ctx)
 
 
@@ -126,6 +128,7 @@ def join(deps: Deps, state: AgentState) -> tuple[AgentState, Action]:
         ordered.append(result)
     state.children += [r.summary() for r in ordered]
     state.pending = []
+    agent_event("resumed", state, RUNNING)
     action = registry.strategy(state.spec.strategy).resume(state.spec, state.ctx, state.strategy, ChildResults(ordered))
     return state, action
 
@@ -140,6 +143,7 @@ def advance(deps: Deps, state: AgentState, action: Action) -> Finished | FanOut 
         if stop is not None:
             return _finish(deps, state, stop.status, None, stop.reason)
         if state.task_deadline is not None and deps.now() >= state.task_deadline:
+            agent_event("paused", state, RUNNING)
             return Paused(state, action)
         if isinstance(action, CallModel):
             outcome: Any = call_model(deps, state, action, _seconds_left(deps, state))
@@ -156,11 +160,13 @@ def advance(deps: Deps, state: AgentState, action: Action) -> Finished | FanOut 
         elif isinstance(action, Spawn):
             children = spawn(deps, state, action)
             if children:
+                agent_event(f"spawned {len(children)}", state, WAITING)
                 return FanOut(state=state, children=children)
             state, action = join(deps, state)
             continue
         else:
             raise TypeError(f"unknown action {type(action).__name__}")
+        agent_event("model call" if isinstance(action, CallModel) else "tools", state, RUNNING)
         action = strategy.resume(state.spec, state.ctx, state.strategy, outcome)
 
 
@@ -209,4 +215,5 @@ def _finish(
     deps.tree.record(ctx.job_id, Node.of(result, task=state.spec.task, task_id=state.task_id))
     deps.checkpoints.delete(ctx.job_id, ctx.agent_id)
     deps.ledger.finished(ctx.job_id, ctx.agent_id)
+    agent_event("finished", state, status.value)
     return Finished(result)

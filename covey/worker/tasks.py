@@ -21,7 +21,7 @@ from celery import states as celery_states
 from celery.exceptions import Ignore, Retry
 
 from covey import labels, signing
-from covey.budgets.ledger import AgentTerms
+from covey.budgets.ledger import AgentTerms, unknown_scope
 from covey.context import ROOT_AGENT_ID, RunContext
 from covey.models.catalog import UnservableModel
 from covey.orchestration.actions import Action, to_json
@@ -31,7 +31,7 @@ from covey.store.tree import RUNNING, WAITING, Node
 from covey.worker import loop
 from covey.worker.agent_state import AgentState
 from covey.worker.app import app
-from covey.worker.deps import worker_deps
+from covey.worker.deps import Deps, worker_deps
 
 log = logging.getLogger(__name__)
 
@@ -46,20 +46,33 @@ def _signed_or_ignored(payload: dict[str, Any], sig: Any, name: str) -> None:
 Step = Callable[[], "tuple[AgentState, Action]"]
 
 
-@app.task(bind=True, name="covey.run_job")
-def run_job(self, spec: Any) -> dict[str, Any]:
-    """Validate a JobSpec and run its root agent; the task id is the job id.
-
-    Fields the spec leaves unset take this worker's defaults. An invalid spec, or
-    one naming a model this worker cannot serve, raises ``InvalidSpec`` naming the
-    field: the task fails and no agent runs.
-    """
-    deps = worker_deps()
+def _valid_job(deps: Deps, spec: Any) -> JobSpec:
     job = JobSpec.parse(spec).with_defaults(deps.settings.model, deps.settings.default_budget())
     try:
         deps.llm.catalog.endpoint(job.model)
     except UnservableModel as e:
         raise InvalidSpec(f"invalid job spec: {e}") from e
+    unknown = unknown_scope(deps.ledger, job.scopes())
+    if unknown:
+        raise InvalidSpec(f"invalid job spec: {unknown}")
+    return job
+
+
+@app.task(bind=True, name="covey.run_job", throws=(InvalidSpec,))
+def run_job(self, spec: Any) -> dict[str, Any]:
+    """Validate a JobSpec and run its root agent; the task id is the job id.
+
+    Fields the spec leaves unset take this worker's defaults. An invalid spec, or
+    one naming a model this worker cannot serve, raises ``InvalidSpec`` naming the
+    field: the task fails and no agent runs. It is logged as one warning line: a
+    client's mistake, not the worker's, so no traceback.
+    """
+    deps = worker_deps()
+    try:
+        job = _valid_job(deps, spec)
+    except InvalidSpec as e:
+        log.warning("refused job %s: %s", self.request.id, e)
+        raise InvalidSpec(str(e)) from None
     ctx = RunContext(
         job_id=self.request.id,
         agent_id=ROOT_AGENT_ID,

@@ -27,11 +27,13 @@ def worker_env(redis_url: str, **extra: str) -> dict[str, str]:
 
 def start_worker(redis_url: str, concurrency: int = 1, pool: str = "threads", **extra: str) -> subprocess.Popen:
     log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"covey-worker-{os.getpid()}-{time.time_ns()}.log", "w")
-    return subprocess.Popen(
+    proc = subprocess.Popen(
         [sys.executable, "-m", "covey", "worker", "--concurrency", str(concurrency), "--pool", pool,
          "--loglevel", "info"],
         env=worker_env(redis_url, **extra), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
     )
+    proc.log_path = Path(log.name)  # what the worker wrote, for tests that read its log
+    return proc
 
 
 def start_sim_server(redis_url: str) -> tuple[subprocess.Popen, str]:

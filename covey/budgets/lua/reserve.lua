@@ -5,7 +5,8 @@
 -- KEYS[4]        settled hash (id -> tokens granted)
 -- KEYS[5]        index of every scope name
 -- KEYS[6]        the job's set of scope names
--- KEYS[7..6+n]   agent rows, root first; then scope rows
+-- KEYS[7..6+n]   agent rows, root first; then m scope rows; then those scopes'
+--                windows of the current minute, in the same order
 -- KEYS[#KEYS-1]  the agent's replies hash (id -> the settled call's outcome)
 -- KEYS[#KEYS]    index of every live reservation of every job (member -> expiry)
 -- ARGV[1]        reservation id
@@ -17,10 +18,13 @@
 -- ARGV[7]        JSON {"chain": [...], "scopes": [...]}, stored with the grant
 -- ARGV[8]        this reservation's member in the index of every live reservation
 -- ARGV[9]        the agent's own call number, checked against its own cycle cap ('' = unchecked)
--- ARGV[10..]     agent ids then scope names, in KEYS order
+-- ARGV[10]       a window's TTL in seconds
+-- ARGV[11..]     agent ids then scope names, in KEYS order
 -- Returns {1, tokens, '', record} granted: record is the outcome stored by the settle
 -- of an id settled before ('' otherwise; a live id gets its grant again);
--- {0, 0, reason} refused, {-1, 0, 'job cancelled'}, {-2, 0, reason} for an unopened agent.
+-- {0, 0, reason} refused, {-1, 0, 'job cancelled'}, {-2, 0, reason} for an unopened agent,
+-- {2, 0, reason} when a scope's window of this minute is full: ask again next minute.
+-- A window counts the tokens granted (not those used later) and one request.
 
 local rid = ARGV[1]
 if redis.call('EXISTS', KEYS[1]) == 1 then return {-1, 0, 'job cancelled'} end
@@ -31,10 +35,11 @@ if redis.call('ZSCORE', KEYS[2], rid) then
 end
 
 local n = tonumber(ARGV[6])
-local rows = #KEYS - 8
+local m = (#KEYS - 8 - n) / 2
+local rows = n + m
 local function label(i)
-  if i <= n then return 'agent ' .. ARGV[9 + i] end
-  return 'scope ' .. ARGV[9 + i]
+  if i <= n then return 'agent ' .. ARGV[10 + i] end
+  return 'scope ' .. ARGV[10 + i]
 end
 
 if ARGV[9] ~= '' then
@@ -73,6 +78,30 @@ if granted < tonumber(ARGV[3]) then
     .. ' left, ' .. ARGV[3] .. ' needed)'}
 end
 
+-- Per-minute windows: a cap below one call's need refuses; a full window waits.
+local caps = {}
+for i = n + 1, rows do
+  caps[i] = redis.call('HMGET', KEYS[6 + i], 'tpm_limit', 'rpm_limit')
+  local tpm, rpm = tonumber(caps[i][1]), tonumber(caps[i][2])
+  if tpm and tpm < tonumber(ARGV[3]) then
+    return {0, 0, label(i) .. ' allows ' .. tpm .. ' tokens per minute, one call needs ' .. ARGV[3]}
+  end
+  if rpm and rpm < 1 then return {0, 0, label(i) .. ' allows 0 requests per minute'} end
+  if tpm then granted = math.min(granted, tpm) end
+end
+for i = n + 1, rows do
+  local tpm, rpm = tonumber(caps[i][1]), tonumber(caps[i][2])
+  if tpm or rpm then
+    local w = redis.call('HMGET', KEYS[6 + m + i], 'tokens', 'requests')
+    if rpm and (tonumber(w[2]) or 0) + 1 > rpm then
+      return {2, 0, label(i) .. ' is at its ' .. rpm .. ' requests per minute'}
+    end
+    if tpm and (tonumber(w[1]) or 0) + granted > tpm then
+      return {2, 0, label(i) .. ' is at its ' .. tpm .. ' tokens per minute'}
+    end
+  end
+end
+
 local ttl = tonumber(ARGV[5])
 for i = 1, rows do
   redis.call('HINCRBY', KEYS[6 + i], 'tokens_reserved', granted)
@@ -80,8 +109,13 @@ for i = 1, rows do
   if i <= n then
     redis.call('EXPIRE', KEYS[6 + i], ttl)
   else
-    redis.call('SADD', KEYS[5], ARGV[9 + i])
-    redis.call('SADD', KEYS[6], ARGV[9 + i])
+    redis.call('SADD', KEYS[5], ARGV[10 + i])
+    redis.call('SADD', KEYS[6], ARGV[10 + i])
+    if caps[i][1] or caps[i][2] then
+      redis.call('HINCRBY', KEYS[6 + m + i], 'tokens', granted)
+      redis.call('HINCRBY', KEYS[6 + m + i], 'requests', 1)
+      redis.call('EXPIRE', KEYS[6 + m + i], ARGV[10])
+    end
   end
 end
 redis.call('ZADD', KEYS[2], ARGV[4], rid)

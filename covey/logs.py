@@ -1,0 +1,58 @@
+"""The worker's log lines: readable by default, one JSON object a line under
+``COVEY_LOG_FORMAT=json`` for a log pipeline to index.
+
+Each agent step and state change is one line (``agent_event``) with the fields an
+operator filters on: job, agent, parent, depth, cycle, tokens, status. It carries
+ids and counts only, never a prompt, a reply or a setting, so no secret reaches it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from celery.signals import after_setup_logger, after_setup_task_logger
+
+if TYPE_CHECKING:
+    from covey.worker.agent_state import AgentState
+
+events = logging.getLogger("covey.agents")
+
+
+def agent_event(event: str, state: AgentState, status: str) -> None:
+    ctx = state.ctx
+    fields = {"job": ctx.job_id, "agent": ctx.agent_id, "parent": ctx.parent_id, "depth": ctx.depth,
+              "cycle": state.cycle, "tokens": state.usage.total_tokens, "status": status}
+    events.info(
+        "%s: job %s agent %s (parent %s, depth %s) cycle %s tokens %s status %s",
+        event, *fields.values(), extra={"covey": {"event": event, **fields}},
+    )
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record: an agent event's fields, or the message."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, timezone.utc).isoformat(),
+            "level": record.levelname, "logger": record.name,
+        }
+        fields = getattr(record, "covey", None)
+        line.update(fields) if fields else line.update(message=record.getMessage())
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        return json.dumps(line, default=str)
+
+
+def _json_handlers(logger: logging.Logger | None = None, **_: Any) -> None:
+    for handler in (logger or logging.getLogger()).handlers:
+        handler.setFormatter(JsonFormatter())
+
+
+def install(log_format: str) -> None:
+    """Make Celery's worker and task loggers write JSON when asked to."""
+    if log_format == "json":
+        after_setup_logger.connect(_json_handlers, weak=False)
+        after_setup_task_logger.connect(_json_handlers, weak=False)

@@ -1,0 +1,112 @@
+"""The worker's log lines, through a real worker on a Redis with a password and
+an API key set: one JSON line per agent step and state change, one warning line
+for an invalid spec, and no secret in any log line, result, tree or Flower field."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import uuid
+
+import httpx2 as httpx
+import pytest
+
+from covey.client import Client
+from covey.config.settings import Settings
+from covey.results import Status
+from tests.integration.conftest import ROOT, start_worker, stop_worker, wait_for_worker, worker_env
+from tests.redis_server import RedisServer, free_port
+
+PASSWORD = f"redis-pw-{uuid.uuid4().hex}"
+API_KEY = f"sk-test-{uuid.uuid4().hex}"
+AUTH = ("ops", "flower-pw")
+
+
+@pytest.fixture(scope="module")
+def guarded():
+    """A Redis with a password, a worker logging JSON with an API key, and Flower."""
+    with RedisServer(password=PASSWORD) as server:
+        env = {"COVEY_OPENAI_API_KEY": API_KEY, "COVEY_LOG_FORMAT": "json"}
+        worker = start_worker(server.url, **env)
+        client = Client(Settings(redis_url=server.url, model="sim"))
+        port = free_port()
+        flower = subprocess.Popen(
+            [sys.executable, "-m", "covey", "flower", "--port", str(port), "--basic-auth", ":".join(AUTH)],
+            env=worker_env(server.url, **env), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        try:
+            wait_for_worker(client, worker)
+            yield client, worker, f"http://127.0.0.1:{port}"
+        finally:
+            client.close()
+            stop_worker(flower)
+            stop_worker(worker)
+            worker.log_path.unlink(missing_ok=True)
+
+
+def flower_tasks(url: str, job_id: str, seconds: float = 30) -> str:
+    """Flower's view of every task of the job, once it lists them as finished."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            tasks = httpx.get(f"{url}/api/tasks", auth=AUTH, timeout=5).json()
+        except (httpx.TransportError, ValueError):
+            tasks = {}
+        if any(job_id in json.dumps(t) and t.get("state") == "SUCCESS" for t in tasks.values()):
+            return json.dumps(tasks)
+        time.sleep(0.3)
+    raise AssertionError(f"flower never listed job {job_id}")
+
+
+def log_lines(worker) -> list[str]:
+    return worker.log_path.read_text().splitlines()
+
+
+def events(worker, job_id: str) -> list[dict]:
+    found = []
+    for line in log_lines(worker):
+        if line.startswith("{") and job_id in line:
+            record = json.loads(line)
+            if "event" in record:
+                found.append(record)
+    return found
+
+
+def test_every_step_and_state_change_is_one_json_line_and_no_secret_leaks(guarded):
+    client, worker, flower = guarded
+    handle = client.submit(client.spec("[sim:spawn width=2 depth=1] go", budget={"max_depth": 1}))
+    result = handle.result(timeout=60)
+    assert result.status is Status.COMPLETED
+    seen = events(worker, handle.id)
+    assert {"job", "agent", "parent", "depth", "cycle", "tokens", "status"} <= set(seen[0])
+    by_agent = {}
+    for e in seen:
+        by_agent.setdefault(e["agent"], []).append(e)
+    assert set(by_agent) == {"root", *(c.agent_id for c in result.children)}
+    root = by_agent["root"]
+    assert (root[0]["event"], root[0]["status"]) == ("started", "running")
+    assert [e["status"] for e in root if e["event"] in ("spawned 2", "resumed")] == ["waiting", "running"]
+    assert (root[-1]["event"], root[-1]["status"], root[-1]["tokens"]) == (
+        "finished", "completed", result.usage.total_tokens)
+    assert all(e["parent"] == "root" and e["depth"] == 1 for c in result.children for e in by_agent[c.agent_id])
+
+    visible = "\n".join([
+        worker.log_path.read_text(), result.model_dump_json(),
+        json.dumps([n.model_dump(mode="json") for n in handle.tree()]), flower_tasks(flower, handle.id),
+    ])
+    for secret in (PASSWORD, API_KEY):
+        assert secret not in visible
+
+
+def test_an_invalid_spec_is_one_warning_line_without_a_traceback(guarded):
+    client, worker, _ = guarded
+    sent = client.app.send_task("covey.run_job", kwargs={"spec": {"task": "x", "max_cycles": "many"}})
+    with pytest.raises(Exception, match="max_cycles"):
+        sent.get(timeout=60)
+    time.sleep(0.5)  # the worker writes its log line after the result
+    about = [json.loads(line) for line in log_lines(worker) if line.startswith("{") and sent.id in line]
+    assert [r["level"] for r in about if r["level"] != "INFO"] == ["WARNING"]
+    assert "max_cycles" in next(r["message"] for r in about if r["level"] == "WARNING")
+    assert "Traceback" not in worker.log_path.read_text()

@@ -1,0 +1,100 @@
+"""Agents under a scope's per-minute window wait for the next minute, on a real
+Redis ledger and the sim model, with a clock the test moves (no real minutes)."""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from covey.budgets.budget import Budget
+from covey.budgets.ledger import AgentTerms
+from covey.budgets.redis_ledger import RedisLedger
+from covey.config.settings import Settings
+from covey.context import RunContext
+from covey.results import Status
+from covey.spec import AgentSpec
+from covey.worker import loop
+from covey.worker.deps import Deps
+
+TOKENS_PER_MINUTE = 600
+
+
+class Time:
+    """One clock for the ledger and the loop; sleeping moves it."""
+
+    def __init__(self) -> None:
+        self.t = 60 * 30_000 + 5.0
+        self.slept: list[float] = []
+
+    def time(self) -> float:
+        return self.t
+
+    def now(self) -> datetime:
+        return datetime.fromtimestamp(self.t, timezone.utc)
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.t += seconds
+
+
+class SettleLog(RedisLedger):
+    """The real ledger, noting the minute each settle charged a scope in."""
+
+    def __init__(self, client, clock) -> None:
+        super().__init__(client, clock=clock)
+        self.charged: dict[int, int] = defaultdict(int)
+
+    def settle(self, job_id, chain, scopes, reservation_id, tokens, record=None):
+        self.charged[int(self.clock() // 60)] += tokens
+        return super().settle(job_id, chain, scopes, reservation_id, tokens, record)
+
+
+@pytest.fixture
+def time_():
+    return Time()
+
+
+@pytest.fixture
+def deps(redis_server, time_):
+    deps = Deps.from_settings(Settings(redis_url=redis_server.url, model_retries=0))
+    deps.ledger = SettleLog(deps.redis, time_.time)
+    deps.now, deps.sleep = time_.now, time_.sleep
+    return deps
+
+
+@pytest.fixture
+def tenant(deps):
+    name = f"tenant:{uuid.uuid4().hex[:8]}"
+    deps.ledger.set_scope(name, None, None, tokens_per_minute=TOKENS_PER_MINUTE)
+    return name
+
+
+def run(deps, tenant, task, deadline=None):
+    ctx = RunContext(job_id=f"rate-{uuid.uuid4().hex}", agent_id="root",
+                     budget=Budget(deadline=deadline), scopes=["global", tenant], allow=[])
+    deps.ledger.open_root(ctx.job_id, "root", ctx.budget, AgentTerms(scopes=ctx.scopes))
+    state, action = loop.begin(deps, ctx, AgentSpec(task=task, max_call_tokens=200, tools=[]))
+    return loop.advance(deps, state, action).result
+
+
+def test_two_jobs_sharing_a_window_are_paced_by_it_and_both_complete(deps, tenant, time_):
+    first = run(deps, tenant, "What is 2 * 21?")
+    second = run(deps, tenant, "What is 3 + 4?")
+    assert (first.status, first.output) == (Status.COMPLETED, "42"), first.error
+    assert (second.status, second.output) == (Status.COMPLETED, "7")
+    assert time_.slept, "the window never filled: the test spends too little to show pacing"
+    assert len(deps.ledger.charged) >= 2
+    assert max(deps.ledger.charged.values()) <= TOKENS_PER_MINUTE
+    assert sum(deps.ledger.charged.values()) == first.usage.total_tokens + second.usage.total_tokens
+
+
+def test_a_wait_that_would_pass_the_deadline_times_the_agent_out(deps, tenant, time_):
+    run(deps, tenant, "What is 2 * 21?")  # fills this minute's window
+    late = run(deps, tenant, "What is 3 + 4?", deadline=time_.now() + timedelta(seconds=5))
+    assert late.status is Status.TIMED_OUT
+    assert late.error.endswith("the next minute's window opens after the deadline")
+    assert f"scope {tenant} is at its {TOKENS_PER_MINUTE} tokens per minute" in late.error
+    assert time_.slept == []
