@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 from typing import IO
 
 import click
@@ -73,6 +74,7 @@ def _run(settings: Settings, width: int, depth: int, as_json: bool, embedded: bo
                 _show_tail(log)
                 raise
             nodes, ledger = handle.tree(), handle.ledger()
+            sweep = _small_sweep(settings, as_json)
         finally:
             _stop(worker)
             client.close()
@@ -89,8 +91,41 @@ def _run(settings: Settings, width: int, depth: int, as_json: bool, embedded: bo
         click.echo()
         click.echo(render.ledger_totals(ledger))
         click.echo()
+        click.echo(sweep)
+        click.echo()
     click.echo(FLOWER_HINT + ("; start a Redis first: this demo's has stopped" if embedded else ""), err=as_json)
     return 0 if result.ok else 1
+
+
+DEMO_SWEEP_SAMPLES = 6
+DEMO_GRID = """models = ["sim"]
+strategies = ["react", "single"]
+scorer = { kind = "numeric" }
+"""
+
+
+def _small_sweep(settings: Settings, as_json: bool) -> str:
+    """A sweep of a few arithmetic questions across two strategies, on the demo's
+    own queue, in a directory removed afterwards; its report table."""
+    from covey.sweeps.dataset import Sample
+    from covey.sweeps.grid import load_grid
+    from covey.sweeps.records import ResultsLog
+    from covey.sweeps.report import summarize, table
+    from covey.sweeps.runner import run_sweep
+
+    samples = [Sample(id=f"q{i}", input=f"What is {i} * {i + 3}?", target=str(i * (i + 3)))
+               for i in range(1, DEMO_SWEEP_SAMPLES + 1)]
+    click.echo(f"sweep: {len(samples)} questions x react and single, scored against their answers", err=as_json)
+    with tempfile.TemporaryDirectory(prefix="covey-demo-sweep-") as directory:
+        grid = Path(directory) / "grid.toml"
+        grid.write_text(DEMO_GRID)
+        outcome = run_sweep(samples, load_grid(grid), Path(directory) / "out", settings=settings,
+                            max_in_flight=4, queue=settings.queue)
+        log = ResultsLog(outcome.directory)
+        try:
+            return table(summarize(log.records()))
+        finally:
+            log.close()
 
 
 def _worker_env(settings: Settings, embedded: bool) -> dict[str, str]:

@@ -12,6 +12,8 @@ def test_demo_runs_the_main_job_and_shows_the_tree(cli):
     rows = [line for line in proc.stdout.splitlines() if re.match(r"\s*root(-sub-[0-9a-f]{8})*\s", line)]
     assert len(rows) == 13
     assert all(" completed " in row for row in rows)
+    sweep = {line.split()[0]: line.split()[1] for line in proc.stdout.splitlines() if line.startswith("sim/")}
+    assert sweep == {"sim/react": "100.0%", "sim/single": "100.0%"}  # the small sweep, scored
 
 
 def test_run_tree_and_ledger_print_readable_tables(cli):
