@@ -32,10 +32,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # `python bench/sweep.py` puts bench/, not the root, on the path
 
 from bench import raw_tree
-from bench.fanout import Worker, start_redis
+from bench.harness import RedisServer, Worker, start_redis
 from covey.client import Client
 from covey.config.settings import Settings
-from tests.redis_server import RedisServer
 
 COVEY_QUEUE, RAW_QUEUE = "bench-sweeps", "bench-raw"
 GRID = 'strategies = ["single"]\nscorer = "numeric"\nbudgets = [{max_tokens = 2000, max_cycles = 2}]\n'
