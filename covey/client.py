@@ -9,14 +9,18 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 import redis
 from celery.exceptions import TimeoutError as CeleryTimeout
 from celery.result import AsyncResult
 from celery.utils import uuid
+from kombu.exceptions import OperationalError
+from redis.exceptions import InvalidResponse
 
-from covey import keys, labels, waits
+from covey import connections, keys, labels, waits
 from covey.budgets.ledger import LedgerSnapshot, unknown_scope
 from covey.budgets.redis_ledger import RedisLedger
 from covey.config.celery import create_app
@@ -31,6 +35,13 @@ RUN_JOB = "covey.run_job"
 UNKNOWN = "unknown"
 WATCH_INTERVAL_SECONDS = 0.5  # how often a watcher reads the tree and the ledger
 RESULT_FETCH_SECONDS = 30.0  # fetching a result already marked ready: bounded, never forever
+# A store away longer than this is reported, not waited on: a worker rides out an
+# outage, but a person at a prompt wants the one line within seconds.
+CLIENT_OUTAGE_SECONDS = 2.0
+
+REDIS, BROKER, RESULT_STORE = "Redis", "the broker", "the result store"
+# What redis-py, kombu and Celery raise for a store they cannot reach (or that is no Redis).
+OUTAGES = (redis.ConnectionError, redis.TimeoutError, InvalidResponse, OperationalError, ConnectionError)
 
 
 class JobRefused(Exception):
@@ -46,11 +57,45 @@ class JobTimeout(TimeoutError):
         super().__init__(f"job {job_id} not finished after {waited:.1f}s" + (f": {reason}" if reason else ""))
 
 
+class StoreUnavailable(ConnectionError):
+    """Redis, the broker or the result store cannot be reached: ``store`` says which
+    and ``url`` where (its password masked), since each may live elsewhere."""
+
+    def __init__(self, store: str, url: str, reason: BaseException) -> None:
+        self.store, self.url = store, _masked(url, url)
+        super().__init__(f"cannot reach {store} ({self.url}): {_masked(' '.join(str(reason).split()), url)}")
+
+
+def _masked(text: str, url: str) -> str:
+    """``text`` with ``url``'s password replaced, so no message shows it."""
+    password = urlsplit(url).password
+    return text.replace(f":{password}@", ":***@") if password else text
+
+
+def _outage(error: BaseException | None) -> BaseException | None:
+    """The connection failure behind ``error``, if it is one: Celery's result store
+    raises a RuntimeError from it once its reconnects run out."""
+    while isinstance(error, RuntimeError):
+        error = error.__cause__
+    return error if isinstance(error, OUTAGES) else None
+
+
 class Client:
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = settings or get_settings()
-        self.app = create_app(self.settings)
-        self.redis = redis.Redis.from_url(self.settings.redis_url, decode_responses=True)
+        self.app = create_app(self.settings.model_copy(update={"redis_outage_seconds": CLIENT_OUTAGE_SECONDS}))
+        # Within that window, one attempt: Celery's own retries would wait it out again
+        # for each read, and up to 20 times over before it gives up a result subscription.
+        self.app.conf.update(
+            result_backend_always_retry=False,
+            result_backend_transport_options={
+                **self.app.conf.result_backend_transport_options, "retry_policy": {"max_retries": 0},
+            },
+        )
+        self.redis = redis.Redis.from_url(
+            self.settings.redis_url, decode_responses=True,
+            socket_connect_timeout=CLIENT_OUTAGE_SECONDS, socket_timeout=connections.SOCKET_TIMEOUT_SECONDS,
+        )
         self.ledger = RedisLedger(self.redis)
         self.tree = JobTree(self.redis)
 
@@ -64,20 +109,50 @@ class Client:
             spec = self.spec(spec)
         elif not isinstance(spec, JobSpec):
             spec = JobSpec.parse(spec)
-        unknown = unknown_scope(self.ledger, spec.scopes())
+        with self._reaching(REDIS):
+            unknown = unknown_scope(self.ledger, spec.scopes())
         if unknown:
             raise InvalidSpec(f"invalid job spec: {unknown}")
         job_id = uuid()
-        self.redis.set(keys.submitted(job_id), 1, ex=keys.JOB_TTL_SECONDS)
-        self.app.send_task(
-            RUN_JOB, kwargs={"spec": spec.wire()}, task_id=job_id,
-            **labels.agent(job_id, ROOT_AGENT_ID, spec.role, 0, spec.task),
-        )
+        # send_task subscribes to the result, then publishes, with errors of the same
+        # types for both stores; subscribing first, apart, tells which one is down.
+        with self._reaching(BROKER), self.app.producer_or_acquire() as producer:
+            with self._reaching(RESULT_STORE):
+                self.app.backend.on_task_call(producer, job_id)
+            self.app.send_task(
+                RUN_JOB, kwargs={"spec": spec.wire()}, task_id=job_id, producer=producer,
+                **labels.agent(job_id, ROOT_AGENT_ID, spec.role, 0, spec.task),
+            )
+        # Marked only once sent, so no job that failed to send shows as queued. No one
+        # can ask about the id before submit returns it, and a root that has started
+        # tells its own status, so marking after the send races with nothing.
+        with self._reaching(REDIS):
+            self.redis.set(keys.submitted(job_id), 1, ex=self.settings.job_ttl)
         return JobHandle(self, job_id)
+
+    def ping(self) -> None:
+        """Raise ``StoreUnavailable`` now if Redis is down, before any work starts."""
+        with self._reaching(REDIS):
+            self.redis.ping()
+
+    @contextmanager
+    def _reaching(self, store: str) -> Iterator[None]:
+        """Turn a failure to reach ``store`` inside the block into ``StoreUnavailable``."""
+        try:
+            yield
+        except StoreUnavailable:
+            raise
+        except Exception as e:
+            cause = _outage(e)
+            if cause is None:
+                raise
+            url = {REDIS: self.settings.redis_url, BROKER: self.settings.broker, RESULT_STORE: self.settings.backend}
+            raise StoreUnavailable(store, url[store], cause) from e
 
     def queue_has_worker(self, timeout: float = 1.0) -> bool:
         """Whether any live worker consumes this client's queue."""
-        replies = self.app.control.inspect(timeout=timeout).active_queues() or {}
+        with self._reaching(BROKER):
+            replies = self.app.control.inspect(timeout=timeout).active_queues() or {}
         return any(q.get("name") == self.settings.queue for queues in replies.values() for q in queues)
 
     def job(self, job_id: str) -> JobHandle:
@@ -110,21 +185,26 @@ class JobHandle:
         persistence); a job another Celery client sent is ``queued`` while its
         message waits in the broker, whatever the queue.
         """
-        root = self._client.tree.node(self.id, ROOT_AGENT_ID)
+        client = self._client
+        with client._reaching(REDIS):
+            root = client.tree.node(self.id, ROOT_AGENT_ID)
         if root is not None:
             return root.status
-        state = self._async.state
+        with client._reaching(RESULT_STORE):
+            state = self._async.state
         if state == "FAILURE":
             return "refused"
         if state == "STARTED":
             return RUNNING
-        if self._client.redis.exists(keys.submitted(self.id)) or waits.queue_of(self._client, self.id):
-            return QUEUED
-        return UNKNOWN
+        with client._reaching(REDIS):
+            submitted = client.redis.exists(keys.submitted(self.id))
+        with client._reaching(BROKER):
+            return QUEUED if submitted or waits.queue_of(client, self.id) else UNKNOWN
 
     def done(self) -> bool:
         """Whether the job's result (or its refusal) is in."""
-        return self._async.ready()
+        with self._client._reaching(RESULT_STORE):
+            return self._async.ready()
 
     def progress(self, elapsed: float = 0.0) -> Progress:
         return Progress.of(self.id, self.tree(), self.ledger(), elapsed)
@@ -153,14 +233,22 @@ class JobHandle:
 
     def why_stuck(self) -> str | None:
         """Why the job is not moving, in one line (see ``covey.waits``), or None."""
-        return waits.why_stuck(self._client, self.id)
+        try:
+            with self._client._reaching(BROKER):
+                return waits.why_stuck(self._client, self.id)
+        except StoreUnavailable:
+            self._client.ping()  # it reads the tree from Redis too: blame Redis if that is what is down
+            raise
 
     def result(self, timeout: float | None = None, diagnose: bool = True) -> AgentResult:
         """Wait for the root's result; raises ``JobTimeout`` (saying why the job is
         stuck, when ``diagnose`` and that is known) or ``JobRefused``."""
         started = time.monotonic()
         try:
-            raw = self._async.get(timeout=timeout, propagate=True)
+            # Not propagated: rebuilt here, the worker's own error (a Redis it could not
+            # reach, say) would read as this client's.
+            with self._client._reaching(RESULT_STORE):
+                raw = self._async.get(timeout=timeout, propagate=False)
         except CeleryTimeout as e:
             self._stop_waiting()
             waited = time.monotonic() - started
@@ -168,10 +256,8 @@ class JobHandle:
         except KeyboardInterrupt:
             self._stop_waiting()
             raise
-        except Exception as e:
-            if self._async.state == "FAILURE":  # the worker refused it; Celery rebuilt its error
-                raise JobRefused(str(e)) from e
-            raise
+        if not self._async.successful():  # read from the result just fetched
+            raise JobRefused(str(raw))
         return AgentResult.model_validate(raw)
 
     def _stop_waiting(self) -> None:
@@ -180,11 +266,14 @@ class JobHandle:
         self._async.backend.remove_pending_result(self._async)
 
     def tree(self) -> list[Node]:
-        return self._client.tree.nodes(self.id)
+        with self._client._reaching(REDIS):
+            return self._client.tree.nodes(self.id)
 
     def ledger(self) -> LedgerSnapshot:
-        return self._client.ledger.snapshot(self.id)
+        with self._client._reaching(REDIS):
+            return self._client.ledger.snapshot(self.id)
 
     def cancel(self) -> None:
         """Every agent of the job stops at its next cycle and reports ``cancelled``."""
-        self._client.ledger.cancel(self.id)
+        with self._client._reaching(REDIS):
+            self._client.ledger.cancel(self.id)

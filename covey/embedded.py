@@ -74,11 +74,15 @@ class EmbeddedRedis:
         auth = f":{self.password}@" if self.password else ""
         return f"redis://{auth}127.0.0.1:{self.port}/0"
 
+    def persistence(self) -> list[str]:
+        """What it keeps on disk: nothing."""
+        return ["--save", "", "--appendonly", "no"]
+
     def start(self) -> EmbeddedRedis:
         # Its own working directory, so no dump or log lands where the user stands.
-        self._dir = tempfile.mkdtemp(prefix="covey-redis-")
+        self._dir = self._dir or tempfile.mkdtemp(prefix="covey-redis-")
         self.proc = subprocess.Popen(
-            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", *self.persistence(),
              "--dir", self._dir, "--logfile", "", *(["--requirepass", self.password] if self.password else [])],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
@@ -101,7 +105,8 @@ class EmbeddedRedis:
         finally:
             client.close()
 
-    def stop(self) -> None:
+    def halt(self) -> None:
+        """Stop the server, keeping its directory (``start`` takes it up again)."""
         if self.proc is not None:
             self.proc.terminate()
             try:
@@ -110,6 +115,9 @@ class EmbeddedRedis:
                 self.proc.kill()
                 self.proc.wait()
             self.proc = None
+
+    def stop(self) -> None:
+        self.halt()
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None

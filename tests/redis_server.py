@@ -7,7 +7,7 @@ import shutil
 
 from covey.embedded import EmbeddedRedis, free_port
 
-__all__ = ["RedisServer", "free_port"]
+__all__ = ["AofRedis", "RedisServer", "free_port"]
 
 
 class RedisServer(EmbeddedRedis):
@@ -16,3 +16,11 @@ class RedisServer(EmbeddedRedis):
         if binary is None:
             raise RuntimeError("redis-server is not installed; the integration tests need it")
         super().__init__(binary, password=password)
+
+
+class AofRedis(RedisServer):
+    """Writes every command to its append-only file before answering, so ``halt``
+    then ``start`` is a Redis restart on the same port that loses nothing."""
+
+    def persistence(self) -> list[str]:
+        return ["--save", "", "--appendonly", "yes", "--appendfsync", "always"]

@@ -24,7 +24,7 @@ def connect():
     from covey.client import Client
 
     client = Client()
-    client.redis.ping()
+    client.ping()
     return client
 
 
@@ -39,7 +39,7 @@ def cli() -> None:
 
 
 def main() -> None:
-    from covey.client import JobRefused, JobTimeout
+    from covey.client import BROKER, REDIS, JobRefused, JobTimeout, StoreUnavailable
     from covey.models.catalog import ModelsFileError
 
     try:
@@ -52,10 +52,13 @@ def main() -> None:
         _fail(f"invalid configuration: {describe(e)}", 2)
     except ModelsFileError as e:
         _fail(f"invalid models file {e}", 2)
+    except StoreUnavailable as e:
+        _fail(str(e), 2)
+    # Commands that read a store outside the client (scope, sweep) have only the error's type to go by.
     except redis.ConnectionError as e:
-        _fail(f"cannot reach Redis ({get_settings().redis_url}): {e}", 2)
+        _fail(str(StoreUnavailable(REDIS, get_settings().redis_url, e)), 2)
     except OperationalError as e:
-        _fail(f"cannot reach the broker ({get_settings().broker}): {e}", 2)
+        _fail(str(StoreUnavailable(BROKER, get_settings().broker, e)), 2)
 
 
 def _fail(message: str, code: int) -> None:

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from celery import Celery
 
+from covey import connections
+from covey.config import backend
 from covey.config.settings import Settings
-from covey.keys import JOB_TTL_SECONDS
 
 
 def celery_config(settings: Settings) -> dict[str, Any]:
     return {
         "broker_url": settings.broker,
-        "result_backend": settings.backend,
+        "result_backend": backend.patient(settings.backend),
         # JSON only: a task's arguments are readable in Flower and never unpickled.
         "task_serializer": "json",
         "result_serializer": "json",
@@ -34,14 +36,53 @@ def celery_config(settings: Settings) -> dict[str, Any]:
             "visibility_timeout": int(settings.redelivery_seconds),
             "unacked_restore_interval": settings.redelivery_check_seconds,
             "unacked_restore_throttle": 1,
+            **_redis_link(),
+            "max_connections": settings.worker_slots + connections.POOL_MARGIN,  # kombu's Redis pool: acks, publishes
         },
         "broker_connection_retry_on_startup": True,
-        "result_expires": JOB_TTL_SECONDS,
-        "result_extended": True,
-        "task_track_started": True,
-        "worker_send_task_events": True,
-        "task_send_sent_event": True,
+        **_outages_waited_out(settings),
+        "result_expires": int(settings.job_ttl),
+        # Events and extended results cost Redis memory and commands for every task;
+        # COVEY_TASK_EVENTS turns them on (Flower turns on worker events itself).
+        "result_extended": settings.task_events,
+        "task_track_started": settings.task_events,
+        "worker_send_task_events": settings.task_events,
+        "task_send_sent_event": settings.task_events,
         "task_default_queue": settings.queue,
+    }
+
+
+def _redis_link() -> dict[str, Any]:
+    """Socket settings that notice a silent link (kombu's Redis transport; ignored by others)."""
+    return {
+        "socket_timeout": connections.SOCKET_TIMEOUT_SECONDS,
+        "socket_connect_timeout": connections.CONNECT_TIMEOUT_SECONDS,
+        "socket_keepalive": True,
+        "health_check_interval": connections.HEALTH_CHECK_SECONDS,
+    }
+
+
+def _outages_waited_out(settings: Settings) -> dict[str, Any]:
+    """A broker or result store that is briefly away costs a wait, bounded by
+    ``COVEY_REDIS_OUTAGE_SECONDS``, not a lost result or a chord that never joins;
+    every pool holds a connection per worker slot."""
+    outage, pause = settings.redis_outage_seconds, connections.BACKOFF_CAP_SECONDS
+    retries = math.ceil(outage / pause)
+    slots = settings.worker_slots + connections.POOL_MARGIN
+    return {
+        "covey_redis_outage_seconds": outage,  # read by covey.config.backend
+        "task_publish_retry_policy": {
+            "max_retries": retries, "interval_start": 0, "interval_step": 0.2, "interval_max": pause,
+        },
+        "result_backend_always_retry": True,
+        "result_backend_max_retries": retries,
+        "result_backend_max_sleep_between_retries_ms": int(pause * 1000),
+        "redis_socket_timeout": connections.SOCKET_TIMEOUT_SECONDS,
+        "redis_socket_connect_timeout": connections.CONNECT_TIMEOUT_SECONDS,
+        "redis_socket_keepalive": True,
+        "redis_backend_health_check_interval": connections.HEALTH_CHECK_SECONDS,
+        "redis_max_connections": slots,
+        "broker_pool_limit": slots,
     }
 
 

@@ -10,11 +10,18 @@ from pydantic import AliasChoices, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from covey.budgets.budget import MAX_COUNT, MAX_SECONDS, Budget
-from covey.keys import RESERVATION_TTL_SECONDS
+from covey.keys import DEFAULT_JOB_TTL_SECONDS, RESERVATION_TTL_SECONDS
 
 SDK_MAX_BACKOFF_SECONDS = 8  # the openai SDK's longest wait between two retries
 REDELIVERY_MARGIN_SECONDS = 30  # beyond a task's longest run, before the broker redelivers it
 MAX_CONCURRENCY = 1024  # worker slots: Celery starts them all at once, so a typo must not start millions
+MAX_PROCESSES = 256
+Pool = Literal["threads", "prefork", "gevent", "solo"]
+# Slots per worker process when COVEY_WORKER_CONCURRENCY is unset. An agent spends
+# nearly all its time waiting on its model, so a process of threads or greenlets
+# keeps many in flight (as a WSGI server runs workers x threads); prefork forks
+# a process per slot, and solo has one.
+DEFAULT_SLOTS: dict[str, int] = {"threads": 100, "gevent": 500, "prefork": 4, "solo": 1}
 
 
 class Settings(BaseSettings):
@@ -46,11 +53,23 @@ class Settings(BaseSettings):
     max_agents: int | None = Field(default=50, ge=0, le=MAX_COUNT)
     max_depth: int = Field(default=3, ge=0, le=MAX_COUNT)
 
+    task_events: bool = Field(
+        default=False,
+        description="COVEY_TASK_EVENTS: workers send Celery task events from the start, clients send "
+        "task-sent events, and each task's result keeps its name, arguments and worker. Off, a worker "
+        "sends events only once Flower asks for them (it does when it starts)",
+    )
     log_format: Literal["text", "json"] = Field(
         default="text", description="COVEY_LOG_FORMAT: the worker's log lines, readable or one JSON object each"
     )
-    worker_pool: Literal["threads", "prefork", "gevent", "solo"] = "threads"
-    worker_concurrency: int = Field(default=4, ge=1, le=MAX_CONCURRENCY)
+    worker_pool: Pool = "threads"
+    worker_concurrency: int | None = Field(
+        default=None, ge=1, le=MAX_CONCURRENCY, description="slots per worker process (default: DEFAULT_SLOTS)"
+    )
+    worker_processes: int | None = Field(
+        default=None, ge=1, le=MAX_PROCESSES,
+        description="worker processes `covey worker` starts (default: one per core, or one for prefork)",
+    )
     slice_seconds: float = Field(
         default=60.0, gt=0, le=MAX_SECONDS,
         description="an agent task that has run this long checkpoints and goes on as a new task",
@@ -60,9 +79,23 @@ class Settings(BaseSettings):
         description="seconds before the broker hands an unacknowledged task to another worker "
         "(default: a slice, the longest model call and a margin)",
     )
+    job_ttl: int = Field(
+        default=DEFAULT_JOB_TTL_SECONDS, ge=60, le=MAX_SECONDS,
+        description="COVEY_JOB_TTL: seconds a job's records (tree, ledger, results) are kept after it ends",
+    )
+    redis_outage_seconds: float = Field(
+        default=120.0, gt=0, le=MAX_SECONDS,
+        description="how long a worker waits out an unreachable Redis (or broker) before a step gives up "
+        "and is handed back to the broker",
+    )
     redelivery_check_seconds: float = Field(
         default=60.0, gt=0, le=MAX_SECONDS, description="how often a worker looks for a dead worker's tasks to redeliver"
     )
+
+    @property
+    def worker_slots(self) -> int:
+        """Concurrent tasks in one worker process."""
+        return self.worker_concurrency or DEFAULT_SLOTS[self.worker_pool]
 
     @property
     def longest_call_seconds(self) -> float:

@@ -243,11 +243,11 @@ def _fly(run: _Run, flight: Flight) -> None:
 def _send(run: _Run, job_id: str, spec: JobSpec) -> None:
     """``Client.submit`` with a job id chosen first, so the claim names the job before it exists."""
     client = run.client
-    client.redis.set(keys.submitted(job_id), 1, ex=keys.JOB_TTL_SECONDS)
     client.app.send_task(
         RUN_JOB, kwargs={"spec": spec.wire()}, task_id=job_id,
         **labels.agent(job_id, ROOT_AGENT_ID, spec.role, 0, spec.task),
     )
+    client.redis.set(keys.submitted(job_id), 1, ex=client.settings.job_ttl)  # only once sent, as Client.submit
     run.submitted += 1
 
 

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import cached_property, lru_cache
 
-import redis
+from redis import Redis
 
-from covey import signing
+from covey import connections, signing
 from covey.budgets.ledger import Ledger
 from covey.budgets.redis_ledger import RedisLedger
 from covey.config.settings import Settings, get_settings
@@ -27,7 +27,7 @@ def utcnow() -> datetime:
 @dataclass
 class Deps:
     settings: Settings
-    redis: redis.Redis
+    redis: Redis
     ledger: Ledger
     llm: LLM
     tree: JobTree
@@ -45,7 +45,9 @@ class Deps:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Deps:
-        client = redis.Redis.from_url(settings.redis_url, decode_responses=True)
+        client = connections.patient_client(
+            settings.redis_url, settings.worker_slots, settings.redis_outage_seconds
+        )
         return cls(
             settings=settings,
             redis=client,

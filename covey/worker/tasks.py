@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from celery import chord, group
 from celery import states as celery_states
-from celery.exceptions import Ignore, Retry
+from celery.exceptions import Ignore, Reject, Retry
+from kombu.exceptions import OperationalError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from covey import labels, signing
 from covey.budgets.ledger import AgentTerms, unknown_scope
@@ -27,7 +30,7 @@ from covey.models.catalog import UnservableModel
 from covey.orchestration.actions import Action, to_json
 from covey.results import AgentResult, Status, Usage
 from covey.spec import AgentSpec, InvalidSpec, JobSpec
-from covey.store.tree import RUNNING, WAITING, Node
+from covey.store.tree import RUNNING, WAITING, Node, preview
 from covey.worker import loop
 from covey.worker.agent_state import AgentState
 from covey.worker.app import app
@@ -42,6 +45,8 @@ def _signed_or_ignored(payload: dict[str, Any], sig: Any, name: str) -> None:
     if not signing.valid(worker_deps().secret, payload, sig):
         log.warning("refused a %s message without a valid signature: %s", name, labels.first_words(str(payload), 12))
         raise Ignore()
+
+OUTAGES = (RedisConnectionError, RedisTimeoutError, OperationalError)  # Redis or the broker is away
 
 Step = Callable[[], "tuple[AgentState, Action]"]
 
@@ -73,6 +78,8 @@ def run_job(self, spec: Any) -> dict[str, Any]:
     except InvalidSpec as e:
         log.warning("refused job %s: %s", self.request.id, e)
         raise InvalidSpec(str(e)) from None
+    except OUTAGES as e:
+        _hand_back(self.request.id, ROOT_AGENT_ID, e)
     ctx = RunContext(
         job_id=self.request.id,
         agent_id=ROOT_AGENT_ID,
@@ -91,9 +98,10 @@ def run_job(self, spec: Any) -> dict[str, Any]:
             tools=job.tools, deny=job.deny, max_cycles=job.max_cycles, scopes=job.scopes(), digest=digest
         )
         deps.ledger.open_root(ctx.job_id, ROOT_AGENT_ID, job.budget, terms)
-        if deps.ledger.agent(ctx.job_id, ROOT_AGENT_ID).digest != digest:
+        row = deps.ledger.agent(ctx.job_id, ROOT_AGENT_ID)
+        if row.digest != digest:
             raise loop.NotOpened(f"job {ctx.job_id} already runs another spec: a run_job reusing its id is refused")
-        return loop.begin(deps, ctx, agent_spec, task_id=self.request.id)
+        return loop.begin(deps, ctx, agent_spec, task_id=self.request.id, row=row)
 
     return _guarded(self, ctx.job_id, ROOT_AGENT_ID, start)
 
@@ -165,8 +173,10 @@ def _guarded(task, job_id: str, agent_id: str, step: Step) -> dict[str, Any]:
             return done
         state, action = step()
         return _drive(task, state, action)
-    except (Ignore, Retry):
+    except (Ignore, Reject, Retry):
         raise
+    except OUTAGES as e:
+        _hand_back(job_id, agent_id, e)
     except loop.NotOpened as e:
         # Nothing is written, not even a result under this task's id: the message
         # was not one of the job's own, and its task id may be another job's.
@@ -178,31 +188,47 @@ def _guarded(task, job_id: str, agent_id: str, step: Step) -> dict[str, Any]:
         return _crashed(job_id, agent_id, f"internal error: {type(e).__name__}: {e}", spent)
 
 
+def _hand_back(job_id: str, agent_id: str, error: Exception) -> NoReturn:
+    """Redis (or the broker) stayed away past ``COVEY_REDIS_OUTAGE_SECONDS``: the agent
+    is not at fault. Its message goes back to the broker (or, unreachable, stays
+    unacknowledged until its visibility timeout) and the step reruns, replaying
+    what the ledger settled."""
+    log.warning("agent %s of job %s: %s unreachable (%s); step handed back to the broker",
+                agent_id, job_id, type(error).__module__.split(".")[0], error)
+    raise Reject(str(error), requeue=True) from None
+
+
 def _finished_before(task, job_id: str, agent_id: str) -> dict[str, Any] | None:
     """For a redelivered step of an agent that already finished: its result, or
-    ``Ignore`` when that result was already stored (its chord already counted it)."""
+    ``Ignore`` when that result was already stored (its chord already counted it).
+    A sub-agent's result is not stored: its chord counts each task once anyway."""
     node = worker_deps().tree.node(job_id, agent_id)
     if node is None or not node.final:
         return None
     if task.AsyncResult(task.request.id).state == celery_states.SUCCESS:
         log.info("agent %s of job %s already finished: redelivered step ignored", agent_id, job_id)
         raise Ignore()
-    return node.result(job_id).model_dump(mode="json")
+    return _reported(node.result(job_id))
 
 
 def _crashed(job_id: str, agent_id: str, error: str, spent: Usage | None) -> dict[str, Any]:
     """Fail the agent, keeping what it spent: the running step's usage, else the
-    usage its node last recorded."""
+    usage its node last recorded. The result reaches the parent's chord even when
+    Redis cannot be written: the crash path needs no Redis to report."""
     deps = worker_deps()
-    node = deps.tree.node(job_id, agent_id) or Node(agent_id=agent_id)
-    result = AgentResult(
-        job_id=job_id, agent_id=agent_id, parent_id=node.parent_id, role=node.role, depth=node.depth,
-        status=Status.FAILED, error=error, usage=spent or node.usage, started_at=node.started_at,
-    )
-    deps.tree.record(job_id, Node.of(result, task=node.task, task_id=node.task_id))
-    deps.checkpoints.delete(job_id, agent_id)
-    deps.ledger.finished(job_id, agent_id)
-    return result.model_dump(mode="json")
+    result = AgentResult(job_id=job_id, agent_id=agent_id, status=Status.FAILED, error=error, usage=spent or Usage())
+    try:
+        node = deps.tree.node(job_id, agent_id) or Node(agent_id=agent_id)
+        result = result.model_copy(update={
+            "parent_id": node.parent_id, "role": node.role, "depth": node.depth,
+            "usage": spent or node.usage, "started_at": node.started_at,
+        })
+        deps.tree.record(job_id, Node.of(result, task=node.task, task_id=node.task_id))
+        deps.checkpoints.delete(job_id, agent_id)
+        deps.ledger.finished(job_id, agent_id)
+    except Exception:  # noqa: BLE001 - reported by its result and this line instead
+        log.exception("agent %s of job %s: its failure could not be recorded in Redis", agent_id, job_id)
+    return _reported(result)
 
 
 def _drive(task, state: AgentState, action: Action) -> dict[str, Any]:
@@ -211,7 +237,7 @@ def _drive(task, state: AgentState, action: Action) -> dict[str, Any]:
     deps = worker_deps()
     outcome = loop.advance(deps, state, action)
     if isinstance(outcome, loop.Finished):
-        return outcome.result.model_dump(mode="json")
+        return _reported(outcome.result)
     state, ctx = outcome.state, outcome.state.ctx
     state.step += 1
     if isinstance(outcome, loop.Paused):
@@ -235,11 +261,26 @@ def _drive(task, state: AgentState, action: Action) -> dict[str, Any]:
     return task.replace(chord(header, callback))
 
 
+def _reported(result: AgentResult) -> dict[str, Any]:
+    """The task's return value, kept by the result store for ``COVEY_JOB_TTL``. The
+    root's is the job's result. A sub-agent's is read by no one but a person in
+    Flower (its parent reads the agent's tree node), so it is a receipt: its status
+    and the first words of its answer or error, not the whole result again."""
+    if result.depth == 0:
+        return result.model_dump(mode="json")
+    detail = {"error": preview(result.error)} if result.error else {"output": preview(result.output or "")}
+    return {"status": result.status.value, "job_id": result.job_id, "agent_id": result.agent_id, **detail}
+
+
 def _agent_message(secret: bytes, ctx: RunContext, spec: AgentSpec):
-    """A child's ``covey.agent`` signature: its context and spec, signed, labelled for Flower."""
+    """A child's ``covey.agent`` signature: its context and spec, signed, labelled for Flower.
+
+    Its result goes to its parent's chord but is not kept under its task id: the
+    parent reads the child's tree node, and a kept result would cost Redis most of
+    a kilobyte per agent for ``COVEY_JOB_TTL``."""
     wire = {"ctx": ctx.model_dump(mode="json"), "spec": spec.model_dump(mode="json")}
     return agent.s(**wire, sig=signing.sign(secret, wire)).set(
-        **labels.agent(ctx.job_id, ctx.agent_id, spec.role, ctx.depth, spec.task)
+        ignore_result=True, **labels.agent(ctx.job_id, ctx.agent_id, spec.role, ctx.depth, spec.task)
     )
 
 

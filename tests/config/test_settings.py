@@ -22,8 +22,29 @@ def test_celery_is_configured_for_long_agent_tasks():
     assert conf["task_acks_late"] and conf["task_reject_on_worker_lost"]
     # longer than any task runs (a slice and one call with its retries), and minutes, not hours
     assert 60 + settings.longest_call_seconds < conf["broker_transport_options"]["visibility_timeout"] <= 600
-    assert conf["worker_send_task_events"] and conf["task_send_sent_event"]
     assert conf["result_expires"] > 0
+
+
+def test_events_and_extended_results_are_off_unless_asked_for():
+    off, on = celery_config(Settings()), celery_config(Settings(task_events=True))
+    keys = ("worker_send_task_events", "task_send_sent_event", "result_extended", "task_track_started")
+    assert not any(off[k] for k in keys)
+    assert all(on[k] for k in keys)
+
+
+@pytest.mark.parametrize("pool, concurrency, slots", [("threads", None, 100), ("gevent", None, 500), ("threads", 7, 7)])
+def test_every_pool_holds_a_connection_per_slot(pool, concurrency, slots):
+    settings = Settings(worker_pool=pool, worker_concurrency=concurrency)
+    conf = celery_config(settings)
+    assert settings.worker_slots == slots
+    assert conf["broker_pool_limit"] >= slots and conf["redis_max_connections"] >= slots
+    assert conf["broker_transport_options"]["max_connections"] >= slots
+
+
+def test_a_redis_result_store_waits_out_an_outage_and_others_are_left_alone():
+    assert celery_config(Settings(redis_url="redis://h:1/0"))["result_backend"].endswith(
+        ":PatientRedisBackend+redis://h:1/0")
+    assert celery_config(Settings(result_backend="rpc://"))["result_backend"] == "rpc://"
 
 
 def test_a_model_timeout_longer_than_a_reservation_is_refused():

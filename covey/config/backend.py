@@ -1,0 +1,28 @@
+"""Celery's Redis result store, on a pool that waits out an outage (``covey.connections``).
+
+A chord counts its finished children in this store; a count lost to a Redis
+restart would leave the parent waiting for good, so its commands get the same
+patient retries and slot-sized pool as the worker's own Redis client.
+"""
+
+from __future__ import annotations
+
+import redis
+from celery.backends.redis import RedisBackend
+
+from covey import connections
+
+REDIS_SCHEMES = ("redis", "rediss")
+
+
+class PatientRedisBackend(RedisBackend):
+    def _get_pool(self, **params):
+        outage = self.app.conf.covey_redis_outage_seconds
+        params.update(timeout=outage, retry=connections.PatientRetry(outage))
+        return redis.BlockingConnectionPool(**params)
+
+
+def patient(url: str) -> str:
+    """The ``result_backend`` setting for ``url``: this backend for a Redis URL, else ``url``."""
+    scheme = url.partition("://")[0]
+    return f"{__name__}:PatientRedisBackend+{url}" if scheme in REDIS_SCHEMES else url

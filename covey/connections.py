@@ -1,0 +1,82 @@
+"""How a worker connects to Redis: through an outage, and never past its pool.
+
+A Redis restart or a cut link must cost a step a wait, not its work. Every
+command is retried with capped backoff until Redis answers again or
+``COVEY_REDIS_OUTAGE_SECONDS`` have passed; only then does the error reach the
+step. Retrying is safe because covey's writes are idempotent: reservations and
+settlements by id, checkpoints by step, tree nodes by overwrite, so a command
+retried after its reply was lost counts once. Socket timeouts and keepalives
+notice a link that went silent, where a read would otherwise wait forever.
+
+A pool holds a connection per worker slot (and a few for the worker's own
+threads); a caller beyond that waits for a free one instead of failing.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import redis
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
+
+T = TypeVar("T")
+
+SOCKET_TIMEOUT_SECONDS = 10.0  # no covey command blocks: a reply this late means a dead link
+CONNECT_TIMEOUT_SECONDS = 5.0
+HEALTH_CHECK_SECONDS = 10  # a connection idle this long is pinged before use
+BACKOFF_CAP_SECONDS = 1.0  # so work resumes within a second or so of Redis answering
+POOL_MARGIN = 4  # connections beyond the slots: heartbeats, signals, the worker's own threads
+
+
+class PatientRetry(Retry):
+    """``Retry`` bounded by time, not by count: an outage of any shape is waited
+    out for the same number of seconds."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(ExponentialBackoff(cap=BACKOFF_CAP_SECONDS, base=0.05), retries=-1,
+                         supported_errors=(redis.ConnectionError, redis.TimeoutError, socket.timeout))
+        self.seconds = seconds
+
+    def call_with_retry(self, do: Callable[[], T], fail: Callable[..., Any], is_retryable=None,
+                        with_failure_count: bool = False) -> T:
+        give_up = time.monotonic() + self.seconds
+        failures = 0
+        self._backoff.reset()
+        while True:
+            try:
+                return do()
+            except self._supported_errors as error:
+                if is_retryable and not is_retryable(error):
+                    raise
+                failures += 1
+                fail(error, failures) if with_failure_count else fail(error)
+                pause = self._backoff.compute(failures)
+                if time.monotonic() + pause > give_up:
+                    raise
+                time.sleep(pause)
+
+    def __deepcopy__(self, memo: dict) -> PatientRetry:  # redis-py copies it into every connection
+        return PatientRetry(self.seconds)
+
+
+def options(slots: int, outage_seconds: float) -> dict[str, Any]:
+    """Connection-pool keyword arguments for a process with ``slots`` concurrent tasks."""
+    return {
+        "max_connections": slots + POOL_MARGIN,
+        "timeout": outage_seconds,  # BlockingConnectionPool: how long a caller waits for a free connection
+        "socket_timeout": SOCKET_TIMEOUT_SECONDS,
+        "socket_connect_timeout": CONNECT_TIMEOUT_SECONDS,
+        "socket_keepalive": True,
+        "health_check_interval": HEALTH_CHECK_SECONDS,
+        "retry": PatientRetry(outage_seconds),
+    }
+
+
+def patient_client(url: str, slots: int, outage_seconds: float) -> redis.Redis:
+    """A client for a worker process: ``decode_responses``, one pool sized to its slots."""
+    pool = redis.BlockingConnectionPool.from_url(url, decode_responses=True, **options(slots, outage_seconds))
+    return redis.Redis(connection_pool=pool)
