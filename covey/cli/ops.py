@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -9,13 +10,17 @@ import click
 from covey import render
 from covey.budgets.budget import MAX_COUNT
 from covey.cli.app import cli, connect, print_json
-from covey.config.settings import MAX_CONCURRENCY, get_settings
+from covey.config.settings import MAX_CONCURRENCY, MAX_PROCESSES, get_settings
 
 
 @cli.command()
 @click.option(
+    "--processes", "-p", type=click.IntRange(1, MAX_PROCESSES), default=None,
+    help="worker processes (default COVEY_WORKER_PROCESSES, else one per core; one for prefork)",
+)
+@click.option(
     "--concurrency", "-c", type=click.IntRange(1, MAX_CONCURRENCY), default=None,
-    help="worker slots (default COVEY_WORKER_CONCURRENCY)",
+    help="slots per process (default COVEY_WORKER_CONCURRENCY, else 100 threads, 500 gevent, 4 prefork)",
 )
 @click.option(
     "--pool",
@@ -24,44 +29,58 @@ from covey.config.settings import MAX_CONCURRENCY, get_settings
     help="Celery pool (default COVEY_WORKER_POOL, threads)",
 )
 @click.option("--loglevel", "-l", default="info", show_default=True)
-@click.option("--hostname", "-n", default=None, help="worker name, as Celery's -n")
+@click.option("--hostname", "-n", default=None, help="worker name, as Celery's -n (each process adds -1, -2, ...)")
 @click.option(
     "--queues", "-Q", default=None, help="comma-separated queues to read (default COVEY_QUEUE), e.g. covey,covey-sweeps"
 )
-def worker(concurrency: int | None, pool: str | None, loglevel: str, hostname: str | None, queues: str | None) -> None:
-    """Run a Celery worker for covey's tasks."""
+def worker(
+    processes: int | None, concurrency: int | None, pool: str | None, loglevel: str, hostname: str | None,
+    queues: str | None,
+) -> None:
+    """Run covey's worker: a Celery worker per core, each with many slots."""
     from covey.models.catalog import Catalog
+    from covey.worker import processes as worker_processes
 
     s = get_settings()
     Catalog.from_settings(s)  # a bad models file stops the worker here, not at its first job
     pool = pool or s.worker_pool
-    if pool == "gevent":
-        _patch_for_gevent()
     names = [q.strip() for q in (queues or s.queue).split(",") if q.strip()]
     if not names:
         raise click.BadParameter("name at least one queue", param_hint="--queues")
+    count = processes or s.worker_processes or (1 if pool in ("prefork",) else os.cpu_count() or 1)
+    slots = concurrency or s.model_copy(update={"worker_pool": pool}).worker_slots
+    if count > 1:
+        sys.exit(worker_processes.run(
+            lambda i: worker_processes.argv(pool, slots, loglevel, names, worker_processes.child_name(hostname, i)),
+            count, dict(os.environ),
+        ))
+    # Pools (Redis, broker, result store) are sized from these settings: set them before the app is built.
+    os.environ.update(COVEY_WORKER_POOL=pool, COVEY_WORKER_CONCURRENCY=str(slots))
+    get_settings.cache_clear()
+    if pool == "gevent":
+        _patch_for_gevent()
     from covey.worker.app import app
 
     argv = [
-        "worker",
-        f"--pool={pool}",
-        f"--concurrency={concurrency or s.worker_concurrency}",
-        f"--loglevel={loglevel}",
-        f"--queues={','.join(names)}",
-        "--events",
+        "worker", f"--pool={pool}", f"--concurrency={slots}", f"--loglevel={loglevel}", f"--queues={','.join(names)}",
     ]
+    if get_settings().task_events:
+        argv.append("--events")
     if hostname:
         argv.append(f"--hostname={hostname}")
     app.worker_main(argv)
 
 
 def _patch_for_gevent() -> None:
-    """The gevent pool needs the standard library patched before any connection opens."""
+    """The gevent pool needs the standard library patched before any connection
+    opens: ``covey.cli`` does it first thing; this covers a caller that came in
+    another way (``cli`` called from Python)."""
     try:
         from gevent import monkey
     except ImportError:
         raise click.ClickException("the gevent pool needs gevent: pip install 'covey[gevent]'") from None
-    monkey.patch_all()
+    if not monkey.is_module_patched("socket"):
+        monkey.patch_all()
 
 
 _REMOVE = "none"
@@ -136,6 +155,9 @@ def flower(port: int, address: str, basic_auth: str | None) -> None:
     covey_flower.configure()
     from covey.worker.app import app
 
+    # Workers send task events only when asked (COVEY_TASK_EVENTS, or Flower): ask every
+    # live one now, so no task is missed before Flower's first periodic ask (5 s).
+    app.control.enable_events()
     app.start(covey_flower.argv(port, address, basic_auth))
 
 

@@ -25,11 +25,13 @@ def worker_env(redis_url: str, **extra: str) -> dict[str, str]:
     return env
 
 
-def start_worker(redis_url: str, concurrency: int = 1, pool: str = "threads", **extra: str) -> subprocess.Popen:
+def start_worker(
+    redis_url: str, concurrency: int = 1, pool: str = "threads", processes: int = 1, **extra: str
+) -> subprocess.Popen:
     log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"covey-worker-{os.getpid()}-{time.time_ns()}.log", "w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "covey", "worker", "--concurrency", str(concurrency), "--pool", pool,
-         "--loglevel", "info"],
+         "--processes", str(processes), "--loglevel", "info"],
         env=worker_env(redis_url, **extra), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
     )
     proc.log_path = Path(log.name)  # what the worker wrote, for tests that read its log

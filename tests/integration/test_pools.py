@@ -22,3 +22,26 @@ def test_a_tree_completes_on_every_pool(settings, redis_server, pool, concurrenc
     assert result.ok, result.error
     assert result.output == "leaves=4"
     assert result.usage.agents == 6
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pool", ["threads", "gevent"])
+def test_500_slots_run_a_wide_tree_without_connection_errors(settings, redis_server, pool):
+    """Every slot busy at once (900 leaves, each in a 1 s model call): the Redis,
+    broker and result-store pools hold a connection per slot, or make a slot wait."""
+    queue = f"covey-wide-{pool}"
+    client = Client(settings.model_copy(update={"queue": queue}))
+    proc = start_worker(redis_server.url, concurrency=500, pool=pool, COVEY_QUEUE=queue)
+    try:
+        wait_for_worker(client, proc)
+        spec = client.spec("[sim:spawn width=30 depth=2] [sim:latency 1000] wide",
+                           budget={"max_agents": 1000, "max_tokens": 10**8, "max_cycles": 10**5, "max_depth": 2})
+        result = client.submit(spec).result(timeout=300)
+    finally:
+        stop_worker(proc)
+        client.close()
+    assert result.ok, result.error
+    assert (result.output, result.usage.agents) == ("leaves=900", 930)
+    log = proc.log_path.read_text()
+    for error in ("MaxConnectionsError", "ConnectionError", "OperationalError", "Traceback"):
+        assert error not in log, log[log.find(error) - 2000:][:4000]
