@@ -131,15 +131,13 @@ class Ledger(Protocol):
     def agent(self, job_id: str, agent_id: str) -> AgentRow | None:
         """The agent's row as opened (None if it never was): what its task may trust."""
 
-    def agents_left(self, job_id: str, chain: list[str]) -> int | None:
-        """Sub-agents the last agent of ``chain`` may still open (None: no cap)."""
-
     def reserve(
         self, job_id: str, chain: list[str], scopes: list[str],
         reservation_id: str, tokens: int, min_tokens: int, cycle: int | None = None,
     ) -> Grant:
         """Hold up to ``tokens`` (at least ``min_tokens``) and one cycle on every
-        agent in the chain and every scope, or refuse naming the row that is short.
+        agent in the chain and every scope with a cap, or refuse naming the row
+        that is short.
         A scope whose window of this minute is full answers ``retry_after``.
         ``cycle`` (the agent's n-th call) is refused past the agent's own cycle cap.
         A reservation settled before is granted again with the outcome stored then."""
@@ -149,7 +147,8 @@ class Ledger(Protocol):
         reservation_id: str, tokens: int, record: str | None = None,
     ) -> bool:
         """Turn the reservation into actual usage and keep ``record`` (the call's
-        outcome) for a replay; False if it was already settled."""
+        outcome) for a replay; False if it was already settled. It charges what
+        the reserve held: the chain and the scopes with a cap."""
 
     def finished(self, job_id: str, agent_id: str) -> None:
         """The agent ended: drop what was kept only to replay its steps."""

@@ -29,9 +29,12 @@ _LUA = {
     for name in ("open", "reserve", "settle", "release")
 }
 
-# Expired reservations released per reserve call: bounds the sweep's cost on the
-# hot path; a backlog drains over the next calls.
+# Expired reservations released per sweep: bounds its cost on the hot path; a
+# backlog drains over the next sweeps.
 STALE_SWEEP_BATCH = 20
+# A process sweeps for a dead worker's expired reservations at most this often,
+# from its next reserve: one round trip per interval, not one per model call.
+STALE_SWEEP_SECONDS = 5.0
 
 _COUNTS = ("tokens_used", "tokens_reserved", "cycles_used", "cycles_reserved", "agents_spawned")
 _LIMITS = ("tokens_limit", "cycles_limit", "agents_limit")
@@ -48,11 +51,18 @@ class RedisLedger:
         self.client = client
         self.clock = clock
         self._scripts = {name: client.register_script(src) for name, src in _LUA.items()}
+        self._next_sweep = float("-inf")
 
     # -- agents -------------------------------------------------------------
 
     def open_root(self, job_id: str, agent_id: str, budget: Budget, terms: AgentTerms | None = None) -> None:
-        self._open(job_id, [], agent_id, budget, terms or AgentTerms())
+        terms = terms or AgentTerms()
+        self._open(job_id, [], agent_id, budget, terms)
+        if terms.scopes:  # the scopes `snapshot` shows beside the job, charged or not
+            with self.client.pipeline(transaction=False) as pipe:
+                pipe.sadd(keys.job_scopes(job_id), *terms.scopes)
+                pipe.expire(keys.job_scopes(job_id), keys.job_ttl())
+                pipe.execute()
 
     def open(
         self, job_id: str, chain: list[str], child_id: str, budget: Budget, terms: AgentTerms | None = None
@@ -66,7 +76,7 @@ class RedisLedger:
     def _open(self, job_id: str, chain: list[str], child_id: str, budget: Budget, terms: AgentTerms) -> Opened:
         args = [child_id, _arg(budget.max_tokens), _arg(budget.max_cycles), _arg(budget.max_agents),
                 budget.max_depth, budget.deadline.isoformat() if budget.deadline else "",
-                keys.JOB_TTL_SECONDS, "" if terms.tools is None else json.dumps(terms.tools),
+                keys.job_ttl(), _tools_field(terms.tools),
                 json.dumps(terms.deny), _arg(terms.max_cycles),
                 "" if terms.scopes is None else json.dumps(terms.scopes), terms.digest or "", *chain]
         row_keys = [keys.agent(job_id, child_id), keys.agents(job_id),
@@ -85,14 +95,6 @@ class RedisLedger:
         raw = self.client.hgetall(keys.agent(job_id, agent_id))
         return _agent_row(agent_id, raw) if raw else None
 
-    def agents_left(self, job_id: str, chain: list[str]) -> int | None:
-        with self.client.pipeline(transaction=False) as pipe:
-            for a in chain:
-                pipe.hmget(keys.agent(job_id, a), "agents_limit", "agents_spawned")
-            rows = pipe.execute()
-        left = [_int(limit) - int(spawned or 0) for limit, spawned in rows if _int(limit) is not None]
-        return max(0, min(left)) if left else None
-
     # -- reservations ---------------------------------------------------------
 
     def reserve(self, job_id: str, chain: list[str], scopes: list[str],
@@ -103,16 +105,18 @@ class RedisLedger:
             raise ValueError(
                 f"need 0 <= min_tokens <= tokens and tokens >= 1, got tokens={tokens} min_tokens={min_tokens}")
         now = self.clock()
-        self.release_stale(now)
+        if now >= self._next_sweep:
+            self._next_sweep = now + STALE_SWEEP_SECONDS
+            self.release_stale(now)
         minute = int(now // keys.WINDOW_SECONDS)
         row_keys = [keys.cancel(job_id), keys.reservations(job_id), keys.reservation_data(job_id),
-                    keys.settled(job_id), keys.scopes_index(), keys.job_scopes(job_id),
-                    *self._rows(job_id, chain, scopes), *(keys.scope_window(s, minute) for s in scopes),
+                    keys.settled(job_id), keys.job_scopes(job_id), *self._rows(job_id, chain, scopes),
+                    *(keys.scope_window(s, minute) for s in scopes),
                     keys.replies(job_id, chain[-1]), keys.live_reservations()]
-        args = [reservation_id, tokens, min_tokens, now + keys.RESERVATION_TTL_SECONDS,
-                keys.JOB_TTL_SECONDS, len(chain), _where(chain, scopes), _member(job_id, reservation_id),
-                _arg(cycle), keys.WINDOW_TTL_SECONDS, *chain, *scopes]
-        status, granted, reason, *record = self._scripts["reserve"](keys=row_keys, args=args)
+        args = [reservation_id, tokens, min_tokens, now + keys.RESERVATION_TTL_SECONDS, len(chain),
+                _compact(chain), _member(job_id, reservation_id), _arg(cycle),
+                keys.WINDOW_TTL_SECONDS, keys.job_ttl(), *chain, *scopes]
+        status, granted, reason, *rest = self._scripts["reserve"](keys=row_keys, args=args)
         if status == -2:
             raise LedgerError(f"job {job_id}: {_str(reason)}")
         if status == -1:
@@ -120,8 +124,10 @@ class RedisLedger:
         if status == 2:  # a full window: the next minute's is empty
             retry_after = (minute + 1) * keys.WINDOW_SECONDS - now
             return Grant(ok=False, tokens=0, reason=_str(reason), retry_after=retry_after)
-        stored = _str(record[0]) if record else ""
-        return Grant(ok=status == 1, tokens=int(granted), reason=_str(reason) or None, record=stored or None)
+        if status != 1:
+            return Grant(ok=False, tokens=0, reason=_str(reason) or None)
+        record = _str(rest[0])
+        return Grant(ok=True, tokens=int(granted), reason=None, record=record or None)
 
     def settle(self, job_id: str, chain: list[str], scopes: list[str],
                reservation_id: str, tokens: int, record: str | None = None) -> bool:
@@ -133,8 +139,8 @@ class RedisLedger:
         row_keys = [keys.reservations(job_id), keys.reservation_data(job_id), keys.settled(job_id),
                     *self._rows(job_id, chain, scopes), keys.replies(job_id, chain[-1]),
                     keys.live_reservations()]
-        args = [reservation_id, tokens, keys.JOB_TTL_SECONDS, _where(chain, scopes),
-                _member(job_id, reservation_id), record or ""]
+        args = [reservation_id, tokens, keys.job_ttl(), _compact(chain),
+                _member(job_id, reservation_id), record or "", len(chain), *scopes]
         status = self._scripts["settle"](keys=row_keys, args=args)
         if status == -2:
             raise LedgerError(
@@ -173,7 +179,7 @@ class RedisLedger:
     # -- cancel ---------------------------------------------------------------
 
     def cancel(self, job_id: str) -> None:
-        self.client.set(keys.cancel(job_id), 1, ex=keys.JOB_TTL_SECONDS)
+        self.client.set(keys.cancel(job_id), 1, ex=keys.job_ttl())
 
     def cancelled(self, job_id: str) -> bool:
         return bool(self.client.exists(keys.cancel(job_id)))
@@ -241,10 +247,22 @@ def _member(job_id: str, reservation_id: str) -> str:
     return json.dumps([job_id, reservation_id], separators=(",", ":"))
 
 
-def _where(chain: list[str], scopes: list[str]) -> str:
-    """The reservation's rows as stored beside its grant; compact and deterministic,
-    since settle and release compare it byte for byte."""
-    return json.dumps({"chain": chain, "scopes": scopes}, separators=(",", ":"))
+def _compact(chain: list[str]) -> str:
+    """The chain as the reservation's data stores it; settle finds it there byte for byte."""
+    return json.dumps(chain, separators=(",", ":"))
+
+
+def _tools_field(tools: list[str] | None) -> str:
+    """A row's tools: '' for every tool, else '=' and the names joined by commas. A
+    JSON list of the default tools passes 64 bytes, the longest value Redis keeps a
+    hash compact for: it would triple the row's memory."""
+    return "" if tools is None else "=" + ",".join(tools)
+
+
+def _tool_names(field: str | None) -> list[str] | None:
+    if not field:
+        return None
+    return [name for name in field.removeprefix("=").split(",") if name]
 
 
 def _arg(value: int | None) -> int | str:
@@ -288,7 +306,7 @@ def _agent_row(agent_id: str, raw: dict) -> AgentRow:
     return AgentRow(
         agent_id=agent_id, depth=int(f["depth"]), depth_limit=int(f["depth_limit"]),
         deadline=_deadline(f.get("deadline")), agent_cycles_limit=_int(f.get("agent_cycles_limit")),
-        tools=json.loads(f["tools"]) if f.get("tools") else None, deny=json.loads(f.get("deny") or "[]"),
+        tools=_tool_names(f.get("tools")), deny=json.loads(f.get("deny") or "[]"),
         scopes=json.loads(f["scopes"]) if f.get("scopes") else None, digest=f.get("digest") or None,
         **{k: int(f.get(k, 0)) for k in _COUNTS},
         **{k: _int(f.get(k)) for k in _LIMITS},

@@ -31,7 +31,7 @@ class Checkpoints:
     def save(self, job_id: str, agent_id: str, spawn_round: int, state: str) -> bool:
         """Store ``state`` for ``spawn_round``; False if a newer round is stored."""
         key = keys.checkpoint(job_id, agent_id)
-        return bool(self._save(keys=[key], args=[spawn_round, state, keys.JOB_TTL_SECONDS]))
+        return bool(self._save(keys=[key], args=[spawn_round, state, keys.job_ttl()]))
 
     def load(self, job_id: str, agent_id: str) -> Checkpoint | None:
         spawn_round, state = self._redis.hmget(keys.checkpoint(job_id, agent_id), "round", "state")

@@ -4,12 +4,18 @@ One Redis hash per job (agent id -> node JSON). A node is written when its paren
 opens it (``queued``), when it starts (``running``), when it waits on its children
 (``waiting``) and when it ends (its result's status), so a reader sees the live
 shape of a running job.
+
+A finished job keeps a node per agent for ``COVEY_JOB_TTL``, so a node is stored
+packed: one-letter field names, usage as a list, no empty fields, and no task id
+once it is final (only a live agent's task is looked for among the workers').
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
+
+import json
 
 import redis
 from pydantic import BaseModel
@@ -74,6 +80,27 @@ class Node(BaseModel):
         )
 
 
+_PACKED = {"parent_id": "p", "depth": "d", "role": "r", "status": "s", "usage": "u", "output": "o", "error": "e",
+           "data": "x", "task": "t", "task_id": "i", "started_at": "a", "finished_at": "f"}
+_UNPACKED = {short: name for name, short in _PACKED.items()}
+_USAGE = ("prompt_tokens", "completion_tokens", "cycles", "agents")
+
+
+def pack(node: Node) -> str:
+    fields = node.model_dump(mode="json", exclude_none=True, exclude={"agent_id", "usage"})
+    if node.final:
+        fields.pop("task_id", None)
+    packed = {_PACKED[name]: value for name, value in fields.items()}
+    packed["u"] = [getattr(node.usage, name) for name in _USAGE]
+    return json.dumps(packed, separators=(",", ":"), ensure_ascii=False)
+
+
+def unpack(agent_id: str, raw: str) -> Node:
+    fields = {_UNPACKED[short]: value for short, value in json.loads(raw).items()}
+    fields["usage"] = Usage(**dict(zip(_USAGE, fields.pop("usage"))))
+    return Node(agent_id=agent_id, **fields)
+
+
 class JobTree:
     def __init__(self, client: redis.Redis) -> None:
         self._redis = client
@@ -81,15 +108,19 @@ class JobTree:
     def record(self, job_id: str, *nodes: Node) -> None:
         if not nodes:
             return
-        key = keys.nodes(job_id)
-        pipe = self._redis.pipeline()
-        pipe.hset(key, mapping={n.agent_id: n.model_dump_json() for n in nodes})
-        pipe.expire(key, keys.JOB_TTL_SECONDS)
-        pipe.execute()
+        key, mapping = keys.nodes(job_id), {n.agent_id: pack(n) for n in nodes}
+        if not any(n.depth == 0 for n in nodes):  # the hash keeps the TTL the root's records gave it
+            self._redis.hset(key, mapping=mapping)
+            return
+        # The root's records (its start, and its end) set the job's retention.
+        with self._redis.pipeline(transaction=False) as pipe:
+            pipe.hset(key, mapping=mapping)
+            pipe.expire(key, keys.job_ttl())
+            pipe.execute()
 
     def nodes(self, job_id: str) -> list[Node]:
         raw = self._redis.hgetall(keys.nodes(job_id))
-        nodes = [Node.model_validate_json(v) for v in raw.values()]
+        nodes = [unpack(agent_id, v) for agent_id, v in raw.items()]
         return sorted(nodes, key=lambda n: (n.depth, n.agent_id))
 
     def many(self, job_id: str, agent_ids: list[str]) -> list[Node]:
@@ -97,8 +128,8 @@ class JobTree:
         if not agent_ids:
             return []
         raw = self._redis.hmget(keys.nodes(job_id), agent_ids)
-        return [Node.model_validate_json(v) for v in raw if v is not None]
+        return [unpack(agent_id, v) for agent_id, v in zip(agent_ids, raw) if v is not None]
 
     def node(self, job_id: str, agent_id: str) -> Node | None:
         raw = self._redis.hget(keys.nodes(job_id), agent_id)
-        return None if raw is None else Node.model_validate_json(raw)
+        return None if raw is None else unpack(agent_id, raw)

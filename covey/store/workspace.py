@@ -55,7 +55,7 @@ class Workspace:
             raise WorkspaceError(f"workspace full: {MAX_FILES} files")
         pipe = self._redis.pipeline()
         pipe.hset(self._key, clean, content)
-        pipe.expire(self._key, keys.JOB_TTL_SECONDS)
+        pipe.expire(self._key, keys.job_ttl())
         pipe.execute()
         return clean
 

@@ -50,7 +50,7 @@ class Claims:
     def take(self, unit: str, job_id: str) -> Take:
         key = keys.sweep_claim(self.sweep_id, unit)
         mine = json.dumps({"job": job_id, "owner": self.owner, "recorded": None})
-        if self.redis.set(key, mine, nx=True, ex=keys.JOB_TTL_SECONDS):
+        if self.redis.set(key, mine, nx=True, ex=keys.job_ttl()):
             return Take("new", job_id)
         raw = self.redis.get(key)
         if raw is None:  # expired between the two calls: try again next time
@@ -82,7 +82,7 @@ class Claims:
                 if current is None or _text(current) != _text(old):
                     return False
                 pipe.multi()
-                pipe.set(key, new, ex=keys.JOB_TTL_SECONDS)
+                pipe.set(key, new, ex=keys.job_ttl())
                 pipe.execute()
                 return True
             except redis.WatchError:

@@ -39,6 +39,7 @@ class AgentState(BaseModel):
     next_action: dict[str, Any] | None = Field(
         default=None, description="the Action a paused agent takes when its next task starts"
     )
+    recorded_at: datetime | None = Field(default=None, description="when its running node was last written")
 
     def node(self, status: str) -> Node:
         """The agent's tree node as it stands: its usage so far, for readers and the crash path."""

@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 # A grant below this many completion tokens (or the agent's own call cap, when
 # that is smaller) buys no useful reply: the agent ends budget_exceeded instead.
 MIN_REPLY_TOKENS = 64
+SPEND_RECORD_SECONDS = 1.0
 MAX_CALL_TOKENS_HINT = "raise it with covey run --max-call-tokens N, or max_call_tokens in the spec"
 
 
@@ -49,7 +50,7 @@ def call_model(deps: Deps, state: AgentState, action: CallModel, seconds_left: f
     ctx, spec = state.ctx, state.spec
     allowed = offered(ctx.allow, ctx.deny)
     names = allowed if action.tools is None else [n for n in allowed if n in action.tools]
-    agents_left = deps.ledger.agents_left(ctx.job_id, ctx.chain) if SPAWN_TOOLS & set(names) else None
+    agents_left = _agents_left(state) if SPAWN_TOOLS & set(names) else None
     tools = schemas(names, agents_left)
     estimate = estimate_prompt_tokens(action.messages, tools) + schema_tokens(action.schema)
     state.cycle += 1
@@ -80,11 +81,29 @@ def call_model(deps: Deps, state: AgentState, action: CallModel, seconds_left: f
         state.usage += record.usage or Usage(cycles=1)
         return Stop(Status.FAILED, record.error)
     state.usage += record.usage
-    deps.tree.record(ctx.job_id, state.node(RUNNING))  # readers see a running agent's spend as it settles
+    _show_spend(deps, state)
     over = _over_reserved(record.usage, estimate, max_tokens)
     if over is not None:
         return over
     return _checked(record.model_reply(), action, names, max_tokens, spec.max_call_tokens)
+
+
+def _agents_left(state: AgentState) -> int | None:
+    """Sub-agents this agent may still open, for its spawn tools' description: its own
+    cap (clamped to its ancestors' when it was opened) less what its subtree has
+    started. Siblings may have used an ancestor's share since; the ledger refuses
+    what no longer fits when the child is opened, so no read is spent on it here."""
+    cap = state.ctx.budget.max_agents
+    return None if cap is None else max(0, cap - state.usage.agents)
+
+
+def _show_spend(deps: Deps, state: AgentState) -> None:
+    """Readers see a running agent's spend as it settles: written at most once per
+    ``SPEND_RECORD_SECONDS``, since an agent's end writes its node anyway."""
+    now = deps.now()
+    if state.recorded_at is None or (now - state.recorded_at).total_seconds() >= SPEND_RECORD_SECONDS:
+        deps.tree.record(state.ctx.job_id, state.node(RUNNING))
+        state.recorded_at = now
 
 
 def _call(

@@ -54,9 +54,12 @@ class Paused:
     action: Action
 
 
-def begin(deps: Deps, ctx: RunContext, spec: AgentSpec, task_id: str | None = None) -> tuple[AgentState, Action]:
-    """Start an agent under the terms its ledger row holds, whatever its message says."""
-    row = deps.ledger.agent(ctx.job_id, ctx.agent_id)
+def begin(
+    deps: Deps, ctx: RunContext, spec: AgentSpec, task_id: str | None = None, row: AgentRow | None = None
+) -> tuple[AgentState, Action]:
+    """Start an agent under the terms its ledger row holds (``row``, when the caller
+    has just read it), whatever its message says."""
+    row = row or deps.ledger.agent(ctx.job_id, ctx.agent_id)
     if row is None:
         raise NotOpened(f"agent {ctx.agent_id} was never opened on the ledger of job {ctx.job_id}")
     ctx, spec = _under_terms(ctx, spec, row)
@@ -70,6 +73,7 @@ def begin(deps: Deps, ctx: RunContext, spec: AgentSpec, task_id: str | None = No
         task_deadline=_task_deadline(deps),
     )
     deps.tree.record(ctx.job_id, state.node(RUNNING))
+    state.recorded_at = now
     agent_event("started", state, RUNNING)
     return state, registry.strategy(spec.strategy).start(spec, ctx)
 
@@ -139,7 +143,7 @@ def advance(deps: Deps, state: AgentState, action: Action) -> Finished | FanOut 
         state.strategy = action.state
         if isinstance(action, Finish):
             return _finish(deps, state, action.status, action.output, action.error, action.data)
-        stop = _stop(deps, state)
+        stop = _stop(deps, state, checked_at_reserve=isinstance(action, CallModel))
         if stop is not None:
             return _finish(deps, state, stop.status, None, stop.reason)
         if state.task_deadline is not None and deps.now() >= state.task_deadline:
@@ -170,10 +174,11 @@ def advance(deps: Deps, state: AgentState, action: Action) -> Finished | FanOut 
         action = strategy.resume(state.spec, state.ctx, state.strategy, outcome)
 
 
-def _stop(deps: Deps, state: AgentState) -> Stop | None:
+def _stop(deps: Deps, state: AgentState, checked_at_reserve: bool) -> Stop | None:
     """Why the agent must end before its next step, if it must. Cycle and token
-    caps are the ledger's to refuse, at the reservation."""
-    if deps.ledger.cancelled(state.ctx.job_id):
+    caps are the ledger's to refuse at the reservation, and so is a cancel before
+    a model call (``checked_at_reserve``): one round trip fewer per call."""
+    if not checked_at_reserve and deps.ledger.cancelled(state.ctx.job_id):
         return Stop(Status.CANCELLED, "job cancelled")
     return _deadline(deps, state)
 
@@ -213,7 +218,9 @@ def _finish(
         children=state.children,
     )
     deps.tree.record(ctx.job_id, Node.of(result, task=state.spec.task, task_id=state.task_id))
-    deps.checkpoints.delete(ctx.job_id, ctx.agent_id)
-    deps.ledger.finished(ctx.job_id, ctx.agent_id)
+    if state.step:  # it checkpointed
+        deps.checkpoints.delete(ctx.job_id, ctx.agent_id)
+    if state.cycle:  # it called the model: its stored replies go
+        deps.ledger.finished(ctx.job_id, ctx.agent_id)
     agent_event("finished", state, status.value)
     return Finished(result)

@@ -202,6 +202,7 @@ def test_usage_stays_at_or_under_every_cap(ledger, job):
 
 def test_reserve_and_settle_are_idempotent_by_reservation_id(ledger, job):
     glob = scope_name()
+    ledger.set_scope(glob, 10_000, None)
     ledger.open_root(job, "root", Budget(max_tokens=1000, max_depth=0))
     first = ledger.reserve(job, ["root"], [glob], "root:0", 300, 1)
     assert ledger.reserve(job, ["root"], [glob], "root:0", 300, 1) == first  # live: same grant
@@ -228,6 +229,7 @@ def test_a_cancelled_job_refuses_reserve(ledger, job):
 
 def test_stale_reservation_is_released_and_a_late_settle_charges_once(ledger, job, redis_client):
     glob = scope_name()
+    ledger.set_scope(glob, 10_000, None)
     ledger.open_root(job, "root", Budget(max_tokens=1000, max_cycles=5, max_depth=0))
     assert ledger.reserve(job, ["root"], [glob], "root:0", 400, 1).tokens == 400
     assert ledger.release_stale() == 0  # not expired yet
@@ -273,9 +275,18 @@ def test_snapshot_numbers(ledger, job):
     assert (c1.tokens_used, c1.tokens_reserved, c1.tokens_limit) == (200, 50, 1000)
     assert (c1.cycles_used, c1.cycles_reserved, c1.agents_limit, c1.depth_limit) == (1, 1, 1, 1)
     scopes = [(s.name, s.tokens_used, s.tokens_limit, s.cycles_used, s.cycles_limit) for s in snap.scopes]
-    assert scopes == sorted([(glob, 300, None, 2, None), (tenant, 300, 10_000, 2, 50)])
+    assert scopes == [(tenant, 300, 10_000, 2, 50)]  # the uncapped scope was not charged
     dumped = snap.model_dump(mode="json")
     assert dumped["agents"][1]["tokens_used"] == 200 and dumped["job_id"] == job
+
+
+def test_a_scope_without_a_cap_is_not_charged_nor_written(ledger, job, redis_client):
+    uncapped, capped = scope_name(), scope_name()
+    ledger.set_scope(capped, 10_000, None)
+    ledger.open_root(job, "root", Budget(max_depth=0), AgentTerms(scopes=[uncapped, capped]))
+    spend(ledger, job, ["root"], [uncapped, capped], "root:0", 100)
+    assert not redis_client.exists(keys.scope(uncapped))
+    assert {s.name: s.tokens_used for s in ledger.snapshot(job).scopes} == {uncapped: 0, capped: 100}
 
 
 def test_snapshot_of_an_unknown_job_is_empty(ledger, job):
@@ -319,9 +330,11 @@ def test_bad_calls_raise_clear_errors(ledger, job):
         ledger.settle(job, ["root"], [], "root:0", -1)
     with pytest.raises(ValueError, match="max_tokens cannot be negative"):
         ledger.set_scope(scope_name(), -1, None)
-    assert ledger.reserve(job, ["root"], [], "root:0", 10, 1).ok
+    capped = scope_name()
+    ledger.set_scope(capped, 10_000, None)
+    assert ledger.reserve(job, ["root"], [capped], "root:0", 10, 1).ok
     with pytest.raises(LedgerError, match="another chain or scopes"):
-        ledger.settle(job, ["root"], [scope_name()], "root:0", 10)
+        ledger.settle(job, ["root"], [], "root:0", 10)
     assert ledger.snapshot(job).tokens_used == 0
 
 
@@ -383,14 +396,3 @@ def test_a_settled_reservation_is_granted_again_with_its_record(ledger, job):
     assert ledger.snapshot(job).tokens_used == 120  # charged once
     ledger.finished(job, "root")
     assert ledger.reserve(job, ["root"], [], "root:1", 300, 10, cycle=1).record is None
-
-
-def test_agents_left_is_the_tightest_cap_on_the_chain(ledger, job):
-    ledger.open_root(job, "root", Budget(max_agents=5, max_depth=2))
-    assert ledger.agents_left(job, ["root"]) == 5
-    ledger.open(job, ["root"], "c1", Budget(max_agents=10, max_depth=1))  # clamped to 4 left at root
-    ledger.open(job, ["root"], "c2", Budget(max_agents=1, max_depth=1))
-    assert ledger.agents_left(job, ["root"]) == 3
-    assert ledger.agents_left(job, ["root", "c2"]) == 1
-    ledger.open_root(f"{job}-free", "root", Budget(max_agents=None))
-    assert ledger.agents_left(f"{job}-free", ["root"]) is None

@@ -64,7 +64,7 @@ def test_a_redelivered_agent_step_is_charged_once(client):
 
 
 def test_result_waits_and_times_out_with_a_clear_error(client, cli):
-    handle = client.submit(client.spec("[sim:loop] [sim:latency 20] slow", max_cycles=10_000))
+    handle = client.submit(client.spec("[sim:loop] [sim:latency 2000] slow", max_cycles=10_000))
     proc = cli("result", handle.id, "--timeout", "0.2")
     assert proc.returncode == 3
     assert re.search(r"not finished after \d+\.\ds", proc.stderr)  # the time really waited

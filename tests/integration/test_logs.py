@@ -28,7 +28,9 @@ AUTH = ("ops", "flower-pw")
 def guarded():
     """A Redis with a password, a worker logging JSON with an API key, and Flower."""
     with RedisServer(password=PASSWORD) as server:
-        env = {"COVEY_OPENAI_API_KEY": API_KEY, "COVEY_LOG_FORMAT": "json"}
+        # Task events from the start (Flower starts beside the worker, so it cannot ask first),
+        # and extended results: everything a secret could leak through is on.
+        env = {"COVEY_OPENAI_API_KEY": API_KEY, "COVEY_LOG_FORMAT": "json", "COVEY_TASK_EVENTS": "1"}
         worker = start_worker(server.url, **env)
         client = Client(Settings(redis_url=server.url, model="sim"))
         port = free_port()

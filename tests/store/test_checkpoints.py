@@ -27,7 +27,7 @@ def test_rounds_share_one_key_and_a_stale_round_cannot_overwrite_a_newer_one(che
     assert checkpoints.save(job, "root", 2, '{"round": 2, "again": true}')  # a replay of the same round
     assert checkpoints.load(job, "root") == Checkpoint(round=2, state='{"round": 2, "again": true}')
     assert redis_client.keys(f"covey:{{{job}}}:state:*") == [keys.checkpoint(job, "root")]
-    assert 0 < redis_client.ttl(keys.checkpoint(job, "root")) <= keys.JOB_TTL_SECONDS
+    assert 0 < redis_client.ttl(keys.checkpoint(job, "root")) <= keys.job_ttl()
 
 
 def test_delete_leaves_nothing_to_load(checkpoints, redis_client, job):

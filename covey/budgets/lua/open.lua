@@ -7,7 +7,7 @@
 -- ARGV[5]     requested max depth
 -- ARGV[6]     deadline, ISO 8601 ('' = none)
 -- ARGV[7]     job TTL in seconds
--- ARGV[8]     the child's tools, a JSON list ('' = every tool)
+-- ARGV[8]     the child's tools, '=' then names joined by commas ('' = every tool)
 -- ARGV[9]     the child's deny rules, a JSON list
 -- ARGV[10]    the child's own cycle cap ('' = none)
 -- ARGV[11]    the global scopes the job charges, a JSON list ('' = not recorded)

@@ -1,11 +1,10 @@
--- reserve.lua: hold tokens and one cycle on every agent of a chain and every scope, or refuse.
+-- reserve.lua: hold tokens and one cycle on every agent of a chain and every capped scope, or refuse.
 -- KEYS[1]        the job's cancel flag
 -- KEYS[2]        reservations zset (id -> expiry)
 -- KEYS[3]        reservation data hash (id -> JSON {"tokens", "chain", "scopes"})
 -- KEYS[4]        settled hash (id -> tokens granted)
--- KEYS[5]        index of every scope name
--- KEYS[6]        the job's set of scope names
--- KEYS[7..6+n]   agent rows, root first; then m scope rows; then those scopes'
+-- KEYS[5]        the job's set of scope names
+-- KEYS[6..5+n]   agent rows, root first; then m scope rows; then those scopes'
 --                windows of the current minute, in the same order
 -- KEYS[#KEYS-1]  the agent's replies hash (id -> the settled call's outcome)
 -- KEYS[#KEYS]    index of every live reservation of every job (member -> expiry)
@@ -13,63 +12,66 @@
 -- ARGV[2]        tokens wanted
 -- ARGV[3]        least tokens worth granting
 -- ARGV[4]        expiry (unix seconds)
--- ARGV[5]        job TTL in seconds
--- ARGV[6]        n, the number of agent rows
--- ARGV[7]        JSON {"chain": [...], "scopes": [...]}, stored with the grant
--- ARGV[8]        this reservation's member in the index of every live reservation
--- ARGV[9]        the agent's own call number, checked against its own cycle cap ('' = unchecked)
--- ARGV[10]       a window's TTL in seconds
+-- ARGV[5]        n, the number of agent rows
+-- ARGV[6]        the chain as a JSON list, stored with the grant
+-- ARGV[7]        this reservation's member in the index of live reservations
+-- ARGV[8]        the agent's own call number, checked against its own cycle cap ('' = unchecked)
+-- ARGV[9]        a window's TTL in seconds
+-- ARGV[10]       the job's TTL in seconds
 -- ARGV[11..]     agent ids then scope names, in KEYS order
--- Returns {1, tokens, '', record} granted: record is the outcome stored by the settle
--- of an id settled before ('' otherwise; a live id gets its grant again);
--- {0, 0, reason} refused, {-1, 0, 'job cancelled'}, {-2, 0, reason} for an unopened agent,
--- {2, 0, reason} when a scope's window of this minute is full: ask again next minute.
+-- Returns {1, tokens, '', record} granted: record is the outcome stored by the
+-- settle of an id settled before ('' otherwise); a live id gets its grant again. {0, 0, reason} refused, {-1, 0, 'job cancelled'},
+-- {-2, 0, reason} for an unopened agent, {2, 0, reason} when a scope's window of
+-- this minute is full: ask again next minute.
+-- A scope with no cap is not charged: a scope every job names (global) is then
+-- no key that every call in the fleet writes. A charged scope joins the job's set.
 -- A window counts the tokens granted (not those used later) and one request.
+-- Rows keep the TTL their open gave them; the reservation keys empty (and vanish)
+-- as reservations settle or are released.
 
 local rid = ARGV[1]
 if redis.call('EXISTS', KEYS[1]) == 1 then return {-1, 0, 'job cancelled'} end
 local done = redis.call('HGET', KEYS[4], rid)
 if done then return {1, tonumber(done), '', redis.call('HGET', KEYS[#KEYS - 1], rid) or ''} end
-if redis.call('ZSCORE', KEYS[2], rid) then
-  return {1, cjson.decode(redis.call('HGET', KEYS[3], rid)).tokens, '', ''}
-end
+local live = redis.call('HGET', KEYS[3], rid)
+if live then return {1, cjson.decode(live).tokens, '', ''} end
 
-local n = tonumber(ARGV[6])
-local m = (#KEYS - 8 - n) / 2
-local rows = n + m
+local n = tonumber(ARGV[5])
+local m = (#KEYS - 7 - n) / 2
 local function label(i)
   if i <= n then return 'agent ' .. ARGV[10 + i] end
   return 'scope ' .. ARGV[10 + i]
 end
 
-if ARGV[9] ~= '' then
-  local own_cap = redis.call('HGET', KEYS[6 + n], 'agent_cycles_limit')
-  if own_cap and tonumber(ARGV[9]) > tonumber(own_cap) then
-    return {0, 0, 'cycle cap reached: max_cycles=' .. own_cap .. ' for this agent'}
-  end
-end
-
 -- Agent rows deepest first, then scopes: on a tie the message names the agent itself.
 local order = {}
 for i = n, 1, -1 do table.insert(order, i) end
-for i = n + 1, rows do table.insert(order, i) end
+for i = n + 1, n + m do table.insert(order, i) end
 
 local granted = tonumber(ARGV[2])
 local shortest, shortest_left = nil, nil
+local rows, charged = {}, {}
 for _, i in ipairs(order) do
-  local r = redis.call('HMGET', KEYS[6 + i],
-    'tokens_limit', 'tokens_used', 'tokens_reserved', 'cycles_limit', 'cycles_used', 'cycles_reserved', 'depth')
+  local r = redis.call('HMGET', KEYS[5 + i], 'tokens_limit', 'tokens_used', 'tokens_reserved',
+    'cycles_limit', 'cycles_used', 'cycles_reserved', 'depth', 'agent_cycles_limit', 'tpm_limit', 'rpm_limit')
+  rows[i] = r
   if i <= n and not r[7] then return {-2, 0, label(i) .. ' was never opened'} end
-  if r[4] then
-    local cycles_left = tonumber(r[4]) - (tonumber(r[5]) or 0) - (tonumber(r[6]) or 0)
-    if cycles_left < 1 then
-      return {0, 0, 'cycle budget exhausted at ' .. label(i) .. ' (max_cycles=' .. r[4] .. ')'}
-    end
+  if i == n and ARGV[8] ~= '' and r[8] and tonumber(ARGV[8]) > tonumber(r[8]) then
+    return {0, 0, 'cycle cap reached: max_cycles=' .. r[8] .. ' for this agent'}
   end
-  if r[1] then
-    local tokens_left = tonumber(r[1]) - (tonumber(r[2]) or 0) - (tonumber(r[3]) or 0)
-    if shortest_left == nil or tokens_left < shortest_left then shortest, shortest_left = i, tokens_left end
-    granted = math.min(granted, tokens_left)
+  if i <= n or r[1] or r[4] or r[9] or r[10] then
+    table.insert(charged, i)
+    if r[4] then
+      local cycles_left = tonumber(r[4]) - (tonumber(r[5]) or 0) - (tonumber(r[6]) or 0)
+      if cycles_left < 1 then
+        return {0, 0, 'cycle budget exhausted at ' .. label(i) .. ' (max_cycles=' .. r[4] .. ')'}
+      end
+    end
+    if r[1] then
+      local tokens_left = tonumber(r[1]) - (tonumber(r[2]) or 0) - (tonumber(r[3]) or 0)
+      if shortest_left == nil or tokens_left < shortest_left then shortest, shortest_left = i, tokens_left end
+      granted = math.min(granted, tokens_left)
+    end
   end
 end
 granted = math.max(0, granted)
@@ -79,20 +81,18 @@ if granted < tonumber(ARGV[3]) then
 end
 
 -- Per-minute windows: a cap below one call's need refuses; a full window waits.
-local caps = {}
-for i = n + 1, rows do
-  caps[i] = redis.call('HMGET', KEYS[6 + i], 'tpm_limit', 'rpm_limit')
-  local tpm, rpm = tonumber(caps[i][1]), tonumber(caps[i][2])
+for i = n + 1, n + m do
+  local tpm, rpm = tonumber(rows[i][9]), tonumber(rows[i][10])
   if tpm and tpm < tonumber(ARGV[3]) then
     return {0, 0, label(i) .. ' allows ' .. tpm .. ' tokens per minute, one call needs ' .. ARGV[3]}
   end
   if rpm and rpm < 1 then return {0, 0, label(i) .. ' allows 0 requests per minute'} end
   if tpm then granted = math.min(granted, tpm) end
 end
-for i = n + 1, rows do
-  local tpm, rpm = tonumber(caps[i][1]), tonumber(caps[i][2])
+for i = n + 1, n + m do
+  local tpm, rpm = tonumber(rows[i][9]), tonumber(rows[i][10])
   if tpm or rpm then
-    local w = redis.call('HMGET', KEYS[6 + m + i], 'tokens', 'requests')
+    local w = redis.call('HMGET', KEYS[5 + m + i], 'tokens', 'requests')
     if rpm and (tonumber(w[2]) or 0) + 1 > rpm then
       return {2, 0, label(i) .. ' is at its ' .. rpm .. ' requests per minute'}
     end
@@ -102,25 +102,22 @@ for i = n + 1, rows do
   end
 end
 
-local ttl = tonumber(ARGV[5])
-for i = 1, rows do
-  redis.call('HINCRBY', KEYS[6 + i], 'tokens_reserved', granted)
-  redis.call('HINCRBY', KEYS[6 + i], 'cycles_reserved', 1)
-  if i <= n then
-    redis.call('EXPIRE', KEYS[6 + i], ttl)
-  else
-    redis.call('SADD', KEYS[5], ARGV[10 + i])
-    redis.call('SADD', KEYS[6], ARGV[10 + i])
-    if caps[i][1] or caps[i][2] then
-      redis.call('HINCRBY', KEYS[6 + m + i], 'tokens', granted)
-      redis.call('HINCRBY', KEYS[6 + m + i], 'requests', 1)
-      redis.call('EXPIRE', KEYS[6 + m + i], ARGV[10])
+local scopes = {}
+for _, i in ipairs(charged) do
+  redis.call('HINCRBY', KEYS[5 + i], 'tokens_reserved', granted)
+  redis.call('HINCRBY', KEYS[5 + i], 'cycles_reserved', 1)
+  if i > n then
+    table.insert(scopes, '"' .. ARGV[10 + i] .. '"')  -- scope names hold no quote (ledger.SCOPE_NAME)
+    if redis.call('SADD', KEYS[5], ARGV[10 + i]) == 1 then redis.call('EXPIRE', KEYS[5], ARGV[10]) end
+    if rows[i][9] or rows[i][10] then
+      redis.call('HINCRBY', KEYS[5 + m + i], 'tokens', granted)
+      redis.call('HINCRBY', KEYS[5 + m + i], 'requests', 1)
+      redis.call('EXPIRE', KEYS[5 + m + i], ARGV[9])
     end
   end
 end
 redis.call('ZADD', KEYS[2], ARGV[4], rid)
-redis.call('ZADD', KEYS[#KEYS], ARGV[4], ARGV[8])
--- ARGV[7] is a JSON object; splice the grant in front of its fields.
-redis.call('HSET', KEYS[3], rid, '{"tokens":' .. granted .. ',' .. string.sub(ARGV[7], 2))
-for _, k in ipairs({KEYS[2], KEYS[3], KEYS[6]}) do redis.call('EXPIRE', k, ttl) end
+redis.call('ZADD', KEYS[#KEYS], ARGV[4], ARGV[7])
+local data = '{"tokens":' .. granted .. ',"chain":' .. ARGV[6] .. ',"scopes":[' .. table.concat(scopes, ',') .. ']}'
+redis.call('HSET', KEYS[3], rid, data)
 return {1, granted, '', ''}

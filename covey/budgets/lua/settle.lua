@@ -2,39 +2,66 @@
 -- KEYS[1]      reservations zset (id -> expiry)
 -- KEYS[2]      reservation data hash (id -> JSON {"tokens", "chain", "scopes"})
 -- KEYS[3]      settled hash (id -> tokens granted)
--- KEYS[4..]    agent rows, root first, then scope rows
+-- KEYS[4..]    n agent rows, root first, then the rows of the m scopes the call named
 -- KEYS[#KEYS-1] the agent's replies hash (id -> the call's outcome)
 -- KEYS[#KEYS]  index of every live reservation of every job
 -- ARGV[1]      reservation id
 -- ARGV[2]      tokens actually used
 -- ARGV[3]      job TTL in seconds
--- ARGV[4]      JSON {"chain": [...], "scopes": [...]}, as given to reserve
+-- ARGV[4]      the chain as a JSON list, as given to reserve
 -- ARGV[5]      this reservation's member in the index of live reservations
 -- ARGV[6]      the call's outcome, kept for a replay of this step ('' = none)
+-- ARGV[7]      n, the number of agent rows
+-- ARGV[8..]    the m scope names, in KEYS order
 -- Returns 1 if it charged, 0 if the id was already settled, -2 if the chain or
 -- scopes differ from the reservation's.
--- A reservation already released as stale is still charged: the tokens were spent.
+-- It charges the rows its reserve charged: the chain and the scopes with a cap.
+-- A reservation already released as stale is still charged (the tokens were
+-- spent), to the chain and the scopes that have a cap now.
 
 local rid = ARGV[1]
 if redis.call('HEXISTS', KEYS[3], rid) == 1 then return 0 end
+local n = tonumber(ARGV[7])
+local m = #KEYS - 5 - n
 local used = tonumber(ARGV[2])
 local recorded = used
-if redis.call('ZSCORE', KEYS[1], rid) then
-  local data = redis.call('HGET', KEYS[2], rid)
-  local granted = cjson.decode(data).tokens
-  if data ~= '{"tokens":' .. granted .. ',' .. string.sub(ARGV[4], 2) then return -2 end
-  for i = 4, #KEYS - 2 do
-    redis.call('HINCRBY', KEYS[i], 'tokens_reserved', -granted)
-    redis.call('HINCRBY', KEYS[i], 'cycles_reserved', -1)
+local rows = {}
+for i = 1, n do table.insert(rows, KEYS[3 + i]) end
+
+local data = redis.call('HGET', KEYS[2], rid)
+local granted = nil
+if data then
+  local held = cjson.decode(data)
+  if not string.find(data, ',"chain":' .. ARGV[4] .. ',', 1, true) then return -2 end
+  for _, name in ipairs(held.scopes) do
+    local found = nil
+    for j = 1, m do
+      if ARGV[7 + j] == name then found = j end
+    end
+    if not found then return -2 end
+    table.insert(rows, KEYS[3 + n + found])
+  end
+  granted = held.tokens
+else
+  for j = 1, m do
+    local caps = redis.call('HMGET', KEYS[3 + n + j], 'tokens_limit', 'cycles_limit', 'tpm_limit', 'rpm_limit')
+    if caps[1] or caps[2] or caps[3] or caps[4] then table.insert(rows, KEYS[3 + n + j]) end
+  end
+end
+
+if granted then
+  for _, key in ipairs(rows) do
+    redis.call('HINCRBY', key, 'tokens_reserved', -granted)
+    redis.call('HINCRBY', key, 'cycles_reserved', -1)
   end
   redis.call('ZREM', KEYS[1], rid)
   redis.call('HDEL', KEYS[2], rid)
   redis.call('ZREM', KEYS[#KEYS], ARGV[5])
   recorded = granted
 end
-for i = 4, #KEYS - 2 do
-  redis.call('HINCRBY', KEYS[i], 'tokens_used', used)
-  redis.call('HINCRBY', KEYS[i], 'cycles_used', 1)
+for _, key in ipairs(rows) do
+  redis.call('HINCRBY', key, 'tokens_used', used)
+  redis.call('HINCRBY', key, 'cycles_used', 1)
 end
 redis.call('HSET', KEYS[3], rid, recorded)
 redis.call('EXPIRE', KEYS[3], tonumber(ARGV[3]))

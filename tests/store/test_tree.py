@@ -1,0 +1,28 @@
+"""Nodes round-trip through their packed form, and a final node drops only its task id."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from covey.results import Usage
+from covey.store.tree import RUNNING, Node, pack, unpack
+
+
+def node(status: str) -> Node:
+    return Node(agent_id="root-sub-1", parent_id="root", depth=1, role="worker", status=status,
+                usage=Usage(prompt_tokens=5, completion_tokens=2, cycles=1, agents=3), output="é ok", data={"k": [1]},
+                task="do it", task_id="t-1", started_at=datetime(2026, 1, 1, tzinfo=timezone.utc))
+
+
+def test_a_running_node_round_trips_whole():
+    assert unpack("root-sub-1", pack(node(RUNNING))) == node(RUNNING)
+
+
+def test_a_final_node_keeps_all_but_its_task_id():
+    stored = unpack("root-sub-1", pack(node("completed")))
+    assert stored == node("completed").model_copy(update={"task_id": None})
+    assert stored.usage.total_tokens == 7
+
+
+def test_a_packed_node_is_compact():
+    assert len(pack(node("completed"))) < len(node("completed").model_dump_json()) / 2
