@@ -150,9 +150,6 @@ class Ledger(Protocol):
         outcome) for a replay; False if it was already settled. It charges what
         the reserve held: the chain and the scopes with a cap."""
 
-    def finished(self, job_id: str, agent_id: str) -> None:
-        """The agent ended: drop what was kept only to replay its steps."""
-
     def release_stale(self, now: float | None = None) -> int:
         """Give back reservations of any job that expired unsettled (a dead worker's)."""
 

@@ -147,9 +147,6 @@ class RedisLedger:
                 f"job {job_id}: settle of {reservation_id} names another chain or scopes than its reserve")
         return status == 1
 
-    def finished(self, job_id: str, agent_id: str) -> None:
-        self.client.delete(keys.replies(job_id, agent_id))
-
     def release_stale(self, now: float | None = None) -> int:
         """Give back the holds of reservations past their expiry, in every job.
 

@@ -38,6 +38,3 @@ class Checkpoints:
         if spawn_round is None or state is None:
             return None
         return Checkpoint(round=int(spawn_round), state=state)
-
-    def delete(self, job_id: str, agent_id: str) -> None:
-        self._redis.delete(keys.checkpoint(job_id, agent_id))

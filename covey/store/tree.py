@@ -12,6 +12,7 @@ once it is final (only a live agent's task is looked for among the workers').
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -105,17 +106,22 @@ class JobTree:
     def __init__(self, client: redis.Redis) -> None:
         self._redis = client
 
-    def record(self, job_id: str, *nodes: Node) -> None:
+    def record(self, job_id: str, *nodes: Node, retire: Sequence[str] = ()) -> None:
+        """Write ``nodes``; and delete ``retire``, keys an agent's end makes obsolete
+        (its checkpoint, its stored replies), in the same round trip."""
         if not nodes:
             return
         key, mapping = keys.nodes(job_id), {n.agent_id: pack(n) for n in nodes}
-        if not any(n.depth == 0 for n in nodes):  # the hash keeps the TTL the root's records gave it
+        root = any(n.depth == 0 for n in nodes)
+        if not root and not retire:  # the hash keeps the TTL the root's records gave it
             self._redis.hset(key, mapping=mapping)
             return
-        # The root's records (its start, and its end) set the job's retention.
         with self._redis.pipeline(transaction=False) as pipe:
             pipe.hset(key, mapping=mapping)
-            pipe.expire(key, keys.job_ttl())
+            if root:  # the root's records (its start, and its end) set the job's retention
+                pipe.expire(key, keys.job_ttl())
+            if retire:
+                pipe.delete(*retire)
             pipe.execute()
 
     def nodes(self, job_id: str) -> list[Node]:

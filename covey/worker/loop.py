@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from covey import keys
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentRow
 from covey.context import RunContext
@@ -217,10 +218,10 @@ def _finish(
         finished_at=deps.now(),
         children=state.children,
     )
-    deps.tree.record(ctx.job_id, Node.of(result, task=state.spec.task, task_id=state.task_id))
-    if state.step:  # it checkpointed
-        deps.checkpoints.delete(ctx.job_id, ctx.agent_id)
-    if state.cycle:  # it called the model: its stored replies go
-        deps.ledger.finished(ctx.job_id, ctx.agent_id)
+    # What it kept only while running goes with the final record: its checkpoint, if
+    # it saved one, and its model calls' stored replies, if it made any.
+    retire = [k for k, kept in ((keys.checkpoint(ctx.job_id, ctx.agent_id), state.step),
+                                (keys.replies(ctx.job_id, ctx.agent_id), state.cycle)) if kept]
+    deps.tree.record(ctx.job_id, Node.of(result, task=state.spec.task, task_id=state.task_id), retire=retire)
     agent_event("finished", state, status.value)
     return Finished(result)

@@ -23,7 +23,7 @@ from kombu.exceptions import OperationalError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from covey import labels, signing
+from covey import keys, labels, signing
 from covey.budgets.ledger import AgentTerms, unknown_scope
 from covey.context import ROOT_AGENT_ID, RunContext
 from covey.models.catalog import UnservableModel
@@ -223,9 +223,8 @@ def _crashed(job_id: str, agent_id: str, error: str, spent: Usage | None) -> dic
             "parent_id": node.parent_id, "role": node.role, "depth": node.depth,
             "usage": spent or node.usage, "started_at": node.started_at,
         })
-        deps.tree.record(job_id, Node.of(result, task=node.task, task_id=node.task_id))
-        deps.checkpoints.delete(job_id, agent_id)
-        deps.ledger.finished(job_id, agent_id)
+        deps.tree.record(job_id, Node.of(result, task=node.task, task_id=node.task_id),
+                         retire=[keys.checkpoint(job_id, agent_id), keys.replies(job_id, agent_id)])
     except Exception:  # noqa: BLE001 - reported by its result and this line instead
         log.exception("agent %s of job %s: its failure could not be recorded in Redis", agent_id, job_id)
     return _reported(result)

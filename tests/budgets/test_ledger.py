@@ -386,7 +386,7 @@ def test_reserve_refuses_a_call_past_the_agents_own_cycle_cap(ledger, job):
     assert ledger.reserve(job, ["root"], [], "root:2", 10, 1, cycle=2).ok  # a replay of a call within it
 
 
-def test_a_settled_reservation_is_granted_again_with_its_record(ledger, job):
+def test_a_settled_reservation_is_granted_again_with_its_record(ledger, job, redis_client):
     ledger.open_root(job, "root", Budget(max_tokens=1000))
     first = ledger.reserve(job, ["root"], [], "root:1", 300, 10, cycle=1)
     assert first.record is None
@@ -394,5 +394,5 @@ def test_a_settled_reservation_is_granted_again_with_its_record(ledger, job):
     again = ledger.reserve(job, ["root"], [], "root:1", 300, 10, cycle=1)
     assert (again.ok, again.tokens, again.record) == (True, first.tokens, '{"reply": "kept"}')
     assert ledger.snapshot(job).tokens_used == 120  # charged once
-    ledger.finished(job, "root")
+    redis_client.delete(keys.replies(job, "root"))  # the agent ended: its final record retires them
     assert ledger.reserve(job, ["root"], [], "root:1", 300, 10, cycle=1).record is None

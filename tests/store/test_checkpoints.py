@@ -8,6 +8,7 @@ import pytest
 
 from covey import keys
 from covey.store.checkpoints import Checkpoint, Checkpoints
+from covey.store.tree import JobTree, Node
 
 
 @pytest.fixture
@@ -30,8 +31,10 @@ def test_rounds_share_one_key_and_a_stale_round_cannot_overwrite_a_newer_one(che
     assert 0 < redis_client.ttl(keys.checkpoint(job, "root")) <= keys.job_ttl()
 
 
-def test_delete_leaves_nothing_to_load(checkpoints, redis_client, job):
+def test_an_agents_final_record_retires_its_checkpoint(checkpoints, redis_client, job):
     checkpoints.save(job, "a", 1, "{}")
-    checkpoints.delete(job, "a")
+    tree = JobTree(redis_client)
+    tree.record(job, Node(agent_id="a", depth=1, status="completed"), retire=[keys.checkpoint(job, "a")])
     assert checkpoints.load(job, "a") is None
     assert not redis_client.exists(keys.checkpoint(job, "a"))
+    assert tree.node(job, "a").final

@@ -72,9 +72,8 @@ if n > 0 then
   end
   depth_limit = math.min(depth_limit, parent_depth_limit - 1)
   depth = tonumber(rows[n][10]) + 1
-  for i = 1, n do
+  for i = 1, n do  -- ancestors keep the TTL their own open gave them
     redis.call('HINCRBY', KEYS[2 + i], 'agents_spawned', 1)
-    redis.call('EXPIRE', KEYS[2 + i], ttl)
   end
 end
 
@@ -92,5 +91,5 @@ if ARGV[12] ~= '' then table.insert(fields, 'digest'); table.insert(fields, ARGV
 redis.call('HSET', child, unpack(fields))
 redis.call('EXPIRE', child, ttl)
 redis.call('SADD', KEYS[2], ARGV[1])
-redis.call('EXPIRE', KEYS[2], ttl)
+if n == 0 then redis.call('EXPIRE', KEYS[2], ttl) end  -- the set was made with the root's row
 return {1, tokens or '', cycles or '', agents or '', depth_limit, ARGV[6]}
