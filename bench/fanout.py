@@ -1,6 +1,7 @@
 """What covey's distributed fan-out costs, as ratios measured in one run.
 
-Run from the repo root: ``python bench/fanout.py [--repeats N] [--write]``.
+Run from the repo root: ``python bench/fanout.py [--repeats N] [--json PATH]``; ``bench/all.py``
+runs it with the other benchmarks and writes BENCHMARKS.md.
 
 The same tree (``W`` children per agent, ``D`` levels) runs three ways:
 
@@ -26,14 +27,10 @@ import asyncio
 import json
 import os
 import platform
-import shutil
-import signal
 import statistics
 import sys
-import tempfile
 import time
 from contextlib import ExitStack
-from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,10 +38,11 @@ sys.path.insert(0, str(ROOT))  # `python bench/fanout.py` puts bench/, not the r
 
 import httpx2  # noqa: E402
 import openai  # noqa: E402
+import redis  # noqa: E402
 from celery import Celery  # noqa: E402
 
 from bench import raw_tree  # noqa: E402
-from bench.harness import RedisServer, Worker, start_redis  # noqa: E402
+from bench.harness import Worker, interruptible, private_redis, report  # noqa: E402
 from covey.client import Client  # noqa: E402
 from covey.config.settings import Settings  # noqa: E402
 from covey.orchestration.tool_schemas import TOOL_SCHEMAS  # noqa: E402
@@ -54,7 +52,9 @@ from covey.models.llm import SIM_BASE_URL  # noqa: E402
 SHAPES = [(3, 2), (4, 3)]
 CONCURRENCIES = [1, 4]
 JOB_TIMEOUT = 120.0
-COMMAND = "python bench/fanout.py --write"
+COST_TREES = 3  # trees whose Redis commands and worker CPU are counted
+# One covey worker process, as the raw Celery worker is one: the ratio is per-agent work, not cores.
+ONE_PROCESS = {"COVEY_WORKER_PROCESSES": "1"}
 
 
 def agents(width: int, depth: int) -> int:
@@ -131,15 +131,15 @@ def run_asyncio(width: int, depth: int) -> float:
     return asyncio.run(_asyncio_tree(width, depth))
 
 
-def start_workers(stack: ExitStack, redis_url: str, concurrency: int, logs: Path) -> tuple[Client, Celery]:
+def start_workers(stack: ExitStack, redis_url: str, concurrency: int, logs: Path) -> tuple[Client, Celery, dict]:
     """A covey worker and a raw Celery worker, each on its own queue, both ready."""
     opts = ["--concurrency", str(concurrency), "--pool", "threads", "--loglevel", "warning"]
     covey_q, raw_q = f"bench-covey-{concurrency}", f"bench-raw-{concurrency}"
     covey = Worker(f"covey{concurrency}@bench", [sys.executable, "-m", "covey", "worker", *opts,
-                   "--hostname", f"covey{concurrency}@bench"], redis_url, covey_q, logs)
+                   "--hostname", f"covey{concurrency}@bench"], redis_url, covey_q, logs, env=ONE_PROCESS)
     stack.callback(covey.stop)
     raw = Worker(f"raw{concurrency}@bench", [sys.executable, "-m", "celery", "-A", "bench.raw_tree", "worker",
-                 *opts, "--queues", raw_q, "--events", "--hostname", f"raw{concurrency}@bench"],
+                 *opts, "--queues", raw_q, "--hostname", f"raw{concurrency}@bench"],
                  redis_url, raw_q, logs)
     stack.callback(raw.stop)
     client = Client(Settings(redis_url=redis_url, queue=covey_q))
@@ -147,7 +147,7 @@ def start_workers(stack: ExitStack, redis_url: str, concurrency: int, logs: Path
     raw_app = raw_tree.create_app(Settings(redis_url=redis_url, queue=raw_q))
     covey.wait_ready(client.app)
     raw.wait_ready(raw_app)
-    return client, raw_app
+    return client, raw_app, {"covey": covey.proc.pid, "raw": raw.proc.pid}
 
 
 # --- measuring and reporting ---
@@ -167,6 +167,35 @@ def measure(client: Client, raw_app: Celery, width: int, depth: int, repeats: in
     return {name: statistics.median(values) for name, values in times.items()}
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU of a process so far (Linux ``/proc``), its threads included."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def commands(r: redis.Redis) -> int:
+    """Commands Redis has run since its counters were reset (those inside scripts too)."""
+    return sum(stat["calls"] for stat in r.info("commandstats").values())
+
+
+def costs(client: Client, raw_app: Celery, pids: dict[str, int], r: redis.Redis, width: int, depth: int,
+          trees: int) -> dict[str, dict[str, float]]:
+    """Redis commands and worker CPU per agent, for covey and raw Celery: ``trees``
+    trees each, after the timed rounds (the counters read only this work)."""
+    runs = {"covey": lambda: run_covey(client, width, depth), "raw": lambda: run_raw(raw_app, width, depth)}
+    n = agents(width, depth) * trees
+    out = {}
+    for name, run in runs.items():
+        time.sleep(1)  # the last round's acks and events land before the counters reset
+        r.config_resetstat()
+        cpu = cpu_seconds(pids[name])
+        for _ in range(trees):
+            run()
+        time.sleep(1)
+        out[name] = {"commands_per_agent": commands(r) / n, "cpu_ms_per_agent": 1000 * (cpu_seconds(pids[name]) - cpu) / n}
+    return out
+
+
 def table(rows: list[tuple[int, int, int, dict[str, float]]]) -> str:
     lines = ["| tree (W×D) | agents | sim calls | worker slots | covey s | covey agents/s | raw Celery s | raw agents/s "
              "| asyncio s | asyncio agents/s | covey / raw Celery | covey / asyncio |",
@@ -181,15 +210,42 @@ def table(rows: list[tuple[int, int, int, dict[str, float]]]) -> str:
     return "\n".join(lines)
 
 
-def report(body: str, repeats: int) -> str:
-    today = datetime.now(timezone.utc).strftime("%Y-%m-%d")
-    return f"""# Benchmarks
+def cost_table(after: dict, before: dict | None) -> str:
+    figures = [("Redis commands per agent", "commands_per_agent", ".0f"), ("worker CPU ms per agent", "cpu_ms_per_agent", ".2f")]
+    runs = [("before", before["costs"]), ("after", after["costs"])] if before else [("", after["costs"])]
+    head = " | ".join(f"{label} covey | {label} raw Celery | {label} covey / raw".strip() for label, _ in runs)
+    lines = [f"| per agent ({'×'.join(map(str, after['costs']['tree']))} tree) | {head} |",
+             "|---|" + "---:|" * (3 * len(runs))]
+    for title, key, fmt in figures:
+        cells = " | ".join(f"{c['covey'][key]:{fmt}} | {c['raw'][key]:{fmt}} | {c['covey'][key] / c['raw'][key]:.2f}×"
+                           for _, c in runs)
+        lines.append(f"| {title} | {cells} |")
+    return "\n".join(lines)
 
-## Fan-out (`bench/fanout.py`)
+
+def ratio_table(after: dict, before: dict) -> str:
+    """covey / raw Celery before and after, shape by shape."""
+    lines = ["| tree (W×D) | worker slots | covey / raw Celery before | after |", "|---|---:|---:|---:|"]
+    earlier = {(w, d, c): m for w, d, c, m in before["rows"]}
+    for width, depth, concurrency, m in after["rows"]:
+        b = earlier.get((width, depth, concurrency))
+        was = f"{b['covey'] / b['raw']:.2f}×" if b else "—"
+        lines.append(f"| {width}×{depth} | {concurrency} | {was} | {m['covey'] / m['raw']:.2f}× |")
+    return "\n".join(lines)
+
+
+def section(after: dict, before: dict | None) -> str:
+    """The BENCHMARKS.md section: after's table, and before's beside it when given."""
+    compared = "" if before is None else f"""
+Before and after, the same command on both trees:
+
+{ratio_table(after, before)}
+"""
+    return f"""## Fan-out (`bench/fanout.py`)
 
 It times one tree of agents (W children per agent, D levels below the root, every
 agent on the zero-latency `sim` model) three ways: a covey job on a real `covey
-worker` subprocess (`--pool threads`, the given slots), the same
+worker` subprocess (one process, `--pool threads`, the given slots), the same
 `chord(group(...), join)` canvas as plain Celery tasks on a worker of
 `bench/raw_tree.py` with covey's Celery configuration but no covey code, and one
 asyncio process making the same `openai` SDK calls to the in-process sim. With a
@@ -197,69 +253,43 @@ zero-latency model this is pure overhead: covey / raw Celery is what covey's own
 per-agent work (ledger reservations and settlements, checkpoints, tree records,
 SDK and sim calls) adds to Celery's, and covey / asyncio is what running the tree
 distributed costs against one process. Seconds depend on the machine
-({os.cpu_count()} cores, Python {platform.python_version()}, and whatever else it
-was running), so compare the ratios, which come from the same interleaved rounds:
-medians of {repeats} after one warm-up. A real model call takes a second or more,
-against which these per-agent costs are small; they are the floor covey adds.
+({after['cores']} cores, Python {after['python']}, and whatever else it was running), so
+compare the ratios, which come from the same interleaved rounds: medians of
+{after['repeats']} after one warm-up. Redis commands (those inside Lua scripts
+included, all clients) and the worker's CPU are counted over {COST_TREES} more trees.
 
-Command (from the repo root; it starts its own redis-server and workers):
+{table(after["rows"])}
 
-```
-{COMMAND}
-```
-
-Run on {today}:
-
-{body}
-"""
+{cost_table(after, before)}
+{compared}"""
 
 
-def run_all(repeats: int, logs: Path) -> list[tuple[int, int, int, dict[str, float]]]:
-    """Every shape on every concurrency; whatever it starts is stopped before it returns or raises."""
-    rows = []
+def run_all(repeats: int, logs: Path) -> dict:
+    """Every shape on every concurrency, and the costs per agent of the largest tree on
+    the most slots; whatever it starts is stopped before it returns or raises."""
+    rows, cost = [], {}
     with ExitStack() as stack:
-        server = RedisServer()
-        stack.callback(server.stop)
-        start_redis(server)
+        server, r = private_redis(stack)
         for concurrency in CONCURRENCIES:
             with ExitStack() as workers:
-                client, raw_app = start_workers(workers, server.url, concurrency, logs)
+                client, raw_app, pids = start_workers(workers, server.url, concurrency, logs)
                 for width, depth in SHAPES:
-                    rows.append((width, depth, concurrency, measure(client, raw_app, width, depth, repeats)))
+                    rows.append([width, depth, concurrency, measure(client, raw_app, width, depth, repeats)])
                     print(f"measured {width}×{depth} on {concurrency} slot(s)", file=sys.stderr)
-    return rows
+                if concurrency == max(CONCURRENCIES):
+                    width, depth = max(SHAPES, key=lambda shape: agents(*shape))
+                    cost = {"tree": [width, depth], **costs(client, raw_app, pids, r, width, depth, COST_TREES)}
+    return {"rows": sorted(rows), "costs": cost, "repeats": repeats, "cores": os.cpu_count(),
+            "python": platform.python_version()}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5, help="timed runs per measurement, after one warm-up")
-    parser.add_argument("--write", action="store_true", help="replace BENCHMARKS.md with the results")
+    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures as JSON to PATH")
     args = parser.parse_args()
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill` cleans up like Ctrl-C
-
-    logs = Path(tempfile.mkdtemp(prefix="covey-bench-"))
-    try:
-        rows = run_all(args.repeats, logs)
-    except Exception:
-        print(f"worker logs kept in {logs}", file=sys.stderr)
-        raise
-    except BaseException:  # Ctrl-C or kill: nothing to look into
-        shutil.rmtree(logs)
-        raise
-    shutil.rmtree(logs)
-    body = table(sorted(rows))
-    print(body)
-    if args.write:
-        (ROOT / "BENCHMARKS.md").write_text(report(body, args.repeats))
-        print("wrote BENCHMARKS.md", file=sys.stderr)
-
+    report(lambda logs: run_all(args.repeats, logs),
+           lambda figures: f"{table(figures['rows'])}\n\n{cost_table(figures, None)}", args.json)
 
 if __name__ == "__main__":
-    try:
-        main()
-    except KeyboardInterrupt:
-        # Every process started is stopped by now. Skip the interpreter's finalizers:
-        # an interrupted AsyncResult would spend ~20 s retrying the stopped Redis.
-        print("interrupted", file=sys.stderr)
-        sys.stdout.flush()
-        os._exit(130)
+    interruptible(main)

@@ -7,19 +7,26 @@ a worktree of an older commit and compare.
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # `python bench/x.py` puts bench/, not the root, on the path
 
+import redis  # noqa: E402
+
 from tests.redis_server import RedisServer  # noqa: E402
 
-__all__ = ["ROOT", "RedisServer", "Worker", "start_redis"]
+__all__ = ["ROOT", "RedisServer", "Worker", "interruptible", "private_redis", "report", "start_redis"]
 
 
 def start_redis(server: RedisServer) -> None:
@@ -36,23 +43,45 @@ def start_redis(server: RedisServer) -> None:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
-class Worker:
-    """A worker subprocess in its own session: Ctrl-C reaches only this script, which stops it."""
+def private_redis(stack: ExitStack) -> tuple[RedisServer, redis.Redis]:
+    """A private redis-server and a client of it, both stopped as ``stack`` unwinds."""
+    server = RedisServer()
+    stack.callback(server.stop)
+    start_redis(server)
+    client = redis.Redis.from_url(server.url)
+    stack.callback(client.close)
+    return server, client
 
-    def __init__(self, name: str, argv: list[str], redis_url: str, queue: str, logs: Path) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("COVEY_")}
-        env.update(COVEY_REDIS_URL=redis_url, COVEY_QUEUE=queue, COVEY_MODEL="sim", PYTHONPATH=str(ROOT))
+
+class Worker:
+    """A worker subprocess in its own session: Ctrl-C reaches only this script, which stops it.
+
+    ``env`` adds ``COVEY_*`` settings (the rest of the caller's are dropped). A
+    ``covey worker`` may run a process per core (``name-1@host``, ...): ready is
+    when any of them answers.
+    """
+
+    def __init__(self, name: str, argv: list[str], redis_url: str, queue: str, logs: Path,
+                 env: dict[str, str] | None = None) -> None:
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("COVEY_")}
+        environ.update(COVEY_REDIS_URL=redis_url, COVEY_QUEUE=queue, COVEY_MODEL="sim", PYTHONPATH=str(ROOT),
+                       **(env or {}))
         self.name, self.log = name, logs / f"{name}.log"
         with open(self.log, "w") as log:
-            self.proc = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+            self.proc = subprocess.Popen(argv, env=environ, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                                          start_new_session=True)
+
+    def answers(self, app) -> bool:
+        base, _, host = self.name.partition("@")
+        names = {self.name} | {f"{base}-{i}@{host}" for i in range(1, (os.cpu_count() or 1) + 1)}
+        return any(name in names for reply in app.control.ping(timeout=0.5) for name in reply)
 
     def wait_ready(self, app, seconds: float = 60) -> None:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"{self.name} exited with {self.proc.returncode}:\n{self.log.read_text()[-2000:]}")
-            if app.control.ping(destination=[self.name], timeout=0.5):
+            if self.answers(app):
                 return
         raise RuntimeError(f"{self.name} did not answer a ping in {seconds}s")
 
@@ -66,3 +95,38 @@ class Worker:
             if self.proc.poll() is None:
                 self.proc.kill()
                 self.proc.wait()
+
+
+def report(measure: Callable[[Path], dict], show: Callable[[dict], str], json_path: Path | None,
+           keep_logs: Callable[[dict], bool] = lambda figures: False) -> None:
+    """A benchmark's run: ``measure`` with a folder for its workers' logs (kept when it
+    fails, or when ``keep_logs`` says so), then its table, and its figures as JSON."""
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill` cleans up like Ctrl-C
+    logs = Path(tempfile.mkdtemp(prefix="covey-bench-"))
+    try:
+        figures = measure(logs)
+    except Exception:
+        print(f"worker logs kept in {logs}", file=sys.stderr)
+        raise
+    except BaseException:  # Ctrl-C or kill: nothing to look into
+        shutil.rmtree(logs)
+        raise
+    if keep_logs(figures):
+        print(f"worker logs kept in {logs}", file=sys.stderr)
+    else:
+        shutil.rmtree(logs)
+    print(show(figures))
+    if json_path:
+        json_path.write_text(json.dumps(figures, indent=2) + "\n")
+
+
+def interruptible(main: Callable[[], None]) -> None:
+    """Run ``main``; on Ctrl-C, exit 130 at once. Every process it started is stopped by
+    then; the interpreter's finalizers are skipped, where an interrupted AsyncResult
+    would spend ~20 s retrying the stopped Redis."""
+    try:
+        main()
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.stdout.flush()
+        os._exit(130)

@@ -1,6 +1,7 @@
 """What a covey sweep costs against a raw Celery group of the same size.
 
-Run from the repo root: ``python bench/sweep.py [--samples 10000] [--max-in-flight 64] [--concurrency 4]``.
+Run from the repo root: ``python bench/sweep.py [--samples 10000] [--max-in-flight 64] [--concurrency 4]
+[--json PATH]``; ``bench/all.py`` runs it with the other benchmarks and writes BENCHMARKS.md.
 
 - covey: ``covey sweep`` over N arithmetic samples (``single`` on the sim model,
   scored numerically), on a real ``covey worker``: every sample is a covey job
@@ -32,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # `python bench/sweep.py` puts bench/, not the root, on the path
 
 from bench import raw_tree
+from bench.fanout import ONE_PROCESS
 from bench.harness import RedisServer, Worker, start_redis
 from covey.client import Client
 from covey.config.settings import Settings
@@ -80,6 +82,7 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=10_000)
     parser.add_argument("--max-in-flight", type=int, default=64)
     parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures as JSON to PATH")
     parser.add_argument("--raw-submit", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.raw_submit is not None:
@@ -92,7 +95,7 @@ def main() -> None:
         stack.callback(server.stop)
         opts = ["--concurrency", str(args.concurrency), "--pool", "threads", "--loglevel", "warning"]
         covey = Worker("sweep@bench", [sys.executable, "-m", "covey", "worker", *opts, "--queues", COVEY_QUEUE,
-                       "--hostname", "sweep@bench"], server.url, COVEY_QUEUE, work)
+                       "--hostname", "sweep@bench"], server.url, COVEY_QUEUE, work, env=ONE_PROCESS)
         stack.callback(covey.stop)
         raw = Worker("raw@bench", [sys.executable, "-m", "celery", "-A", "bench.raw_tree", "worker", *opts,
                      "--queues", RAW_QUEUE, "--hostname", "raw@bench"], server.url, RAW_QUEUE, work)
@@ -114,12 +117,41 @@ def main() -> None:
                                         server.url)
         assert json.loads(raw_out)["sum"] == n
 
-    print(f"{n} samples, worker concurrency {args.concurrency}, --max-in-flight {args.max_in_flight}")
-    print(f"{'':8}{'seconds':>9}{'samples/s':>11}{'peak MiB':>10}")
-    print(f"{'covey':8}{covey_s:9.1f}{n / covey_s:11.1f}{covey_mib:10d}   accuracy {row['accuracy']:.1%}, "
-          f"{row['total_tokens']} tokens")
-    print(f"{'raw':8}{raw_s:9.1f}{n / raw_s:11.1f}{raw_mib:10d}")
-    print(f"covey/raw: {covey_s / raw_s:.1f}x the time, {covey_mib / raw_mib:.2f}x the submitter's peak memory")
+    figures = {"samples": n, "concurrency": args.concurrency, "max_in_flight": args.max_in_flight,
+               "covey": {"seconds": covey_s, "peak_mib": covey_mib, "accuracy": row["accuracy"],
+                         "tokens": row["total_tokens"]},
+               "raw": {"seconds": raw_s, "peak_mib": raw_mib}}
+    print(table(figures, None))
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2) + "\n")
+
+
+def table(after: dict, before: dict | None) -> str:
+    runs = [("before", before), ("after", after)] if before else [("", after)]
+    lines = ["| | samples | covey samples/s | raw group samples/s | covey / raw time | submitter peak MiB (covey / raw) |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for label, f in runs:
+        n, covey, raw = f["samples"], f["covey"], f["raw"]
+        lines.append(f"| {label} | {n:,} | {n / covey['seconds']:.1f} | {n / raw['seconds']:.1f} "
+                     f"| {covey['seconds'] / raw['seconds']:.2f}× | {covey['peak_mib']} / {raw['peak_mib']} |")
+    return "\n".join(lines)
+
+
+def section(after: dict, before: dict | None) -> str:
+    return f"""## Sweeps (`bench/sweep.py`)
+
+It runs N arithmetic samples (`single` on the zero-latency `sim` model, scored)
+as a `covey sweep` with `--max-in-flight {after['max_in_flight']}` on a one-process `covey worker` with
+{after['concurrency']} thread slots, then the same N tasks as one raw Celery `group` on a worker of
+`bench/raw_tree.py` with the same slots, and reports samples per second and the
+submitter's peak memory (its resident set). The covey side does everything a
+sweep does per sample: validation, a ledger scope charged by every job, a Redis
+claim per unit, the bounded window polled in batches, a scored line streamed to
+`results.jsonl`; the raw side only sends and collects. The covey sweep scored
+{after['covey']['accuracy']:.0%} and spent {after['covey']['tokens']:,} tokens under its scope.
+
+{table(after, before)}
+"""
 
 
 if __name__ == "__main__":

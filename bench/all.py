@@ -1,0 +1,112 @@
+"""Every benchmark, before and after a change, in one command that rewrites BENCHMARKS.md.
+
+Run from the repo root: ``python bench/all.py [--before REV] [--only fanout,memory]``.
+
+Each script in ``BENCHES`` runs as its own process and writes its figures as JSON
+(``--json``). With ``--before``, the same scripts also run in a worktree of REV
+into which this ``bench/`` is copied: they measure that older covey the same way,
+and each script's ``section(after, before)`` sets the two side by side. The two
+trees alternate script by script (one goes first, then the other), so a slow
+spell on this shared machine does not fall on one side only. The worktree is
+removed at the end, and each script stops whatever it started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+# name -> the script's arguments. Sizes keep the whole run within about half an hour.
+BENCHES: dict[str, list[str]] = {
+    "fanout": ["--repeats", "5"],
+    "ledger": [],
+    "memory": [],
+    "scale": ["--repeats", "1"],
+    "sweep": ["--samples", "2000"],
+}
+
+
+def worktree(rev: str, into: Path) -> Path:
+    """REV checked out at ``into`` with this tree's ``bench/`` in place of its own."""
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "--force", str(into), rev],
+                   check=True, capture_output=True)
+    shutil.rmtree(into / "bench", ignore_errors=True)
+    shutil.copytree(ROOT / "bench", into / "bench", ignore=shutil.ignore_patterns("__pycache__"))
+    return into
+
+
+def run(tree: Path, name: str, out: Path) -> dict:
+    """One script on one tree: its figures."""
+    path = out / f"{tree.name}-{name}.json"
+    print(f"running bench/{name}.py on {tree}", file=sys.stderr)
+    subprocess.run([sys.executable, f"bench/{name}.py", *BENCHES[name], "--json", str(path)], cwd=tree, check=True,
+                   env={**os.environ, "PYTHONPATH": str(tree)})
+    return json.loads(path.read_text())
+
+
+def document(sections: list[str], before: str | None, names: list[str]) -> str:
+    today = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+    command = "python bench/all.py" + (f" --before {before}" if before else "")
+    if names != list(BENCHES):
+        command += f" --only {','.join(names)}"
+    compared = (f" Beside each figure is the same measurement of commit `{before}`, taken in the same run."
+                if before else "")
+    body = "\n".join(sections)
+    return f"""# Benchmarks
+
+Every figure here comes from one command, run from the repo root on {today}
+({os.cpu_count()} cores, Python {platform.python_version()}, a machine shared with other work):
+
+```
+{command}
+```
+
+It starts its own redis-server and workers for each benchmark and stops them.{compared}
+Seconds depend on the machine and the moment; compare the ratios, which each
+benchmark takes from rounds run side by side.
+
+{body}"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", metavar="REV", help="also measure this commit, for before/after figures")
+    parser.add_argument("--only", help=f"comma-separated, of {', '.join(BENCHES)}")
+    args = parser.parse_args()
+    names = [n.strip() for n in args.only.split(",")] if args.only else list(BENCHES)
+    unknown = set(names) - set(BENCHES)
+    if unknown:
+        parser.error(f"unknown benchmark {', '.join(sorted(unknown))}; choose from {', '.join(BENCHES)}")
+
+    with tempfile.TemporaryDirectory(prefix="covey-bench-all-") as scratch:
+        out = Path(scratch)
+        older = worktree(args.before, out / "before") if args.before else None
+        try:
+            sections = []
+            for i, name in enumerate(names):
+                trees = [ROOT] if older is None else [ROOT, older][:: 1 if i % 2 else -1]
+                figures = {tree: run(tree, name, out) for tree in trees}
+                module = importlib.import_module(f"bench.{name}")
+                sections.append(module.section(figures[ROOT], figures.get(older)))
+        finally:
+            if older is not None:
+                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(older)],
+                               capture_output=True)
+    (ROOT / "BENCHMARKS.md").write_text(document(sections, args.before, names))
+    print("wrote BENCHMARKS.md", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
