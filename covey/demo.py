@@ -60,7 +60,7 @@ def _run(settings: Settings, width: int, depth: int, as_json: bool, embedded: bo
     client = Client(settings)
     with tempfile.TemporaryFile(prefix="covey-demo-worker-") as log:
         worker = subprocess.Popen(
-            [sys.executable, "-m", "covey", "worker", "--concurrency", "1", "--loglevel", "warning"],
+            [sys.executable, "-m", "covey", "worker", "--processes", "1", "--concurrency", "1", "--loglevel", "warning"],
             stdout=log, stderr=subprocess.STDOUT, env=_worker_env(settings, embedded),
         )
         click.echo("worker started (concurrency 1)", err=as_json)
