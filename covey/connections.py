@@ -26,6 +26,11 @@ from redis.retry import Retry
 T = TypeVar("T")
 
 SOCKET_TIMEOUT_SECONDS = 10.0  # no covey command blocks: a reply this late means a dead link
+# The broker's pop of a message is not acknowledged by Redis: a reply in flight when
+# its link goes silent is lost if the worker gives up on the socket, and delivered
+# if it waits for TCP to retransmit once the link is back. So the broker's sockets
+# wait this long, past any partition TCP recovers from, before a link counts as dead.
+BROKER_SOCKET_TIMEOUT_SECONDS = 120.0
 CONNECT_TIMEOUT_SECONDS = 5.0
 HEALTH_CHECK_SECONDS = 10  # a connection idle this long is pinged before use
 BACKOFF_CAP_SECONDS = 1.0  # so work resumes within a second or so of Redis answering

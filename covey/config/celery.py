@@ -55,7 +55,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
 def _redis_link() -> dict[str, Any]:
     """Socket settings that notice a silent link (kombu's Redis transport; ignored by others)."""
     return {
-        "socket_timeout": connections.SOCKET_TIMEOUT_SECONDS,
+        "socket_timeout": connections.BROKER_SOCKET_TIMEOUT_SECONDS,
         "socket_connect_timeout": connections.CONNECT_TIMEOUT_SECONDS,
         "socket_keepalive": True,
         "health_check_interval": connections.HEALTH_CHECK_SECONDS,
