@@ -68,10 +68,15 @@ class PatientRetry(Retry):
         return PatientRetry(self.seconds)
 
 
+def pool_size(slots: int) -> int:
+    """Connections a pool holds for a process with ``slots`` concurrent tasks."""
+    return slots + POOL_MARGIN
+
+
 def options(slots: int, outage_seconds: float) -> dict[str, Any]:
     """Connection-pool keyword arguments for a process with ``slots`` concurrent tasks."""
     return {
-        "max_connections": slots + POOL_MARGIN,
+        "max_connections": pool_size(slots),
         "timeout": outage_seconds,  # BlockingConnectionPool: how long a caller waits for a free connection
         "socket_timeout": SOCKET_TIMEOUT_SECONDS,
         "socket_connect_timeout": CONNECT_TIMEOUT_SECONDS,

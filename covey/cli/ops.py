@@ -47,7 +47,7 @@ def worker(
     names = [q.strip() for q in (queues or s.queue).split(",") if q.strip()]
     if not names:
         raise click.BadParameter("name at least one queue", param_hint="--queues")
-    count = processes or s.worker_processes or (1 if pool in ("prefork",) else os.cpu_count() or 1)
+    count = processes or s.worker_processes or (1 if pool == "prefork" else os.cpu_count() or 1)
     slots = concurrency or s.model_copy(update={"worker_pool": pool}).worker_slots
     if count > 1:
         sys.exit(worker_processes.run(

@@ -37,7 +37,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
             "unacked_restore_interval": settings.redelivery_check_seconds,
             "unacked_restore_throttle": 1,
             **_redis_link(),
-            "max_connections": settings.worker_slots + connections.POOL_MARGIN,  # kombu's Redis pool: acks, publishes
+            "max_connections": connections.pool_size(settings.worker_slots),  # kombu's Redis pool: acks, publishes
         },
         "broker_connection_retry_on_startup": True,
         **_outages_waited_out(settings),
@@ -68,7 +68,7 @@ def _outages_waited_out(settings: Settings) -> dict[str, Any]:
     every pool holds a connection per worker slot."""
     outage, pause = settings.redis_outage_seconds, connections.BACKOFF_CAP_SECONDS
     retries = math.ceil(outage / pause)
-    slots = settings.worker_slots + connections.POOL_MARGIN
+    pool = connections.pool_size(settings.worker_slots)
     return {
         "covey_redis_outage_seconds": outage,  # read by covey.config.backend
         "task_publish_retry_policy": {
@@ -81,8 +81,8 @@ def _outages_waited_out(settings: Settings) -> dict[str, Any]:
         "redis_socket_connect_timeout": connections.CONNECT_TIMEOUT_SECONDS,
         "redis_socket_keepalive": True,
         "redis_backend_health_check_interval": connections.HEALTH_CHECK_SECONDS,
-        "redis_max_connections": slots,
-        "broker_pool_limit": slots,
+        "redis_max_connections": pool,
+        "broker_pool_limit": pool,
     }
 
 

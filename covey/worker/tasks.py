@@ -129,12 +129,9 @@ def resume(
     _signed_or_ignored(_resume_payload(job_id, agent_id, spawn_round), sig, "covey.resume")
 
     def join() -> tuple[AgentState, Action]:
-        state = _checkpointed(job_id, agent_id, f"round {spawn_round}")
-        if state.spawn_round > spawn_round or state.next_action is not None or not state.pending:
-            log.info("agent %s of job %s is past round %s: stale callback ignored", agent_id, job_id, spawn_round)
-            raise Ignore()
-        if state.spawn_round < spawn_round:
-            raise LookupError(f"checkpoint of round {spawn_round} lost (round {state.spawn_round} found)")
+        # Past this round: it waits on no children, or a paused step is its next task.
+        state = _checkpointed(job_id, agent_id, "spawn_round", spawn_round,
+                              moved_on=lambda s: s.next_action is not None or not s.pending)
         return loop.join(worker_deps(), state)
 
     return _guarded(self, job_id, agent_id, join)
@@ -146,22 +143,32 @@ def proceed(self, job_id: str, agent_id: str, step: int, sig: str | None = None)
     _signed_or_ignored(_proceed_payload(job_id, agent_id, step), sig, "covey.proceed")
 
     def take_up() -> tuple[AgentState, Action]:
-        state = _checkpointed(job_id, agent_id, f"step {step}")
-        if state.step > step or state.next_action is None:
-            log.info("agent %s of job %s is past step %s: stale task ignored", agent_id, job_id, step)
-            raise Ignore()
-        if state.step < step:
-            raise LookupError(f"checkpoint of step {step} lost (step {state.step} found)")
+        # Past this step: the action it paused before was taken.
+        state = _checkpointed(job_id, agent_id, "step", step, moved_on=lambda s: s.next_action is None)
         return loop.proceed(worker_deps(), state)
 
     return _guarded(self, job_id, agent_id, take_up)
 
 
-def _checkpointed(job_id: str, agent_id: str, what: str) -> AgentState:
+def _checkpointed(
+    job_id: str, agent_id: str, counter: str, expected: int, moved_on: Callable[[AgentState], bool]
+) -> AgentState:
+    """The checkpoint a ``resume`` or ``proceed`` task takes up: the one whose
+    ``counter`` (its spawn round, its step) is ``expected``. A later one, or one
+    ``moved_on`` says is past this task, makes the task stale: ``Ignore``. None, or
+    an earlier one, means the checkpoint this task was sent for is lost."""
+    what = f"{counter.replace('_', ' ')} {expected}"
     saved = worker_deps().checkpoints.load(job_id, agent_id)
     if saved is None:
         raise LookupError(f"checkpoint of agent {agent_id} lost; cannot resume {what}")
-    return AgentState.model_validate_json(saved.state)
+    state = AgentState.model_validate_json(saved.state)
+    found = getattr(state, counter)
+    if found > expected or moved_on(state):
+        log.info("agent %s of job %s is past %s: stale task ignored", agent_id, job_id, what)
+        raise Ignore()
+    if found < expected:
+        raise LookupError(f"checkpoint of {what} lost ({counter.replace('_', ' ')} {found} found)")
+    return state
 
 
 def _guarded(task, job_id: str, agent_id: str, step: Step) -> dict[str, Any]:
