@@ -38,6 +38,8 @@ def test_an_unreachable_redis_is_one_clear_line(args):
         (("scope", "global", "--max-tokens", "-1"), "--max-tokens"),
         (("scope", "tenant:no spaces", "--max-tokens", "5"), "NAME"),
         (("worker", "--concurrency", "0"), "--concurrency"),
+        (("worker", "--processes", "0"), "--processes"),
+        (("worker", "--processes", "1000"), "--processes"),
         (("demo", "--width", "0"), "--width"),
     ],
 )

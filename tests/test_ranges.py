@@ -99,6 +99,11 @@ def test_a_budget_built_in_python_is_bounded_too():
         ("COVEY_REDELIVERY_CHECK_SECONDS", "1e308", "redelivery_check_seconds"),
         ("COVEY_SIM_LATENCY_MS", "1" + "0" * 30, "sim_latency_ms"),
         ("COVEY_WORKER_CONCURRENCY", "1000000", "worker_concurrency"),
+        ("COVEY_WORKER_PROCESSES", "0", "worker_processes"),
+        ("COVEY_WORKER_PROCESSES", "1000000", "worker_processes"),
+        ("COVEY_JOB_TTL", "5", "job_ttl"),
+        ("COVEY_REDIS_OUTAGE_SECONDS", "nan", "redis_outage_seconds"),
+        ("COVEY_REDIS_OUTAGE_SECONDS", "0", "redis_outage_seconds"),
     ],
 )
 def test_settings_out_of_range_are_refused_naming_the_setting(monkeypatch, variable, value, field):
