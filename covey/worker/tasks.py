@@ -35,6 +35,7 @@ from covey.worker import loop
 from covey.worker.agent_state import AgentState
 from covey.worker.app import app
 from covey.worker.deps import Deps, worker_deps
+from covey.worker.handover import HandingOn
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +64,7 @@ def _valid_job(deps: Deps, spec: Any) -> JobSpec:
     return job
 
 
-@app.task(bind=True, name="covey.run_job", throws=(InvalidSpec,))
+@app.task(base=HandingOn, bind=True, name="covey.run_job", throws=(InvalidSpec,))
 def run_job(self, spec: Any) -> dict[str, Any]:
     """Validate a JobSpec and run its root agent; the task id is the job id.
 
@@ -106,7 +107,7 @@ def run_job(self, spec: Any) -> dict[str, Any]:
     return _guarded(self, ctx.job_id, ROOT_AGENT_ID, start)
 
 
-@app.task(bind=True, name="covey.agent")
+@app.task(base=HandingOn, bind=True, name="covey.agent")
 def agent(self, ctx: dict[str, Any], spec: dict[str, Any], sig: str | None = None) -> dict[str, Any]:
     """Run one sub-agent, if a covey worker sent it (see ``covey.signing``)."""
     _signed_or_ignored({"ctx": ctx, "spec": spec}, sig, "covey.agent")
@@ -119,7 +120,7 @@ def agent(self, ctx: dict[str, Any], spec: dict[str, Any], sig: str | None = Non
     return _guarded(self, ctx.get("job_id", "?"), ctx.get("agent_id", "?"), start)
 
 
-@app.task(bind=True, name="covey.resume")
+@app.task(base=HandingOn, bind=True, name="covey.resume")
 def resume(
     self, results: list[dict[str, Any]], job_id: str, agent_id: str, spawn_round: int, sig: str | None = None
 ) -> dict[str, Any]:
@@ -137,7 +138,7 @@ def resume(
     return _guarded(self, job_id, agent_id, join)
 
 
-@app.task(bind=True, name="covey.proceed")
+@app.task(base=HandingOn, bind=True, name="covey.proceed")
 def proceed(self, job_id: str, agent_id: str, step: int, sig: str | None = None) -> dict[str, Any]:
     """Go on with an agent whose last task used up its slice (``COVEY_SLICE_SECONDS``)."""
     _signed_or_ignored(_proceed_payload(job_id, agent_id, step), sig, "covey.proceed")

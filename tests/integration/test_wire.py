@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from covey import Budget, InvalidSpec
@@ -17,6 +19,17 @@ def test_send_task_from_a_bare_celery_client_runs_the_job(bare, client):
     assert result["output"] == "42"
     assert result["job_id"] == sent.id
     assert client.job(sent.id).status() == "completed"
+
+
+def test_a_link_on_run_job_gets_the_jobs_result_after_its_tree(bare, client):
+    """The root hands on to its children's chord: a callback the sender linked must
+    wait for the tree, and get the job's result, not the handover."""
+    done = bare.signature("celery.accumulate", options={"task_id": str(uuid.uuid4())})
+    spec = {"task": "[sim:spawn width=2 depth=1] fan out", "budget": {"max_depth": 1}}
+    sent = bare.send_task("covey.run_job", kwargs={"spec": spec}, link=done)
+    result = sent.get(timeout=60)
+    assert result["status"] == "completed" and result["usage"]["agents"] == 2
+    assert bare.AsyncResult(done.id).get(timeout=30) == [result]
 
 
 @pytest.mark.parametrize(
