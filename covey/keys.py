@@ -45,11 +45,6 @@ def agents(job_id: str) -> str:
     return f"{_job(job_id)}:agents"
 
 
-def reservations(job_id: str) -> str:
-    """Sorted set: reservation id -> expiry (unix seconds)."""
-    return f"{_job(job_id)}:resv"
-
-
 def reservation_data(job_id: str) -> str:
     """Hash: reservation id -> JSON of what it holds and where."""
     return f"{_job(job_id)}:resv:data"

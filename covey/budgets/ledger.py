@@ -82,8 +82,7 @@ class AgentRow(BaseModel):
     tokens_used: int = 0
     tokens_reserved: int = 0
     tokens_limit: int | None = None
-    cycles_used: int = 0
-    cycles_reserved: int = 0
+    cycles_used: int = 0  # a call in flight counts
     cycles_limit: int | None = None
     agents_spawned: int = 0
     agents_limit: int | None = None

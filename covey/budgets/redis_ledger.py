@@ -36,7 +36,7 @@ STALE_SWEEP_BATCH = 20
 # from its next reserve: one round trip per interval, not one per model call.
 STALE_SWEEP_SECONDS = 5.0
 
-_COUNTS = ("tokens_used", "tokens_reserved", "cycles_used", "cycles_reserved", "agents_spawned")
+_COUNTS = ("tokens_used", "cycles_used", "agents_spawned")
 _LIMITS = ("tokens_limit", "cycles_limit", "agents_limit")
 
 
@@ -109,7 +109,7 @@ class RedisLedger:
             self._next_sweep = now + STALE_SWEEP_SECONDS
             self.release_stale(now)
         minute = int(now // keys.WINDOW_SECONDS)
-        row_keys = [keys.cancel(job_id), keys.reservations(job_id), keys.reservation_data(job_id),
+        row_keys = [keys.cancel(job_id), keys.reservation_data(job_id),
                     keys.settled(job_id), keys.job_scopes(job_id), *self._rows(job_id, chain, scopes),
                     *(keys.scope_window(s, minute) for s in scopes),
                     keys.replies(job_id, chain[-1]), keys.live_reservations()]
@@ -136,7 +136,7 @@ class RedisLedger:
         ``LedgerError`` rather than skew the counts."""
         if tokens < 0:
             raise ValueError(f"tokens used cannot be negative, got {tokens}")
-        row_keys = [keys.reservations(job_id), keys.reservation_data(job_id), keys.settled(job_id),
+        row_keys = [keys.reservation_data(job_id), keys.settled(job_id),
                     *self._rows(job_id, chain, scopes), keys.replies(job_id, chain[-1]),
                     keys.live_reservations()]
         args = [reservation_id, tokens, keys.job_ttl(), _compact(chain),
@@ -164,7 +164,7 @@ class RedisLedger:
                 self.client.zrem(keys.live_reservations(), member)
                 continue
             where = json.loads(data)
-            row_keys = [keys.reservations(job_id), keys.reservation_data(job_id),
+            row_keys = [keys.reservation_data(job_id),
                         *self._rows(job_id, where["chain"], where["scopes"]), keys.live_reservations()]
             released += self._scripts["release"](keys=row_keys, args=[rid, now, data, member])
         return released
@@ -305,7 +305,7 @@ def _agent_row(agent_id: str, raw: dict) -> AgentRow:
         deadline=_deadline(f.get("deadline")), agent_cycles_limit=_int(f.get("agent_cycles_limit")),
         tools=_tool_names(f.get("tools")), deny=json.loads(f.get("deny") or "[]"),
         scopes=json.loads(f["scopes"]) if f.get("scopes") else None, digest=f.get("digest") or None,
-        **{k: int(f.get(k, 0)) for k in _COUNTS},
+        **{k: int(f.get(k, 0)) for k in _COUNTS}, tokens_reserved=_reserved(f),
         **{k: _int(f.get(k)) for k in _LIMITS},
     )
 
@@ -315,5 +315,10 @@ def _scope_row(name: str, raw: dict) -> ScopeRow:
     return ScopeRow(
         name=name, tokens_limit=_int(f.get("tokens_limit")), cycles_limit=_int(f.get("cycles_limit")),
         tokens_per_minute=_int(f.get("tpm_limit")), requests_per_minute=_int(f.get("rpm_limit")),
-        **{k: int(f.get(k, 0)) for k in ("tokens_used", "tokens_reserved", "cycles_used")},
+        tokens_used=int(f.get("tokens_used", 0)), tokens_reserved=_reserved(f), cycles_used=int(f.get("cycles_used", 0)),
     )
+
+
+def _reserved(f: dict[str, str]) -> int:
+    """A row holds tokens_held (used plus held for calls in flight): what is reserved is the difference."""
+    return int(f.get("tokens_held", 0)) - int(f.get("tokens_used", 0))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import datetime, timezone
 
@@ -236,14 +237,15 @@ def test_stale_reservation_is_released_and_a_late_settle_charges_once(ledger, jo
     assert ledger.release_stale(now=1e12) == 1
     assert ledger.release_stale(now=1e12) == 0
     snap = ledger.snapshot(job)
-    assert (snap.tokens_reserved, snap.agents[0].cycles_reserved, snap.scopes[0].tokens_reserved) == (0, 0, 0)
+    assert (snap.tokens_reserved, snap.cycles_used, snap.scopes[0].tokens_reserved) == (0, 0, 0)
 
     assert ledger.settle(job, ["root"], [glob], "root:0", 380) is True
     assert ledger.settle(job, ["root"], [glob], "root:0", 380) is False
     snap = ledger.snapshot(job)
     assert (snap.tokens_used, snap.tokens_reserved, snap.cycles_used) == (380, 0, 1)
     assert (snap.scopes[0].tokens_used, snap.scopes[0].tokens_reserved) == (380, 0)
-    assert redis_client.zcard(keys.reservations(job)) == 0
+    assert redis_client.hlen(keys.reservation_data(job)) == 0
+    assert redis_client.zscore(keys.live_reservations(), json.dumps([job, "root:0"], separators=(",", ":"))) is None
 
 
 def test_reserve_frees_a_dead_workers_reservation_first(ledger, job, clock):
@@ -268,14 +270,15 @@ def test_snapshot_numbers(ledger, job):
     snap = ledger.snapshot(job)
     assert snap.root_id == "root"
     assert (snap.tokens_used, snap.tokens_reserved, snap.tokens_limit) == (300, 50, 5000)
-    assert (snap.cycles_used, snap.cycles_limit, snap.agents_spawned, snap.agents_limit) == (2, 20, 1, 4)
+    # c1:1 is in flight: its cycle counts, its tokens are reserved, not used
+    assert (snap.cycles_used, snap.cycles_limit, snap.agents_spawned, snap.agents_limit) == (3, 20, 1, 4)
     assert not snap.cancelled
     root, c1 = snap.agents
     assert (root.agent_id, root.depth, c1.agent_id, c1.depth) == ("root", 0, "c1", 1)
     assert (c1.tokens_used, c1.tokens_reserved, c1.tokens_limit) == (200, 50, 1000)
-    assert (c1.cycles_used, c1.cycles_reserved, c1.agents_limit, c1.depth_limit) == (1, 1, 1, 1)
+    assert (c1.cycles_used, c1.agents_limit, c1.depth_limit) == (2, 1, 1)
     scopes = [(s.name, s.tokens_used, s.tokens_limit, s.cycles_used, s.cycles_limit) for s in snap.scopes]
-    assert scopes == [(tenant, 300, 10_000, 2, 50)]  # the uncapped scope was not charged
+    assert scopes == [(tenant, 300, 10_000, 3, 50)]  # the uncapped scope was not charged
     dumped = snap.model_dump(mode="json")
     assert dumped["agents"][1]["tokens_used"] == 200 and dumped["job_id"] == job
 

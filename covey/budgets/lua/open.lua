@@ -28,8 +28,8 @@ local function tighter(a, b)
   return math.min(a, b)
 end
 
-local function left(limit, used, reserved)
-  return math.max(0, limit - (tonumber(used) or 0) - (tonumber(reserved) or 0))
+local function left(limit, taken)
+  return math.max(0, limit - (tonumber(taken) or 0))
 end
 
 local child = KEYS[1]
@@ -44,41 +44,39 @@ local depth_limit, depth = tonumber(ARGV[5]), 0
 local n = #KEYS - 2
 local rows = {}
 for i = 1, n do
-  rows[i] = redis.call('HMGET', KEYS[2 + i],
-    'tokens_limit', 'tokens_used', 'tokens_reserved',
-    'cycles_limit', 'cycles_used', 'cycles_reserved',
+  rows[i] = redis.call('HMGET', KEYS[2 + i], 'tokens_limit', 'tokens_held', 'cycles_limit', 'cycles_used',
     'agents_limit', 'agents_spawned', 'depth_limit', 'depth')
-  if not rows[i][10] then return {-2, 'agent ' .. ARGV[12 + i] .. ' was never opened'} end
+  if not rows[i][8] then return {-2, 'agent ' .. ARGV[12 + i] .. ' was never opened'} end
 end
 
 if n > 0 then
-  local parent_depth_limit = tonumber(rows[n][9])
+  local parent_depth_limit = tonumber(rows[n][7])
   if parent_depth_limit < 1 then
     return {0, 'spawn refused: depth cap reached (max_depth=' .. parent_depth_limit .. ' at agent ' .. ARGV[12 + n] .. ')'}
   end
   -- Nearest ancestor first, so the message names the cap closest to the child.
   for i = n, 1, -1 do
-    local cap = num(rows[i][7])
-    if cap ~= nil and (tonumber(rows[i][8]) or 0) + 1 > cap then
+    local cap = num(rows[i][5])
+    if cap ~= nil and (tonumber(rows[i][6]) or 0) + 1 > cap then
       return {0, 'spawn refused: agent cap reached (max_agents=' .. cap .. ' at agent ' .. ARGV[12 + i] .. ')'}
     end
   end
   for i = 1, n do
     local r = rows[i]
-    if num(r[1]) then tokens = tighter(tokens, left(num(r[1]), r[2], r[3])) end
-    if num(r[4]) then cycles = tighter(cycles, left(num(r[4]), r[5], r[6])) end
-    -- minus 1: the child itself is one of the ancestor's spawns
-    if num(r[7]) then agents = tighter(agents, left(num(r[7]), r[8], 1)) end
+    if num(r[1]) then tokens = tighter(tokens, left(num(r[1]), r[2])) end
+    if num(r[3]) then cycles = tighter(cycles, left(num(r[3]), r[4])) end
+    -- plus 1: the child itself is one of the ancestor's spawns
+    if num(r[5]) then agents = tighter(agents, left(num(r[5]), (tonumber(r[6]) or 0) + 1)) end
   end
   depth_limit = math.min(depth_limit, parent_depth_limit - 1)
-  depth = tonumber(rows[n][10]) + 1
+  depth = tonumber(rows[n][8]) + 1
   for i = 1, n do  -- ancestors keep the TTL their own open gave them
     redis.call('HINCRBY', KEYS[2 + i], 'agents_spawned', 1)
   end
 end
 
-local fields = {'tokens_used', 0, 'tokens_reserved', 0, 'cycles_used', 0, 'cycles_reserved', 0,
-  'agents_spawned', 0, 'depth', depth, 'depth_limit', depth_limit}
+-- Counts start absent (zero): a row holds only what was written to it.
+local fields = {'depth', depth, 'depth_limit', depth_limit}
 if tokens then table.insert(fields, 'tokens_limit'); table.insert(fields, tokens) end
 if cycles then table.insert(fields, 'cycles_limit'); table.insert(fields, cycles) end
 if agents then table.insert(fields, 'agents_limit'); table.insert(fields, agents) end

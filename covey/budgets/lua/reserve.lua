@@ -1,10 +1,9 @@
--- reserve.lua: hold tokens and one cycle on every agent of a chain and every capped scope, or refuse.
+-- reserve.lua: hold tokens and take one cycle on every agent of a chain and every capped scope, or refuse.
 -- KEYS[1]        the job's cancel flag
--- KEYS[2]        reservations zset (id -> expiry)
--- KEYS[3]        reservation data hash (id -> JSON {"tokens", "chain", "scopes"})
--- KEYS[4]        settled hash (id -> tokens granted)
--- KEYS[5]        the job's set of scope names
--- KEYS[6..5+n]   agent rows, root first; then m scope rows; then those scopes'
+-- KEYS[2]        reservation data hash (id -> JSON {"tokens", "chain", "scopes"})
+-- KEYS[3]        settled hash (id -> tokens granted)
+-- KEYS[4]        the job's set of scope names
+-- KEYS[5..4+n]   agent rows, root first; then m scope rows; then those scopes'
 --                windows of the current minute, in the same order
 -- KEYS[#KEYS-1]  the agent's replies hash (id -> the settled call's outcome)
 -- KEYS[#KEYS]    index of every live reservation of every job (member -> expiry)
@@ -23,6 +22,9 @@
 -- settle of an id settled before ('' otherwise); a live id gets its grant again. {0, 0, reason} refused, {-1, 0, 'job cancelled'},
 -- {-2, 0, reason} for an unopened agent, {2, 0, reason} when a scope's window of
 -- this minute is full: ask again next minute.
+-- A row counts tokens_held (used plus held for calls in flight) and cycles_used (a
+-- call in flight counts): one field each to check and charge. Settle moves the
+-- tokens a call did not use out of tokens_held and adds what it used to tokens_used.
 -- A scope with no cap is not charged: a scope every job names (global) is then
 -- no key that every call in the fleet writes. A charged scope joins the job's set.
 -- A window counts the tokens granted (not those used later) and one request.
@@ -31,13 +33,13 @@
 
 local rid = ARGV[1]
 if redis.call('EXISTS', KEYS[1]) == 1 then return {-1, 0, 'job cancelled'} end
-local done = redis.call('HGET', KEYS[4], rid)
+local done = redis.call('HGET', KEYS[3], rid)
 if done then return {1, tonumber(done), '', redis.call('HGET', KEYS[#KEYS - 1], rid) or ''} end
-local live = redis.call('HGET', KEYS[3], rid)
+local live = redis.call('HGET', KEYS[2], rid)
 if live then return {1, cjson.decode(live).tokens, '', ''} end
 
 local n = tonumber(ARGV[5])
-local m = (#KEYS - 7 - n) / 2
+local m = (#KEYS - 6 - n) / 2
 local function label(i)
   if i <= n then return 'agent ' .. ARGV[10 + i] end
   return 'scope ' .. ARGV[10 + i]
@@ -52,23 +54,23 @@ local granted = tonumber(ARGV[2])
 local shortest, shortest_left = nil, nil
 local rows, charged = {}, {}
 for _, i in ipairs(order) do
-  local r = redis.call('HMGET', KEYS[5 + i], 'tokens_limit', 'tokens_used', 'tokens_reserved',
-    'cycles_limit', 'cycles_used', 'cycles_reserved', 'depth', 'agent_cycles_limit', 'tpm_limit', 'rpm_limit')
+  local r = redis.call('HMGET', KEYS[4 + i], 'tokens_limit', 'tokens_held', 'cycles_limit', 'cycles_used',
+    'depth', 'agent_cycles_limit', 'tpm_limit', 'rpm_limit')
   rows[i] = r
-  if i <= n and not r[7] then return {-2, 0, label(i) .. ' was never opened'} end
-  if i == n and ARGV[8] ~= '' and r[8] and tonumber(ARGV[8]) > tonumber(r[8]) then
-    return {0, 0, 'cycle cap reached: max_cycles=' .. r[8] .. ' for this agent'}
+  if i <= n and not r[5] then return {-2, 0, label(i) .. ' was never opened'} end
+  if i == n and ARGV[8] ~= '' and r[6] and tonumber(ARGV[8]) > tonumber(r[6]) then
+    return {0, 0, 'cycle cap reached: max_cycles=' .. r[6] .. ' for this agent'}
   end
-  if i <= n or r[1] or r[4] or r[9] or r[10] then
+  if i <= n or r[1] or r[3] or r[7] or r[8] then
     table.insert(charged, i)
-    if r[4] then
-      local cycles_left = tonumber(r[4]) - (tonumber(r[5]) or 0) - (tonumber(r[6]) or 0)
+    if r[3] then
+      local cycles_left = tonumber(r[3]) - (tonumber(r[4]) or 0)
       if cycles_left < 1 then
-        return {0, 0, 'cycle budget exhausted at ' .. label(i) .. ' (max_cycles=' .. r[4] .. ')'}
+        return {0, 0, 'cycle budget exhausted at ' .. label(i) .. ' (max_cycles=' .. r[3] .. ')'}
       end
     end
     if r[1] then
-      local tokens_left = tonumber(r[1]) - (tonumber(r[2]) or 0) - (tonumber(r[3]) or 0)
+      local tokens_left = tonumber(r[1]) - (tonumber(r[2]) or 0)
       if shortest_left == nil or tokens_left < shortest_left then shortest, shortest_left = i, tokens_left end
       granted = math.min(granted, tokens_left)
     end
@@ -82,7 +84,7 @@ end
 
 -- Per-minute windows: a cap below one call's need refuses; a full window waits.
 for i = n + 1, n + m do
-  local tpm, rpm = tonumber(rows[i][9]), tonumber(rows[i][10])
+  local tpm, rpm = tonumber(rows[i][7]), tonumber(rows[i][8])
   if tpm and tpm < tonumber(ARGV[3]) then
     return {0, 0, label(i) .. ' allows ' .. tpm .. ' tokens per minute, one call needs ' .. ARGV[3]}
   end
@@ -90,9 +92,9 @@ for i = n + 1, n + m do
   if tpm then granted = math.min(granted, tpm) end
 end
 for i = n + 1, n + m do
-  local tpm, rpm = tonumber(rows[i][9]), tonumber(rows[i][10])
+  local tpm, rpm = tonumber(rows[i][7]), tonumber(rows[i][8])
   if tpm or rpm then
-    local w = redis.call('HMGET', KEYS[5 + m + i], 'tokens', 'requests')
+    local w = redis.call('HMGET', KEYS[4 + m + i], 'tokens', 'requests')
     if rpm and (tonumber(w[2]) or 0) + 1 > rpm then
       return {2, 0, label(i) .. ' is at its ' .. rpm .. ' requests per minute'}
     end
@@ -104,20 +106,19 @@ end
 
 local scopes = {}
 for _, i in ipairs(charged) do
-  redis.call('HINCRBY', KEYS[5 + i], 'tokens_reserved', granted)
-  redis.call('HINCRBY', KEYS[5 + i], 'cycles_reserved', 1)
+  redis.call('HINCRBY', KEYS[4 + i], 'tokens_held', granted)
+  redis.call('HINCRBY', KEYS[4 + i], 'cycles_used', 1)
   if i > n then
     table.insert(scopes, '"' .. ARGV[10 + i] .. '"')  -- scope names hold no quote (ledger.SCOPE_NAME)
-    if redis.call('SADD', KEYS[5], ARGV[10 + i]) == 1 then redis.call('EXPIRE', KEYS[5], ARGV[10]) end
-    if rows[i][9] or rows[i][10] then
-      redis.call('HINCRBY', KEYS[5 + m + i], 'tokens', granted)
-      redis.call('HINCRBY', KEYS[5 + m + i], 'requests', 1)
-      redis.call('EXPIRE', KEYS[5 + m + i], ARGV[9])
+    if redis.call('SADD', KEYS[4], ARGV[10 + i]) == 1 then redis.call('EXPIRE', KEYS[4], ARGV[10]) end
+    if rows[i][7] or rows[i][8] then
+      redis.call('HINCRBY', KEYS[4 + m + i], 'tokens', granted)
+      redis.call('HINCRBY', KEYS[4 + m + i], 'requests', 1)
+      redis.call('EXPIRE', KEYS[4 + m + i], ARGV[9])
     end
   end
 end
-redis.call('ZADD', KEYS[2], ARGV[4], rid)
 redis.call('ZADD', KEYS[#KEYS], ARGV[4], ARGV[7])
 local data = '{"tokens":' .. granted .. ',"chain":' .. ARGV[6] .. ',"scopes":[' .. table.concat(scopes, ',') .. ']}'
-redis.call('HSET', KEYS[3], rid, data)
+redis.call('HSET', KEYS[2], rid, data)
 return {1, granted, '', ''}

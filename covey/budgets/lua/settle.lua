@@ -1,8 +1,7 @@
 -- settle.lua: turn a reservation into actual usage, once.
--- KEYS[1]      reservations zset (id -> expiry)
--- KEYS[2]      reservation data hash (id -> JSON {"tokens", "chain", "scopes"})
--- KEYS[3]      settled hash (id -> tokens granted)
--- KEYS[4..]    n agent rows, root first, then the rows of the m scopes the call named
+-- KEYS[1]      reservation data hash (id -> JSON {"tokens", "chain", "scopes"})
+-- KEYS[2]      settled hash (id -> tokens granted)
+-- KEYS[3..]    n agent rows, root first, then the rows of the m scopes the call named
 -- KEYS[#KEYS-1] the agent's replies hash (id -> the call's outcome)
 -- KEYS[#KEYS]  index of every live reservation of every job
 -- ARGV[1]      reservation id
@@ -16,19 +15,20 @@
 -- Returns 1 if it charged, 0 if the id was already settled, -2 if the chain or
 -- scopes differ from the reservation's.
 -- It charges the rows its reserve charged: the chain and the scopes with a cap.
--- A reservation already released as stale is still charged (the tokens were
--- spent), to the chain and the scopes that have a cap now.
+-- Their tokens_held keeps what was used, not what was granted; the cycle was
+-- taken by the reserve. A reservation already released as stale is still charged
+-- (the tokens were spent), to the chain and the scopes that have a cap now.
 
 local rid = ARGV[1]
-if redis.call('HEXISTS', KEYS[3], rid) == 1 then return 0 end
+if redis.call('HEXISTS', KEYS[2], rid) == 1 then return 0 end
 local n = tonumber(ARGV[7])
-local m = #KEYS - 5 - n
+local m = #KEYS - 4 - n
 local used = tonumber(ARGV[2])
 local recorded = used
 local rows = {}
-for i = 1, n do table.insert(rows, KEYS[3 + i]) end
+for i = 1, n do table.insert(rows, KEYS[2 + i]) end
 
-local data = redis.call('HGET', KEYS[2], rid)
+local data = redis.call('HGET', KEYS[1], rid)
 local granted = nil
 if data then
   local held = cjson.decode(data)
@@ -39,32 +39,32 @@ if data then
       if ARGV[7 + j] == name then found = j end
     end
     if not found then return -2 end
-    table.insert(rows, KEYS[3 + n + found])
+    table.insert(rows, KEYS[2 + n + found])
   end
   granted = held.tokens
 else
   for j = 1, m do
-    local caps = redis.call('HMGET', KEYS[3 + n + j], 'tokens_limit', 'cycles_limit', 'tpm_limit', 'rpm_limit')
-    if caps[1] or caps[2] or caps[3] or caps[4] then table.insert(rows, KEYS[3 + n + j]) end
+    local caps = redis.call('HMGET', KEYS[2 + n + j], 'tokens_limit', 'cycles_limit', 'tpm_limit', 'rpm_limit')
+    if caps[1] or caps[2] or caps[3] or caps[4] then table.insert(rows, KEYS[2 + n + j]) end
   end
 end
 
-if granted then
-  for _, key in ipairs(rows) do
-    redis.call('HINCRBY', key, 'tokens_reserved', -granted)
-    redis.call('HINCRBY', key, 'cycles_reserved', -1)
+for _, key in ipairs(rows) do
+  if granted then
+    if granted ~= used then redis.call('HINCRBY', key, 'tokens_held', used - granted) end
+  else  -- released as stale: the hold and the cycle were given back
+    redis.call('HINCRBY', key, 'tokens_held', used)
+    redis.call('HINCRBY', key, 'cycles_used', 1)
   end
-  redis.call('ZREM', KEYS[1], rid)
-  redis.call('HDEL', KEYS[2], rid)
+  redis.call('HINCRBY', key, 'tokens_used', used)
+end
+if granted then
+  redis.call('HDEL', KEYS[1], rid)
   redis.call('ZREM', KEYS[#KEYS], ARGV[5])
   recorded = granted
 end
-for _, key in ipairs(rows) do
-  redis.call('HINCRBY', key, 'tokens_used', used)
-  redis.call('HINCRBY', key, 'cycles_used', 1)
-end
-redis.call('HSET', KEYS[3], rid, recorded)
-redis.call('EXPIRE', KEYS[3], tonumber(ARGV[3]))
+redis.call('HSET', KEYS[2], rid, recorded)
+redis.call('EXPIRE', KEYS[2], tonumber(ARGV[3]))
 if ARGV[6] ~= '' then
   redis.call('HSET', KEYS[#KEYS - 1], rid, ARGV[6])
   redis.call('EXPIRE', KEYS[#KEYS - 1], tonumber(ARGV[3]))
