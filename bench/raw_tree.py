@@ -4,7 +4,9 @@ A node of depth D > 0 replaces itself with ``chord(group(W nodes of depth D-1),
 join)``, exactly the canvas covey's agents use to fan out; a leaf returns 1 and
 ``join`` sums, so the root's result is ``W**D``. There is no ledger, checkpoint,
 tree record or model call, so timing this next to covey isolates covey's own
-per-agent work from what Celery itself costs.
+per-agent work from what Celery itself costs. Given ``call_seconds``, a node and
+a join each sleep that long, as covey's agents wait on their model: a leaf's one
+call, and a spawning agent's two (the call that spawns, the call that finishes).
 
 The app takes covey's Celery configuration (JSON, late acks, prefetch 1, task
 events, ...) with its own queue: the two differ only in what the tasks do.
@@ -13,6 +15,8 @@ The worker runs it as ``python -m celery -A bench.raw_tree worker ...`` with
 """
 
 from __future__ import annotations
+
+import time
 
 from celery import Celery, chord, group
 
@@ -27,13 +31,18 @@ def create_app(settings: Settings) -> Celery:
     app.conf.update(celery_config(settings))
 
     @app.task(bind=True, name=NODE)
-    def node(self, width: int, depth: int) -> int:
+    def node(self, width: int, depth: int, call_seconds: float = 0) -> int:
+        if call_seconds:
+            time.sleep(call_seconds)  # a leaf's answer, or the call that spawns
         if depth == 0:
             return 1
-        return self.replace(chord(group(node.s(width, depth - 1) for _ in range(width)), join.s()))
+        children = group(node.s(width, depth - 1, call_seconds) for _ in range(width))
+        return self.replace(chord(children, join.s(call_seconds)))
 
     @app.task(name="raw.join")
-    def join(results: list[int]) -> int:
+    def join(results: list[int], call_seconds: float = 0) -> int:
+        if call_seconds:
+            time.sleep(call_seconds)  # the call that finishes
         return sum(results)
 
     return app

@@ -9,7 +9,9 @@ child finishes, the root finishes): 2.5 s. A runtime that overlaps every agent's
 waits finishes close to that, so wall time / critical path is what it failed to
 hide: agents queued for a slot, and its own work per agent. The trees run on three
 ``covey worker`` subprocesses (no flags, as a user gets it; ``--pool threads
---concurrency 500``; ``--pool gevent --concurrency 500``) and as Ray async actors
+--concurrency 500``; ``--pool gevent --concurrency 500``), as plain Celery tasks
+of ``bench/raw_tree.py`` sleeping through the same calls on workers of the shape
+``covey worker`` takes with no flags (Celery's own floor), and as Ray async actors
 making the same waits (when Ray is installed: ``pip install -e '.[bench]'``), in
 interleaved rounds. A configuration that fails is reported as failed, the others
 still measured. A private redis-server, the workers and Ray are started here and
@@ -34,10 +36,13 @@ from typing import Any, Callable
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # `python bench/scale.py` puts bench/, not the root, on the path
 
+from celery import Celery  # noqa: E402
+
+from bench import raw_tree  # noqa: E402
 from bench.fanout import agents, sim_calls  # noqa: E402
 from bench.harness import RedisServer, Worker, interruptible, report, start_redis  # noqa: E402
 from covey.client import Client  # noqa: E402
-from covey.config.settings import Settings  # noqa: E402
+from covey.config.settings import DEFAULT_SLOTS, Settings  # noqa: E402
 
 LATENCY_MS = 500
 DEPTH = 2
@@ -49,8 +54,9 @@ WORKERS = {  # configuration -> the flags `covey worker` gets besides --loglevel
     "threads": ["--pool", "threads", "--concurrency", SLOTS],
     "gevent": ["--pool", "gevent", "--concurrency", SLOTS],
 }
+RAW_SLOTS = DEFAULT_SLOTS["threads"]  # each raw Celery process is one of `covey worker`'s with no flags
 LABELS = {"defaults": "`covey worker`, no flags", "threads": f"threads, -c {SLOTS}", "gevent": f"gevent, -c {SLOTS}",
-          "ray": "Ray async actors"}
+          "raw": f"raw Celery, {RAW_SLOTS} threads/core", "ray": "Ray async actors"}
 COMMAND = "python bench/scale.py"
 Run = Callable[[int], float]  # a tree of the given width on one configuration; its wall seconds
 
@@ -106,6 +112,41 @@ def start_workers(stack: ExitStack, redis_url: str, logs: Path, failed: dict[str
             continue
         runs[name] = lambda width, client=client: run_covey(client, width)
     return runs
+
+
+# --- raw Celery ---
+
+
+def run_raw(app: Celery, width: int) -> float:
+    start = time.perf_counter()
+    leaves = app.send_task(raw_tree.NODE, args=[width, DEPTH, LATENCY_MS / 1000]).get(timeout=timeout(width))
+    elapsed = time.perf_counter() - start
+    if leaves != width**DEPTH:
+        raise RuntimeError(f"raw Celery counted {leaves} leaves")
+    return elapsed
+
+
+def start_raw(stack: ExitStack, redis_url: str, logs: Path, failed: dict[str, str], runs: dict[str, Run]) -> None:
+    """A raw Celery worker process per core, each ``--pool threads --concurrency
+    RAW_SLOTS`` as ``covey worker`` runs them with no flags, and a run of the tree on
+    them added to ``runs`` (or in ``failed`` why they did not get ready)."""
+    queue = "bench-scale-raw"
+    app = raw_tree.create_app(Settings(redis_url=redis_url, queue=queue))
+    workers = []
+    for i in range(1, os.cpu_count() + 1):
+        hostname = f"raw-{i}@scale"
+        worker = Worker(hostname, [sys.executable, "-m", "celery", "-A", "bench.raw_tree", "worker",
+                                   "--pool", "threads", "--concurrency", str(RAW_SLOTS), "--queues", queue,
+                                   "--loglevel", "warning", "--hostname", hostname], redis_url, queue, logs)
+        stack.callback(stop, worker)
+        workers.append(worker)
+    try:
+        for worker in workers:
+            worker.wait_ready(app)
+    except RuntimeError as e:
+        fail(failed, "raw", f"start: {e}")
+        return
+    runs["raw"] = lambda width: run_raw(app, width)
 
 
 # --- Ray ---
@@ -194,6 +235,7 @@ def run_all(repeats: int, logs: Path) -> dict[str, Any]:
         start_redis(server)
         failed: dict[str, str] = {}
         runs = start_workers(stack, server.url, logs, failed)
+        start_raw(stack, server.url, logs, failed, runs)
         ray_version = start_ray(stack, runs)
         medians = measure(runs, repeats, failed)
     return {
@@ -248,10 +290,17 @@ over that path: 1× hides every wait, and what is above it is agents queued for 
 slot plus the runtime's own work per agent, here on {after['cores']} cores. The covey columns
 are `covey worker` subprocesses: with no pool or concurrency flags (what a user
 gets), with `--pool threads --concurrency {SLOTS}`, and with `--pool gevent
---concurrency {SLOTS}`. {ray} runs the same tree as calls on an async actor per
+--concurrency {SLOTS}`. Raw Celery runs the same tree as plain Celery tasks of
+`bench/raw_tree.py` with covey's Celery configuration: an agent sleeps {after['latency_ms']} ms for
+each call it would make (a leaf once; a spawning agent before it replaces itself
+with `chord(group(children), join)`, and again in the join), on a `celery worker
+--pool threads --concurrency {RAW_SLOTS}` process per core, the pools `covey worker`
+runs with no flags. It has no SDK, sim, ledger, checkpoint or tree record, so it
+is the floor Celery itself sets for this tree: what is above it in the no-flags
+column is covey's. {ray} runs the same tree as calls on an async actor per
 core, each agent sleeping through its calls and gathering its children as remote
-calls: no SDK, sim or ledger work, so it is the orchestration floor to compare
-against. {rounds} after a warm-up, Python {after['python']}.{compared}
+calls: no SDK, sim or ledger work either, so it is another runtime's floor to
+compare against. {rounds} after a warm-up, Python {after['python']}.{compared}
 
 ```
 {COMMAND} --repeats {after['repeats']}
