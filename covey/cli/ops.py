@@ -155,6 +155,7 @@ def flower(port: int, address: str, basic_auth: str | None) -> None:
     covey_flower.configure()
     from covey.worker.app import app
 
+    app.conf.broker_transport = None  # Flower tells brokers apart by their URL's scheme: kombu's own names
     # Workers send task events only when asked (COVEY_TASK_EVENTS, or Flower): ask every
     # live one now, so no task is missed before Flower's first periodic ask (5 s).
     app.control.enable_events()

@@ -8,13 +8,14 @@ from typing import Any
 from celery import Celery
 
 from covey import connections
-from covey.config import backend
+from covey.config import backend, broker
 from covey.config.settings import Settings
 
 
 def celery_config(settings: Settings) -> dict[str, Any]:
     return {
         "broker_url": settings.broker,
+        "broker_transport": broker.transport(settings.broker),
         "result_backend": backend.patient(settings.backend),
         # JSON only: a task's arguments are readable in Flower and never unpickled.
         "task_serializer": "json",
