@@ -45,14 +45,10 @@ def agents(job_id: str) -> str:
     return f"{_job(job_id)}:agents"
 
 
-def reservation_data(job_id: str) -> str:
-    """Hash: reservation id -> JSON of what it holds and where."""
-    return f"{_job(job_id)}:resv:data"
-
-
-def settled(job_id: str) -> str:
-    """Hash: reservation id -> tokens it was granted; makes settle and reserve idempotent."""
-    return f"{_job(job_id)}:settled"
+def calls(job_id: str) -> str:
+    """Hash: reservation id -> JSON of what a live reservation holds and where, then,
+    once settled, the tokens it was granted; makes settle and reserve idempotent."""
+    return f"{_job(job_id)}:calls"
 
 
 def cancel(job_id: str) -> str:

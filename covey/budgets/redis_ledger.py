@@ -109,8 +109,7 @@ class RedisLedger:
             self._next_sweep = now + STALE_SWEEP_SECONDS
             self.release_stale(now)
         minute = int(now // keys.WINDOW_SECONDS)
-        row_keys = [keys.cancel(job_id), keys.reservation_data(job_id),
-                    keys.settled(job_id), keys.job_scopes(job_id), *self._rows(job_id, chain, scopes),
+        row_keys = [keys.cancel(job_id), keys.calls(job_id), keys.job_scopes(job_id), *self._rows(job_id, chain, scopes),
                     *(keys.scope_window(s, minute) for s in scopes),
                     keys.replies(job_id, chain[-1]), keys.live_reservations()]
         args = [reservation_id, tokens, min_tokens, now + keys.RESERVATION_TTL_SECONDS, len(chain),
@@ -136,8 +135,7 @@ class RedisLedger:
         ``LedgerError`` rather than skew the counts."""
         if tokens < 0:
             raise ValueError(f"tokens used cannot be negative, got {tokens}")
-        row_keys = [keys.reservation_data(job_id), keys.settled(job_id),
-                    *self._rows(job_id, chain, scopes), keys.replies(job_id, chain[-1]),
+        row_keys = [keys.calls(job_id), *self._rows(job_id, chain, scopes), keys.replies(job_id, chain[-1]),
                     keys.live_reservations()]
         args = [reservation_id, tokens, keys.job_ttl(), _compact(chain),
                 _member(job_id, reservation_id), record or "", len(chain), *scopes]
@@ -159,13 +157,13 @@ class RedisLedger:
         released = 0
         for member in expired:
             job_id, rid = json.loads(member)
-            data = self.client.hget(keys.reservation_data(job_id), rid)
-            if data is None:  # settled, or its job expired: nothing is held any more
+            data = self.client.hget(keys.calls(job_id), rid)
+            if data is None or not _str(data).startswith("{"):  # settled, or its job expired: nothing is held
                 self.client.zrem(keys.live_reservations(), member)
                 continue
             where = json.loads(data)
-            row_keys = [keys.reservation_data(job_id),
-                        *self._rows(job_id, where["chain"], where["scopes"]), keys.live_reservations()]
+            row_keys = [keys.calls(job_id), *self._rows(job_id, where["chain"], where["scopes"]),
+                        keys.live_reservations()]
             released += self._scripts["release"](keys=row_keys, args=[rid, now, data, member])
         return released
 

@@ -244,7 +244,7 @@ def test_stale_reservation_is_released_and_a_late_settle_charges_once(ledger, jo
     snap = ledger.snapshot(job)
     assert (snap.tokens_used, snap.tokens_reserved, snap.cycles_used) == (380, 0, 1)
     assert (snap.scopes[0].tokens_used, snap.scopes[0].tokens_reserved) == (380, 0)
-    assert redis_client.hlen(keys.reservation_data(job)) == 0
+    assert redis_client.hget(keys.calls(job), "root:0") == "380"  # settled: no hold left
     assert redis_client.zscore(keys.live_reservations(), json.dumps([job, "root:0"], separators=(",", ":"))) is None
 
 

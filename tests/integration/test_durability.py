@@ -101,7 +101,7 @@ def run_killed(server, client, env, task: str, kill_when: str, calls_before: int
     first = start_worker(server.url, **env)
     wait_for_worker(client, first)
     handle = client.submit(client.spec(task, budget={"max_depth": 2}, model=SIMHTTP))
-    wait_until(lambda: client.redis.hexists(keys.reservation_data(handle.id), kill_when)
+    wait_until(lambda: (client.redis.hget(keys.calls(handle.id), kill_when) or "").startswith("{")
                and model_calls(env)["total"] == calls_before, f"call {kill_when} in flight")
     kill(first)
     second = start_worker(server.url, **env)

@@ -1,5 +1,5 @@
 -- release.lua: give back an expired reservation's tokens and cycle (a dead worker's).
--- KEYS[1]      reservation data hash (id -> JSON {"tokens", "chain", "scopes"})
+-- KEYS[1]      the job's calls (id -> JSON {"tokens", "chain", "scopes"} while live)
 -- KEYS[2..]    the rows named in that JSON: agent rows, then scope rows
 -- KEYS[#KEYS]  index of every live reservation of every job (member -> expiry)
 -- ARGV[1]      reservation id
@@ -13,10 +13,7 @@ local rid = ARGV[1]
 local expiry = redis.call('ZSCORE', KEYS[#KEYS], ARGV[4])
 if not expiry or tonumber(expiry) >= tonumber(ARGV[2]) then return 0 end
 local data = redis.call('HGET', KEYS[1], rid)
-if data ~= ARGV[3] then  -- settled meanwhile, or settled and reserved again
-  if not data then redis.call('ZREM', KEYS[#KEYS], ARGV[4]) end
-  return 0
-end
+if data ~= ARGV[3] then return 0 end  -- settled meanwhile (settle dropped the index entry)
 local granted = cjson.decode(data).tokens
 for i = 2, #KEYS - 1 do
   redis.call('HINCRBY', KEYS[i], 'tokens_held', -granted)

@@ -1,9 +1,9 @@
 -- reserve.lua: hold tokens and take one cycle on every agent of a chain and every capped scope, or refuse.
 -- KEYS[1]        the job's cancel flag
--- KEYS[2]        reservation data hash (id -> JSON {"tokens", "chain", "scopes"})
--- KEYS[3]        settled hash (id -> tokens granted)
--- KEYS[4]        the job's set of scope names
--- KEYS[5..4+n]   agent rows, root first; then m scope rows; then those scopes'
+-- KEYS[2]        the job's calls (id -> JSON {"tokens", "chain", "scopes"} while live,
+--                the tokens granted once settled)
+-- KEYS[3]        the job's set of scope names
+-- KEYS[4..3+n]   agent rows, root first; then m scope rows; then those scopes'
 --                windows of the current minute, in the same order
 -- KEYS[#KEYS-1]  the agent's replies hash (id -> the settled call's outcome)
 -- KEYS[#KEYS]    index of every live reservation of every job (member -> expiry)
@@ -28,18 +28,16 @@
 -- A scope with no cap is not charged: a scope every job names (global) is then
 -- no key that every call in the fleet writes. A charged scope joins the job's set.
 -- A window counts the tokens granted (not those used later) and one request.
--- Rows keep the TTL their open gave them; the reservation keys empty (and vanish)
--- as reservations settle or are released.
+-- Rows keep the TTL their open gave them; settle gives the calls hash the job's TTL.
 
 local rid = ARGV[1]
 if redis.call('EXISTS', KEYS[1]) == 1 then return {-1, 0, 'job cancelled'} end
-local done = redis.call('HGET', KEYS[3], rid)
-if done then return {1, tonumber(done), '', redis.call('HGET', KEYS[#KEYS - 1], rid) or ''} end
-local live = redis.call('HGET', KEYS[2], rid)
-if live then return {1, cjson.decode(live).tokens, '', ''} end
+local known = redis.call('HGET', KEYS[2], rid)
+if known and string.sub(known, 1, 1) == '{' then return {1, cjson.decode(known).tokens, '', ''} end
+if known then return {1, tonumber(known), '', redis.call('HGET', KEYS[#KEYS - 1], rid) or ''} end
 
 local n = tonumber(ARGV[5])
-local m = (#KEYS - 6 - n) / 2
+local m = (#KEYS - 5 - n) / 2
 local function label(i)
   if i <= n then return 'agent ' .. ARGV[10 + i] end
   return 'scope ' .. ARGV[10 + i]
@@ -54,7 +52,7 @@ local granted = tonumber(ARGV[2])
 local shortest, shortest_left = nil, nil
 local rows, charged = {}, {}
 for _, i in ipairs(order) do
-  local r = redis.call('HMGET', KEYS[4 + i], 'tokens_limit', 'tokens_held', 'cycles_limit', 'cycles_used',
+  local r = redis.call('HMGET', KEYS[3 + i], 'tokens_limit', 'tokens_held', 'cycles_limit', 'cycles_used',
     'depth', 'agent_cycles_limit', 'tpm_limit', 'rpm_limit')
   rows[i] = r
   if i <= n and not r[5] then return {-2, 0, label(i) .. ' was never opened'} end
@@ -94,7 +92,7 @@ end
 for i = n + 1, n + m do
   local tpm, rpm = tonumber(rows[i][7]), tonumber(rows[i][8])
   if tpm or rpm then
-    local w = redis.call('HMGET', KEYS[4 + m + i], 'tokens', 'requests')
+    local w = redis.call('HMGET', KEYS[3 + m + i], 'tokens', 'requests')
     if rpm and (tonumber(w[2]) or 0) + 1 > rpm then
       return {2, 0, label(i) .. ' is at its ' .. rpm .. ' requests per minute'}
     end
@@ -106,15 +104,15 @@ end
 
 local scopes = {}
 for _, i in ipairs(charged) do
-  redis.call('HINCRBY', KEYS[4 + i], 'tokens_held', granted)
-  redis.call('HINCRBY', KEYS[4 + i], 'cycles_used', 1)
+  redis.call('HINCRBY', KEYS[3 + i], 'tokens_held', granted)
+  redis.call('HINCRBY', KEYS[3 + i], 'cycles_used', 1)
   if i > n then
     table.insert(scopes, '"' .. ARGV[10 + i] .. '"')  -- scope names hold no quote (ledger.SCOPE_NAME)
-    if redis.call('SADD', KEYS[4], ARGV[10 + i]) == 1 then redis.call('EXPIRE', KEYS[4], ARGV[10]) end
+    if redis.call('SADD', KEYS[3], ARGV[10 + i]) == 1 then redis.call('EXPIRE', KEYS[3], ARGV[10]) end
     if rows[i][7] or rows[i][8] then
-      redis.call('HINCRBY', KEYS[4 + m + i], 'tokens', granted)
-      redis.call('HINCRBY', KEYS[4 + m + i], 'requests', 1)
-      redis.call('EXPIRE', KEYS[4 + m + i], ARGV[9])
+      redis.call('HINCRBY', KEYS[3 + m + i], 'tokens', granted)
+      redis.call('HINCRBY', KEYS[3 + m + i], 'requests', 1)
+      redis.call('EXPIRE', KEYS[3 + m + i], ARGV[9])
     end
   end
 end

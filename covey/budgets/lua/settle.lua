@@ -1,7 +1,7 @@
 -- settle.lua: turn a reservation into actual usage, once.
--- KEYS[1]      reservation data hash (id -> JSON {"tokens", "chain", "scopes"})
--- KEYS[2]      settled hash (id -> tokens granted)
--- KEYS[3..]    n agent rows, root first, then the rows of the m scopes the call named
+-- KEYS[1]      the job's calls (id -> JSON {"tokens", "chain", "scopes"} while live,
+--              the tokens granted once settled)
+-- KEYS[2..]    n agent rows, root first, then the rows of the m scopes the call named
 -- KEYS[#KEYS-1] the agent's replies hash (id -> the call's outcome)
 -- KEYS[#KEYS]  index of every live reservation of every job
 -- ARGV[1]      reservation id
@@ -20,15 +20,15 @@
 -- (the tokens were spent), to the chain and the scopes that have a cap now.
 
 local rid = ARGV[1]
-if redis.call('HEXISTS', KEYS[2], rid) == 1 then return 0 end
+local data = redis.call('HGET', KEYS[1], rid)
+if data and string.sub(data, 1, 1) ~= '{' then return 0 end
 local n = tonumber(ARGV[7])
-local m = #KEYS - 4 - n
+local m = #KEYS - 3 - n
 local used = tonumber(ARGV[2])
 local recorded = used
 local rows = {}
-for i = 1, n do table.insert(rows, KEYS[2 + i]) end
+for i = 1, n do table.insert(rows, KEYS[1 + i]) end
 
-local data = redis.call('HGET', KEYS[1], rid)
 local granted = nil
 if data then
   local held = cjson.decode(data)
@@ -39,13 +39,13 @@ if data then
       if ARGV[7 + j] == name then found = j end
     end
     if not found then return -2 end
-    table.insert(rows, KEYS[2 + n + found])
+    table.insert(rows, KEYS[1 + n + found])
   end
   granted = held.tokens
 else
   for j = 1, m do
-    local caps = redis.call('HMGET', KEYS[2 + n + j], 'tokens_limit', 'cycles_limit', 'tpm_limit', 'rpm_limit')
-    if caps[1] or caps[2] or caps[3] or caps[4] then table.insert(rows, KEYS[2 + n + j]) end
+    local caps = redis.call('HMGET', KEYS[1 + n + j], 'tokens_limit', 'cycles_limit', 'tpm_limit', 'rpm_limit')
+    if caps[1] or caps[2] or caps[3] or caps[4] then table.insert(rows, KEYS[1 + n + j]) end
   end
 end
 
@@ -59,12 +59,11 @@ for _, key in ipairs(rows) do
   redis.call('HINCRBY', key, 'tokens_used', used)
 end
 if granted then
-  redis.call('HDEL', KEYS[1], rid)
   redis.call('ZREM', KEYS[#KEYS], ARGV[5])
   recorded = granted
 end
-redis.call('HSET', KEYS[2], rid, recorded)
-redis.call('EXPIRE', KEYS[2], tonumber(ARGV[3]))
+redis.call('HSET', KEYS[1], rid, recorded)
+redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3]))
 if ARGV[6] ~= '' then
   redis.call('HSET', KEYS[#KEYS - 1], rid, ARGV[6])
   redis.call('EXPIRE', KEYS[#KEYS - 1], tonumber(ARGV[3]))
