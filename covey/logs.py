@@ -51,8 +51,16 @@ def _json_handlers(logger: logging.Logger | None = None, **_: Any) -> None:
         handler.setFormatter(JsonFormatter())
 
 
+# The HTTP client logs each request at INFO, which Celery's worker shows: a second
+# line for every model call beside its agent event. Its warnings still show.
+HTTP_CLIENT_LOGGERS = ("httpx", "httpx2")
+
+
 def install(log_format: str) -> None:
-    """Make Celery's worker and task loggers write JSON when asked to."""
+    """Make Celery's worker and task loggers write JSON when asked to, and leave
+    the HTTP client's request lines out."""
+    for name in HTTP_CLIENT_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
     if log_format == "json":
         after_setup_logger.connect(_json_handlers, weak=False)
         after_setup_task_logger.connect(_json_handlers, weak=False)

@@ -93,6 +93,7 @@ def test_every_step_and_state_change_is_one_json_line_and_no_secret_leaks(guarde
     assert (root[-1]["event"], root[-1]["status"], root[-1]["tokens"]) == (
         "finished", "completed", result.usage.total_tokens)
     assert all(e["parent"] == "root" and e["depth"] == 1 for c in result.children for e in by_agent[c.agent_id])
+    assert not [line for line in log_lines(worker) if "HTTP Request" in line]  # a model call is its event's line
 
     visible = "\n".join([
         worker.log_path.read_text(), result.model_dump_json(),
