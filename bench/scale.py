@@ -10,8 +10,8 @@ waits finishes close to that, so wall time / critical path is what it failed to
 hide: agents queued for a slot, and its own work per agent. The trees run on three
 ``covey worker`` subprocesses (no flags, as a user gets it; ``--pool threads
 --concurrency 500``; ``--pool gevent --concurrency 500``), as plain Celery tasks
-of ``bench/raw_tree.py`` sleeping through the same calls on workers of the shape
-``covey worker`` takes with no flags (Celery's own floor), and as Ray async actors
+of ``bench/raw_tree.py`` sleeping through the same calls on workers of the threads
+column's shape (Celery's own floor), and as Ray async actors
 making the same waits (when Ray is installed: ``pip install -e '.[bench]'``), in
 interleaved rounds. A configuration that fails is reported as failed, the others
 still measured. A private redis-server, the workers and Ray are started here and
@@ -42,7 +42,7 @@ from bench import raw_tree  # noqa: E402
 from bench.fanout import agents, sim_calls  # noqa: E402
 from bench.harness import RedisServer, Worker, interruptible, report, start_redis  # noqa: E402
 from covey.client import Client  # noqa: E402
-from covey.config.settings import DEFAULT_SLOTS, Settings  # noqa: E402
+from covey.config.settings import Settings  # noqa: E402
 
 LATENCY_MS = 500
 DEPTH = 2
@@ -54,9 +54,8 @@ WORKERS = {  # configuration -> the flags `covey worker` gets besides --loglevel
     "threads": ["--pool", "threads", "--concurrency", SLOTS],
     "gevent": ["--pool", "gevent", "--concurrency", SLOTS],
 }
-RAW_SLOTS = DEFAULT_SLOTS["threads"]  # each raw Celery process is one of `covey worker`'s with no flags
 LABELS = {"defaults": "`covey worker`, no flags", "threads": f"threads, -c {SLOTS}", "gevent": f"gevent, -c {SLOTS}",
-          "raw": f"raw Celery, {RAW_SLOTS} threads/core", "ray": "Ray async actors"}
+          "raw": f"raw Celery, threads, -c {SLOTS}", "ray": "Ray async actors"}
 COMMAND = "python bench/scale.py"
 Run = Callable[[int], float]  # a tree of the given width on one configuration; its wall seconds
 
@@ -128,15 +127,15 @@ def run_raw(app: Celery, width: int) -> float:
 
 def start_raw(stack: ExitStack, redis_url: str, logs: Path, failed: dict[str, str], runs: dict[str, Run]) -> None:
     """A raw Celery worker process per core, each ``--pool threads --concurrency
-    RAW_SLOTS`` as ``covey worker`` runs them with no flags, and a run of the tree on
-    them added to ``runs`` (or in ``failed`` why they did not get ready)."""
+    SLOTS`` as the threads column's ``covey worker`` runs them, and a run of the tree
+    on them added to ``runs`` (or in ``failed`` why they did not get ready)."""
     queue = "bench-scale-raw"
     app = raw_tree.create_app(Settings(redis_url=redis_url, queue=queue))
     workers = []
     for i in range(1, os.cpu_count() + 1):
         hostname = f"raw-{i}@scale"
         worker = Worker(hostname, [sys.executable, "-m", "celery", "-A", "bench.raw_tree", "worker",
-                                   "--pool", "threads", "--concurrency", str(RAW_SLOTS), "--queues", queue,
+                                   "--pool", "threads", "--concurrency", SLOTS, "--queues", queue,
                                    "--loglevel", "warning", "--hostname", hostname], redis_url, queue, logs)
         stack.callback(stop, worker)
         workers.append(worker)
@@ -294,9 +293,9 @@ gets), with `--pool threads --concurrency {SLOTS}`, and with `--pool gevent
 `bench/raw_tree.py` with covey's Celery configuration: an agent sleeps {after['latency_ms']} ms for
 each call it would make (a leaf once; a spawning agent before it replaces itself
 with `chord(group(children), join)`, and again in the join), on a `celery worker
---pool threads --concurrency {RAW_SLOTS}` process per core, the pools `covey worker`
-runs with no flags. It has no SDK, sim, ledger, checkpoint or tree record, so it
-is the floor Celery itself sets for this tree: what is above it in the no-flags
+--pool threads --concurrency {SLOTS}` process per core, the threads column's pools.
+It has no SDK, sim, ledger, checkpoint or tree record, so it is the floor Celery
+itself sets for this tree with slots to spare: what is above it in the threads
 column is covey's. {ray} runs the same tree as calls on an async actor per
 core, each agent sleeping through its calls and gathering its children as remote
 calls: no SDK, sim or ledger work either, so it is another runtime's floor to
