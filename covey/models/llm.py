@@ -80,8 +80,10 @@ class LLM:
         deadline_bound = timeout is not None and timeout < self._settings.model_timeout
         per_attempt = timeout if deadline_bound else self._settings.model_timeout
         retries = 0 if deadline_bound else self._settings.model_retries
+        if retries != client.max_retries:  # a copy of the client: only for a deadline's single attempt
+            client = client.with_options(max_retries=retries)
         try:
-            completion = client.with_options(timeout=per_attempt, max_retries=retries).chat.completions.create(**kwargs)
+            completion = client.chat.completions.create(**kwargs, timeout=per_attempt)
         except openai.APITimeoutError as e:
             raise ModelError(f"model call timed out after {per_attempt:g}s (and {retries} retries)") from e
         except openai.APIStatusError as e:
