@@ -261,7 +261,23 @@ included, all clients) and the worker's CPU are counted over {COST_TREES} more t
 {table(after["rows"])}
 
 {cost_table(after, before)}
+
+{sdk_floor(after)}
 {compared}"""
+
+
+def sdk_floor(after: dict) -> str:
+    """What the model calls alone cost an agent (the asyncio run of the cost tree on one
+    slot: nothing but SDK and sim calls, on one core), and so the least covey's CPU per
+    agent can be beside raw Celery's, which makes no model call."""
+    width, depth = after["costs"]["tree"]
+    asyncio_s = next(m["asyncio"] for w, d, c, m in after["rows"] if (w, d) == (width, depth) and c == min(CONCURRENCIES))
+    sdk_ms = 1000 * asyncio_s / agents(width, depth)
+    raw_ms = after["costs"]["raw"]["cpu_ms_per_agent"]
+    return (f"An agent's model calls alone (the asyncio run of the {width}×{depth} tree: SDK and sim calls, "
+            f"nothing else) take {sdk_ms:.2f} ms per agent; raw Celery makes none, so covey's CPU per agent "
+            f"can be no less than ({raw_ms:.2f} + {sdk_ms:.2f}) / {raw_ms:.2f} = {(raw_ms + sdk_ms) / raw_ms:.2f}× "
+            f"raw Celery's while its agents call their model through the SDK.")
 
 
 def run_all(repeats: int, logs: Path) -> dict:
