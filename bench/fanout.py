@@ -271,7 +271,8 @@ def sdk_floor(after: dict) -> str:
     slot: nothing but SDK and sim calls, on one core), and so the least covey's CPU per
     agent can be beside raw Celery's, which makes no model call."""
     width, depth = after["costs"]["tree"]
-    asyncio_s = next(m["asyncio"] for w, d, c, m in after["rows"] if (w, d) == (width, depth) and c == min(CONCURRENCIES))
+    asyncio_s = next(m["asyncio"] for w, d, c, m in after["rows"]
+                     if (w, d) == (width, depth) and c == min(CONCURRENCIES))
     sdk_ms = 1000 * asyncio_s / agents(width, depth)
     raw_ms = after["costs"]["raw"]["cpu_ms_per_agent"]
     return (f"An agent's model calls alone (the asyncio run of the {width}×{depth} tree: SDK and sim calls, "

@@ -109,8 +109,8 @@ class RedisLedger:
             self._next_sweep = now + STALE_SWEEP_SECONDS
             self.release_stale(now)
         minute = int(now // keys.WINDOW_SECONDS)
-        row_keys = [keys.cancel(job_id), keys.calls(job_id), keys.job_scopes(job_id), *self._rows(job_id, chain, scopes),
-                    *(keys.scope_window(s, minute) for s in scopes),
+        row_keys = [keys.cancel(job_id), keys.calls(job_id), keys.job_scopes(job_id),
+                    *self._rows(job_id, chain, scopes), *(keys.scope_window(s, minute) for s in scopes),
                     keys.replies(job_id, chain[-1]), keys.live_reservations()]
         args = [reservation_id, tokens, min_tokens, now + keys.RESERVATION_TTL_SECONDS, len(chain),
                 _compact(chain), _member(job_id, reservation_id), _arg(cycle),
@@ -313,7 +313,8 @@ def _scope_row(name: str, raw: dict) -> ScopeRow:
     return ScopeRow(
         name=name, tokens_limit=_int(f.get("tokens_limit")), cycles_limit=_int(f.get("cycles_limit")),
         tokens_per_minute=_int(f.get("tpm_limit")), requests_per_minute=_int(f.get("rpm_limit")),
-        tokens_used=int(f.get("tokens_used", 0)), tokens_reserved=_reserved(f), cycles_used=int(f.get("cycles_used", 0)),
+        tokens_used=int(f.get("tokens_used", 0)), tokens_reserved=_reserved(f),
+        cycles_used=int(f.get("cycles_used", 0)),
     )
 
 
