@@ -138,8 +138,7 @@ def start_workers(stack: ExitStack, redis_url: str, concurrency: int, logs: Path
     covey = Worker(f"covey{concurrency}@bench", [sys.executable, "-m", "covey", "worker", *opts,
                    "--hostname", f"covey{concurrency}@bench"], redis_url, covey_q, logs, env=ONE_PROCESS)
     stack.callback(covey.stop)
-    raw = Worker(f"raw{concurrency}@bench", [sys.executable, "-m", "celery", "-A", "bench.raw_tree", "worker",
-                 *opts, "--queues", raw_q, "--hostname", f"raw{concurrency}@bench"],
+    raw = Worker(f"raw{concurrency}@bench", raw_tree.worker_argv(raw_q, f"raw{concurrency}@bench", *opts),
                  redis_url, raw_q, logs)
     stack.callback(raw.stop)
     client = Client(Settings(redis_url=redis_url, queue=covey_q))

@@ -10,12 +10,13 @@ call, and a spawning agent's two (the call that spawns, the call that finishes).
 
 The app takes covey's Celery configuration (JSON, late acks, prefetch 1, task
 events, ...) with its own queue: the two differ only in what the tasks do.
-The worker runs it as ``python -m celery -A bench.raw_tree worker ...`` with
-``COVEY_REDIS_URL`` and ``COVEY_QUEUE`` in its environment.
+The worker runs it as ``worker_argv`` says, with ``COVEY_REDIS_URL`` and
+``COVEY_QUEUE`` in its environment.
 """
 
 from __future__ import annotations
 
+import sys
 import time
 
 from celery import Celery, chord, group
@@ -24,6 +25,12 @@ from covey.config.celery import celery_config
 from covey.config.settings import Settings
 
 NODE = "raw.node"
+
+
+def worker_argv(queue: str, hostname: str, *options: str) -> list[str]:
+    """The command line of a Celery worker of this app reading ``queue``."""
+    return [sys.executable, "-m", "celery", "-A", "bench.raw_tree", "worker", *options,
+            "--queues", queue, "--hostname", hostname]
 
 
 def create_app(settings: Settings) -> Celery:

@@ -134,9 +134,8 @@ def start_raw(stack: ExitStack, redis_url: str, logs: Path, failed: dict[str, st
     workers = []
     for i in range(1, os.cpu_count() + 1):
         hostname = f"raw-{i}@scale"
-        worker = Worker(hostname, [sys.executable, "-m", "celery", "-A", "bench.raw_tree", "worker",
-                                   "--pool", "threads", "--concurrency", SLOTS, "--queues", queue,
-                                   "--loglevel", "warning", "--hostname", hostname], redis_url, queue, logs)
+        flags = ["--pool", "threads", "--concurrency", SLOTS, "--loglevel", "warning"]
+        worker = Worker(hostname, raw_tree.worker_argv(queue, hostname, *flags), redis_url, queue, logs)
         stack.callback(stop, worker)
         workers.append(worker)
     try:

@@ -97,8 +97,7 @@ def main() -> None:
         covey = Worker("sweep@bench", [sys.executable, "-m", "covey", "worker", *opts, "--queues", COVEY_QUEUE,
                        "--hostname", "sweep@bench"], server.url, COVEY_QUEUE, work, env=ONE_PROCESS)
         stack.callback(covey.stop)
-        raw = Worker("raw@bench", [sys.executable, "-m", "celery", "-A", "bench.raw_tree", "worker", *opts,
-                     "--queues", RAW_QUEUE, "--hostname", "raw@bench"], server.url, RAW_QUEUE, work)
+        raw = Worker("raw@bench", raw_tree.worker_argv(RAW_QUEUE, "raw@bench", *opts), server.url, RAW_QUEUE, work)
         stack.callback(raw.stop)
         client = Client(Settings(redis_url=server.url, queue=COVEY_QUEUE))
         stack.callback(client.close)

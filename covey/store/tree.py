@@ -12,11 +12,10 @@ once it is final (only a live agent's task is looked for among the workers').
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
-
-import json
 
 import redis
 from pydantic import BaseModel

@@ -47,6 +47,7 @@ def _signed_or_ignored(payload: dict[str, Any], sig: Any, name: str) -> None:
         log.warning("refused a %s message without a valid signature: %s", name, labels.first_words(str(payload), 12))
         raise Ignore()
 
+
 OUTAGES = (RedisConnectionError, RedisTimeoutError, OperationalError)  # Redis or the broker is away
 
 Step = Callable[[], "tuple[AgentState, Action]"]

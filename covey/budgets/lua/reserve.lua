@@ -19,9 +19,10 @@
 -- ARGV[10]       the job's TTL in seconds
 -- ARGV[11..]     agent ids then scope names, in KEYS order
 -- Returns {1, tokens, '', record} granted: record is the outcome stored by the
--- settle of an id settled before ('' otherwise); a live id gets its grant again. {0, 0, reason} refused, {-1, 0, 'job cancelled'},
--- {-2, 0, reason} for an unopened agent, {2, 0, reason} when a scope's window of
--- this minute is full: ask again next minute.
+-- settle of an id settled before ('' otherwise); a live id gets its grant again.
+-- {0, 0, reason} refused, {-1, 0, 'job cancelled'}, {-2, 0, reason} for an unopened
+-- agent, {2, 0, reason} when a scope's window of this minute is full: ask again
+-- next minute.
 -- A row counts tokens_held (used plus held for calls in flight) and cycles_used (a
 -- call in flight counts): one field each to check and charge. Settle moves the
 -- tokens a call did not use out of tokens_held and adds what it used to tokens_used.
