@@ -113,7 +113,7 @@ def scopes_index() -> str:
 
 
 def secret() -> str:
-    """The deployment's signing secret when ``COVEY_SECRET`` is unset (see ``covey.signing``); never expires."""
+    """The deployment's signing secret when ``COVEY_SECRET`` is unset (see ``covey.worker.signing``); never expires."""
     return f"{PREFIX}:secret"
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shutil
 
-from covey.embedded import EmbeddedRedis, free_port
+from covey.cli.embedded import EmbeddedRedis, free_port
 
 __all__ = ["AofRedis", "RedisServer", "free_port"]
 

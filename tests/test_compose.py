@@ -15,7 +15,7 @@ import jsonschema
 import pytest
 import yaml
 
-from covey import flower
+from covey.cli import flower
 from covey.cli import cli
 from covey.config.settings import Settings
 from covey.models.catalog import Catalog

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from covey import render
+from covey.cli import render
 from covey.budgets.budget import MAX_COUNT, MAX_SECONDS
 from covey.cli.app import connect, print_json, cli
 from covey.orchestration import registry
@@ -19,7 +19,7 @@ from covey.store.tree import FINAL
 
 def _known(job_id: str, client=None):
     """The job's handle, or a clear error rather than waiting on an id nobody sent."""
-    from covey.client import UNKNOWN
+    from covey.client.client import UNKNOWN
 
     handle = (client or connect()).job(job_id)
     if handle.status() == UNKNOWN:
@@ -139,7 +139,7 @@ def submit(task: str | None, as_json: bool, **options: Any) -> None:
 def status(job_id: str, as_json: bool) -> None:
     """Print the job's status (and, on standard error, why it is stuck); exit 1 when
     the job is unknown."""
-    from covey.client import UNKNOWN
+    from covey.client.client import UNKNOWN
 
     handle = connect().job(job_id)
     state = handle.status()

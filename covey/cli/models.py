@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from covey import render
+from covey.cli import render
 from covey.cli.app import cli, print_json
 from covey.config.settings import get_settings
 from covey.models.catalog import Catalog

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from covey import render
+from covey.cli import render
 from covey.budgets.budget import MAX_COUNT
 from covey.cli.app import cli, connect, print_json
 from covey.config.settings import MAX_CONCURRENCY, MAX_PROCESSES, get_settings
@@ -145,7 +145,7 @@ def flower(port: int, address: str, basic_auth: str | None) -> None:
     Find a job's tasks by typing its id in the tasks page's search box. A
     non-loopback --address needs --basic-auth, which also guards /metrics.
     """
-    from covey import flower as covey_flower
+    from covey.cli import flower as covey_flower
 
     try:
         covey_flower.check(address, basic_auth)
@@ -183,6 +183,6 @@ def demo(width: int, depth: int, as_json: bool) -> None:
     It uses the Redis at COVEY_REDIS_URL, or starts a throwaway one when none
     answers there, and stops whatever it started.
     """
-    from covey.demo import run_demo
+    from covey.cli.demo import run_demo
 
     sys.exit(run_demo(width, depth, as_json))

@@ -16,8 +16,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from covey import render
-from covey.client import RESULT_FETCH_SECONDS, JobHandle, JobTimeout
+from covey.cli import render
+from covey.client.client import RESULT_FETCH_SECONDS, JobHandle, JobTimeout
 from covey.results import AgentResult
 
 NO_WORKER_HINT_SECONDS = 3.0  # how long a job may sit still before we look for why

@@ -1,4 +1,4 @@
-"""Celery's Redis result store, on a pool that waits out an outage (``covey.connections``).
+"""Celery's Redis result store, on a pool that waits out an outage (``covey.config.connections``).
 
 A chord counts its finished children in this store; a count lost to a Redis
 restart would leave the parent waiting for good, so its commands get the same
@@ -10,7 +10,7 @@ from __future__ import annotations
 import redis
 from celery.backends.redis import RedisBackend
 
-from covey import connections
+from covey.config import connections
 
 REDIS_SCHEMES = ("redis", "rediss")
 

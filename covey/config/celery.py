@@ -7,7 +7,7 @@ from typing import Any
 
 from celery import Celery
 
-from covey import connections
+from covey.config import connections
 from covey.config import backend, broker
 from covey.config.settings import Settings
 

@@ -33,7 +33,7 @@ class Settings(BaseSettings):
     result_backend: str | None = Field(default=None, description="defaults to redis_url")
     queue: str = "covey"
     secret: str | None = Field(
-        default=None, repr=False, description="signs the messages between workers (see covey.signing)"
+        default=None, repr=False, description="signs the messages between workers (see covey.worker.signing)"
     )
 
     model: str = "sim"

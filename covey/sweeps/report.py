@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from covey import render
+from covey.cli import render
 from covey.sweeps.records import SKIPPED_BUDGET, Record, ResultsLog
 
 SUMMARY_CSV = "summary.csv"

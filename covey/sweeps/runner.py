@@ -24,8 +24,8 @@ from typing import Any
 
 from celery.utils import uuid
 
-from covey import keys, labels
-from covey.client import RUN_JOB, Client
+from covey import keys, wire
+from covey.client import Client
 from covey.config.settings import Settings, get_settings
 from covey.context import ROOT_AGENT_ID
 from covey.results import AgentResult, Status
@@ -244,8 +244,8 @@ def _send(run: _Run, job_id: str, spec: JobSpec) -> None:
     """``Client.submit`` with a job id chosen first, so the claim names the job before it exists."""
     client = run.client
     client.app.send_task(
-        RUN_JOB, kwargs={"spec": spec.wire()}, task_id=job_id,
-        **labels.agent(job_id, ROOT_AGENT_ID, spec.role, 0, spec.task),
+        wire.RUN_JOB, kwargs={"spec": spec.wire()}, task_id=job_id,
+        **wire.agent(job_id, ROOT_AGENT_ID, spec.role, 0, spec.task),
     )
     client.redis.set(keys.submitted(job_id), 1, ex=client.settings.job_ttl)  # only once sent, as Client.submit
     run.submitted += 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from covey.config.celery import create_app
 from covey.config.settings import get_settings
-from covey.logs import install
+from covey.worker.logs import install
 
 install(get_settings().log_format)
 app = create_app(get_settings(), include_tasks=True)

@@ -10,7 +10,8 @@ from functools import cached_property, lru_cache
 
 from redis import Redis
 
-from covey import connections, signing
+from covey.config import connections
+from covey.worker import signing
 from covey.budgets.ledger import Ledger
 from covey.budgets.redis_ledger import RedisLedger
 from covey.config.settings import Settings, get_settings
@@ -40,7 +41,7 @@ class Deps:
 
     @cached_property
     def secret(self) -> bytes:
-        """What signs and checks the messages between workers (``covey.signing``)."""
+        """What signs and checks the messages between workers (``covey.worker.signing``)."""
         return signing.shared_secret(self.settings.secret, self.redis)
 
     @classmethod

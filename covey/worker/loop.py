@@ -17,7 +17,7 @@ from covey import keys
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentRow
 from covey.context import RunContext
-from covey.logs import agent_event
+from covey.worker.logs import agent_event
 from covey.orchestration import registry
 from covey.orchestration.actions import (
     Action, CallModel, ChildResults, Finish, RunTools, Spawn, ToolResults, from_json,

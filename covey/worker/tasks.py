@@ -23,7 +23,8 @@ from kombu.exceptions import OperationalError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from covey import keys, labels, signing
+from covey import keys, wire
+from covey.worker import signing
 from covey.budgets.ledger import AgentTerms, unknown_scope
 from covey.context import ROOT_AGENT_ID, RunContext
 from covey.models.catalog import UnservableModel
@@ -44,7 +45,7 @@ def _signed_or_ignored(payload: dict[str, Any], sig: Any, name: str) -> None:
     """Drop a message no covey worker signed, before anything is read or written for
     it (not even a result under its task id, which may be another job's)."""
     if not signing.valid(worker_deps().secret, payload, sig):
-        log.warning("refused a %s message without a valid signature: %s", name, labels.first_words(str(payload), 12))
+        log.warning("refused a %s message without a valid signature: %s", name, wire.first_words(str(payload), 12))
         raise Ignore()
 
 
@@ -65,7 +66,7 @@ def _valid_job(deps: Deps, spec: Any) -> JobSpec:
     return job
 
 
-@app.task(base=HandingOn, bind=True, name="covey.run_job", throws=(InvalidSpec,))
+@app.task(base=HandingOn, bind=True, name=wire.RUN_JOB, throws=(InvalidSpec,))
 def run_job(self, spec: Any) -> dict[str, Any]:
     """Validate a JobSpec and run its root agent; the task id is the job id.
 
@@ -108,10 +109,10 @@ def run_job(self, spec: Any) -> dict[str, Any]:
     return _guarded(self, ctx.job_id, ROOT_AGENT_ID, start)
 
 
-@app.task(base=HandingOn, bind=True, name="covey.agent")
+@app.task(base=HandingOn, bind=True, name=wire.AGENT)
 def agent(self, ctx: dict[str, Any], spec: dict[str, Any], sig: str | None = None) -> dict[str, Any]:
-    """Run one sub-agent, if a covey worker sent it (see ``covey.signing``)."""
-    _signed_or_ignored({"ctx": ctx, "spec": spec}, sig, "covey.agent")
+    """Run one sub-agent, if a covey worker sent it (see ``covey.worker.signing``)."""
+    _signed_or_ignored({"ctx": ctx, "spec": spec}, sig, wire.AGENT)
 
     def start() -> tuple[AgentState, Action]:
         return loop.begin(
@@ -121,14 +122,14 @@ def agent(self, ctx: dict[str, Any], spec: dict[str, Any], sig: str | None = Non
     return _guarded(self, ctx.get("job_id", "?"), ctx.get("agent_id", "?"), start)
 
 
-@app.task(base=HandingOn, bind=True, name="covey.resume")
+@app.task(base=HandingOn, bind=True, name=wire.RESUME)
 def resume(
     self, results: list[dict[str, Any]], job_id: str, agent_id: str, spawn_round: int, sig: str | None = None
 ) -> dict[str, Any]:
     """The chord callback: reload the waiting parent and go on with its children's
     results, as their own nodes recorded them (the message's copy is not trusted)."""
 
-    _signed_or_ignored(_resume_payload(job_id, agent_id, spawn_round), sig, "covey.resume")
+    _signed_or_ignored(_resume_payload(job_id, agent_id, spawn_round), sig, wire.RESUME)
 
     def join() -> tuple[AgentState, Action]:
         # Past this round: it waits on no children, or a paused step is its next task.
@@ -139,10 +140,10 @@ def resume(
     return _guarded(self, job_id, agent_id, join)
 
 
-@app.task(base=HandingOn, bind=True, name="covey.proceed")
+@app.task(base=HandingOn, bind=True, name=wire.PROCEED)
 def proceed(self, job_id: str, agent_id: str, step: int, sig: str | None = None) -> dict[str, Any]:
     """Go on with an agent whose last task used up its slice (``COVEY_SLICE_SECONDS``)."""
-    _signed_or_ignored(_proceed_payload(job_id, agent_id, step), sig, "covey.proceed")
+    _signed_or_ignored(_proceed_payload(job_id, agent_id, step), sig, wire.PROCEED)
 
     def take_up() -> tuple[AgentState, Action]:
         # Past this step: the action it paused before was taken.
@@ -257,14 +258,14 @@ def _drive(task, state: AgentState, action: Action) -> dict[str, Any]:
         deps.tree.record(ctx.job_id, state.node(RUNNING))
         sig = signing.sign(deps.secret, _proceed_payload(ctx.job_id, ctx.agent_id, state.step))
         return task.replace(proceed.s(job_id=ctx.job_id, agent_id=ctx.agent_id, step=state.step, sig=sig).set(
-            **labels.proceed(ctx.job_id, ctx.agent_id, state.step)
+            **wire.proceed(ctx.job_id, ctx.agent_id, state.step)
         ))
     deps.tree.record(ctx.job_id, state.node(WAITING))
     header = group(_agent_message(deps.secret, c, s) for c, s in outcome.children)
     spawn_round = outcome.state.spawn_round
     sig = signing.sign(deps.secret, _resume_payload(ctx.job_id, ctx.agent_id, spawn_round))
     callback = resume.s(job_id=ctx.job_id, agent_id=ctx.agent_id, spawn_round=spawn_round, sig=sig).set(
-        **labels.resume(ctx.job_id, ctx.agent_id, spawn_round, len(outcome.children))
+        **wire.resume(ctx.job_id, ctx.agent_id, spawn_round, len(outcome.children))
     )
     return task.replace(chord(header, callback))
 
@@ -286,9 +287,9 @@ def _agent_message(secret: bytes, ctx: RunContext, spec: AgentSpec):
     Its result goes to its parent's chord but is not kept under its task id: the
     parent reads the child's tree node, and a kept result would cost Redis most of
     a kilobyte per agent for ``COVEY_JOB_TTL``."""
-    wire = {"ctx": ctx.model_dump(mode="json"), "spec": spec.model_dump(mode="json")}
-    return agent.s(**wire, sig=signing.sign(secret, wire)).set(
-        ignore_result=True, **labels.agent(ctx.job_id, ctx.agent_id, spec.role, ctx.depth, spec.task)
+    payload = {"ctx": ctx.model_dump(mode="json"), "spec": spec.model_dump(mode="json")}
+    return agent.s(**payload, sig=signing.sign(secret, payload)).set(
+        ignore_result=True, **wire.agent(ctx.job_id, ctx.agent_id, spec.role, ctx.depth, spec.task)
     )
 
 

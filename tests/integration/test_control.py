@@ -6,7 +6,7 @@ import re
 import time
 import uuid
 
-from covey import signing
+from covey.worker import signing
 from covey.budgets.budget import Budget
 from covey.context import RunContext
 from covey.results import Status

@@ -8,7 +8,7 @@ import uuid
 import pytest
 from celery import Celery
 
-from covey import signing
+from covey.worker import signing
 from covey.context import RunContext
 from covey.spec import AgentSpec
 

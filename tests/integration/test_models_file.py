@@ -15,7 +15,7 @@ import pytest
 
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentTerms
-from covey.client import Client, JobRefused
+from covey.client.client import Client, JobRefused
 from covey.config.settings import Settings
 from covey.context import RunContext
 from covey.models.catalog import Catalog, ModelParams

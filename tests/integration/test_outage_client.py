@@ -11,7 +11,7 @@ import time
 import pytest
 
 from covey import keys
-from covey.client import BROKER, REDIS, RESULT_STORE, Client, StoreUnavailable
+from covey.client.client import BROKER, REDIS, RESULT_STORE, Client, StoreUnavailable
 from covey.config.settings import Settings
 from tests.redis_server import free_port
 

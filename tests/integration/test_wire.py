@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from covey import Budget, InvalidSpec
-from covey.client import JobRefused
+from covey.client.client import JobRefused
 
 
 

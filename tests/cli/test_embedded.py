@@ -10,8 +10,8 @@ import socket
 import pytest
 import redis
 
-from covey import embedded
-from covey.embedded import EmbeddedRedis, NoRedisBinary, answers, redis_binary
+from covey.cli import embedded
+from covey.cli.embedded import EmbeddedRedis, NoRedisBinary, answers, redis_binary
 
 
 def _listens(port: int) -> bool:

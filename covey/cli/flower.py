@@ -13,7 +13,7 @@ import ipaddress
 
 # What the tasks page shows, in order: the result opens with the AgentResult's status, so
 # outcomes differ at a glance beside Celery's state (SUCCESS for every agent that reported);
-# kwargs carry the agent, role, depth, first words of the task and the job (covey.labels).
+# kwargs carry the agent, role, depth, first words of the task and the job (covey.wire).
 TASK_COLUMNS = "name,state,result,kwargs,uuid,received,runtime,worker"
 
 

@@ -20,18 +20,19 @@ from celery.utils import uuid
 from kombu.exceptions import OperationalError
 from redis.exceptions import InvalidResponse
 
-from covey import connections, keys, labels, waits
+from covey import keys, wire
+from covey.client import waits
+from covey.config import connections
 from covey.budgets.ledger import LedgerSnapshot, unknown_scope
 from covey.budgets.redis_ledger import RedisLedger
 from covey.config.celery import create_app
 from covey.config.settings import Settings, get_settings
 from covey.context import ROOT_AGENT_ID
-from covey.progress import Progress
+from covey.client.progress import Progress
 from covey.results import AgentResult
 from covey.spec import InvalidSpec, JobSpec
 from covey.store.tree import QUEUED, RUNNING, JobTree, Node
 
-RUN_JOB = "covey.run_job"
 UNKNOWN = "unknown"
 WATCH_INTERVAL_SECONDS = 0.5  # how often a watcher reads the tree and the ledger
 RESULT_FETCH_SECONDS = 30.0  # fetching a result already marked ready: bounded, never forever
@@ -120,8 +121,8 @@ class Client:
             with self._reaching(RESULT_STORE):
                 self.app.backend.on_task_call(producer, job_id)
             self.app.send_task(
-                RUN_JOB, kwargs={"spec": spec.wire()}, task_id=job_id, producer=producer,
-                **labels.agent(job_id, ROOT_AGENT_ID, spec.role, 0, spec.task),
+                wire.RUN_JOB, kwargs={"spec": spec.wire()}, task_id=job_id, producer=producer,
+                **wire.agent(job_id, ROOT_AGENT_ID, spec.role, 0, spec.task),
             )
         # Marked only once sent, so no job that failed to send shows as queued. No one
         # can ask about the id before submit returns it, and a root that has started
@@ -232,7 +233,7 @@ class JobHandle:
         return await asyncio.to_thread(self.result, RESULT_FETCH_SECONDS)
 
     def why_stuck(self) -> str | None:
-        """Why the job is not moving, in one line (see ``covey.waits``), or None."""
+        """Why the job is not moving, in one line (see ``covey.client.waits``), or None."""
         try:
             with self._client._reaching(BROKER):
                 return waits.why_stuck(self._client, self.id)

@@ -1,9 +1,18 @@
-"""How covey's tasks read in Flower and in a worker's log: the job, the agent, its
-role and depth and the first words of its task, never a whole prompt, a spec's
-secrets or a child's results. Celery shows ``argsrepr``/``kwargsrepr`` in place of
-the real arguments when a message carries them."""
+"""The names covey's tasks travel under, and how they read in Flower and in a
+worker's log.
+
+``RUN_JOB`` is the wire contract other services send to; the others are covey's
+own, sent worker to worker. A task reads as its job, agent, role and depth and the
+first words of its task, never a whole prompt, a spec's secrets or a child's
+results: Celery shows ``argsrepr``/``kwargsrepr`` in place of the real arguments
+when a message carries them."""
 
 from __future__ import annotations
+
+RUN_JOB = "covey.run_job"  # a job's root agent; the job id is the task id
+AGENT = "covey.agent"  # a sub-agent, sent by its parent's fan-out
+RESUME = "covey.resume"  # the chord callback that resumes a waiting parent
+PROCEED = "covey.proceed"  # an agent taken up again after its slice ran out
 
 TASK_WORDS = 8  # enough of a task to tell siblings apart at a glance
 

@@ -1,7 +1,7 @@
 """``covey demo``: covey's main job on the embedded default, with no setup.
 
 It uses the Redis at ``COVEY_REDIS_URL`` when one answers there, else starts a
-throwaway one (``covey.embedded``); it starts a real worker process (concurrency
+throwaway one (``covey.cli.embedded``); it starts a real worker process (concurrency
 1, to show that waiting parents hold no slot), runs a sim agent tree, prints the
 result, the tree and the ledger, and stops what it started. The worker's log
 lives in an unnamed temporary file, shown only when the job did not finish, so
@@ -22,9 +22,9 @@ from typing import IO
 import click
 from kombu.utils.url import maybe_sanitize_url
 
-from covey import render
+from covey.cli import render
 from covey.config.settings import Settings, get_settings
-from covey.embedded import EmbeddedRedis, NoRedisBinary, answers
+from covey.cli.embedded import EmbeddedRedis, NoRedisBinary, answers
 
 DEMO_TIMEOUT_SECONDS = 120
 LOG_TAIL_BYTES = 4000  # the end of the worker's log, enough for its last traceback

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from covey.budgets.ledger import LedgerSnapshot
-from covey.progress import Progress
+from covey.client.progress import Progress
 from covey.store.tree import Node
 
 
