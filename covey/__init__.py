@@ -1,10 +1,14 @@
 """covey: trees of LLM agents as Celery tasks under a Redis budget ledger."""
 
 from covey.budgets.budget import Budget
-from covey.results import AgentResult, Status, Usage
+from covey.results import AgentResult, Usage
 from covey.spec import AgentSpec, InvalidSpec, JobSpec
+from covey.status import AgentStatus, JobStatus
 
-__all__ = ["AgentResult", "AgentSpec", "Budget", "Client", "InvalidSpec", "JobHandle", "JobSpec", "Status", "Usage"]
+__all__ = [
+    "AgentResult", "AgentSpec", "AgentStatus", "Budget", "Client", "InvalidSpec", "JobHandle", "JobSpec", "JobStatus",
+    "Usage",
+]
 
 
 def __getattr__(name: str):

@@ -7,18 +7,11 @@ status, so the join always happens and the parent decides what to do.
 from __future__ import annotations
 
 from datetime import datetime
-from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
 
-
-class Status(str, Enum):
-    COMPLETED = "completed"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-    BUDGET_EXCEEDED = "budget_exceeded"
-    TIMED_OUT = "timed_out"
+from covey.status import AgentStatus
 
 
 class Usage(BaseModel):
@@ -50,7 +43,7 @@ class ChildSummary(BaseModel):
 
     agent_id: str
     role: str
-    status: Status
+    status: AgentStatus
     output: str | None = None
     error: str | None = None
     data: Any = Field(default=None, description="the structured answer (a JSON value), when the agent gave one")
@@ -61,7 +54,7 @@ class AgentResult(BaseModel):
 
     # First, so that every repr of a result (Flower's task list, `celery events`,
     # a worker's log) opens with how the agent ended.
-    status: Status
+    status: AgentStatus
     job_id: str
     agent_id: str
     parent_id: str | None = None
@@ -75,9 +68,16 @@ class AgentResult(BaseModel):
     finished_at: datetime | None = None
     children: list[ChildSummary] = Field(default_factory=list)
 
+    @field_validator("status")
+    @classmethod
+    def _ended(cls, value: AgentStatus) -> AgentStatus:
+        if not value.final:
+            raise ValueError(f"a result's status is how the agent ended, not {value.value!r}")
+        return value
+
     @property
     def ok(self) -> bool:
-        return self.status is Status.COMPLETED
+        return self.status is AgentStatus.COMPLETED
 
     def summary(self) -> ChildSummary:
         return ChildSummary(

@@ -22,6 +22,9 @@ class AgentStatus(str, Enum):
     BUDGET_EXCEEDED = "budget_exceeded"
     TIMED_OUT = "timed_out"
 
+    def __str__(self) -> str:  # the value, as in JSON, also in a log line or an f-string
+        return self.value
+
     @property
     def final(self) -> bool:
         return self in FINAL
@@ -46,6 +49,9 @@ class JobStatus(str, Enum):
     CANCELLED = "cancelled"
     BUDGET_EXCEEDED = "budget_exceeded"
     TIMED_OUT = "timed_out"
+
+    def __str__(self) -> str:
+        return self.value
 
     @classmethod
     def of_root(cls, status: AgentStatus) -> JobStatus:

@@ -14,15 +14,13 @@ from covey.budgets.budget import MAX_COUNT, MAX_SECONDS
 from covey.cli.app import connect, print_json, cli
 from covey.orchestration import registry
 from covey.spec import MAX_CALL_TOKENS
-from covey.store.tree import FINAL
+from covey.status import JobStatus
 
 
 def _known(job_id: str, client=None):
     """The job's handle, or a clear error rather than waiting on an id nobody sent."""
-    from covey.client.client import UNKNOWN
-
     handle = (client or connect()).job(job_id)
-    if handle.status() == UNKNOWN:
+    if handle.status() is JobStatus.UNKNOWN:
         raise click.ClickException(
             f"unknown job {job_id}: never submitted, expired, or lost (a Redis restart without persistence)"
         )
@@ -139,18 +137,16 @@ def submit(task: str | None, as_json: bool, **options: Any) -> None:
 def status(job_id: str, as_json: bool) -> None:
     """Print the job's status (and, on standard error, why it is stuck); exit 1 when
     the job is unknown."""
-    from covey.client.client import UNKNOWN
-
     handle = connect().job(job_id)
     state = handle.status()
-    stuck = handle.why_stuck() if state in ("queued", "running", "waiting") else None
+    stuck = handle.why_stuck() if not state.final and state is not JobStatus.UNKNOWN else None
     if as_json:
         print_json({"job_id": job_id, "status": state, "stuck": stuck})
     else:
         click.echo(state)
         if stuck:
             click.echo(f"warning: {stuck}", err=True)
-    sys.exit(1 if state == UNKNOWN else 0)
+    sys.exit(1 if state is JobStatus.UNKNOWN else 0)
 
 
 @cli.command()
@@ -212,7 +208,7 @@ def cancel(job_id: str, as_json: bool) -> None:
     """Stop every agent of the job at its next cycle; exit 1 when it had already finished."""
     handle = _known(job_id)
     state = handle.status()
-    finished = state in FINAL or state == "refused"
+    finished = state.final
     if not finished:
         handle.cancel()
     if as_json:

@@ -31,9 +31,9 @@ from covey.context import ROOT_AGENT_ID
 from covey.client.progress import Progress
 from covey.results import AgentResult
 from covey.spec import InvalidSpec, JobSpec
-from covey.store.tree import QUEUED, RUNNING, JobTree, Node
+from covey.status import JobStatus
+from covey.store.tree import JobTree, Node
 
-UNKNOWN = "unknown"
 WATCH_INTERVAL_SECONDS = 0.5  # how often a watcher reads the tree and the ledger
 RESULT_FETCH_SECONDS = 30.0  # fetching a result already marked ready: bounded, never forever
 # A store away longer than this is reported, not waited on: a worker rides out an
@@ -178,7 +178,7 @@ class JobHandle:
         self.id = job_id
         self._async = AsyncResult(job_id, app=client.app)
 
-    def status(self) -> str:
+    def status(self) -> JobStatus:
         """``queued``, ``running``, ``waiting`` (on its children), a final
         ``AgentResult`` status, ``refused`` or ``unknown``.
 
@@ -190,17 +190,17 @@ class JobHandle:
         with client._reaching(REDIS):
             root = client.tree.node(self.id, ROOT_AGENT_ID)
         if root is not None:
-            return root.status
+            return JobStatus.of_root(root.status)
         with client._reaching(RESULT_STORE):
             state = self._async.state
         if state == "FAILURE":
-            return "refused"
+            return JobStatus.REFUSED
         if state == "STARTED":
-            return RUNNING
+            return JobStatus.RUNNING
         with client._reaching(REDIS):
             submitted = client.redis.exists(keys.submitted(self.id))
         with client._reaching(BROKER):
-            return QUEUED if submitted or waits.queue_of(client, self.id) else UNKNOWN
+            return JobStatus.QUEUED if submitted or waits.queue_of(client, self.id) else JobStatus.UNKNOWN
 
     def done(self) -> bool:
         """Whether the job's result (or its refusal) is in."""

@@ -9,12 +9,13 @@ from collections import Counter
 from pydantic import BaseModel
 
 from covey.budgets.ledger import LedgerSnapshot
-from covey.store.tree import FINAL, QUEUED, RUNNING, WAITING, Node
+from covey.status import AgentStatus, JobStatus
+from covey.store.tree import Node
 
 
 class Progress(BaseModel):
     job_id: str
-    status: str  # the root's: queued until it starts
+    status: JobStatus  # the root's: queued until it starts
     done: int = 0  # agents that ended, whatever their status
     running: int = 0
     waiting: int = 0  # on their children
@@ -27,15 +28,15 @@ class Progress(BaseModel):
 
     @property
     def finished(self) -> bool:
-        return self.status in FINAL
+        return self.status.final
 
     @classmethod
     def of(cls, job_id: str, nodes: list[Node], ledger: LedgerSnapshot, elapsed: float) -> Progress:
         counts = Counter("done" if n.final else n.status for n in nodes)
         root = next((n for n in nodes if n.parent_id is None), None)
         return cls(
-            job_id=job_id, status=root.status if root else QUEUED, done=counts["done"], running=counts[RUNNING],
-            waiting=counts[WAITING], queued=counts[QUEUED], tokens_used=ledger.tokens_used,
+            job_id=job_id, status=JobStatus.of_root(root.status) if root else JobStatus.QUEUED, done=counts["done"],
+            running=counts[AgentStatus.RUNNING], waiting=counts[AgentStatus.WAITING], queued=counts[AgentStatus.QUEUED], tokens_used=ledger.tokens_used,
             tokens_limit=ledger.tokens_limit, cycles_used=ledger.cycles_used, cycles_limit=ledger.cycles_limit,
             elapsed=elapsed,
         )

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 
 import redis
 
-from covey.store.tree import QUEUED, RUNNING, Node
+from covey.status import AgentStatus
+from covey.store.tree import Node
 
 if TYPE_CHECKING:
     from covey.client import Client
@@ -71,9 +72,9 @@ def why_stuck(client: Client, job_id: str) -> str | None:
             return f"no worker reads queue {client.settings.queue!r}; job {job_id} waits until one starts (covey worker)"
         return None
     live = live_task_ids(client)
-    stuck = [n for n in nodes if n.status == RUNNING and (live is None or n.task_id not in live)]
+    stuck = [n for n in nodes if n.status is AgentStatus.RUNNING and (live is None or n.task_id not in live)]
     if live is None:
-        stuck += [n for n in nodes if n.status == QUEUED]
+        stuck += [n for n in nodes if n.status is AgentStatus.QUEUED]
     if not stuck:
         return None
     who = "no worker answers" if live is None else "no live worker runs them"

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Union
 
-from covey.results import AgentResult, Status
+from covey.results import AgentResult
+from covey.status import AgentStatus
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ class Spawn:
 @dataclass(frozen=True)
 class Finish:
     state: dict[str, Any]
-    status: Status
+    status: AgentStatus
     output: str | None = None
     error: str | None = None
     data: Any = None  # a JSON value the parent reads as is, never scraped out of prose
@@ -120,5 +121,5 @@ def from_json(data: dict[str, Any]) -> Action:
     elif cls is Spawn:
         fields["children"] = [ChildRequest(**c) for c in fields["children"]]
     elif cls is Finish:
-        fields["status"] = Status(fields["status"])
+        fields["status"] = AgentStatus(fields["status"])
     return cls(**fields)

@@ -30,7 +30,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from covey.context import RunContext
 from covey.orchestration import debate_scoring
 from covey.orchestration.actions import Action, ChildRequest, ChildResults, Finish, Outcome, Spawn
-from covey.results import AgentResult, Status
+from covey.results import AgentResult
+from covey.status import AgentStatus
 
 if TYPE_CHECKING:
     from covey.spec import AgentSpec
@@ -204,7 +205,7 @@ def _next(spec: AgentSpec, options: Options, state: dict[str, Any]) -> Action:
     if not alive:
         reasons = "; ".join(f"debater {i} {why}" for i, why in state["dropped"].items())
         return Finish(
-            state=state, status=Status.FAILED, error=f"no debater proposed an answer: {reasons}",
+            state=state, status=AgentStatus.FAILED, error=f"no debater proposed an answer: {reasons}",
             data={"dropped": state["dropped"]},
         )
     if state["round"] < options.num_rounds and len(alive) >= 2:
@@ -263,4 +264,4 @@ def _verdict(options: Options, state: dict[str, Any], alive: list[int]) -> Finis
         "peer_weight": options.peer_weight,
         "confidence_weight": options.confidence_weight,
     }
-    return Finish(state=state, status=Status.COMPLETED, output=winning["answer"], data=data)
+    return Finish(state=state, status=AgentStatus.COMPLETED, output=winning["answer"], data=data)

@@ -35,7 +35,8 @@ from covey.orchestration.actions import (
     Spawn,
 )
 from covey.orchestration.prompts import opening
-from covey.results import AgentResult, Status
+from covey.results import AgentResult
+from covey.status import AgentStatus
 
 if TYPE_CHECKING:
     from covey.spec import AgentSpec
@@ -175,7 +176,7 @@ def _evaluation_task(task: str, simulation: int, actions: list[str]) -> str:
 def _evaluation(result: AgentResult) -> dict[str, Any]:
     """The evaluator's verdict, or a neutral score with a note when it gave none."""
     status = result.status.value
-    if result.status is Status.COMPLETED and isinstance(result.data, dict):
+    if result.status is AgentStatus.COMPLETED and isinstance(result.data, dict):
         data = result.data
         return {"score": float(data["score"]), "reflection": data["reflection"], "solved": bool(data["solved"]),
                 "answer": data["answer"], "status": status, "note": None}
@@ -200,7 +201,7 @@ def _backpropagate(
         return _finish(state, solving, solved=True)
     # A wave refused whole for budget ends the search: what is left only shrinks
     # and paths only grow, so no later wave could be funded either.
-    unfunded = all(r.status is Status.BUDGET_EXCEEDED for r in results)
+    unfunded = all(r.status is AgentStatus.BUDGET_EXCEEDED for r in results)
     if unfunded or state["simulations"] >= options.num_simulations:
         return _finish(state, _best(tree), solved=False)
     selected = search_tree.select(tree, options.exploration_weight, state["seed"], options.max_tree_depth)
@@ -242,9 +243,9 @@ def _finish(state: dict[str, Any], node_id: int | None, solved: bool) -> Finish:
         "tree": [_summary(n) for n in tree["nodes"]],
     }
     if any(n["note"] is None for n in tree["nodes"][1:]):
-        return Finish(state=state, status=Status.COMPLETED, output=answer, data=data)
-    refused = any(n["status"] == Status.BUDGET_EXCEEDED.value for n in tree["nodes"][1:])
-    status = Status.BUDGET_EXCEEDED if refused else Status.FAILED
+        return Finish(state=state, status=AgentStatus.COMPLETED, output=answer, data=data)
+    refused = any(n["status"] == AgentStatus.BUDGET_EXCEEDED.value for n in tree["nodes"][1:])
+    status = AgentStatus.BUDGET_EXCEEDED if refused else AgentStatus.FAILED
     return Finish(state=state, status=status, error=f"no candidate was evaluated: {data['notes'][0]}", data=data)
 
 

@@ -22,7 +22,8 @@ from covey.context import RunContext
 from covey.orchestration.actions import Action, CallModel, ChildResults, Finish, ModelReply, Outcome, Spawn
 from covey.orchestration.prompts import opening
 from covey.orchestration.specialists import BUILTIN, Specialist, duplicate_names, request
-from covey.results import AgentResult, Status
+from covey.results import AgentResult
+from covey.status import AgentStatus
 
 if TYPE_CHECKING:
     from covey.spec import AgentSpec
@@ -186,7 +187,7 @@ def _report(result: AgentResult, chars: int) -> dict[str, Any]:
     """What the orchestrator learns of one specialist: its status and its answer,
     or why it has none, cut to ``chars``."""
     summary = result.summary()
-    if summary.status is Status.COMPLETED:
+    if summary.status is AgentStatus.COMPLETED:
         text = summary.output or ("" if summary.data is None else json.dumps(summary.data))
     else:
         text = f"{summary.status.value}: {summary.error or 'no error given'}"
@@ -220,4 +221,4 @@ def _decide(state: dict[str, Any]) -> Action:
 def _on_decision(state: dict[str, Any], reply: ModelReply) -> Finish:
     decision = reply.parsed
     data = {"assignments": state["assignments"], "reports": _reports(state), "decision": decision}
-    return Finish(state=state, status=Status.COMPLETED, output=decision["answer"], data=data)
+    return Finish(state=state, status=AgentStatus.COMPLETED, output=decision["answer"], data=data)

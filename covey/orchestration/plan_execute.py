@@ -35,7 +35,8 @@ from covey.orchestration.actions import (
 )
 from covey.orchestration.prompts import opening
 from covey.orchestration.tool_schemas import FINISH_TOOL, SPAWN_TOOLS, TOOL_SCHEMAS, offered
-from covey.results import AgentResult, Status
+from covey.results import AgentResult
+from covey.status import AgentStatus
 
 if TYPE_CHECKING:
     from covey.spec import AgentSpec
@@ -95,7 +96,7 @@ def resume(spec: AgentSpec, ctx: RunContext, state: dict[str, Any], outcome: Out
     state = json.loads(json.dumps(state))  # never mutate the caller's copy
     run = _Run.of(spec, ctx)
     if isinstance(outcome, ModelReply) and state["answering"]:
-        return Finish(state=state, status=Status.COMPLETED, output=outcome.content or "", data=_data(state))
+        return Finish(state=state, status=AgentStatus.COMPLETED, output=outcome.content or "", data=_data(state))
     if isinstance(outcome, ModelReply):
         return _on_plan(run, state, outcome)
     if isinstance(outcome, ToolResults):
@@ -151,7 +152,7 @@ def _replan(run: _Run, state: dict[str, Any], reason: str, prompt: str) -> Actio
     state["errors"].append(reason)
     state["wave"] = None
     if state["replans"] >= run.options.max_replans:
-        return _end(state, Status.FAILED, f"{reason} (no replans left of max_replans={run.options.max_replans})")
+        return _end(state, AgentStatus.FAILED, f"{reason} (no replans left of max_replans={run.options.max_replans})")
     state["replans"] += 1
     state["messages"].append({"role": "user", "content": prompt})
     return _ask_planner(state)
@@ -212,9 +213,9 @@ def _on_tools(run: _Run, state: dict[str, Any], outcome: ToolResults) -> Action:
     for step_id in state["wave"]["tools"]:
         text = outcome.results.get(step_id, "error: the tool gave no result")
         if text.startswith("error:"):
-            _record(state, by_id[step_id], Status.FAILED, None, text.removeprefix("error:").strip())
+            _record(state, by_id[step_id], AgentStatus.FAILED, None, text.removeprefix("error:").strip())
         else:
-            _record(state, by_id[step_id], Status.COMPLETED, text, None)
+            _record(state, by_id[step_id], AgentStatus.COMPLETED, text, None)
     return _spawn(run, state) if state["wave"]["agents"] else _after_wave(run, state)
 
 
@@ -227,10 +228,10 @@ def _on_children(run: _Run, state: dict[str, Any], outcome: ChildResults) -> Act
 
 def _after_wave(run: _Run, state: dict[str, Any]) -> Action:
     size = len(state["wave"]["tools"]) + len(state["wave"]["agents"])
-    failed = [r for r in state["records"][-size:] if r["status"] != Status.COMPLETED.value]
-    stopped = next((r for r in failed if r["status"] != Status.FAILED.value), None)
+    failed = [r for r in state["records"][-size:] if r["status"] != AgentStatus.COMPLETED.value]
+    stopped = next((r for r in failed if r["status"] != AgentStatus.FAILED.value), None)
     if stopped is not None:
-        return _end(state, Status(stopped["status"]), f"step {stopped['id']} {stopped['status']}: {stopped['error']}")
+        return _end(state, AgentStatus(stopped["status"]), f"step {stopped['id']} {stopped['status']}: {stopped['error']}")
     if failed:
         reason = "; ".join(f"step {r['id']} failed: {r['error']}" for r in failed)
         return _replan(run, state, reason, _failure_prompt(state, failed))
@@ -239,11 +240,11 @@ def _after_wave(run: _Run, state: dict[str, Any]) -> Action:
 
 
 def _record(
-    state: dict[str, Any], step: dict[str, Any], status: Status, output: str | None, error: str | None,
+    state: dict[str, Any], step: dict[str, Any], status: AgentStatus, output: str | None, error: str | None,
     child: AgentResult | None = None,
 ) -> None:
     """Append the step's audit record, and keep a completed step's result in full."""
-    if status is Status.COMPLETED:
+    if status is AgentStatus.COMPLETED:
         state["results"][step["id"]] = output or ""
     started, finished = (child.started_at, child.finished_at) if child else (None, None)
     state["records"].append({
@@ -264,14 +265,14 @@ def _synthesise(run: _Run, state: dict[str, Any]) -> CallModel:
     state["answering"] = True
     lines = [
         f"- {r['id']} ({_kind(r)}): {_cut(state['results'][r['id']], RESULT_CHARS)}"
-        for r in state["records"] if r["status"] == Status.COMPLETED.value
+        for r in state["records"] if r["status"] == AgentStatus.COMPLETED.value
     ]
     report = "The plan ran. Results of its steps:\n" + ("\n".join(lines) or "- none")
     ask = {"role": "user", "content": report + "\nAnswer the task from them, in plain text."}
     return CallModel(state=state, messages=[*opening(run.spec, run.ctx), ask], tools=[])
 
 
-def _end(state: dict[str, Any], status: Status, error: str) -> Finish:
+def _end(state: dict[str, Any], status: AgentStatus, error: str) -> Finish:
     return Finish(state=state, status=status, error=error, data=_data(state))
 
 

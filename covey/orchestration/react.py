@@ -30,7 +30,7 @@ from covey.orchestration.actions import (
 )
 from covey.orchestration.prompts import opening
 from covey.orchestration.tool_schemas import FINISH_TOOL, SPAWN_TOOLS, TOOL_SCHEMAS, offered
-from covey.results import Status
+from covey.status import AgentStatus
 
 if TYPE_CHECKING:  # the spec validates strategy names against this package
     from covey.spec import AgentSpec
@@ -75,7 +75,7 @@ def _on_reply(state: dict[str, Any], reply: ModelReply) -> Action:
         ]
     state["messages"].append(message)
     if not reply.tool_calls:
-        return Finish(state=state, status=Status.COMPLETED, output=reply.content or "")
+        return Finish(state=state, status=AgentStatus.COMPLETED, output=reply.content or "")
 
     parsed: list[tuple[ToolCall, dict[str, Any]]] = []
     for call in reply.tool_calls:
@@ -91,7 +91,7 @@ def _on_reply(state: dict[str, Any], reply: ModelReply) -> Action:
 
     for call, args in parsed:
         if call.name == FINISH_TOOL:
-            return Finish(state=state, status=Status.COMPLETED, output=str(args.get("answer", "")))
+            return Finish(state=state, status=AgentStatus.COMPLETED, output=str(args.get("answer", "")))
 
     others = [call for call, _ in parsed if call.name not in SPAWN_TOOLS]
     for call, args in parsed:
@@ -155,4 +155,4 @@ def _tool_message(call_id: str, text: str) -> dict[str, Any]:
 
 
 def _broken(state: dict[str, Any], error: str) -> Finish:
-    return Finish(state=state, status=Status.FAILED, error=error)
+    return Finish(state=state, status=AgentStatus.FAILED, error=error)

@@ -15,7 +15,7 @@ from covey.context import RunContext
 from covey.models.structured import SCHEMA_NAME, check_schema
 from covey.orchestration.actions import Action, CallModel, Finish, ModelReply, Outcome
 from covey.orchestration.prompts import opening
-from covey.results import Status
+from covey.status import AgentStatus
 
 if TYPE_CHECKING:
     from covey.spec import AgentSpec
@@ -53,4 +53,4 @@ def start(spec: AgentSpec, ctx: RunContext) -> Action:
 def resume(spec: AgentSpec, ctx: RunContext, state: dict[str, Any], outcome: Outcome) -> Action:
     if not isinstance(outcome, ModelReply):
         raise TypeError(f"single cannot resume from {type(outcome).__name__}")
-    return Finish(state=state, status=Status.COMPLETED, output=outcome.content or "", data=outcome.parsed)
+    return Finish(state=state, status=AgentStatus.COMPLETED, output=outcome.content or "", data=outcome.parsed)

@@ -21,12 +21,9 @@ import redis
 from pydantic import BaseModel
 
 from covey import keys
-from covey.results import AgentResult, Status, Usage
+from covey.results import AgentResult, Usage
+from covey.status import AgentStatus
 
-QUEUED = "queued"
-RUNNING = "running"
-WAITING = "waiting"  # on its children: no task of its own runs until they report
-FINAL = frozenset(s.value for s in Status)
 TASK_PREVIEW_CHARS = 80  # a node keeps the start of its task: enough to tell siblings apart
 
 
@@ -39,7 +36,7 @@ class Node(BaseModel):
     parent_id: str | None = None
     depth: int = 0
     role: str = "agent"
-    status: str = QUEUED
+    status: AgentStatus = AgentStatus.QUEUED
     usage: Usage = Usage()
     output: str | None = None
     error: str | None = None
@@ -51,13 +48,13 @@ class Node(BaseModel):
 
     @property
     def final(self) -> bool:
-        return self.status in FINAL
+        return self.status.final
 
     def result(self, job_id: str) -> AgentResult:
         """The result of a finished agent as its node keeps it (without children's summaries)."""
         return AgentResult(
             job_id=job_id, agent_id=self.agent_id, parent_id=self.parent_id, role=self.role, depth=self.depth,
-            status=Status(self.status), output=self.output, error=self.error, data=self.data, usage=self.usage,
+            status=self.status, output=self.output, error=self.error, data=self.data, usage=self.usage,
             started_at=self.started_at, finished_at=self.finished_at,
         )
 
@@ -72,7 +69,7 @@ class Node(BaseModel):
             parent_id=result.parent_id,
             depth=result.depth,
             role=result.role,
-            status=result.status.value,
+            status=result.status,
             usage=result.usage,
             output=result.output,
             error=result.error,

@@ -15,15 +15,17 @@ from typing import IO, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from covey.status import AgentStatus, JobStatus
+
 RESULTS_FILE = "results.jsonl"
 
 # A sample's outcome when the sweep's scope ran dry before it could finish.
 SKIPPED_BUDGET = "skipped_budget"
 # The worker refused the job (an invalid spec, a model it cannot serve).
-REFUSED = "refused"
+REFUSED = JobStatus.REFUSED.value
 # Outcomes a rerun keeps; any other status (failed, timed_out, refused,
 # skipped_budget) is run again.
-KEPT = frozenset({"completed", "budget_exceeded", "cancelled"})
+KEPT = frozenset({s.value for s in (AgentStatus.COMPLETED, AgentStatus.BUDGET_EXCEEDED, AgentStatus.CANCELLED)})
 
 
 class RecordUsage(BaseModel):

@@ -28,7 +28,8 @@ from covey import keys, wire
 from covey.client import Client
 from covey.config.settings import Settings, get_settings
 from covey.context import ROOT_AGENT_ID
-from covey.results import AgentResult, Status
+from covey.results import AgentResult
+from covey.status import AgentStatus
 from covey.spec import JobSpec
 from covey.sweeps.claims import Claims
 from covey.sweeps.dataset import Sample, load_dataset
@@ -43,7 +44,7 @@ DEFAULT_QUEUE = "covey-sweeps"
 POLL_SECONDS = 0.05  # between two looks at the in-flight results
 RENEW_SECONDS = 1.0  # lease renewal; well inside keys.SWEEP_OWNER_TTL_SECONDS
 BUSY_RECHECK_SECONDS = 1.0  # how soon a unit another submitter holds is looked at again
-RETRYABLE = frozenset({Status.FAILED.value, Status.TIMED_OUT.value, REFUSED})
+RETRYABLE = frozenset({AgentStatus.FAILED.value, AgentStatus.TIMED_OUT.value, REFUSED})
 
 
 @dataclass
@@ -300,7 +301,7 @@ def _ended(run: _Run, flight: Flight, result: AgentResult | str) -> None:
         run.dry = True
         _finish(run, flight, _record(unit, flight, SKIPPED_BUDGET, result=result))
         return
-    if result.status is Status.FAILED and "HTTP 429" in (result.error or ""):
+    if result.status is AgentStatus.FAILED and "HTTP 429" in (result.error or ""):
         run.window.rate_limited()
     elif result.ok:
         run.window.succeeded()
@@ -371,7 +372,7 @@ def _finish(run: _Run, flight: Flight, record: Record) -> None:
 
 
 def _sweep_refused(run: _Run, result: AgentResult) -> bool:
-    return result.status is Status.BUDGET_EXCEEDED and f"scope {run.manifest.scope}" in (result.error or "")
+    return result.status is AgentStatus.BUDGET_EXCEEDED and f"scope {run.manifest.scope}" in (result.error or "")
 
 
 def _check_dry(run: _Run) -> None:

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from covey.context import RunContext
 from covey.results import AgentResult, ChildSummary, Usage
 from covey.spec import AgentSpec
+from covey.status import AgentStatus
 from covey.store.tree import Node, preview
 
 
@@ -41,7 +42,7 @@ class AgentState(BaseModel):
     )
     recorded_at: datetime | None = Field(default=None, description="when its running node was last written")
 
-    def node(self, status: str) -> Node:
+    def node(self, status: AgentStatus) -> Node:
         """The agent's tree node as it stands: its usage so far, for readers and the crash path."""
         ctx = self.ctx
         return Node(

@@ -23,8 +23,8 @@ from covey.models.structured import SchemaMismatch, parse
 from covey.models.tokens import estimate_prompt_tokens, schema_tokens
 from covey.orchestration.actions import CallModel, ModelReply
 from covey.orchestration.tool_schemas import SPAWN_TOOLS, offered, schemas
-from covey.results import Status, Usage
-from covey.store.tree import RUNNING
+from covey.results import Usage
+from covey.status import AgentStatus
 from covey.worker.agent_state import AgentState
 from covey.worker.deps import Deps
 from covey.worker.replay import CallRecord
@@ -42,7 +42,7 @@ MAX_CALL_TOKENS_HINT = "raise it with covey run --max-call-tokens N, or max_call
 class Stop:
     """Why the agent ends at this call."""
 
-    status: Status
+    status: AgentStatus
     reason: str
 
 
@@ -64,14 +64,14 @@ def call_model(deps: Deps, state: AgentState, action: CallModel, seconds_left: f
         if grant.retry_after is None:
             break
         if seconds_left is not None and grant.retry_after >= seconds_left:
-            return Stop(Status.TIMED_OUT, f"{grant.reason}: the next minute's window opens after the deadline")
+            return Stop(AgentStatus.TIMED_OUT, f"{grant.reason}: the next minute's window opens after the deadline")
         log.info("job %s agent %s waits %.1fs: %s", ctx.job_id, ctx.agent_id, grant.retry_after, grant.reason)
         before = deps.now()
         deps.sleep(grant.retry_after)
         if seconds_left is not None:
             seconds_left = max(0.001, seconds_left - (deps.now() - before).total_seconds())
     if not grant.ok:
-        return Stop(Status.CANCELLED if grant.cancelled else Status.BUDGET_EXCEEDED, grant.reason or "refused")
+        return Stop(AgentStatus.CANCELLED if grant.cancelled else AgentStatus.BUDGET_EXCEEDED, grant.reason or "refused")
     max_tokens = max(1, grant.tokens - estimate)
     if grant.record is not None:  # settled before this step was redelivered: replay it
         record = CallRecord.model_validate_json(grant.record)
@@ -79,7 +79,7 @@ def call_model(deps: Deps, state: AgentState, action: CallModel, seconds_left: f
         record = _call(deps, state, rid, action, tools, max_tokens, seconds_left)
     if record.error is not None:
         state.usage += record.usage or Usage(cycles=1)
-        return Stop(Status.FAILED, record.error)
+        return Stop(AgentStatus.FAILED, record.error)
     state.usage += record.usage
     _show_spend(deps, state)
     over = _over_reserved(record.usage, estimate, max_tokens)
@@ -102,7 +102,7 @@ def _show_spend(deps: Deps, state: AgentState) -> None:
     ``SPEND_RECORD_SECONDS``, since an agent's end writes its node anyway."""
     now = deps.now()
     if state.recorded_at is None or (now - state.recorded_at).total_seconds() >= SPEND_RECORD_SECONDS:
-        deps.tree.record(state.ctx.job_id, state.node(RUNNING))
+        deps.tree.record(state.ctx.job_id, state.node(AgentStatus.RUNNING))
         state.recorded_at = now
 
 
@@ -140,24 +140,24 @@ def _checked(
     if reply.finish_reason == "length":
         if max_tokens < max_call_tokens:
             return Stop(
-                Status.BUDGET_EXCEEDED,
+                AgentStatus.BUDGET_EXCEEDED,
                 f"the model's reply was cut at {max_tokens} tokens, all the token budget had left for it "
                 f"(max_call_tokens={max_call_tokens})",
             )
         return Stop(
-            Status.FAILED, f"the model's reply was cut at max_call_tokens={max_call_tokens}; {MAX_CALL_TOKENS_HINT}"
+            AgentStatus.FAILED, f"the model's reply was cut at max_call_tokens={max_call_tokens}; {MAX_CALL_TOKENS_HINT}"
         )
     if reply.finish_reason == "content_filter":
-        return Stop(Status.FAILED, "the model's reply was withheld by its content filter")
+        return Stop(AgentStatus.FAILED, "the model's reply was withheld by its content filter")
     stray = [c.name for c in reply.tool_calls if c.name not in offered_names]
     if stray:
-        return Stop(Status.FAILED, f"model called tool {stray[0]!r}, which this call did not offer")
+        return Stop(AgentStatus.FAILED, f"model called tool {stray[0]!r}, which this call did not offer")
     if action.schema is None:
         return reply
     try:
         return replace(reply, parsed=parse(reply.content, action.schema))
     except SchemaMismatch as e:
-        return Stop(Status.FAILED, str(e))
+        return Stop(AgentStatus.FAILED, str(e))
 
 
 def _over_reserved(usage: Usage, prompt_reserved: int, reply_reserved: int) -> Stop | None:
@@ -169,7 +169,7 @@ def _over_reserved(usage: Usage, prompt_reserved: int, reply_reserved: int) -> S
         if reported > reserved:
             log.warning("provider over-reported: %s %s tokens, %s reserved", reported, kind, reserved)
             return Stop(
-                Status.FAILED,
+                AgentStatus.FAILED,
                 f"the provider reported {reported} {kind} tokens, {reported - reserved} over the {reserved} "
                 f"reserved for them; all {usage.total_tokens} tokens are charged",
             )

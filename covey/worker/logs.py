@@ -16,15 +16,16 @@ from typing import TYPE_CHECKING, Any
 from celery.signals import after_setup_logger, after_setup_task_logger
 
 if TYPE_CHECKING:
+    from covey.status import AgentStatus
     from covey.worker.agent_state import AgentState
 
 events = logging.getLogger("covey.agents")
 
 
-def agent_event(event: str, state: AgentState, status: str) -> None:
+def agent_event(event: str, state: AgentState, status: AgentStatus) -> None:
     ctx = state.ctx
     fields = {"job": ctx.job_id, "agent": ctx.agent_id, "parent": ctx.parent_id, "depth": ctx.depth,
-              "cycle": state.cycle, "tokens": state.usage.total_tokens, "status": status}
+              "cycle": state.cycle, "tokens": state.usage.total_tokens, "status": status.value}
     events.info(
         "%s: job %s agent %s (parent %s, depth %s) cycle %s tokens %s status %s",
         event, *fields.values(), extra={"covey": {"event": event, **fields}},

@@ -22,9 +22,10 @@ from covey.orchestration import registry
 from covey.orchestration.actions import (
     Action, CallModel, ChildResults, Finish, RunTools, Spawn, ToolResults, from_json,
 )
-from covey.results import AgentResult, Status, Usage
+from covey.results import AgentResult, Usage
+from covey.status import AgentStatus
 from covey.spec import AgentSpec
-from covey.store.tree import RUNNING, WAITING, Node
+from covey.store.tree import Node
 from covey.worker.agent_state import AgentState
 from covey.worker.calls import Stop, call_model, seconds_left
 from covey.worker.deps import Deps
@@ -73,9 +74,9 @@ def begin(
         deadline=now + timedelta(seconds=spec.timeout) if spec.timeout else None,
         task_deadline=_task_deadline(deps),
     )
-    deps.tree.record(ctx.job_id, state.node(RUNNING))
+    deps.tree.record(ctx.job_id, state.node(AgentStatus.RUNNING))
     state.recorded_at = now
-    agent_event("started", state, RUNNING)
+    agent_event("started", state, AgentStatus.RUNNING)
     return state, registry.strategy(spec.strategy).start(spec, ctx)
 
 
@@ -126,14 +127,14 @@ def join(deps: Deps, state: AgentState) -> tuple[AgentState, Action]:
         result = (
             pending.refused
             or finished.get(pending.agent_id)
-            or unreported(ctx, pending.agent_id, Status.FAILED, "child result missing from the join")
+            or unreported(ctx, pending.agent_id, AgentStatus.FAILED, "child result missing from the join")
         )
         if pending.refused is None:
             state.usage += result.usage + Usage(agents=1)
         ordered.append(result)
     state.children += [r.summary() for r in ordered]
     state.pending = []
-    agent_event("resumed", state, RUNNING)
+    agent_event("resumed", state, AgentStatus.RUNNING)
     action = registry.strategy(state.spec.strategy).resume(state.spec, state.ctx, state.strategy, ChildResults(ordered))
     return state, action
 
@@ -148,13 +149,13 @@ def advance(deps: Deps, state: AgentState, action: Action) -> Finished | FanOut 
         if stop is not None:
             return _finish(deps, state, stop.status, None, stop.reason)
         if state.task_deadline is not None and deps.now() >= state.task_deadline:
-            agent_event("paused", state, RUNNING)
+            agent_event("paused", state, AgentStatus.RUNNING)
             return Paused(state, action)
         if isinstance(action, CallModel):
             outcome: Any = call_model(deps, state, action, _seconds_left(deps, state))
             if isinstance(outcome, Stop):
                 # A call cut short by a deadline is the deadline's doing, not the model's.
-                stop = (outcome.status is Status.FAILED and _deadline(deps, state)) or outcome
+                stop = (outcome.status is AgentStatus.FAILED and _deadline(deps, state)) or outcome
                 return _finish(deps, state, stop.status, None, stop.reason)
             late = _deadline(deps, state)
             if late is not None:  # the reply came after a deadline: not an answer in time
@@ -165,13 +166,13 @@ def advance(deps: Deps, state: AgentState, action: Action) -> Finished | FanOut 
         elif isinstance(action, Spawn):
             children = spawn(deps, state, action)
             if children:
-                agent_event(f"spawned {len(children)}", state, WAITING)
+                agent_event(f"spawned {len(children)}", state, AgentStatus.WAITING)
                 return FanOut(state=state, children=children)
             state, action = join(deps, state)
             continue
         else:
             raise TypeError(f"unknown action {type(action).__name__}")
-        agent_event("model call" if isinstance(action, CallModel) else "tools", state, RUNNING)
+        agent_event("model call" if isinstance(action, CallModel) else "tools", state, AgentStatus.RUNNING)
         action = strategy.resume(state.spec, state.ctx, state.strategy, outcome)
 
 
@@ -180,7 +181,7 @@ def _stop(deps: Deps, state: AgentState, checked_at_reserve: bool) -> Stop | Non
     caps are the ledger's to refuse at the reservation, and so is a cancel before
     a model call (``checked_at_reserve``): one round trip fewer per call."""
     if not checked_at_reserve and deps.ledger.cancelled(state.ctx.job_id):
-        return Stop(Status.CANCELLED, "job cancelled")
+        return Stop(AgentStatus.CANCELLED, "job cancelled")
     return _deadline(deps, state)
 
 
@@ -188,9 +189,9 @@ def _deadline(deps: Deps, state: AgentState) -> Stop | None:
     """The deadline that has passed, if one has: the job's or the agent's."""
     ctx, now = state.ctx, deps.now()
     if ctx.budget.expired(now):
-        return Stop(Status.TIMED_OUT, "job deadline passed")
+        return Stop(AgentStatus.TIMED_OUT, "job deadline passed")
     if state.deadline is not None and now >= state.deadline:
-        return Stop(Status.TIMED_OUT, f"agent timeout of {state.spec.timeout}s passed")
+        return Stop(AgentStatus.TIMED_OUT, f"agent timeout of {state.spec.timeout}s passed")
     return None
 
 
@@ -199,7 +200,7 @@ def _seconds_left(deps: Deps, state: AgentState) -> float | None:
 
 
 def _finish(
-    deps: Deps, state: AgentState, status: Status, output: str | None, error: str | None, data: Any = None
+    deps: Deps, state: AgentState, status: AgentStatus, output: str | None, error: str | None, data: Any = None
 ) -> Finished:
     """Record the agent's result and drop what it kept only while running."""
     ctx = state.ctx
@@ -223,5 +224,5 @@ def _finish(
     retire = [k for k, kept in ((keys.checkpoint(ctx.job_id, ctx.agent_id), state.step),
                                 (keys.replies(ctx.job_id, ctx.agent_id), state.cycle)) if kept]
     deps.tree.record(ctx.job_id, Node.of(result, task=state.spec.task, task_id=state.task_id), retire=retire)
-    agent_event("finished", state, status.value)
+    agent_event("finished", state, status)
     return Finished(result)

@@ -21,9 +21,10 @@ from covey.budgets.ledger import AgentTerms
 from covey.context import RunContext
 from covey.orchestration.actions import ChildRequest, Spawn
 from covey.orchestration.tool_schemas import offered
-from covey.results import AgentResult, Status
+from covey.results import AgentResult
+from covey.status import AgentStatus
 from covey.spec import AgentSpec, InvalidSpec, describe
-from covey.store.tree import QUEUED, Node, preview
+from covey.store.tree import Node, preview
 from covey.worker.agent_state import AgentState, PendingChild
 from covey.worker.deps import Deps
 
@@ -50,7 +51,7 @@ def spawn(deps: Deps, state: AgentState, action: Spawn) -> list[tuple[RunContext
         children.append(opened)
         state.pending.append(PendingChild(agent_id=child_id))
         queued.append(Node(agent_id=child_id, parent_id=ctx.agent_id, depth=opened[0].depth,
-                           role=opened[1].role, status=QUEUED, task=preview(request.task)))
+                           role=opened[1].role, status=AgentStatus.QUEUED, task=preview(request.task)))
     deps.tree.record(ctx.job_id, *queued)
     return children
 
@@ -62,17 +63,17 @@ def _open_child(
     ctx = state.ctx
     if ctx.budget.max_depth < 1:
         reason = f"spawn refused: depth cap reached (max_depth=0 at agent {ctx.agent_id})"
-        return unreported(ctx, child_id, Status.BUDGET_EXCEEDED, reason, request.role, deps.now())
+        return unreported(ctx, child_id, AgentStatus.BUDGET_EXCEEDED, reason, request.role, deps.now())
     try:
         spec = child_spec(state.spec, ctx, request)
         asked = _within(ctx.budget.child(request.fraction or ctx.child_fraction), state.deadline)
     except ValueError as e:  # InvalidSpec included
-        return unreported(ctx, child_id, Status.FAILED, f"invalid child spec: {e}", request.role, deps.now())
+        return unreported(ctx, child_id, AgentStatus.FAILED, f"invalid child spec: {e}", request.role, deps.now())
     terms = AgentTerms(tools=spec.tools, deny=ctx.deny, max_cycles=spec.max_cycles, scopes=ctx.scopes)
     opened = deps.ledger.open(ctx.job_id, ctx.chain, child_id, asked, terms)
     if not opened.ok or opened.budget is None:
         reason = opened.reason or "spawn refused"
-        return unreported(ctx, child_id, Status.BUDGET_EXCEEDED, reason, request.role, deps.now())
+        return unreported(ctx, child_id, AgentStatus.BUDGET_EXCEEDED, reason, request.role, deps.now())
     return ctx.child(child_id, opened.budget, allow=spec.tools), spec
 
 
@@ -109,7 +110,7 @@ def _within(budget: Budget, deadline: datetime | None) -> Budget:
 
 
 def unreported(
-    ctx: RunContext, child_id: str, status: Status, error: str, role: str = "agent", at: datetime | None = None
+    ctx: RunContext, child_id: str, status: AgentStatus, error: str, role: str = "agent", at: datetime | None = None
 ) -> AgentResult:
     """The result of a child that never reported one: refused at open, or lost from the join."""
     return AgentResult(

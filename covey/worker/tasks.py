@@ -29,9 +29,10 @@ from covey.budgets.ledger import AgentTerms, unknown_scope
 from covey.context import ROOT_AGENT_ID, RunContext
 from covey.models.catalog import UnservableModel
 from covey.orchestration.actions import Action, to_json
-from covey.results import AgentResult, Status, Usage
+from covey.results import AgentResult, Usage
+from covey.status import AgentStatus
 from covey.spec import AgentSpec, InvalidSpec, JobSpec
-from covey.store.tree import RUNNING, WAITING, Node, preview
+from covey.store.tree import Node, preview
 from covey.worker import loop
 from covey.worker.agent_state import AgentState
 from covey.worker.app import app
@@ -226,7 +227,7 @@ def _crashed(job_id: str, agent_id: str, error: str, spent: Usage | None) -> dic
     usage its node last recorded. The result reaches the parent's chord even when
     Redis cannot be written: the crash path needs no Redis to report."""
     deps = worker_deps()
-    result = AgentResult(job_id=job_id, agent_id=agent_id, status=Status.FAILED, error=error, usage=spent or Usage())
+    result = AgentResult(job_id=job_id, agent_id=agent_id, status=AgentStatus.FAILED, error=error, usage=spent or Usage())
     try:
         node = deps.tree.node(job_id, agent_id) or Node(agent_id=agent_id)
         result = result.model_copy(update={
@@ -255,12 +256,12 @@ def _drive(task, state: AgentState, action: Action) -> dict[str, Any]:
         log.info("agent %s of job %s is past step %s: stale task ignored", ctx.agent_id, ctx.job_id, state.step)
         raise Ignore()
     if isinstance(outcome, loop.Paused):
-        deps.tree.record(ctx.job_id, state.node(RUNNING))
+        deps.tree.record(ctx.job_id, state.node(AgentStatus.RUNNING))
         sig = signing.sign(deps.secret, _proceed_payload(ctx.job_id, ctx.agent_id, state.step))
         return task.replace(proceed.s(job_id=ctx.job_id, agent_id=ctx.agent_id, step=state.step, sig=sig).set(
             **wire.proceed(ctx.job_id, ctx.agent_id, state.step)
         ))
-    deps.tree.record(ctx.job_id, state.node(WAITING))
+    deps.tree.record(ctx.job_id, state.node(AgentStatus.WAITING))
     header = group(_agent_message(deps.secret, c, s) for c, s in outcome.children)
     spawn_round = outcome.state.spawn_round
     sig = signing.sign(deps.secret, _resume_payload(ctx.job_id, ctx.agent_id, spawn_round))

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from covey.orchestration.actions import ChildRequest, ChildResults, Finish, Spawn
-from covey.results import Status
+from covey.status import AgentStatus
 
 NAME = "probe"
 
@@ -30,4 +30,4 @@ def start(spec, ctx) -> Spawn:
 def resume(spec, ctx, state: dict[str, Any], outcome: ChildResults) -> Finish:
     child = outcome.results[0]
     data = {"status": child.status.value, "output": child.output, "error": child.error, "data": child.data}
-    return Finish(state=state, status=Status.COMPLETED, output=child.output, data=data)
+    return Finish(state=state, status=AgentStatus.COMPLETED, output=child.output, data=data)

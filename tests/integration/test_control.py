@@ -9,7 +9,7 @@ import uuid
 from covey.worker import signing
 from covey.budgets.budget import Budget
 from covey.context import RunContext
-from covey.results import Status
+from covey.status import AgentStatus
 from covey.spec import AgentSpec
 
 
@@ -31,7 +31,7 @@ def test_cancel_stops_a_running_tree(client, cli):
     assert proc.returncode == 0, proc.stderr
     at_cancel = handle.ledger().cycles_used
     result = handle.result(timeout=60)
-    assert result.status is Status.CANCELLED
+    assert result.status is AgentStatus.CANCELLED
     assert {n.status for n in handle.tree()} == {"cancelled"}
     # Left alone the loop would run to 10,000 cycles; after the cancel each of the
     # three agents finishes at most the one call it had in flight.
@@ -69,7 +69,7 @@ def test_result_waits_and_times_out_with_a_clear_error(client, cli):
     assert proc.returncode == 3
     assert re.search(r"not finished after \d+\.\ds", proc.stderr)  # the time really waited
     handle.cancel()
-    assert handle.result(timeout=60).status is Status.CANCELLED
+    assert handle.result(timeout=60).status is AgentStatus.CANCELLED
 
 
 def test_a_job_past_its_timeout_ends_timed_out(cli):
@@ -87,9 +87,9 @@ def test_a_tenant_scope_caps_tokens_across_jobs(client, cli):
     # 3300: one job's two calls fit (each reserves ~2300 for its prompt's bytes), a second's first does not
     assert cli("scope", f"tenant:{tenant}", "--max-tokens", "3300").returncode == 0
     first = client.submit(client.spec("What is 2 + 2?", tenant=tenant)).result(timeout=60)
-    assert first.status is Status.COMPLETED
+    assert first.status is AgentStatus.COMPLETED
     second = client.submit(client.spec("What is 3 + 3?", tenant=tenant)).result(timeout=60)
-    assert second.status is Status.BUDGET_EXCEEDED
+    assert second.status is AgentStatus.BUDGET_EXCEEDED
     assert f"scope tenant:{tenant}" in second.error
     rows = {row.name: row for row in client.ledger.scope_rows()}
     assert rows[f"tenant:{tenant}"].tokens_used <= 3300

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from covey.results import Status
+from covey.status import AgentStatus
 
 
 def run_json(cli, *args):
@@ -107,7 +107,7 @@ def test_429_with_retry_after_is_retried_and_the_agent_completes(cli):
 def test_a_child_cannot_write_outside_its_subroot(client):
     handle = client.submit(client.spec("[sim:spawn width=2 depth=1] [sim:write ../../escape.txt] note"))
     result = handle.result(timeout=60)
-    assert result.status is Status.COMPLETED
+    assert result.status is AgentStatus.COMPLETED
     assert all(c.output.startswith("error: path '../../escape.txt' escapes") for c in result.children)
     handle2 = client.submit(client.spec("[sim:spawn width=1 depth=1] [sim:write notes.md] keep me"))
     result2 = handle2.result(timeout=60)

@@ -10,7 +10,7 @@ import re
 import subprocess
 import sys
 
-from covey.results import Status
+from covey.status import AgentStatus
 from tests.integration.conftest import ROOT, worker_env
 
 SLOW_TREE = "[sim:spawn width=2 depth=1] [sim:latency 600] What is 1 + 1?"
@@ -68,4 +68,4 @@ def test_watch_yields_progress_until_the_job_ends(client):
 def test_run_and_the_async_waits_return_the_result(client):
     assert client.run("What is 2 + 5?", timeout=60).output == "7"
     result = asyncio.run(client.arun("What is 3 + 5?", timeout=60))
-    assert (result.status, result.output) == (Status.COMPLETED, "8")
+    assert (result.status, result.output) == (AgentStatus.COMPLETED, "8")

@@ -15,7 +15,7 @@ import pytest
 
 from covey.client import Client
 from covey.config.settings import Settings
-from covey.results import Status
+from covey.status import AgentStatus
 from tests.integration.conftest import ROOT, start_worker, stop_worker, wait_for_worker, worker_env
 from tests.redis_server import RedisServer, free_port
 
@@ -80,7 +80,7 @@ def test_every_step_and_state_change_is_one_json_line_and_no_secret_leaks(guarde
     client, worker, flower = guarded
     handle = client.submit(client.spec("[sim:spawn width=2 depth=1] go", budget={"max_depth": 1}))
     result = handle.result(timeout=60)
-    assert result.status is Status.COMPLETED
+    assert result.status is AgentStatus.COMPLETED
     seen = events(worker, handle.id)
     assert {"job", "agent", "parent", "depth", "cycle", "tokens", "status"} <= set(seen[0])
     by_agent = {}

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from covey.results import Status
+from covey.status import AgentStatus
 from tests.integration.conftest import ROOT, worker_env
 from tests.test_properties import EDGE_FLOATS, EDGE_INTS, spec_data, valid_spec_data
 
@@ -60,7 +60,7 @@ def test_generated_cli_options_exit_0_or_2_in_one_line(submit, options):
 
 
 
-STATUSES = {s.value for s in Status}
+STATUSES = {s.value for s in AgentStatus if s.final}
 
 
 @settings(FEW, max_examples=20)

@@ -14,7 +14,7 @@ import pytest
 
 from covey import InvalidSpec, keys
 from covey.budgets.budget import MAX_COUNT
-from covey.results import Status
+from covey.status import AgentStatus
 
 HUGE = "100000000000000000000"
 
@@ -121,7 +121,7 @@ def test_a_cjk_job_billed_a_token_per_byte_completes_within_its_reservations(cli
     task = "[sim:bill bytes] " + "請計算以下算式並解釋步驟。" * 100 + " What is 6 * 7?"
     handle = client.submit(client.spec(task, budget={"max_tokens": 100_000}))
     result = handle.result(timeout=60)
-    assert (result.status, result.output) == (Status.COMPLETED, "42")
+    assert (result.status, result.output) == (AgentStatus.COMPLETED, "42")
     ledger = handle.ledger()
     assert ledger.tokens_used == result.usage.total_tokens and ledger.tokens_reserved == 0
 
@@ -129,7 +129,7 @@ def test_a_cjk_job_billed_a_token_per_byte_completes_within_its_reservations(cli
 def test_a_provider_over_reporting_usage_stops_the_agent_and_is_charged(client):
     handle = client.submit(client.spec("[sim:bill over] What is 6 * 7?"))
     result = handle.result(timeout=60)
-    assert result.status is Status.FAILED
+    assert result.status is AgentStatus.FAILED
     assert result.error.startswith("the provider reported ") and " over the " in result.error
     ledger = handle.ledger()
     assert ledger.tokens_used == result.usage.total_tokens > 0 and ledger.tokens_reserved == 0

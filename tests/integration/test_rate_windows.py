@@ -10,7 +10,7 @@ import pytest
 
 from covey import keys
 from covey.client.client import JobRefused
-from covey.results import Status
+from covey.status import AgentStatus
 from covey.spec import InvalidSpec
 from tests.integration.conftest import start_worker, stop_worker, wait_for_worker
 
@@ -65,7 +65,7 @@ def test_two_jobs_sharing_a_window_on_two_workers_are_paced_and_both_complete(re
         results = [job.result(timeout=150) for job in jobs]
     finally:
         stop_worker(second_worker)
-    assert [(r.status, r.output) for r in results] == [(Status.COMPLETED, "4"), (Status.COMPLETED, "6")]
+    assert [(r.status, r.output) for r in results] == [(AgentStatus.COMPLETED, "4"), (AgentStatus.COMPLETED, "6")]
     windows = [client.redis.hgetall(k) for k in client.redis.scan_iter(f"{keys.scope(scope)}:window:*")]
     assert len(windows) >= 2
     assert all(int(w["tokens"]) <= TOKENS_PER_MINUTE for w in windows)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from covey.results import Status
+from covey.status import AgentStatus
 from tests.integration.test_jobs import run_json
 
 
@@ -43,7 +43,7 @@ def test_a_split_debate_reports_no_consensus_with_its_scores(client):
 def test_a_failing_debater_drops_out_and_the_others_decide(client):
     spec = client.spec("What is 2 + 2? [sim:fail 500 part=2]", strategy="debate", options={"num_rounds": 1})
     result = client.submit(spec).result(timeout=120)
-    assert (result.status, result.output, result.data["consensus"]) == (Status.COMPLETED, "4", True)
+    assert (result.status, result.output, result.data["consensus"]) == (AgentStatus.COMPLETED, "4", True)
     assert result.data["dropped"]["1"].startswith("failed: model call failed: HTTP 500")
     assert set(result.data["combined"]) == {"0", "2"}
     assert result.usage.agents == 5  # 3 proposers, then 2 critics

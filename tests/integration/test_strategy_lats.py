@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from covey.results import Status
+from covey.status import AgentStatus
 
 
 def run_lats(client, task: str, budget: dict | None = None, **options):
@@ -30,7 +30,7 @@ def test_it_answers_the_right_number_through_its_evaluators(cli, client):
 
 def test_an_unsolvable_search_stops_after_exactly_num_simulations(client):
     handle, result = run_lats(client, "[sim:lats solve=99] What is 17 * 3?", num_simulations=3)
-    assert result.status is Status.COMPLETED
+    assert result.status is AgentStatus.COMPLETED
     assert (result.data["simulations"], result.data["solved"]) == (3, False)
     assert result.output == result.data["answer"] == "51"  # the best leaf still computes it
     assert len(result.data["tree"]) == 1 + 9
@@ -47,7 +47,7 @@ def test_under_a_tight_token_cap_refused_simulations_score_neutral_and_the_cap_h
     noted = [node for node in result.data["tree"] if node["note"]]
     assert noted and len(noted) == len(result.data["notes"])
     assert all(node["score"] == 0.5 and "not evaluated (budget_exceeded" in node["note"] for node in noted)
-    if result.status is Status.COMPLETED:
+    if result.status is AgentStatus.COMPLETED:
         assert result.output == "51"
 
 
@@ -55,7 +55,7 @@ def test_a_wave_refused_whole_for_budget_ends_the_search(client):
     cap = 700  # funds one expansion, no evaluator
     handle, result = run_lats(client, "What is 17 * 3?", budget={"max_tokens": cap}, num_simulations=3)
     assert 0 < handle.ledger().tokens_used <= cap
-    assert result.status is Status.BUDGET_EXCEEDED
+    assert result.status is AgentStatus.BUDGET_EXCEEDED
     assert result.error.startswith("no candidate was evaluated")
     assert result.data["simulations"] == 1 and len(result.data["notes"]) == 3
     assert {node["score"] for node in result.data["tree"][1:]} == {0.5}

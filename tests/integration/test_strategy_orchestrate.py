@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from covey.orchestration.tool_schemas import SPAWN_TOOLS
-from covey.results import Status
+from covey.status import AgentStatus
 
 ANALYSTS = ["SecurityExpert", "LinterExpert"]
 
@@ -17,7 +17,7 @@ def run(client, task: str, **fields):
 
 def test_it_answers_from_its_specialists_reports(client):
     handle, result = run(client, "What is 6 * 7?")
-    assert result.status is Status.COMPLETED, result.error
+    assert result.status is AgentStatus.COMPLETED, result.error
     assert result.output == "42"
     assert result.data["decision"]["rationale"] == "SecurityExpert, LinterExpert reported 42"
     assert [(r["specialist"], r["status"]) for r in result.data["reports"]] == [
@@ -60,7 +60,7 @@ def test_no_specialist_is_offered_spawn_tools_whatever_the_options_say(client):
 
 def test_a_failing_specialist_says_so_and_the_orchestrator_still_decides(client):
     handle, result = run(client, "[sim:orchestrate fail=SecurityExpert] What is 6 * 7?")
-    assert result.status is Status.COMPLETED
+    assert result.status is AgentStatus.COMPLETED
     assert result.output == "42"
     security = result.data["reports"][0]
     assert (security["specialist"], security["status"]) == ("SecurityExpert", "failed")
@@ -72,7 +72,7 @@ def test_a_failing_specialist_says_so_and_the_orchestrator_still_decides(client)
 
 def test_a_specialist_refused_by_the_agent_cap_is_reported_as_such(client):
     handle, result = run(client, "What is 6 * 7?", budget={"max_agents": 1})
-    assert result.status is Status.COMPLETED
+    assert result.status is AgentStatus.COMPLETED
     assert result.output == "42"
     assert [r["status"] for r in result.data["reports"]] == ["completed", "budget_exceeded", "budget_exceeded"]
     assert "agent cap" in result.data["reports"][1]["report"]

@@ -11,7 +11,8 @@ from covey.budgets.budget import Budget
 from covey.context import RunContext
 from covey.orchestration import debate, debate_scoring
 from covey.orchestration.actions import ChildResults, Finish, ModelReply, Spawn
-from covey.results import AgentResult, Status
+from covey.results import AgentResult
+from covey.status import AgentStatus
 from covey.spec import AgentSpec
 
 CTX = RunContext(job_id="j", agent_id="root", budget=Budget())
@@ -24,19 +25,19 @@ def spec(**options):
 
 def proposed(answer="42", confidence=0.9):
     return AgentResult(
-        job_id="j", agent_id="p", role="proposer", status=Status.COMPLETED, output=answer,
+        job_id="j", agent_id="p", role="proposer", status=AgentStatus.COMPLETED, output=answer,
         data={"answer": answer, "confidence": confidence, "reasoning": "because"},
     )
 
 
 def critiqued(**scores):
     return AgentResult(
-        job_id="j", agent_id="c", role="critic", status=Status.COMPLETED,
+        job_id="j", agent_id="c", role="critic", status=AgentStatus.COMPLETED,
         data={"scores": scores, "reasoning": "compared"},
     )
 
 
-def broke(status=Status.FAILED, error="model call failed: HTTP 500"):
+def broke(status=AgentStatus.FAILED, error="model call failed: HTTP 500"):
     return AgentResult(job_id="j", agent_id="x", status=status, error=error)
 
 
@@ -99,7 +100,7 @@ AGREE = [critiqued(**{"1": 0.9, "2": 0.9}), critiqued(**{"0": 0.9, "2": 0.9}), c
 def test_agreeing_debaters_reach_consensus_and_the_data_holds_every_score():
     done = run(spec(), [proposed(confidence=0.8), proposed(confidence=0.9), proposed(confidence=0.7)], AGREE, AGREE)
     assert isinstance(done, Finish)
-    assert (done.status, done.output) == (Status.COMPLETED, "42")
+    assert (done.status, done.output) == (AgentStatus.COMPLETED, "42")
     data = done.data
     assert (data["consensus"], data["winner"]) == (True, 1)
     assert data["proposal"] == {"answer": "42", "confidence": 0.9, "reasoning": "because"}
@@ -115,7 +116,7 @@ def test_agreeing_debaters_reach_consensus_and_the_data_holds_every_score():
 def test_low_scores_leave_no_consensus_and_ties_go_to_the_lowest_index():
     low = [critiqued(**{"1": 0.1, "2": 0.1}), critiqued(**{"0": 0.1, "2": 0.1}), critiqued(**{"0": 0.1, "1": 0.1})]
     done = run(spec(num_rounds=1), [proposed("42"), proposed("43"), proposed("44")], low)
-    assert (done.status, done.output) == (Status.COMPLETED, "42")
+    assert (done.status, done.output) == (AgentStatus.COMPLETED, "42")
     assert (done.data["consensus"], done.data["winner"]) == (False, 0)
     assert done.data["combined"] == {"0": 0.34, "1": 0.34, "2": 0.34}
 
@@ -153,7 +154,7 @@ def test_a_failed_proposer_is_out_of_the_running():
 
 
 def test_a_failed_or_refused_critic_gives_no_scores_and_says_why():
-    refused = broke(Status.BUDGET_EXCEEDED, "token cap reached")
+    refused = broke(AgentStatus.BUDGET_EXCEEDED, "token cap reached")
     done = run(spec(num_rounds=1), [proposed(), proposed(), proposed()],
                [critiqued(**{"1": 0.9, "2": 0.9}), refused, broke()])
     assert done.data["rounds"] == [{
@@ -166,15 +167,15 @@ def test_a_failed_or_refused_critic_gives_no_scores_and_says_why():
 def test_with_one_proposal_left_there_is_no_one_to_critique_it():
     the_spec = spec()
     done = step(the_spec, debate.start(the_spec, CTX), broke(), proposed(confidence=1.0), broke())
-    assert isinstance(done, Finish) and done.status is Status.COMPLETED
+    assert isinstance(done, Finish) and done.status is AgentStatus.COMPLETED
     assert (done.output, done.data["winner"], done.data["rounds"]) == ("42", 1, [])
     assert (done.data["combined"], done.data["consensus"]) == ({"1": 0.3}, False)
 
 
 def test_with_no_proposal_the_debate_fails_saying_why():
     the_spec = spec(num_debaters=2)
-    done = step(the_spec, debate.start(the_spec, CTX), broke(), broke(Status.BUDGET_EXCEEDED, "spawn refused"))
-    assert isinstance(done, Finish) and done.status is Status.FAILED
+    done = step(the_spec, debate.start(the_spec, CTX), broke(), broke(AgentStatus.BUDGET_EXCEEDED, "spawn refused"))
+    assert isinstance(done, Finish) and done.status is AgentStatus.FAILED
     assert done.error == (
         "no debater proposed an answer: debater 0 failed: model call failed: HTTP 500; "
         "debater 1 budget_exceeded: spawn refused"

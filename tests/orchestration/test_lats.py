@@ -11,7 +11,8 @@ from covey.budgets.budget import Budget
 from covey.context import RunContext
 from covey.orchestration import lats
 from covey.orchestration.actions import CallModel, ChildResults, Finish, ModelReply, Spawn, ToolResults
-from covey.results import AgentResult, Status
+from covey.results import AgentResult
+from covey.status import AgentStatus
 from covey.spec import AgentSpec, JobSpec
 
 CTX = RunContext(job_id="j", agent_id="root", budget=Budget())
@@ -29,10 +30,10 @@ def proposed(*candidates: str) -> ModelReply:
 def verdict(score: float, answer: str = "", solved: bool = False, reflection: str = "r") -> AgentResult:
     data = {"score": score, "reflection": reflection, "solved": solved, "answer": answer}
     return AgentResult(job_id="j", agent_id="root-sub-x", role="evaluator", depth=1,
-                       status=Status.COMPLETED, output=json.dumps(data), data=data)
+                       status=AgentStatus.COMPLETED, output=json.dumps(data), data=data)
 
 
-def refused(status: Status = Status.BUDGET_EXCEEDED, error: str = "token cap reached") -> AgentResult:
+def refused(status: AgentStatus = AgentStatus.BUDGET_EXCEEDED, error: str = "token cap reached") -> AgentResult:
     return AgentResult(job_id="j", agent_id="root-sub-x", depth=1, status=status, error=error)
 
 
@@ -71,7 +72,7 @@ def test_each_candidate_gets_a_single_evaluator_at_one_level_with_the_task_and_i
 def test_a_solving_evaluation_above_the_threshold_ends_the_search():
     s = spec()
     _, done = simulate(s, lats.start(s, CTX), ["estimate", "compute"], [verdict(0.4, "40"), verdict(1.0, "42", True)])
-    assert isinstance(done, Finish) and done.status is Status.COMPLETED
+    assert isinstance(done, Finish) and done.status is AgentStatus.COMPLETED
     assert done.output == "42"
     data = done.data
     assert (data["answer"], data["solved"], data["simulations"]) == ("42", True, 1)
@@ -97,7 +98,7 @@ def test_it_runs_exactly_num_simulations_and_answers_the_best_leaf_unsolved():
             s, action, ["compute", "estimate", "restate"], [verdict(1.0, "42"), verdict(0.4, "40"), verdict(0.2)]
         )
         waves.append(spawn)
-    assert isinstance(action, Finish) and action.status is Status.COMPLETED
+    assert isinstance(action, Finish) and action.status is AgentStatus.COMPLETED
     data = action.data
     assert (data["simulations"], data["solved"], data["answer"]) == (3, False, "42")
     assert len(data["tree"]) == 1 + 9 and data["tree"][0]["visits"] == 9
@@ -111,8 +112,8 @@ def test_it_runs_exactly_num_simulations_and_answers_the_best_leaf_unsolved():
 def test_a_refused_or_failed_evaluator_scores_neutral_with_a_note_and_the_search_goes_on():
     s = spec(num_simulations=1)
     _, done = simulate(s, lats.start(s, CTX), ["a", "b", "c"],
-                       [refused(), verdict(0.3, "7"), refused(Status.FAILED, "model call failed: HTTP 500")])
-    assert isinstance(done, Finish) and done.status is Status.COMPLETED
+                       [refused(), verdict(0.3, "7"), refused(AgentStatus.FAILED, "model call failed: HTTP 500")])
+    assert isinstance(done, Finish) and done.status is AgentStatus.COMPLETED
     scores = {n["action"]: n["score"] for n in done.data["tree"][1:]}
     assert scores == {"a": 0.5, "b": 0.3, "c": 0.5}
     assert done.data["tree"][0]["value"] == pytest.approx(1.3)
@@ -126,7 +127,7 @@ def test_a_refused_or_failed_evaluator_scores_neutral_with_a_note_and_the_search
 def test_a_wave_refused_whole_for_budget_ends_the_search_showing_what_it_did():
     s = spec(num_simulations=3)
     _, done = simulate(s, lats.start(s, CTX), ["a", "b"], [refused(), refused()])
-    assert isinstance(done, Finish) and done.status is Status.BUDGET_EXCEEDED
+    assert isinstance(done, Finish) and done.status is AgentStatus.BUDGET_EXCEEDED
     assert done.error.startswith("no candidate was evaluated: 'a': not evaluated (budget_exceeded")
     assert done.data["simulations"] == 1 and len(done.data["notes"]) == 2
     assert [n["note"] is not None for n in done.data["tree"]] == [False, True, True]
@@ -134,11 +135,11 @@ def test_a_wave_refused_whole_for_budget_ends_the_search_showing_what_it_did():
 
 def test_with_no_candidate_evaluated_for_other_reasons_it_searches_on_then_fails():
     s = spec(num_simulations=2)
-    failed = refused(Status.FAILED, "model call failed: HTTP 500")
+    failed = refused(AgentStatus.FAILED, "model call failed: HTTP 500")
     _, action = simulate(s, lats.start(s, CTX), ["a", "b"], [failed, failed])
     assert isinstance(action, CallModel)
     _, done = simulate(s, action, ["c"], [failed])
-    assert isinstance(done, Finish) and done.status is Status.FAILED
+    assert isinstance(done, Finish) and done.status is AgentStatus.FAILED
     assert done.data["simulations"] == 2 and len(done.data["notes"]) == 3
 
 

@@ -11,7 +11,8 @@ from covey.context import RunContext
 from covey.orchestration import orchestrate
 from covey.orchestration.actions import CallModel, ChildResults, Finish, ModelReply, Spawn, ToolResults
 from covey.orchestration.specialists import BUILTIN, Specialist
-from covey.results import AgentResult, Status
+from covey.results import AgentResult
+from covey.status import AgentStatus
 from covey.spec import AgentSpec, InvalidSpec, JobSpec
 
 CTX = RunContext(job_id="j", agent_id="root", budget=Budget())
@@ -26,7 +27,7 @@ def plan(*pairs: tuple[str, str]) -> ModelReply:
     return ModelReply(content=json.dumps(parsed), parsed=parsed)
 
 
-def result(role: str, status: Status = Status.COMPLETED, output: str | None = "42", error: str | None = None):
+def result(role: str, status: AgentStatus = AgentStatus.COMPLETED, output: str | None = "42", error: str | None = None):
     return AgentResult(job_id="j", agent_id=f"root-sub-{role}", role=role, depth=1, status=status,
                        output=output, error=error)
 
@@ -136,7 +137,7 @@ def test_writes_run_one_at_a_time_after_the_analysis_and_see_its_reports():
 def test_it_decides_from_reports_and_a_failed_specialist_says_so():
     s = spec(report_chars=20)
     _, wave = run_plan(s, plan(("SecurityExpert", "audit"), ("QATester", "test")))
-    failed = result("SecurityExpert", Status.FAILED, output=None, error="model call failed: HTTP 500 after retries")
+    failed = result("SecurityExpert", AgentStatus.FAILED, output=None, error="model call failed: HTTP 500 after retries")
     decide = orchestrate.resume(s, CTX, wave.state, ChildResults([failed, result("QATester")]))
     reports_line = decide.messages[-1]["content"].splitlines()[-1].removeprefix(orchestrate.REPORTS_LABEL)
     reports = json.loads(reports_line)
@@ -148,7 +149,7 @@ def test_it_decides_from_reports_and_a_failed_specialist_says_so():
 
     done = orchestrate.resume(s, CTX, decide.state, decision("42"))
     assert isinstance(done, Finish)
-    assert (done.status, done.output) == (Status.COMPLETED, "42")
+    assert (done.status, done.output) == (AgentStatus.COMPLETED, "42")
     assert done.data["decision"] == {"answer": "42", "rationale": "they agree"}
     assert [a["specialist"] for a in done.data["assignments"]] == ["SecurityExpert", "QATester"]
     assert done.data["reports"] == reports

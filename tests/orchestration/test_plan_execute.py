@@ -10,7 +10,8 @@ from covey.orchestration import plan, plan_execute
 from covey.orchestration.actions import (
     CallModel, ChildResults, Finish, ModelReply, RunTools, Spawn, ToolResults,
 )
-from covey.results import AgentResult, Status
+from covey.results import AgentResult
+from covey.status import AgentStatus
 from covey.spec import AgentSpec
 
 TASK = "What is 6 * 7?"
@@ -34,7 +35,7 @@ def planned(*steps):
     return ModelReply(content=json.dumps(body), parsed=body)
 
 
-def child(status=Status.COMPLETED, output=None, error=None, agent_id="root-sub-1"):
+def child(status=AgentStatus.COMPLETED, output=None, error=None, agent_id="root-sub-1"):
     return AgentResult(job_id="j", agent_id=agent_id, status=status, output=output, error=error,
                        started_at=T0, finished_at=T1)
 
@@ -77,7 +78,7 @@ def test_a_plan_runs_in_waves_and_the_answer_is_synthesised_from_the_results():
     assert "- step_1 (tool calculator): 42\n- step_2 (role checker): 42" in action.messages[-1]["content"]
 
     done = resume(action, ModelReply(content="42"))
-    assert isinstance(done, Finish) and done.status is Status.COMPLETED and done.output == "42"
+    assert isinstance(done, Finish) and done.status is AgentStatus.COMPLETED and done.output == "42"
     assert done.data["replans"] == 0 and done.data["errors"] == []
     assert done.data["steps"] == [
         {"id": "step_1", "role": None, "tool": "calculator", "status": "completed", "input": "6 * 7",
@@ -120,7 +121,7 @@ def test_refusals_past_max_replans_end_the_agent_failed_saying_why(bad, reason):
     ctx = CTX.model_copy(update={"allow": ["calculator"]})
     action = resume(plan_execute.start(spec, ctx), planned(*bad), spec, ctx)
     action = resume(action, planned(*bad), spec, ctx)
-    assert isinstance(action, Finish) and action.status is Status.FAILED
+    assert isinstance(action, Finish) and action.status is AgentStatus.FAILED
     assert action.error.startswith(f"plan refused: {reason}")
     assert action.error.endswith("(no replans left of max_replans=1)")
     assert action.data["replans"] == 1 and len(action.data["errors"]) == 2
@@ -129,7 +130,7 @@ def test_refusals_past_max_replans_end_the_agent_failed_saying_why(bad, reason):
 def test_a_failed_step_is_replanned_keeping_completed_results():
     action = resume(plan_execute.start(SPEC, CTX), planned(CALC, CHECK, step("step_3", "step_2", role="r")))
     action = resume(action, ToolResults({"step_1": "42"}))
-    action = resume(action, ChildResults([child(Status.FAILED, error="model call failed: HTTP 500")]))
+    action = resume(action, ChildResults([child(AgentStatus.FAILED, error="model call failed: HTTP 500")]))
     assert isinstance(action, CallModel) and action.schema_name == "plan"
     prompt = action.messages[-1]["content"]
     assert "- step_2 (role checker): failed: model call failed: HTTP 500" in prompt
@@ -139,7 +140,7 @@ def test_a_failed_step_is_replanned_keeping_completed_results():
     assert isinstance(action, Spawn) and action.children[0].task == "Check that 42 answers: What is 6 * 7?"
     action = resume(action, ChildResults([child(output="42", agent_id="root-sub-2")]))
     done = resume(action, ModelReply(content="42"))
-    assert done.status is Status.COMPLETED
+    assert done.status is AgentStatus.COMPLETED
     assert [(r["id"], r["status"]) for r in done.data["steps"]] == [
         ("step_1", "completed"), ("step_2", "failed"), ("step_2", "completed"),
     ]
@@ -150,7 +151,7 @@ def test_a_failed_step_is_replanned_keeping_completed_results():
 def test_a_replan_may_not_run_a_completed_step_again():
     action = resume(plan_execute.start(SPEC, CTX), planned(CALC, CHECK))
     action = resume(action, ToolResults({"step_1": "42"}))
-    action = resume(action, ChildResults([child(Status.FAILED, error="boom")]))
+    action = resume(action, ChildResults([child(AgentStatus.FAILED, error="boom")]))
     action = resume(action, planned(CALC, CHECK))
     assert isinstance(action, CallModel)
     assert "duplicate step id step_1: a completed step has it" in action.messages[-1]["content"]
@@ -159,7 +160,7 @@ def test_a_replan_may_not_run_a_completed_step_again():
 def test_an_empty_replan_answers_from_what_completed():
     action = resume(plan_execute.start(SPEC, CTX), planned(CALC, CHECK))
     action = resume(action, ToolResults({"step_1": "42"}))
-    action = resume(action, ChildResults([child(Status.FAILED, error="boom")]))
+    action = resume(action, ChildResults([child(AgentStatus.FAILED, error="boom")]))
     action = resume(action, planned())
     assert isinstance(action, CallModel) and action.schema is None
     assert "- step_1 (tool calculator): 42" in action.messages[-1]["content"]
@@ -185,8 +186,8 @@ def test_a_tool_of_several_arguments_takes_the_input_as_its_json_arguments():
 def test_a_step_out_of_budget_ends_the_agent_with_that_status():
     action = resume(plan_execute.start(SPEC, CTX), planned(CALC, CHECK))
     action = resume(action, ToolResults({"step_1": "42"}))
-    action = resume(action, ChildResults([child(Status.BUDGET_EXCEEDED, error="spawn refused: agent cap")]))
-    assert isinstance(action, Finish) and action.status is Status.BUDGET_EXCEEDED
+    action = resume(action, ChildResults([child(AgentStatus.BUDGET_EXCEEDED, error="spawn refused: agent cap")]))
+    assert isinstance(action, Finish) and action.status is AgentStatus.BUDGET_EXCEEDED
     assert action.error == "step step_2 budget_exceeded: spawn refused: agent cap"
     assert [r["status"] for r in action.data["steps"]] == ["completed", "budget_exceeded"]
 

@@ -6,7 +6,8 @@ from covey.orchestration import react
 from covey.orchestration.actions import (
     CallModel, ChildResults, Finish, ModelReply, RunTools, Spawn, ToolCall, ToolResults,
 )
-from covey.results import AgentResult, Status
+from covey.results import AgentResult
+from covey.status import AgentStatus
 from covey.spec import AgentSpec
 
 SPEC = AgentSpec(task="do it", role="lead", instructions="be brief")
@@ -26,7 +27,7 @@ def test_start_asks_the_model_with_system_and_task():
 
 def test_plain_answer_finishes_completed():
     action = react.resume(SPEC, CTX, react.start(SPEC, CTX).state, ModelReply(content="42"))
-    assert isinstance(action, Finish) and action.status is Status.COMPLETED and action.output == "42"
+    assert isinstance(action, Finish) and action.status is AgentStatus.COMPLETED and action.output == "42"
 
 
 def test_finish_tool_carries_the_answer():
@@ -51,8 +52,8 @@ def test_spawn_becomes_a_spawn_action_and_children_answer_the_call():
     assert isinstance(action, Spawn)
     assert [(c.task, c.role) for c in action.children] == [("a", "agent"), ("b", "critic")]
     results = [
-        AgentResult(job_id="j", agent_id="x", status=Status.COMPLETED, output="A", role="agent"),
-        AgentResult(job_id="j", agent_id="y", status=Status.FAILED, error="boom", role="critic"),
+        AgentResult(job_id="j", agent_id="x", status=AgentStatus.COMPLETED, output="A", role="agent"),
+        AgentResult(job_id="j", agent_id="y", status=AgentStatus.FAILED, error="boom", role="critic"),
     ]
     action = react.resume(SPEC, CTX, action.state, ChildResults(results))
     assert isinstance(action, CallModel)
@@ -66,7 +67,7 @@ def test_delegate_answers_with_one_summary():
     state = react.start(SPEC, CTX).state
     action = react.resume(SPEC, CTX, state, reply(("delegate", '{"task": "check"}')))
     assert isinstance(action, Spawn) and len(action.children) == 1
-    done = AgentResult(job_id="j", agent_id="x", status=Status.COMPLETED, output="ok")
+    done = AgentResult(job_id="j", agent_id="x", status=AgentStatus.COMPLETED, output="ok")
     action = react.resume(SPEC, CTX, action.state, ChildResults([done]))
     assert json.loads(action.messages[-1]["content"])["output"] == "ok"
 
@@ -81,7 +82,7 @@ def test_spawn_with_bad_children_is_answered_with_the_error():
 def test_malformed_arguments_fail_the_agent():
     state = react.start(SPEC, CTX).state
     action = react.resume(SPEC, CTX, state, reply(("calculator", '{"expression": "1+')))
-    assert isinstance(action, Finish) and action.status is Status.FAILED
+    assert isinstance(action, Finish) and action.status is AgentStatus.FAILED
     assert "malformed arguments" in action.error and "calculator" in action.error
 
 
@@ -90,7 +91,7 @@ def test_a_tool_never_offered_fails_the_agent():
     state = react.start(SPEC, ctx).state
     assert "write_file" not in state["tools"]
     action = react.resume(SPEC, ctx, state, reply(("write_file", '{"path": "a", "content": "b"}')))
-    assert isinstance(action, Finish) and action.status is Status.FAILED and "write_file" in action.error
+    assert isinstance(action, Finish) and action.status is AgentStatus.FAILED and "write_file" in action.error
 
 
 def test_resume_never_mutates_the_given_state():

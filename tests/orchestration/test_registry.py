@@ -14,7 +14,7 @@ ECHO = textwrap.dedent(
     '''
     from pydantic import BaseModel, ConfigDict
     from covey.orchestration.actions import Finish
-    from covey.results import Status
+    from covey.status import AgentStatus
 
     NAME = "echo"
 
@@ -24,7 +24,7 @@ ECHO = textwrap.dedent(
 
     def start(spec, ctx):
         times = Options.model_validate(spec.options).times
-        return Finish(state={}, status=Status.COMPLETED, output=" ".join([spec.task] * times))
+        return Finish(state={}, status=AgentStatus.COMPLETED, output=" ".join([spec.task] * times))
 
     def resume(spec, ctx, state, outcome):
         raise TypeError("echo never waits")

@@ -8,7 +8,7 @@ from covey.budgets.budget import Budget
 from covey.context import RunContext
 from covey.orchestration import single
 from covey.orchestration.actions import CallModel, Finish, ModelReply, ToolResults
-from covey.results import Status
+from covey.status import AgentStatus
 from covey.spec import AgentSpec
 
 CTX = RunContext(job_id="j", agent_id="root-sub-1", budget=Budget())
@@ -27,7 +27,7 @@ def test_the_reply_is_the_answer_and_its_json_the_data():
     spec = AgentSpec(task="score this", strategy="single", options={"schema": SCHEMA})
     done = single.resume(spec, CTX, {}, ModelReply(content='{"score": 0.9}', parsed={"score": 0.9}))
     assert isinstance(done, Finish)
-    assert (done.status, done.output, done.data) == (Status.COMPLETED, '{"score": 0.9}', {"score": 0.9})
+    assert (done.status, done.output, done.data) == (AgentStatus.COMPLETED, '{"score": 0.9}', {"score": 0.9})
 
 
 def test_without_a_schema_there_is_no_data():

@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from covey.results import Usage
-from covey.store.tree import RUNNING, Node, pack, unpack
+from covey.status import AgentStatus
+from covey.store.tree import Node, pack, unpack
 
 
 def node(status: str) -> Node:
@@ -15,7 +16,7 @@ def node(status: str) -> Node:
 
 
 def test_a_running_node_round_trips_whole():
-    assert unpack("root-sub-1", pack(node(RUNNING))) == node(RUNNING)
+    assert unpack("root-sub-1", pack(node(AgentStatus.RUNNING))) == node(AgentStatus.RUNNING)
 
 
 def test_a_final_node_keeps_all_but_its_task_id():

@@ -1,6 +1,7 @@
 import pytest
 
-from covey.results import AgentResult, Status
+from covey.results import AgentResult
+from covey.status import AgentStatus
 from covey.sweeps.dataset import Sample
 from covey.sweeps.scorers import ModelJudge, ScorerSpec
 
@@ -63,8 +64,8 @@ def test_the_judge_is_a_single_job_in_the_sweep_scope_reading_a_verdict():
     spec = judge.spec(Sample(id="s", input="What is 2 + 2?", target=4), "4", "sw")
     assert spec.strategy == "single" and spec.scopes() == ["global", "sweep:sw"] and spec.model == "sim"
     assert "Reference answer: 4" in spec.task and "Submitted answer: 4" in spec.task
-    ok = AgentResult(job_id="j", agent_id="root", status=Status.COMPLETED, data={"correct": True})
+    ok = AgentResult(job_id="j", agent_id="root", status=AgentStatus.COMPLETED, data={"correct": True})
     assert ModelJudge.verdict(ok) == 1.0
     assert ModelJudge.verdict(ok.model_copy(update={"data": {"correct": False}})) == 0.0
     with pytest.raises(ValueError, match="judge failed: boom"):
-        ModelJudge.verdict(AgentResult(job_id="j", agent_id="root", status=Status.FAILED, error="boom"))
+        ModelJudge.verdict(AgentResult(job_id="j", agent_id="root", status=AgentStatus.FAILED, error="boom"))

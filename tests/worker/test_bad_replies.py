@@ -21,7 +21,7 @@ from covey.config.settings import Settings
 from covey.context import RunContext
 from covey.models.llm import LLM
 from covey.models.tokens import byte_tokens
-from covey.results import Status
+from covey.status import AgentStatus
 from covey.spec import AgentSpec
 from covey.worker import loop
 from covey.worker.deps import Deps
@@ -91,7 +91,7 @@ def bad_args_call(args: str):
 def test_invalid_json_tool_arguments_fail_the_agent_naming_the_tool(deps):
     result = run(with_endpoint(deps, replying(completion(bad_args_call('{"expression": "1+'), finish_reason="tool_calls"))),
                  "add")
-    assert result.status is Status.FAILED
+    assert result.status is AgentStatus.FAILED
     assert result.error.startswith("model sent malformed arguments for tool 'calculator'")
     assert result.usage.total_tokens == 15
 
@@ -112,7 +112,7 @@ def test_invalid_json_tool_arguments_fail_the_agent_naming_the_tool(deps):
 )
 def test_a_reply_of_the_wrong_shape_fails_the_agent_and_is_charged(deps, body, error):
     result = run(with_endpoint(deps, replying(body)), "hello")
-    assert result.status is Status.FAILED
+    assert result.status is AgentStatus.FAILED
     assert result.error.startswith(error)
     # the endpoint answered: what it reported is charged (the worst case when it reported nothing usable)
     assert result.usage.cycles == 1 and result.usage.total_tokens > 0
@@ -120,14 +120,14 @@ def test_a_reply_of_the_wrong_shape_fails_the_agent_and_is_charged(deps, body, e
 
 def test_a_body_that_is_not_json_is_charged_as_the_worst_case(deps):
     result = run(with_endpoint(deps, replying(b"<html>gateway error</html>")), "hello")
-    assert result.status is Status.FAILED
+    assert result.status is AgentStatus.FAILED
     assert result.error.startswith("model returned a malformed reply: Expecting value")
     assert result.usage.completion_tokens == AgentSpec(task="x").max_call_tokens
 
 
 def test_a_reply_without_usage_is_charged_the_worst_case_and_answers(deps):
     result = run(with_endpoint(deps, replying(completion(usage=None))), "hello", tools=[])
-    assert result.status is Status.COMPLETED and result.output == "fine"
+    assert result.status is AgentStatus.COMPLETED and result.output == "fine"
     assert result.usage.completion_tokens == AgentSpec(task="x").max_call_tokens
 
 
@@ -143,7 +143,7 @@ def test_a_reply_without_usage_is_charged_the_worst_case_and_answers(deps):
 )
 def test_usage_no_ledger_could_hold_fails_the_agent_charged_the_worst_case(deps, usage, shown):
     result = run(with_endpoint(deps, replying(completion(usage=usage))), "hello", tools=[])
-    assert result.status is Status.FAILED
+    assert result.status is AgentStatus.FAILED
     assert result.error == f"model reported unusable usage: {shown}"
     assert result.usage.completion_tokens == AgentSpec(task="x").max_call_tokens
 
@@ -153,7 +153,7 @@ def test_an_enormous_answer_over_its_cap_stops_the_agent_and_is_charged_in_full(
     usage = {"prompt_tokens": 10, "completion_tokens": byte_tokens(answer)}
     result = run(with_endpoint(deps, replying(completion({"role": "assistant", "content": answer}, usage=usage))),
                  "hello", tools=[])
-    assert result.status is Status.FAILED
+    assert result.status is AgentStatus.FAILED
     assert result.error == (
         f"the provider reported {byte_tokens(answer)} completion tokens, {byte_tokens(answer) - 4096} over the "
         f"4096 reserved for them; all {byte_tokens(answer) + 10} tokens are charged"
@@ -165,13 +165,13 @@ def test_an_enormous_answer_without_usage_ends_with_a_status(deps):
     answer = "x" * 10_000_000
     result = run(with_endpoint(deps, replying(completion({"role": "assistant", "content": answer}, usage=None))),
                  "hello", tools=[])
-    assert result.status is Status.COMPLETED and len(result.output) == len(answer)
+    assert result.status is AgentStatus.COMPLETED and len(result.output) == len(answer)
 
 
 def test_over_reported_prompt_tokens_stop_the_agent(deps):
     handler = replying(completion(usage={"prompt_tokens": 1_000_000, "completion_tokens": 1}))
     result = run(with_endpoint(deps, handler), "hello", tools=[])
-    assert result.status is Status.FAILED
+    assert result.status is AgentStatus.FAILED
     assert result.error.startswith("the provider reported 1000000 prompt tokens, ")
     assert "reserved for them; all 1000001 tokens are charged" in result.error
     assert len(handler.calls) == 1
@@ -182,14 +182,14 @@ def test_over_reported_prompt_tokens_stop_the_agent(deps):
 def test_cjk_billed_a_token_per_byte_stays_within_its_reservations(deps):
     text = "請計算並解釋：" * 200 + " What is 6 * 7?"
     result = run(deps, f"[sim:bill bytes] {text}", model="sim")
-    assert result.status is Status.COMPLETED and result.output == "42"
+    assert result.status is AgentStatus.COMPLETED and result.output == "42"
     assert result.usage.cycles == 2
     assert result.usage.prompt_tokens > 2 * byte_tokens(text)  # billed per byte, both calls
 
 
 def test_a_sim_over_reporting_its_usage_stops_the_agent_with_the_recorded_error(deps):
     result = run(deps, "[sim:bill over] What is 6 * 7?", model="sim")
-    assert result.status is Status.FAILED
+    assert result.status is AgentStatus.FAILED
     assert result.error.startswith("the provider reported ")
     assert " prompt tokens, " in result.error and "reserved for them; all " in result.error
     assert result.usage.cycles == 1 and result.output is None

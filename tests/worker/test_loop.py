@@ -11,7 +11,7 @@ from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentTerms
 from covey.config.settings import Settings
 from covey.context import RunContext
-from covey.results import Status
+from covey.status import AgentStatus
 from covey.models.tokens import estimate_prompt_tokens
 from covey.orchestration.actions import ChildRequest, to_json
 from covey.orchestration.prompts import opening
@@ -44,7 +44,7 @@ def test_a_leaf_finishes_and_the_ledger_holds_exactly_its_usage(deps):
     ctx = root(deps, Budget(max_tokens=10_000))
     out = run(deps, ctx, "What is 2 * 21?")
     assert isinstance(out, loop.Finished)
-    assert out.result.status is Status.COMPLETED and out.result.output == "42"
+    assert out.result.status is AgentStatus.COMPLETED and out.result.output == "42"
     snap = deps.ledger.snapshot(ctx.job_id)
     assert snap.tokens_used == out.result.usage.total_tokens
     assert snap.cycles_used == out.result.usage.cycles == 2
@@ -66,13 +66,13 @@ def test_spawning_at_the_depth_cap_resumes_at_once_with_the_refusal(deps):
     out = run(deps, ctx, "[sim:spawn width=2 depth=1] go")
     assert isinstance(out, loop.Finished)
     assert out.result.output.startswith("leaves=0 (2 not completed: spawn refused: depth cap reached")
-    assert [c.status for c in out.result.children] == [Status.BUDGET_EXCEEDED] * 2
+    assert [c.status for c in out.result.children] == [AgentStatus.BUDGET_EXCEEDED] * 2
 
 
 def test_the_agent_cycle_cap_ends_a_loop(deps):
     ctx = root(deps, Budget(max_tokens=100_000))
     out = run(deps, ctx, "[sim:loop] spin", max_cycles=3)
-    assert out.result.status is Status.BUDGET_EXCEEDED
+    assert out.result.status is AgentStatus.BUDGET_EXCEEDED
     assert out.result.usage.cycles == 3
     assert "max_cycles=3" in out.result.error
 
@@ -80,7 +80,7 @@ def test_the_agent_cycle_cap_ends_a_loop(deps):
 def test_a_token_cap_refuses_the_call_that_cannot_fit(deps):
     ctx = root(deps, Budget(max_tokens=150))
     out = run(deps, ctx, "What is 1 + 1?")
-    assert out.result.status is Status.BUDGET_EXCEEDED
+    assert out.result.status is AgentStatus.BUDGET_EXCEEDED
     assert out.result.error.startswith("token budget exhausted at agent root")
     assert deps.ledger.snapshot(ctx.job_id).tokens_used <= 150
 
@@ -89,14 +89,14 @@ def test_a_cancelled_job_stops_before_calling_the_model(deps):
     ctx = root(deps, Budget())
     deps.ledger.cancel(ctx.job_id)
     out = run(deps, ctx, "What is 1 + 1?")
-    assert out.result.status is Status.CANCELLED
+    assert out.result.status is AgentStatus.CANCELLED
     assert out.result.usage.cycles == 0
 
 
 def test_a_model_that_keeps_failing_fails_the_agent(deps):
     ctx = root(deps, Budget())
     out = run(deps, ctx, "[sim:fail 500] hi")
-    assert out.result.status is Status.FAILED
+    assert out.result.status is AgentStatus.FAILED
     assert out.result.error.startswith("model call failed: HTTP 500")
     assert deps.ledger.snapshot(ctx.job_id).tokens_reserved == 0
 
@@ -114,7 +114,7 @@ def test_an_agent_pauses_at_each_slice_and_goes_on_where_it_stopped(redis_server
                                                .model_dump_json())  # as checkpointed
         state, action = loop.proceed(deps, state)
     assert pauses >= 1
-    assert out.result.status is Status.BUDGET_EXCEEDED and out.result.usage.cycles == 12
+    assert out.result.status is AgentStatus.BUDGET_EXCEEDED and out.result.usage.cycles == 12
     assert deps.ledger.snapshot(ctx.job_id).cycles_used == 12
 
 
@@ -135,7 +135,7 @@ class CountingLLM:
 def test_a_reply_cut_at_the_per_call_cap_fails_and_says_how_to_raise_it(deps):
     ctx = root(deps, Budget(max_tokens=1_000_000, max_agents=300, max_depth=2))
     out = run(deps, ctx, "[sim:spawn width=200 depth=1] wide", max_call_tokens=1024)
-    assert out.result.status is Status.FAILED
+    assert out.result.status is AgentStatus.FAILED
     assert out.result.error.startswith("the model's reply was cut at max_call_tokens=1024; raise it with")
     assert out.result.output is None and out.result.usage.completion_tokens == 1024
 
@@ -143,7 +143,7 @@ def test_a_reply_cut_at_the_per_call_cap_fails_and_says_how_to_raise_it(deps):
 def test_a_reply_cut_by_a_nearly_spent_budget_is_budget_exceeded(deps):
     ctx = root(deps, Budget(max_tokens=300))
     out = run(deps, ctx, "[sim:tokens 500] [sim:answer long] talk", tools=[])
-    assert out.result.status is Status.BUDGET_EXCEEDED
+    assert out.result.status is AgentStatus.BUDGET_EXCEEDED
     assert "all the token budget had left for it (max_call_tokens=4096)" in out.result.error
     assert deps.ledger.snapshot(ctx.job_id).tokens_used <= 300
 
@@ -154,7 +154,7 @@ def test_a_grant_too_small_for_a_useful_reply_never_calls_the_model(deps):
     ctx = root(deps, Budget(max_tokens=estimate + 30))  # room for a 30-token reply, under the floor of 64
     deps.llm = counting = CountingLLM(deps.llm)
     out = run(deps, ctx, spec.task, tools=[])
-    assert out.result.status is Status.BUDGET_EXCEEDED and counting.calls == 0
+    assert out.result.status is AgentStatus.BUDGET_EXCEEDED and counting.calls == 0
     assert out.result.error.endswith(f"({estimate + 30} left, {estimate + 64} needed)")
 
 
@@ -182,7 +182,7 @@ def test_a_single_child_with_a_schema_hands_back_data(deps):
     ctx = root(deps, Budget(max_tokens=10_000))
     schema = {"type": "object", "properties": {"value": {"type": "integer"}}, "required": ["value"]}
     out = run(deps, ctx, "What is 6 * 7?", strategy="single", options={"schema": schema})
-    assert out.result.status is Status.COMPLETED
+    assert out.result.status is AgentStatus.COMPLETED
     assert out.result.data == {"value": 42}
     assert out.result.usage.cycles == 1
 
@@ -191,7 +191,7 @@ def test_a_reply_that_misses_the_schema_fails_the_agent(deps):
     ctx = root(deps, Budget(max_tokens=10_000))
     schema = {"type": "object", "properties": {"value": {"type": "integer"}}, "required": ["value"]}
     out = run(deps, ctx, "[sim:fail bad_json] What is 6 * 7?", strategy="single", options={"schema": schema})
-    assert out.result.status is Status.FAILED
+    assert out.result.status is AgentStatus.FAILED
     assert out.result.error == "model reply does not match the schema at the top level: 'value' is a required property"
 
 
@@ -243,7 +243,7 @@ def test_a_reply_that_comes_after_the_deadline_times_the_agent_out_and_is_charge
     deps.now, deps.llm = clock, SlowLLM(deps.llm, clock)
     ctx = root(deps, Budget(max_tokens=10_000))
     out = run(deps, ctx, "What is 2 + 2?", timeout=5)
-    assert out.result.status is Status.TIMED_OUT
+    assert out.result.status is AgentStatus.TIMED_OUT
     assert out.result.error == "agent timeout of 5.0s passed during a model call"
     assert out.result.usage.cycles == 1 and out.result.usage.total_tokens > 0
     assert deps.ledger.snapshot(ctx.job_id).tokens_used == out.result.usage.total_tokens

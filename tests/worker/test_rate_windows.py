@@ -14,7 +14,7 @@ from covey.budgets.ledger import AgentTerms
 from covey.budgets.redis_ledger import RedisLedger
 from covey.config.settings import Settings
 from covey.context import RunContext
-from covey.results import Status
+from covey.status import AgentStatus
 from covey.spec import AgentSpec
 from covey.worker import loop
 from covey.worker.deps import Deps
@@ -83,8 +83,8 @@ def run(deps, tenant, task, deadline=None):
 def test_two_jobs_sharing_a_window_are_paced_by_it_and_both_complete(deps, tenant, time_):
     first = run(deps, tenant, "What is 2 * 21?")
     second = run(deps, tenant, "What is 3 + 4?")
-    assert (first.status, first.output) == (Status.COMPLETED, "42"), first.error
-    assert (second.status, second.output) == (Status.COMPLETED, "7")
+    assert (first.status, first.output) == (AgentStatus.COMPLETED, "42"), first.error
+    assert (second.status, second.output) == (AgentStatus.COMPLETED, "7")
     assert time_.slept, "the window never filled: the test spends too little to show pacing"
     assert len(deps.ledger.charged) >= 2
     assert max(deps.ledger.charged.values()) <= TOKENS_PER_MINUTE
@@ -94,7 +94,7 @@ def test_two_jobs_sharing_a_window_are_paced_by_it_and_both_complete(deps, tenan
 def test_a_wait_that_would_pass_the_deadline_times_the_agent_out(deps, tenant, time_):
     run(deps, tenant, "What is 2 * 21?")  # fills this minute's window
     late = run(deps, tenant, "What is 3 + 4?", deadline=time_.now() + timedelta(seconds=5))
-    assert late.status is Status.TIMED_OUT
+    assert late.status is AgentStatus.TIMED_OUT
     assert late.error.endswith("the next minute's window opens after the deadline")
     assert f"scope {tenant} is at its {TOKENS_PER_MINUTE} tokens per minute" in late.error
     assert time_.slept == []

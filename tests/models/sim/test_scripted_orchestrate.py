@@ -18,7 +18,8 @@ from covey.models.sim.structured import Answers
 from covey.models.structured import parse
 from covey.orchestration import orchestrate
 from covey.orchestration.actions import ChildResults, ModelReply, Spawn
-from covey.results import AgentResult, Status
+from covey.results import AgentResult
+from covey.status import AgentStatus
 from covey.spec import AgentSpec
 from tests.models.sim.test_handler import ask
 
@@ -37,7 +38,7 @@ def prompt_of(task: str, last: str, schema: dict) -> Prompt:
     return Prompt(task, last, d, Answers(str(d.result), d.result, 0.5), schema)
 
 
-def deciding(task: str, reports: list[tuple[str, Status, str | None, str | None]]) -> Prompt:
+def deciding(task: str, reports: list[tuple[str, AgentStatus, str | None, str | None]]) -> Prompt:
     """The prompt of the strategy's real decision call after these reports."""
     spec = AgentSpec(task=task, strategy="orchestrate")
     pairs = [{"specialist": name, "task": task} for name, *_ in reports]
@@ -102,10 +103,10 @@ def test_a_bad_directive_fails_loudly(directive, error):
 
 def test_the_decision_takes_the_number_the_reports_agree_on():
     prompt = deciding("What is 6 * 7?", [
-        ("SecurityExpert", Status.FAILED, None, "model call failed: HTTP 500"),
-        ("LinterExpert", Status.COMPLETED, "42", None),
-        ("QATester", Status.COMPLETED, "42", None),
-        ("Writer", Status.COMPLETED, "wrote 40 chars", None),
+        ("SecurityExpert", AgentStatus.FAILED, None, "model call failed: HTTP 500"),
+        ("LinterExpert", AgentStatus.COMPLETED, "42", None),
+        ("QATester", AgentStatus.COMPLETED, "42", None),
+        ("Writer", AgentStatus.COMPLETED, "wrote 40 chars", None),
     ])
     answer = decision(prompt)
     parse(json.dumps(answer), prompt.schema)
@@ -113,7 +114,7 @@ def test_the_decision_takes_the_number_the_reports_agree_on():
 
 
 def test_without_a_number_in_the_reports_it_answers_directly_and_says_so():
-    prompt = deciding("What is 6 * 7?", [("QATester", Status.BUDGET_EXCEEDED, None, "spawn refused")])
+    prompt = deciding("What is 6 * 7?", [("QATester", AgentStatus.BUDGET_EXCEEDED, None, "spawn refused")])
     assert decision(prompt) == {"answer": "42", "rationale": UNANSWERED}
 
 
