@@ -1,15 +1,15 @@
 """How an agent or a job stands: the one vocabulary of statuses.
 
-Both are ``str`` enums, so a status compares equal to its JSON value and reads as
+Both are ``StrEnum``s, so a status compares equal to its JSON value and reads as
 that value in the tree, Flower, ``covey status`` and a sweep's ``results.jsonl``.
 """
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 
-class AgentStatus(str, Enum):
+class AgentStatus(StrEnum):
     """Where one agent is. The first three are live; the rest are how it ended,
     and only those are ever an ``AgentResult``'s status."""
 
@@ -22,9 +22,6 @@ class AgentStatus(str, Enum):
     BUDGET_EXCEEDED = "budget_exceeded"
     TIMED_OUT = "timed_out"
 
-    def __str__(self) -> str:  # the value, as in JSON, also in a log line or an f-string
-        return self.value
-
     @property
     def final(self) -> bool:
         return self in FINAL
@@ -35,7 +32,7 @@ FINAL = frozenset(
 )
 
 
-class JobStatus(str, Enum):
+class JobStatus(StrEnum):
     """Where a job is: its root agent's status, or what is known of a job whose
     root has not started (``refused`` by the worker, ``unknown`` to covey)."""
 
@@ -49,9 +46,6 @@ class JobStatus(str, Enum):
     CANCELLED = "cancelled"
     BUDGET_EXCEEDED = "budget_exceeded"
     TIMED_OUT = "timed_out"
-
-    def __str__(self) -> str:
-        return self.value
 
     @classmethod
     def of_root(cls, status: AgentStatus) -> JobStatus:
