@@ -7,17 +7,11 @@ Strategies are pure state machines over JSON-able state: ``start(ctx)`` and
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Union
+from typing import Any
 
+from covey.models.replies import ModelReply, ToolCall
 from covey.results import AgentResult
 from covey.status import AgentStatus
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    id: str
-    name: str
-    arguments: str  # raw JSON text, as the model sent it
 
 
 @dataclass(frozen=True)
@@ -75,21 +69,10 @@ class Finish:
     data: Any = None  # a JSON value the parent reads as is, never scraped out of prose
 
 
-Action = Union[CallModel, RunTools, Spawn, Finish]
+Action = CallModel | RunTools | Spawn | Finish
 
 
 # --- Outcomes ----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ModelReply:
-    """What the model said and why it stopped; ``parsed`` is the JSON answer of
-    a call that asked for a schema."""
-
-    content: str | None
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    finish_reason: str = "stop"
-    parsed: Any = None
 
 
 @dataclass(frozen=True)
@@ -102,7 +85,7 @@ class ChildResults:
     results: list[AgentResult]
 
 
-Outcome = Union[ModelReply, ToolResults, ChildResults]
+Outcome = ModelReply | ToolResults | ChildResults
 
 
 _ACTIONS = {cls.__name__: cls for cls in (CallModel, RunTools, Spawn, Finish)}

@@ -23,17 +23,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from covey.context import RunContext
+from covey.models.replies import ModelReply
 from covey.orchestration import search_tree
-from covey.orchestration.actions import (
-    Action,
-    CallModel,
-    ChildRequest,
-    ChildResults,
-    Finish,
-    ModelReply,
-    Outcome,
-    Spawn,
-)
+from covey.orchestration.actions import Action, CallModel, ChildRequest, ChildResults, Finish, Outcome, Spawn
 from covey.orchestration.prompts import opening
 from covey.results import AgentResult
 from covey.status import AgentStatus

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from covey.context import RunContext
-from covey.orchestration.actions import Action, CallModel, ChildResults, Finish, ModelReply, Outcome, Spawn
+from covey.models.replies import ModelReply
+from covey.orchestration.actions import Action, CallModel, ChildResults, Finish, Outcome, Spawn
 from covey.orchestration.prompts import opening
 from covey.orchestration.specialists import BUILTIN, Specialist, duplicate_names, request
 from covey.results import AgentResult

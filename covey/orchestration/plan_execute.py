@@ -28,9 +28,17 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from covey.context import RunContext
+from covey.models.replies import ModelReply, ToolCall
 from covey.orchestration import plan
 from covey.orchestration.actions import (
-    Action, CallModel, ChildRequest, ChildResults, Finish, ModelReply, Outcome, RunTools, Spawn, ToolCall,
+    Action,
+    CallModel,
+    ChildRequest,
+    ChildResults,
+    Finish,
+    Outcome,
+    RunTools,
+    Spawn,
     ToolResults,
 )
 from covey.orchestration.prompts import opening

@@ -15,17 +15,16 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict
 
 from covey.context import RunContext
+from covey.models.replies import ModelReply, ToolCall
 from covey.orchestration.actions import (
     Action,
     CallModel,
     ChildRequest,
     ChildResults,
     Finish,
-    ModelReply,
     Outcome,
     RunTools,
     Spawn,
-    ToolCall,
     ToolResults,
 )
 from covey.orchestration.prompts import opening

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from covey.context import RunContext
+from covey.models.replies import ModelReply
 from covey.models.structured import SCHEMA_NAME, check_schema
-from covey.orchestration.actions import Action, CallModel, Finish, ModelReply, Outcome
+from covey.orchestration.actions import Action, CallModel, Finish, Outcome
 from covey.orchestration.prompts import opening
 from covey.status import AgentStatus
 

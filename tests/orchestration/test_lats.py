@@ -9,11 +9,12 @@ from pydantic import ValidationError
 
 from covey.budgets.budget import Budget
 from covey.context import RunContext
+from covey.models.replies import ModelReply
 from covey.orchestration import lats
-from covey.orchestration.actions import CallModel, ChildResults, Finish, ModelReply, Spawn, ToolResults
+from covey.orchestration.actions import CallModel, ChildResults, Finish, Spawn, ToolResults
 from covey.results import AgentResult
-from covey.status import AgentStatus
 from covey.spec import AgentSpec, JobSpec
+from covey.status import AgentStatus
 
 CTX = RunContext(job_id="j", agent_id="root", budget=Budget())
 TASK = "What is 6 * 7?"

@@ -8,12 +8,13 @@ import pytest
 
 from covey.budgets.budget import Budget
 from covey.context import RunContext
+from covey.models.replies import ModelReply
 from covey.orchestration import orchestrate
-from covey.orchestration.actions import CallModel, ChildResults, Finish, ModelReply, Spawn, ToolResults
+from covey.orchestration.actions import CallModel, ChildResults, Finish, Spawn, ToolResults
 from covey.orchestration.specialists import BUILTIN, Specialist
 from covey.results import AgentResult
-from covey.status import AgentStatus
 from covey.spec import AgentSpec, InvalidSpec, JobSpec
+from covey.status import AgentStatus
 
 CTX = RunContext(job_id="j", agent_id="root", budget=Budget())
 

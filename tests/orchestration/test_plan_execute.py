@@ -6,13 +6,12 @@ from pydantic import ValidationError
 
 from covey.budgets.budget import Budget
 from covey.context import RunContext
+from covey.models.replies import ModelReply
 from covey.orchestration import plan, plan_execute
-from covey.orchestration.actions import (
-    CallModel, ChildResults, Finish, ModelReply, RunTools, Spawn, ToolResults,
-)
+from covey.orchestration.actions import CallModel, ChildResults, Finish, RunTools, Spawn, ToolResults
 from covey.results import AgentResult
-from covey.status import AgentStatus
 from covey.spec import AgentSpec
+from covey.status import AgentStatus
 
 TASK = "What is 6 * 7?"
 SPEC = AgentSpec(task=TASK, strategy="plan_execute")

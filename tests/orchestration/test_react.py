@@ -2,13 +2,12 @@ import json
 
 from covey.budgets.budget import Budget
 from covey.context import RunContext
+from covey.models.replies import ModelReply, ToolCall
 from covey.orchestration import react
-from covey.orchestration.actions import (
-    CallModel, ChildResults, Finish, ModelReply, RunTools, Spawn, ToolCall, ToolResults,
-)
+from covey.orchestration.actions import CallModel, ChildResults, Finish, RunTools, Spawn, ToolResults
 from covey.results import AgentResult
-from covey.status import AgentStatus
 from covey.spec import AgentSpec
+from covey.status import AgentStatus
 
 SPEC = AgentSpec(task="do it", role="lead", instructions="be brief")
 CTX = RunContext(job_id="j", agent_id="root", budget=Budget())

@@ -6,10 +6,11 @@ import pytest
 
 from covey.budgets.budget import Budget
 from covey.context import RunContext
+from covey.models.replies import ModelReply
 from covey.orchestration import single
-from covey.orchestration.actions import CallModel, Finish, ModelReply, ToolResults
-from covey.status import AgentStatus
+from covey.orchestration.actions import CallModel, Finish, ToolResults
 from covey.spec import AgentSpec
+from covey.status import AgentStatus
 
 CTX = RunContext(job_id="j", agent_id="root-sub-1", budget=Budget())
 SCHEMA = {"type": "object", "properties": {"score": {"type": "number"}}, "required": ["score"]}
