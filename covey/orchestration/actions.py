@@ -1,13 +1,16 @@
 """What a strategy asks the worker to do next, and what the worker hands back.
 
-Strategies are pure state machines over JSON-able state: ``start(ctx)`` and
-``resume(ctx, state, outcome)`` both return an Action carrying the new state.
+Strategies are pure state machines over typed states (``covey.orchestration.states``):
+``start(spec, ctx)`` and ``resume(spec, ctx, state, outcome)`` both return an Action
+carrying the new state, a pydantic model the worker checkpoints as JSON.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from pydantic import BaseModel
 
 from covey.models.replies import ModelReply, ToolCall
 from covey.results import AgentResult
@@ -41,7 +44,7 @@ class CallModel:
     the agent before the strategy sees it. ``schema_name`` names that schema to
     the model (letters, digits, _ and -)."""
 
-    state: dict[str, Any]
+    state: BaseModel
     messages: list[dict[str, Any]]
     tools: list[str] | None = None
     schema: dict[str, Any] | None = None
@@ -50,19 +53,19 @@ class CallModel:
 
 @dataclass(frozen=True)
 class RunTools:
-    state: dict[str, Any]
+    state: BaseModel
     calls: list[ToolCall]
 
 
 @dataclass(frozen=True)
 class Spawn:
-    state: dict[str, Any]
+    state: BaseModel
     children: list[ChildRequest]
 
 
 @dataclass(frozen=True)
 class Finish:
-    state: dict[str, Any]
+    state: BaseModel
     status: AgentStatus
     output: str | None = None
     error: str | None = None
@@ -92,11 +95,15 @@ _ACTIONS = {cls.__name__: cls for cls in (CallModel, RunTools, Spawn, Finish)}
 
 
 def to_json(action: Action) -> dict[str, Any]:
-    """An Action as JSON, to checkpoint an agent that pauses before taking it."""
-    return {"type": type(action).__name__, **asdict(action)}
+    """An Action as JSON, to checkpoint an agent that pauses before taking it. Its
+    state is left out: the checkpoint holds it already, as the agent's state."""
+    data = asdict(action)
+    del data["state"]
+    return {"type": type(action).__name__, **data}
 
 
-def from_json(data: dict[str, Any]) -> Action:
+def from_json(data: dict[str, Any], state: BaseModel) -> Action:
+    """The Action ``to_json`` wrote, carrying ``state`` again."""
     fields = dict(data)
     cls = _ACTIONS[fields.pop("type")]
     if cls is RunTools:
@@ -105,4 +112,4 @@ def from_json(data: dict[str, Any]) -> Action:
         fields["children"] = [ChildRequest(**c) for c in fields["children"]]
     elif cls is Finish:
         fields["status"] = AgentStatus(fields["status"])
-    return cls(**fields)
+    return cls(state=state, **fields)

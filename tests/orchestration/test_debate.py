@@ -15,6 +15,7 @@ from covey.orchestration.actions import ChildResults, Finish, Spawn
 from covey.results import AgentResult
 from covey.spec import AgentSpec
 from covey.status import AgentStatus
+from tests.orchestration.checkpointing import resumed
 
 CTX = RunContext(job_id="j", agent_id="root", budget=Budget())
 TASK = "What is 6 * 7? [sim:debate split]"
@@ -43,9 +44,8 @@ def broke(status=AgentStatus.FAILED, error="model call failed: HTTP 500"):
 
 
 def step(the_spec, action, *results):
-    """Resume from ``action`` with ``results``, its state through JSON as a checkpoint keeps it."""
-    state = json.loads(json.dumps(action.state))
-    return debate.resume(the_spec, CTX, state, ChildResults(list(results)))
+    """Resume from ``action`` with ``results``, its state as the worker's checkpoint gives it back."""
+    return resumed(debate, the_spec, CTX, action.state, ChildResults(list(results)))
 
 
 # --- the waves ------------------------------------------------------------------
@@ -191,7 +191,7 @@ def test_zero_rounds_picks_on_confidence_alone():
 
 def test_it_resumes_only_from_children():
     with pytest.raises(TypeError):
-        debate.resume(spec(), CTX, {}, ModelReply(content="hi"))
+        debate.resume(spec(), CTX, debate.State(), ModelReply(content="hi"))
 
 
 # --- options --------------------------------------------------------------------
