@@ -15,12 +15,12 @@ import openai
 
 from covey.budgets.budget import MAX_COUNT
 from covey.config.settings import Settings
-from covey.orchestration.actions import ModelReply, ToolCall
-from covey.results import Usage
 from covey.models import sim
 from covey.models.catalog import Catalog, Endpoint, ModelParams, UnservableModel
+from covey.models.replies import ModelReply, ToolCall
 from covey.models.structured import SCHEMA_NAME, response_format
 from covey.models.tokens import estimate_prompt_tokens
+from covey.results import Usage
 
 SIM_BASE_URL = "http://sim.covey/v1"
 

@@ -19,9 +19,10 @@ from datetime import datetime
 from typing import Any
 
 from covey.models.llm import ModelError
+from covey.models.replies import ModelReply
 from covey.models.structured import SchemaMismatch, parse
 from covey.models.tokens import estimate_prompt_tokens, schema_tokens
-from covey.orchestration.actions import CallModel, ModelReply
+from covey.orchestration.actions import CallModel
 from covey.orchestration.tool_schemas import SPAWN_TOOLS, offered, schemas
 from covey.results import Usage
 from covey.status import AgentStatus

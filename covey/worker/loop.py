@@ -65,10 +65,12 @@ def begin(
     if row is None:
         raise NotOpened(f"agent {ctx.agent_id} was never opened on the ledger of job {ctx.job_id}")
     ctx, spec = _under_terms(ctx, spec, row)
+    action = registry.strategy(spec.strategy).start(spec, ctx)
     now = deps.now()
     state = AgentState(
         ctx=ctx,
         spec=spec,
+        strategy_state=action.state,
         started_at=now,
         task_id=task_id,
         deadline=now + timedelta(seconds=spec.timeout) if spec.timeout else None,
@@ -77,7 +79,7 @@ def begin(
     deps.tree.record(ctx.job_id, state.node(AgentStatus.RUNNING))
     state.recorded_at = now
     agent_event("started", state, AgentStatus.RUNNING)
-    return state, registry.strategy(spec.strategy).start(spec, ctx)
+    return state, action
 
 
 def _under_terms(ctx: RunContext, spec: AgentSpec, row: AgentRow) -> tuple[RunContext, AgentSpec]:
@@ -106,7 +108,7 @@ def proceed(deps: Deps, state: AgentState) -> tuple[AgentState, Action]:
     """Take up a paused agent in a new task, with the Action it was about to take."""
     if state.next_action is None:
         raise ValueError(f"agent {state.ctx.agent_id} was not paused")
-    action = from_json(state.next_action)
+    action = from_json(state.next_action, state.strategy_state)
     state.next_action = None
     state.task_deadline = _task_deadline(deps)
     return state, action
@@ -135,14 +137,15 @@ def join(deps: Deps, state: AgentState) -> tuple[AgentState, Action]:
     state.children += [r.summary() for r in ordered]
     state.pending = []
     agent_event("resumed", state, AgentStatus.RUNNING)
-    action = registry.strategy(state.spec.strategy).resume(state.spec, state.ctx, state.strategy, ChildResults(ordered))
+    strategy = registry.strategy(state.spec.strategy)
+    action = strategy.resume(state.spec, state.ctx, state.strategy_state, ChildResults(ordered))
     return state, action
 
 
 def advance(deps: Deps, state: AgentState, action: Action) -> Finished | FanOut | Paused:
     strategy = registry.strategy(state.spec.strategy)
     while True:
-        state.strategy = action.state
+        state.strategy_state = action.state
         if isinstance(action, Finish):
             return _finish(deps, state, action.status, action.output, action.error, action.data)
         stop = _stop(deps, state, checked_at_reserve=isinstance(action, CallModel))
@@ -173,7 +176,7 @@ def advance(deps: Deps, state: AgentState, action: Action) -> Finished | FanOut 
         else:
             raise TypeError(f"unknown action {type(action).__name__}")
         agent_event("model call" if isinstance(action, CallModel) else "tools", state, AgentStatus.RUNNING)
-        action = strategy.resume(state.spec, state.ctx, state.strategy, outcome)
+        action = strategy.resume(state.spec, state.ctx, state.strategy_state, outcome)
 
 
 def _stop(deps: Deps, state: AgentState, checked_at_reserve: bool) -> Stop | None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from covey.orchestration.actions import ModelReply, ToolCall
+from covey.models.replies import ModelReply, ToolCall
 from covey.results import Usage
 
 

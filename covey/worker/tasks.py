@@ -34,7 +34,7 @@ from covey.status import AgentStatus
 from covey.spec import AgentSpec, InvalidSpec, JobSpec
 from covey.store.tree import Node, preview
 from covey.worker import loop
-from covey.worker.agent_state import AgentState
+from covey.worker.agent_state import AgentState, UnreadableCheckpoint, dump_checkpoint, load_checkpoint
 from covey.worker.app import app
 from covey.worker.deps import Deps, worker_deps
 from covey.worker.handover import HandingOn
@@ -165,7 +165,7 @@ def _checkpointed(
     saved = worker_deps().checkpoints.load(job_id, agent_id)
     if saved is None:
         raise LookupError(f"checkpoint of agent {agent_id} lost; cannot resume {what}")
-    state = AgentState.model_validate_json(saved.state)
+    state = load_checkpoint(saved.state)
     found = getattr(state, counter)
     if found > expected or moved_on(state):
         log.info("agent %s of job %s is past %s: stale task ignored", agent_id, job_id, what)
@@ -188,6 +188,11 @@ def _guarded(task, job_id: str, agent_id: str, step: Step) -> dict[str, Any]:
         raise
     except OUTAGES as e:
         _hand_back(job_id, agent_id, e)
+    except UnreadableCheckpoint as e:
+        # The checkpoint is there but not this worker's to read: the agent fails
+        # saying so, and what its node recorded it spent stays charged.
+        log.warning("agent %s of job %s: %s", agent_id, job_id, e)
+        return _crashed(job_id, agent_id, str(e), None)
     except loop.NotOpened as e:
         # Nothing is written, not even a result under this task's id: the message
         # was not one of the job's own, and its task id may be another job's.
@@ -252,7 +257,7 @@ def _drive(task, state: AgentState, action: Action) -> dict[str, Any]:
     state.step += 1
     if isinstance(outcome, loop.Paused):
         state.next_action = to_json(outcome.action)
-    if not deps.checkpoints.save(ctx.job_id, ctx.agent_id, state.step, state.model_dump_json()):
+    if not deps.checkpoints.save(ctx.job_id, ctx.agent_id, state.step, dump_checkpoint(state)):
         log.info("agent %s of job %s is past step %s: stale task ignored", ctx.agent_id, ctx.job_id, state.step)
         raise Ignore()
     if isinstance(outcome, loop.Paused):

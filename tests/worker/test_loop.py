@@ -11,15 +11,15 @@ from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentTerms
 from covey.config.settings import Settings
 from covey.context import RunContext
-from covey.status import AgentStatus
 from covey.models.tokens import estimate_prompt_tokens
 from covey.orchestration.actions import ChildRequest, to_json
 from covey.orchestration.prompts import opening
 from covey.spec import AgentSpec, InvalidSpec
+from covey.status import AgentStatus
 from covey.worker import loop
-from covey.worker.spawning import child_agent_id, child_spec
-from covey.worker.agent_state import AgentState
+from covey.worker.agent_state import dump_checkpoint, load_checkpoint
 from covey.worker.deps import Deps
+from covey.worker.spawning import child_agent_id, child_spec
 
 
 @pytest.fixture
@@ -110,8 +110,8 @@ def test_an_agent_pauses_at_each_slice_and_goes_on_where_it_stopped(redis_server
     pauses = 0
     while isinstance(out := loop.advance(deps, state, action), loop.Paused):
         pauses += 1
-        state = AgentState.model_validate_json(out.state.model_copy(update={"next_action": to_json(out.action)})
-                                               .model_dump_json())  # as checkpointed
+        paused = out.state.model_copy(update={"next_action": to_json(out.action)})
+        state = load_checkpoint(dump_checkpoint(paused))  # as checkpointed
         state, action = loop.proceed(deps, state)
     assert pauses >= 1
     assert out.result.status is AgentStatus.BUDGET_EXCEEDED and out.result.usage.cycles == 12

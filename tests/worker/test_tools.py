@@ -6,9 +6,9 @@ import pytest
 
 from covey.budgets.budget import Budget
 from covey.context import RunContext
-from covey.orchestration.actions import ToolCall
-from covey.worker.tools import calculate, run_tool
+from covey.models.replies import ToolCall
 from covey.store.workspace import Workspace, WorkspaceError, normalise
+from covey.worker.tools import calculate, run_tool
 
 
 @pytest.fixture
