@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Union
 
+from covey.causes import Cause
 from covey.results import AgentResult
 from covey.status import AgentStatus
 
@@ -73,6 +74,7 @@ class Finish:
     output: str | None = None
     error: str | None = None
     data: Any = None  # a JSON value the parent reads as is, never scraped out of prose
+    cause: Cause | None = None  # of a failure; None: the worker takes it from the status
 
 
 Action = Union[CallModel, RunTools, Spawn, Finish]
@@ -122,4 +124,5 @@ def from_json(data: dict[str, Any]) -> Action:
         fields["children"] = [ChildRequest(**c) for c in fields["children"]]
     elif cls is Finish:
         fields["status"] = AgentStatus(fields["status"])
+        fields["cause"] = fields.get("cause") and Cause.model_validate(fields["cause"])
     return cls(**fields)

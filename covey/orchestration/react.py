@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
+from covey.causes import Cause, CauseKind
 from covey.context import RunContext
 from covey.orchestration.actions import (
     Action,
@@ -155,4 +156,4 @@ def _tool_message(call_id: str, text: str) -> dict[str, Any]:
 
 
 def _broken(state: dict[str, Any], error: str) -> Finish:
-    return Finish(state=state, status=AgentStatus.FAILED, error=error)
+    return Finish(state=state, status=AgentStatus.FAILED, error=error, cause=Cause(kind=CauseKind.MALFORMED_REPLY))
