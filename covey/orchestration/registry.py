@@ -22,6 +22,8 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
+from covey.errors import CoveyError
+
 ENTRY_POINT_GROUP = "covey.strategies"
 
 _BUILTIN = {
@@ -43,7 +45,7 @@ class Strategy(Protocol):
     def resume(self, spec: Any, ctx: Any, state: dict[str, Any], outcome: Any) -> Any: ...
 
 
-class UnknownStrategy(LookupError):
+class UnknownStrategy(CoveyError, LookupError):
     """No strategy of that name; the message lists the known ones."""
 
 
