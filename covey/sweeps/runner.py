@@ -351,7 +351,8 @@ def _record(unit: Unit, flight: Flight, status: str, result: AgentResult | None 
     return Record(
         unit=unit.key, sample_id=unit.sample.id, config=unit.config.name, config_key=unit.config.key,
         repeat=unit.repeat, attempt=unit.attempt, status=status, output=result.output if result else None,
-        target=unit.sample.target, error=error, usage=usage, latency=latency, job_id=flight.job_id,
+        target=unit.sample.target, error=error, cause=result.cause if result else None, usage=usage, latency=latency,
+        job_id=flight.job_id,
         finished_at=datetime.now(UTC),
     )
 

@@ -12,6 +12,7 @@ from covey.budgets.ledger import AgentTerms
 from covey.causes import Cause, CauseKind, Resource
 from covey.config.settings import Settings
 from covey.context import RunContext
+from covey.results import ChildSummary
 from covey.status import AgentStatus
 from covey.models.tokens import estimate_prompt_tokens
 from covey.orchestration.actions import ChildRequest, to_json
@@ -283,3 +284,14 @@ def test_an_agent_charges_the_scopes_its_ledger_row_holds_not_its_messages(deps)
     deps.ledger.open_root(ctx.job_id, "root", ctx.budget, AgentTerms(scopes=["global", "tenant:acme"]))
     state, _ = loop.begin(deps, ctx.model_copy(update={"scopes": ["global"]}), AgentSpec(task="x"))
     assert state.ctx.scopes == ["global", "tenant:acme"]
+
+
+def test_a_strategys_finish_without_a_cause_takes_its_latest_like_childs_or_gives_up():
+    refused = Cause(kind=CauseKind.BUDGET, scope="sweep:s1", resource=Resource.TOKENS)
+    children = [ChildSummary(agent_id=f"c{i}", role="agent", status=status, cause=cause) for i, (status, cause) in
+                enumerate([(AgentStatus.BUDGET_EXCEEDED, Cause(kind=CauseKind.BUDGET)),
+                           (AgentStatus.BUDGET_EXCEEDED, refused), (AgentStatus.FAILED, Cause(kind=CauseKind.INTERNAL))])]
+    assert loop._strategy_cause(AgentStatus.BUDGET_EXCEEDED, children) == refused
+    assert loop._strategy_cause(AgentStatus.TIMED_OUT, children) == Cause(kind=CauseKind.DEADLINE)
+    assert loop._strategy_cause(AgentStatus.FAILED, children) == Cause(kind=CauseKind.GAVE_UP)
+    assert loop._strategy_cause(AgentStatus.COMPLETED, children) is None
