@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from covey.budgets.budget import Budget, Count, Number, Seconds
+from covey.errors import CoveyError
 from covey.models.catalog import ModelParams
 from covey.orchestration import registry
 from covey.orchestration.tool_schemas import TOOL_SCHEMAS
@@ -21,7 +22,7 @@ DEFAULT_MAX_CALL_TOKENS = 4096  # what current models take for one reply
 MAX_CALL_TOKENS = 10**9
 
 
-class InvalidSpec(ValueError):
+class InvalidSpec(CoveyError, ValueError):
     """A spec that cannot run; the message names the field at fault."""
 
 

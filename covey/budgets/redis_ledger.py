@@ -23,6 +23,7 @@ from covey.budgets.budget import MAX_COUNT, Budget
 from covey.budgets.ledger import (
     SCOPE_NAME, AgentRow, AgentTerms, Grant, LedgerError, LedgerSnapshot, Opened, ScopeRow,
 )
+from covey.causes import Cause, CauseKind, Resource
 
 _LUA = {
     name: (files("covey.budgets") / "lua" / f"{name}.lua").read_text(encoding="utf-8")
@@ -85,7 +86,7 @@ class RedisLedger:
         if status == -2:
             raise LedgerError(f"job {job_id}: {_str(rest[0])}")
         if status == 0:
-            return Opened(ok=False, budget=None, reason=_str(rest[0]))
+            return Opened(ok=False, budget=None, reason=_str(rest[0]), cause=_short(CauseKind.BUDGET, *rest[1:]))
         fields = dict(zip(("max_tokens", "max_cycles", "max_agents", "max_depth"), map(_int, rest[:4])))
         fields["deadline"] = _deadline(rest[4])
         # A clamp may leave 0 tokens or cycles: the child's first reserve is then refused.
@@ -119,12 +120,13 @@ class RedisLedger:
         if status == -2:
             raise LedgerError(f"job {job_id}: {_str(reason)}")
         if status == -1:
-            return Grant(ok=False, tokens=0, reason=_str(reason), cancelled=True)
+            return Grant(ok=False, tokens=0, reason=_str(reason), cause=Cause(kind=CauseKind.CANCELLED))
         if status == 2:  # a full window: the next minute's is empty
             retry_after = (minute + 1) * keys.WINDOW_SECONDS - now
-            return Grant(ok=False, tokens=0, reason=_str(reason), retry_after=retry_after)
+            cause = _short(CauseKind.RATE_LIMITED, *rest, retry_after=retry_after)
+            return Grant(ok=False, tokens=0, reason=_str(reason), cause=cause)
         if status != 1:
-            return Grant(ok=False, tokens=0, reason=_str(reason) or None)
+            return Grant(ok=False, tokens=0, reason=_str(reason), cause=_short(CauseKind.BUDGET, *rest))
         record = _str(rest[0])
         return Grant(ok=True, tokens=int(granted), reason=None, record=record or None)
 
@@ -235,6 +237,13 @@ class RedisLedger:
             for s in names:
                 pipe.hgetall(keys.scope(s))
             return [_scope_row(s, r) for s, r in zip(names, pipe.execute())]
+
+
+def _short(kind: CauseKind, row: str | bytes, name: str | bytes, resource: str | bytes,
+           retry_after: float | None = None) -> Cause:
+    """A refusal's cause from a script's answer: the short row ('agent' or 'scope'), its name, and what it lacks."""
+    where = "agent_id" if _str(row) == "agent" else "scope"
+    return Cause(kind=kind, resource=Resource(_str(resource)), retry_after=retry_after, **{where: _str(name)})
 
 
 def _member(job_id: str, reservation_id: str) -> str:

@@ -11,7 +11,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import urlsplit
 
 import redis
 from celery.exceptions import TimeoutError as CeleryTimeout
@@ -21,7 +20,9 @@ from kombu.exceptions import OperationalError
 from redis.exceptions import InvalidResponse
 
 from covey import keys, wire
+from covey.causes import Cause, CauseKind
 from covey.client import waits
+from covey.client.errors import BROKER, REDIS, RESULT_STORE, JobRefused, JobTimeout, StoreUnavailable
 from covey.config import connections
 from covey.budgets.ledger import LedgerSnapshot, unknown_scope
 from covey.budgets.redis_ledger import RedisLedger
@@ -40,37 +41,8 @@ RESULT_FETCH_SECONDS = 30.0  # fetching a result already marked ready: bounded, 
 # outage, but a person at a prompt wants the one line within seconds.
 CLIENT_OUTAGE_SECONDS = 2.0
 
-REDIS, BROKER, RESULT_STORE = "Redis", "the broker", "the result store"
 # What redis-py, kombu and Celery raise for a store they cannot reach (or that is no Redis).
 OUTAGES = (redis.ConnectionError, redis.TimeoutError, InvalidResponse, OperationalError, ConnectionError)
-
-
-class JobRefused(Exception):
-    """The worker refused the job (an invalid spec) or the job crashed before its root ran."""
-
-
-class JobTimeout(TimeoutError):
-    """``result(timeout)`` ran out before the job finished; the job goes on.
-    ``reason`` says why it is stuck, when that is known."""
-
-    def __init__(self, job_id: str, waited: float, reason: str | None) -> None:
-        self.job_id, self.waited, self.reason = job_id, waited, reason
-        super().__init__(f"job {job_id} not finished after {waited:.1f}s" + (f": {reason}" if reason else ""))
-
-
-class StoreUnavailable(ConnectionError):
-    """Redis, the broker or the result store cannot be reached: ``store`` says which
-    and ``url`` where (its password masked), since each may live elsewhere."""
-
-    def __init__(self, store: str, url: str, reason: BaseException) -> None:
-        self.store, self.url = store, _masked(url, url)
-        super().__init__(f"cannot reach {store} ({self.url}): {_masked(' '.join(str(reason).split()), url)}")
-
-
-def _masked(text: str, url: str) -> str:
-    """``text`` with ``url``'s password replaced, so no message shows it."""
-    password = urlsplit(url).password
-    return text.replace(f":{password}@", ":***@") if password else text
 
 
 def _outage(error: BaseException | None) -> BaseException | None:
@@ -258,7 +230,8 @@ class JobHandle:
             self._stop_waiting()
             raise
         if not self._async.successful():  # read from the result just fetched
-            raise JobRefused(str(raw))
+            kind = CauseKind.INVALID_SPEC if isinstance(raw, InvalidSpec) else CauseKind.INTERNAL
+            raise JobRefused(str(raw), Cause(kind=kind))
         return AgentResult.model_validate(raw)
 
     def _stop_waiting(self) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from covey.causes import Cause
 from covey.models.replies import ModelReply, ToolCall
 from covey.results import AgentResult
 from covey.status import AgentStatus
@@ -70,6 +71,7 @@ class Finish:
     output: str | None = None
     error: str | None = None
     data: Any = None  # a JSON value the parent reads as is, never scraped out of prose
+    cause: Cause | None = None  # of a failure; None: the worker takes it from the status
 
 
 Action = CallModel | RunTools | Spawn | Finish
@@ -112,4 +114,5 @@ def from_json(data: dict[str, Any], state: BaseModel) -> Action:
         fields["children"] = [ChildRequest(**c) for c in fields["children"]]
     elif cls is Finish:
         fields["status"] = AgentStatus(fields["status"])
+        fields["cause"] = fields.get("cause") and Cause.model_validate(fields["cause"])
     return cls(state=state, **fields)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from covey.causes import Cause, CauseKind
 from covey.context import RunContext
 from covey.models.replies import ModelReply, ToolCall
 from covey.orchestration import states
@@ -173,4 +174,4 @@ def _tool_message(call_id: str, text: str) -> dict[str, Any]:
 
 
 def _broken(state: State, error: str) -> Finish:
-    return Finish(state=state, status=AgentStatus.FAILED, error=error)
+    return Finish(state=state, status=AgentStatus.FAILED, error=error, cause=Cause(kind=CauseKind.MALFORMED_REPLY))

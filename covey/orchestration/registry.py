@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
+from covey.errors import CoveyError
+
 if TYPE_CHECKING:
     from covey.context import RunContext
     from covey.orchestration.actions import Action, Outcome
@@ -55,7 +57,7 @@ class Strategy(Protocol[StateT]):
     def resume(self, spec: AgentSpec, ctx: RunContext, state: StateT, outcome: Outcome) -> Action: ...
 
 
-class UnknownStrategy(LookupError):
+class UnknownStrategy(CoveyError, LookupError):
     """No strategy of that name; the message lists the known ones."""
 
 

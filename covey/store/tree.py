@@ -6,8 +6,9 @@ opens it (``queued``), when it starts (``running``), when it waits on its childr
 shape of a running job.
 
 A finished job keeps a node per agent for ``COVEY_JOB_TTL``, so a node is stored
-packed: one-letter field names, usage as a list, no empty fields, and no task id
-once it is final (only a live agent's task is looked for among the workers').
+packed: one-letter field names (a cause's too), usage as a list, no empty fields,
+and no task id once it is final (only a live agent's task is looked for among the
+workers').
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import redis
 from pydantic import BaseModel
 
 from covey import keys
+from covey.causes import Cause
 from covey.results import AgentResult, Usage
 from covey.status import AgentStatus
 
@@ -40,6 +42,7 @@ class Node(BaseModel):
     usage: Usage = Usage()
     output: str | None = None
     error: str | None = None
+    cause: Cause | None = None
     data: Any = None
     task: str | None = None  # its start (``preview``)
     task_id: str | None = None  # the Celery task that runs it (the same across its resumes)
@@ -54,7 +57,7 @@ class Node(BaseModel):
         """The result of a finished agent as its node keeps it (without children's summaries)."""
         return AgentResult(
             job_id=job_id, agent_id=self.agent_id, parent_id=self.parent_id, role=self.role, depth=self.depth,
-            status=self.status, output=self.output, error=self.error, data=self.data, usage=self.usage,
+            status=self.status, output=self.output, error=self.error, cause=self.cause, data=self.data, usage=self.usage,
             started_at=self.started_at, finished_at=self.finished_at,
         )
 
@@ -73,13 +76,16 @@ class Node(BaseModel):
             usage=result.usage,
             output=result.output,
             error=result.error,
+            cause=result.cause,
             data=result.data,
         )
 
 
 _PACKED = {"parent_id": "p", "depth": "d", "role": "r", "status": "s", "usage": "u", "output": "o", "error": "e",
-           "data": "x", "task": "t", "task_id": "i", "started_at": "a", "finished_at": "f"}
+           "cause": "c", "data": "x", "task": "t", "task_id": "i", "started_at": "a", "finished_at": "f"}
 _UNPACKED = {short: name for name, short in _PACKED.items()}
+_CAUSE = {"kind": "k", "scope": "s", "agent_id": "a", "resource": "r", "status": "h", "retry_after": "w"}
+_CAUSE_UNPACKED = {short: name for name, short in _CAUSE.items()}
 _USAGE = ("prompt_tokens", "completion_tokens", "cycles", "agents")
 
 
@@ -87,6 +93,8 @@ def pack(node: Node) -> str:
     fields = node.model_dump(mode="json", exclude_none=True, exclude={"agent_id", "usage"})
     if node.final:
         fields.pop("task_id", None)
+    if "cause" in fields:
+        fields["cause"] = {_CAUSE[name]: value for name, value in fields["cause"].items()}
     packed = {_PACKED[name]: value for name, value in fields.items()}
     packed["u"] = [getattr(node.usage, name) for name in _USAGE]
     return json.dumps(packed, separators=(",", ":"), ensure_ascii=False)
@@ -95,6 +103,8 @@ def pack(node: Node) -> str:
 def unpack(agent_id: str, raw: str) -> Node:
     fields = {_UNPACKED[short]: value for short, value in json.loads(raw).items()}
     fields["usage"] = Usage(**dict(zip(_USAGE, fields.pop("usage"))))
+    if "cause" in fields:
+        fields["cause"] = {_CAUSE_UNPACKED[short]: value for short, value in fields["cause"].items()}
     return Node(agent_id=agent_id, **fields)
 
 

@@ -12,12 +12,13 @@ import posixpath
 import redis
 
 from covey import keys
+from covey.errors import CoveyError
 
 MAX_FILE_BYTES = 256 * 1024  # one file; keeps a runaway agent from filling Redis
 MAX_FILES = 1000  # per job
 
 
-class WorkspaceError(ValueError):
+class WorkspaceError(CoveyError, ValueError):
     """A refused read or write; the message is shown to the model as the tool result."""
 
 

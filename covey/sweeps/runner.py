@@ -25,6 +25,7 @@ from typing import Any
 from celery.utils import uuid
 
 from covey import keys, wire
+from covey.causes import CauseKind
 from covey.client import Client
 from covey.config.settings import Settings, get_settings
 from covey.context import ROOT_AGENT_ID
@@ -301,7 +302,7 @@ def _ended(run: _Run, flight: Flight, result: AgentResult | str) -> None:
         run.dry = True
         _finish(run, flight, _record(unit, flight, SKIPPED_BUDGET, result=result))
         return
-    if result.status is AgentStatus.FAILED and "HTTP 429" in (result.error or ""):
+    if result.cause is not None and result.cause.kind is CauseKind.RATE_LIMITED:
         run.window.rate_limited()
     elif result.ok:
         run.window.succeeded()
@@ -350,7 +351,8 @@ def _record(unit: Unit, flight: Flight, status: str, result: AgentResult | None 
     return Record(
         unit=unit.key, sample_id=unit.sample.id, config=unit.config.name, config_key=unit.config.key,
         repeat=unit.repeat, attempt=unit.attempt, status=status, output=result.output if result else None,
-        target=unit.sample.target, error=error, usage=usage, latency=latency, job_id=flight.job_id,
+        target=unit.sample.target, error=error, cause=result.cause if result else None, usage=usage, latency=latency,
+        job_id=flight.job_id,
         finished_at=datetime.now(UTC),
     )
 
@@ -372,7 +374,9 @@ def _finish(run: _Run, flight: Flight, record: Record) -> None:
 
 
 def _sweep_refused(run: _Run, result: AgentResult) -> bool:
-    return result.status is AgentStatus.BUDGET_EXCEEDED and f"scope {run.manifest.scope}" in (result.error or "")
+    """Whether the job ended because the sweep's own scope was short (not its own budget, nor another scope)."""
+    cause = result.cause
+    return cause is not None and cause.kind is CauseKind.BUDGET and cause.scope == run.manifest.scope
 
 
 def _check_dry(run: _Run) -> None:

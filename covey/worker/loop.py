@@ -16,13 +16,14 @@ from typing import Any
 from covey import keys
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentRow
+from covey.causes import Cause, CauseKind
 from covey.context import RunContext
 from covey.worker.logs import agent_event
 from covey.orchestration import registry
 from covey.orchestration.actions import (
     Action, CallModel, ChildResults, Finish, RunTools, Spawn, ToolResults, from_json,
 )
-from covey.results import AgentResult, Usage
+from covey.results import AgentResult, ChildSummary, Usage
 from covey.status import AgentStatus
 from covey.spec import AgentSpec
 from covey.store.tree import Node
@@ -129,7 +130,7 @@ def join(deps: Deps, state: AgentState) -> tuple[AgentState, Action]:
         result = (
             pending.refused
             or finished.get(pending.agent_id)
-            or unreported(ctx, pending.agent_id, AgentStatus.FAILED, "child result missing from the join")
+            or unreported(ctx, pending.agent_id, Cause(kind=CauseKind.STATE_LOST), "child result missing from the join")
         )
         if pending.refused is None:
             state.usage += result.usage + Usage(agents=1)
@@ -147,10 +148,11 @@ def advance(deps: Deps, state: AgentState, action: Action) -> Finished | FanOut 
     while True:
         state.strategy_state = action.state
         if isinstance(action, Finish):
-            return _finish(deps, state, action.status, action.output, action.error, action.data)
+            cause = action.cause or _strategy_cause(action.status, state.children)
+            return _finish(deps, state, action.status, action.output, action.error, cause, action.data)
         stop = _stop(deps, state, checked_at_reserve=isinstance(action, CallModel))
         if stop is not None:
-            return _finish(deps, state, stop.status, None, stop.reason)
+            return _stopped(deps, state, stop)
         if state.task_deadline is not None and deps.now() >= state.task_deadline:
             agent_event("paused", state, AgentStatus.RUNNING)
             return Paused(state, action)
@@ -159,10 +161,10 @@ def advance(deps: Deps, state: AgentState, action: Action) -> Finished | FanOut 
             if isinstance(outcome, Stop):
                 # A call cut short by a deadline is the deadline's doing, not the model's.
                 stop = (outcome.status is AgentStatus.FAILED and _deadline(deps, state)) or outcome
-                return _finish(deps, state, stop.status, None, stop.reason)
+                return _stopped(deps, state, stop)
             late = _deadline(deps, state)
             if late is not None:  # the reply came after a deadline: not an answer in time
-                return _finish(deps, state, late.status, None, f"{late.reason} during a model call")
+                return _stopped(deps, state, Stop(late.cause, f"{late.reason} during a model call"))
         elif isinstance(action, RunTools):
             workspace = deps.workspace(state.ctx.job_id)
             outcome = ToolResults({c.id: run_tool(c, state.ctx, workspace) for c in action.calls})
@@ -184,7 +186,7 @@ def _stop(deps: Deps, state: AgentState, checked_at_reserve: bool) -> Stop | Non
     caps are the ledger's to refuse at the reservation, and so is a cancel before
     a model call (``checked_at_reserve``): one round trip fewer per call."""
     if not checked_at_reserve and deps.ledger.cancelled(state.ctx.job_id):
-        return Stop(AgentStatus.CANCELLED, "job cancelled")
+        return Stop.of(CauseKind.CANCELLED, "job cancelled")
     return _deadline(deps, state)
 
 
@@ -192,9 +194,9 @@ def _deadline(deps: Deps, state: AgentState) -> Stop | None:
     """The deadline that has passed, if one has: the job's or the agent's."""
     ctx, now = state.ctx, deps.now()
     if ctx.budget.expired(now):
-        return Stop(AgentStatus.TIMED_OUT, "job deadline passed")
+        return Stop.of(CauseKind.DEADLINE, "job deadline passed")
     if state.deadline is not None and now >= state.deadline:
-        return Stop(AgentStatus.TIMED_OUT, f"agent timeout of {state.spec.timeout}s passed")
+        return Stop.of(CauseKind.DEADLINE, f"agent timeout of {state.spec.timeout}s passed")
     return None
 
 
@@ -202,8 +204,26 @@ def _seconds_left(deps: Deps, state: AgentState) -> float | None:
     return seconds_left(deps.now(), state.deadline, state.ctx.budget.deadline)
 
 
+def _strategy_cause(status: AgentStatus, children: list[ChildSummary]) -> Cause | None:
+    """The cause of a strategy's ``Finish`` that names none. A strategy ends
+    ``budget_exceeded``, ``timed_out`` or ``cancelled`` when a child did: the
+    latest such child's cause is its own, so a sweep learns its scope ran dry
+    however deep the refusal. ``failed`` is the strategy giving up."""
+    if status is AgentStatus.COMPLETED:
+        return None
+    if status is AgentStatus.FAILED:
+        return Cause(kind=CauseKind.GAVE_UP)
+    inherited = next((c.cause for c in reversed(children) if c.cause is not None and c.status is status), None)
+    return inherited or Cause(kind=next(kind for kind in CauseKind if kind.status is status))
+
+
+def _stopped(deps: Deps, state: AgentState, stop: Stop) -> Finished:
+    return _finish(deps, state, stop.status, None, stop.reason, stop.cause)
+
+
 def _finish(
-    deps: Deps, state: AgentState, status: AgentStatus, output: str | None, error: str | None, data: Any = None
+    deps: Deps, state: AgentState, status: AgentStatus, output: str | None, error: str | None,
+    cause: Cause | None, data: Any = None,
 ) -> Finished:
     """Record the agent's result and drop what it kept only while running."""
     ctx = state.ctx
@@ -216,6 +236,7 @@ def _finish(
         status=status,
         output=output,
         error=error,
+        cause=cause,
         data=data,
         usage=state.usage,
         started_at=state.started_at,

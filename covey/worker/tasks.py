@@ -26,6 +26,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from covey import keys, wire
 from covey.worker import signing
 from covey.budgets.ledger import AgentTerms, unknown_scope
+from covey.causes import Cause, CauseKind
 from covey.context import ROOT_AGENT_ID, RunContext
 from covey.models.catalog import UnservableModel
 from covey.orchestration.actions import Action, to_json
@@ -232,7 +233,8 @@ def _crashed(job_id: str, agent_id: str, error: str, spent: Usage | None) -> dic
     usage its node last recorded. The result reaches the parent's chord even when
     Redis cannot be written: the crash path needs no Redis to report."""
     deps = worker_deps()
-    result = AgentResult(job_id=job_id, agent_id=agent_id, status=AgentStatus.FAILED, error=error, usage=spent or Usage())
+    result = AgentResult(job_id=job_id, agent_id=agent_id, status=AgentStatus.FAILED, error=error,
+                         cause=Cause(kind=CauseKind.INTERNAL), usage=spent or Usage())
     try:
         node = deps.tree.node(job_id, agent_id) or Node(agent_id=agent_id)
         result = result.model_copy(update={
