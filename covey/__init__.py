@@ -4,14 +4,13 @@ from importlib import import_module
 
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import LedgerError
-from covey.causes import Cause, CauseKind, Resource
+from covey.status import AgentStatus, Cause, CauseKind, JobStatus, Resource
 from covey.errors import CoveyError
 from covey.models.catalog import ModelsFileError, UnservableModel
 from covey.orchestration.plan import PlanError
 from covey.orchestration.registry import UnknownStrategy
 from covey.results import AgentResult, Usage
 from covey.spec import AgentSpec, InvalidSpec, JobSpec
-from covey.status import AgentStatus, JobStatus
 
 # What pulls in Celery, redis or jsonschema: imported only when asked for.
 _LAZY = {

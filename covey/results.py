@@ -11,8 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
 
-from covey.causes import Cause
-from covey.status import AgentStatus
+from covey.status import AgentStatus, Cause
 
 
 class Usage(BaseModel):

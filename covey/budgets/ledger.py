@@ -16,7 +16,7 @@ from typing import Protocol, runtime_checkable
 from pydantic import BaseModel
 
 from covey.budgets.budget import Budget
-from covey.causes import Cause, CauseKind
+from covey.status import Cause, CauseKind
 from covey.errors import CoveyError
 
 

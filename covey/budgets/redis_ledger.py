@@ -23,7 +23,7 @@ from covey.budgets.budget import MAX_COUNT, Budget
 from covey.budgets.ledger import (
     SCOPE_NAME, AgentRow, AgentTerms, Grant, LedgerError, LedgerSnapshot, Opened, ScopeRow,
 )
-from covey.causes import Cause, CauseKind, Resource
+from covey.status import Cause, CauseKind, Resource
 
 _LUA = {
     name: (files("covey.budgets") / "lua" / f"{name}.lua").read_text(encoding="utf-8")

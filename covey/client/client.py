@@ -20,7 +20,7 @@ from kombu.exceptions import OperationalError
 from redis.exceptions import InvalidResponse
 
 from covey import keys, wire
-from covey.causes import Cause, CauseKind
+from covey.status import Cause, CauseKind, JobStatus
 from covey.client import waits
 from covey.client.errors import BROKER, REDIS, RESULT_STORE, JobRefused, JobTimeout, StoreUnavailable
 from covey.config import connections
@@ -32,7 +32,6 @@ from covey.context import ROOT_AGENT_ID
 from covey.client.progress import Progress
 from covey.results import AgentResult
 from covey.spec import InvalidSpec, JobSpec
-from covey.status import JobStatus
 from covey.store.tree import JobTree, Node
 
 WATCH_INTERVAL_SECONDS = 0.5  # how often a watcher reads the tree and the ledger

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from covey.causes import Cause
+from covey.status import Cause
 from covey.errors import CoveyError
 
 REDIS, BROKER, RESULT_STORE = "Redis", "the broker", "the result store"

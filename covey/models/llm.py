@@ -14,7 +14,7 @@ import httpx2
 import openai
 
 from covey.budgets.budget import MAX_COUNT
-from covey.causes import Cause, CauseKind
+from covey.status import Cause, CauseKind
 from covey.config.settings import Settings
 from covey.errors import CoveyError
 from covey.models import sim

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from covey.causes import Cause, CauseKind
+from covey.status import AgentStatus, Cause, CauseKind
 from covey.context import RunContext
 from covey.models.replies import ModelReply, ToolCall
 from covey.orchestration import states
@@ -32,7 +32,6 @@ from covey.orchestration.actions import (
 from covey.orchestration.prompts import opening
 from covey.orchestration.states import Run, StrategyState
 from covey.orchestration.tool_schemas import FINISH_TOOL, SPAWN_TOOLS, TOOL_SCHEMAS, offered
-from covey.status import AgentStatus
 
 if TYPE_CHECKING:  # the spec validates strategy names against this package
     from covey.spec import AgentSpec

@@ -22,9 +22,8 @@ import redis
 from pydantic import BaseModel
 
 from covey import keys
-from covey.causes import Cause
+from covey.status import AgentStatus, Cause
 from covey.results import AgentResult, Usage
-from covey.status import AgentStatus
 
 TASK_PREVIEW_CHARS = 80  # a node keeps the start of its task: enough to tell siblings apart
 

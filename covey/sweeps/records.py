@@ -15,8 +15,7 @@ from typing import IO, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from covey.causes import Cause
-from covey.status import AgentStatus, JobStatus
+from covey.status import AgentStatus, Cause, JobStatus
 
 RESULTS_FILE = "results.jsonl"
 

@@ -25,12 +25,11 @@ from typing import Any
 from celery.utils import uuid
 
 from covey import keys, wire
-from covey.causes import CauseKind
+from covey.status import AgentStatus, CauseKind
 from covey.client import Client
 from covey.config.settings import Settings, get_settings
 from covey.context import ROOT_AGENT_ID
 from covey.results import AgentResult
-from covey.status import AgentStatus
 from covey.spec import JobSpec
 from covey.sweeps.claims import Claims
 from covey.sweeps.dataset import Sample, load_dataset

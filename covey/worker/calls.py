@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from covey.causes import Cause, CauseKind, Resource
+from covey.status import AgentStatus, Cause, CauseKind, Resource
 from covey.models.llm import ModelError
 from covey.models.replies import ModelReply
 from covey.models.structured import SchemaMismatch, parse
@@ -26,7 +26,6 @@ from covey.models.tokens import estimate_prompt_tokens, schema_tokens
 from covey.orchestration.actions import CallModel
 from covey.orchestration.tool_schemas import SPAWN_TOOLS, offered, schemas
 from covey.results import Usage
-from covey.status import AgentStatus
 from covey.worker.agent_state import AgentState
 from covey.worker.deps import Deps
 from covey.worker.replay import CallRecord

@@ -16,7 +16,7 @@ from typing import Any
 from covey import keys
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentRow
-from covey.causes import Cause, CauseKind
+from covey.status import AgentStatus, Cause, CauseKind
 from covey.context import RunContext
 from covey.worker.logs import agent_event
 from covey.orchestration import registry
@@ -24,7 +24,6 @@ from covey.orchestration.actions import (
     Action, CallModel, ChildResults, Finish, RunTools, Spawn, ToolResults, from_json,
 )
 from covey.results import AgentResult, ChildSummary, Usage
-from covey.status import AgentStatus
 from covey.spec import AgentSpec
 from covey.store.tree import Node
 from covey.worker.agent_state import AgentState

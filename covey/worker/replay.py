@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from covey.causes import Cause
+from covey.status import Cause
 from covey.models.replies import ModelReply, ToolCall
 from covey.results import Usage
 

@@ -18,12 +18,11 @@ from pydantic import ValidationError
 
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentTerms
-from covey.causes import Cause, CauseKind, Resource
+from covey.status import AgentStatus, Cause, CauseKind, Resource
 from covey.context import RunContext
 from covey.orchestration.actions import ChildRequest, Spawn
 from covey.orchestration.tool_schemas import offered
 from covey.results import AgentResult
-from covey.status import AgentStatus
 from covey.spec import AgentSpec, InvalidSpec, describe
 from covey.store.tree import Node, preview
 from covey.worker.agent_state import AgentState, PendingChild

@@ -26,12 +26,11 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from covey import keys, wire
 from covey.worker import signing
 from covey.budgets.ledger import AgentTerms, unknown_scope
-from covey.causes import Cause, CauseKind
+from covey.status import AgentStatus, Cause, CauseKind
 from covey.context import ROOT_AGENT_ID, RunContext
 from covey.models.catalog import UnservableModel
 from covey.orchestration.actions import Action, to_json
 from covey.results import AgentResult, Usage
-from covey.status import AgentStatus
 from covey.spec import AgentSpec, InvalidSpec, JobSpec
 from covey.store.tree import Node, preview
 from covey.worker import loop

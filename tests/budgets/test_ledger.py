@@ -12,7 +12,7 @@ from covey import keys
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentTerms, Ledger, LedgerError
 from covey.budgets.redis_ledger import RedisLedger
-from covey.causes import Cause, CauseKind, Resource
+from covey.status import Cause, CauseKind, Resource
 
 
 class Clock:

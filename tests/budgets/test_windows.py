@@ -9,7 +9,7 @@ import pytest
 from covey import keys
 from covey.budgets.budget import Budget
 from covey.budgets.redis_ledger import RedisLedger
-from covey.causes import Cause, CauseKind, Resource
+from covey.status import Cause, CauseKind, Resource
 from tests.budgets.test_ledger import Clock
 
 MINUTE_START = 60 * 20_000  # an epoch minute's first second

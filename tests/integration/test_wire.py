@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from covey import Budget, InvalidSpec
-from covey.causes import Cause, CauseKind
+from covey.status import Cause, CauseKind
 from covey.client.errors import JobRefused
 
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
-from covey.causes import Cause, CauseKind, Resource
+from covey.status import AgentStatus, Cause, CauseKind, Resource
 from covey.results import Usage
-from covey.status import AgentStatus
 from covey.store.tree import Node, pack, unpack
 
 

@@ -7,9 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from covey.causes import Cause, CauseKind, Resource
+from covey.status import AgentStatus, Cause, CauseKind, Resource
 from covey.results import AgentResult
-from covey.status import AgentStatus
 from covey.sweeps import runner
 from covey.sweeps.dataset import Sample
 from covey.sweeps.grid import Config, Limits

@@ -17,12 +17,11 @@ import pytest
 
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentTerms
-from covey.causes import Cause, CauseKind
+from covey.status import AgentStatus, Cause, CauseKind
 from covey.config.settings import Settings
 from covey.context import RunContext
 from covey.models.llm import LLM
 from covey.models.tokens import byte_tokens
-from covey.status import AgentStatus
 from covey.spec import AgentSpec
 from covey.worker import loop
 from covey.worker.deps import Deps

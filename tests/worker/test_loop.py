@@ -9,7 +9,7 @@ import pytest
 
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentTerms
-from covey.causes import Cause, CauseKind, Resource
+from covey.status import AgentStatus, Cause, CauseKind, Resource
 from covey.config.settings import Settings
 from covey.context import RunContext
 from covey.results import ChildSummary
@@ -17,7 +17,6 @@ from covey.models.tokens import estimate_prompt_tokens
 from covey.orchestration.actions import ChildRequest, to_json
 from covey.orchestration.prompts import opening
 from covey.spec import AgentSpec, InvalidSpec
-from covey.status import AgentStatus
 from covey.worker import loop
 from covey.worker.agent_state import dump_checkpoint, load_checkpoint
 from covey.worker.deps import Deps
