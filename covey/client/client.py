@@ -97,8 +97,8 @@ class Client:
             self.settings.redis_url, decode_responses=True,
             socket_connect_timeout=CLIENT_OUTAGE_SECONDS, socket_timeout=connections.SOCKET_TIMEOUT_SECONDS,
         )
-        self.ledger = RedisLedger(self.redis)
-        self.tree = JobTree(self.redis)
+        self.ledger = RedisLedger(self.redis, self.settings.job_ttl)
+        self.tree = JobTree(self.redis, self.settings.job_ttl)
 
     def spec(self, task: str, **fields: Any) -> JobSpec:
         """A validated JobSpec; what it leaves unset the worker fills from its

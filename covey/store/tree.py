@@ -99,8 +99,8 @@ def unpack(agent_id: str, raw: str) -> Node:
 
 
 class JobTree:
-    def __init__(self, client: redis.Redis) -> None:
-        self._redis = client
+    def __init__(self, client: redis.Redis, job_ttl: int) -> None:
+        self._redis, self._job_ttl = client, job_ttl
 
     def record(self, job_id: str, *nodes: Node, retire: Sequence[str] = ()) -> None:
         """Write ``nodes``; and delete ``retire``, keys an agent's end makes obsolete
@@ -115,7 +115,7 @@ class JobTree:
         with self._redis.pipeline(transaction=False) as pipe:
             pipe.hset(key, mapping=mapping)
             if root:  # the root's records (its start, and its end) set the job's retention
-                pipe.expire(key, keys.job_ttl())
+                pipe.expire(key, self._job_ttl)
             if retire:
                 pipe.delete(*retire)
             pipe.execute()

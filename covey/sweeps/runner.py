@@ -157,7 +157,8 @@ def run_sweep(
     kept = {unit for unit, record in log.latest().items() if record.kept}
     units = [Unit(s, c, r) for s in samples for c in grid.configs for r in range(grid.repeats)]
     run = _Run(
-        client=client, manifest=manifest, scorer=scorer, log=log, claims=Claims(client.redis, manifest.id),
+        client=client, manifest=manifest, scorer=scorer, log=log,
+        claims=Claims(client.redis, manifest.id, client.settings.job_ttl),
         window=Window(max_in_flight), retries=retries, pending=(u for u in units if u.key not in kept),
         total=len(units), already_done=sum(1 for u in units if u.key in kept),
     )
