@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from covey.budgets import scopes
 from covey.budgets.budget import Budget, Count, Number, Seconds
 from covey.models.catalog import ModelParams
 from covey.orchestration import registry
@@ -80,9 +81,9 @@ class JobSpec(AgentSpec):
 
     role: str = Field(default="root", min_length=1, max_length=64)
     budget: Budget = Field(default_factory=Budget)
-    tenant: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    tenant: str | None = Field(default=None, pattern=scopes.LABEL_PATTERN)
     sweep: str | None = Field(
-        default=None, pattern=r"^[A-Za-z0-9_.-]{1,64}$", description="the sweep this job belongs to: charges sweep:<id>"
+        default=None, pattern=scopes.LABEL_PATTERN, description="the sweep this job belongs to: charges sweep:<id>"
     )
     child_fraction: Number = Field(default=0.5, gt=0, le=1, description="share of a budget each child asks for")
 
@@ -113,9 +114,7 @@ class JobSpec(AgentSpec):
 
     def scopes(self) -> list[str]:
         """Global ledger scopes this job is charged to."""
-        return (
-            ["global"] + ([f"tenant:{self.tenant}"] if self.tenant else []) + ([f"sweep:{self.sweep}"] if self.sweep else [])
-        )
+        return scopes.of_job(self.tenant, self.sweep)
 
 
 def describe(error: ValidationError, prefix: str = "") -> str:

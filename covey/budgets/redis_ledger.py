@@ -19,9 +19,10 @@ from importlib.resources import files
 import redis
 
 from covey import keys
+from covey.budgets import scopes as scope_names  # `scopes` here are a call's list of names
 from covey.budgets.budget import MAX_COUNT, Budget
 from covey.budgets.ledger import (
-    SCOPE_NAME, AgentRow, AgentTerms, Grant, LedgerError, LedgerSnapshot, Opened, ScopeRow,
+    AgentRow, AgentTerms, Grant, LedgerError, LedgerSnapshot, Opened, ScopeRow,
 )
 
 _LUA = {
@@ -207,8 +208,7 @@ class RedisLedger:
     def set_scope(self, name: str, max_tokens: int | None, max_cycles: int | None,
                   tokens_per_minute: int | None = None, requests_per_minute: int | None = None) -> None:
         """Write every cap of a global scope, creating it; ``None`` removes a cap."""
-        if not SCOPE_NAME.fullmatch(name):
-            raise ValueError(f"scope name {name!r} must be global, tenant:<name> or sweep:<name>")
+        scope_names.check(name)
         caps = {"tokens_limit": ("max_tokens", max_tokens), "cycles_limit": ("max_cycles", max_cycles),
                 "tpm_limit": ("tokens_per_minute", tokens_per_minute),
                 "rpm_limit": ("requests_per_minute", requests_per_minute)}
