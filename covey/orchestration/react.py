@@ -29,7 +29,8 @@ from covey.orchestration.actions import (
     ToolResults,
 )
 from covey.orchestration.prompts import opening
-from covey.orchestration.tool_schemas import FINISH_TOOL, SPAWN_TOOLS, TOOL_SCHEMAS, offered
+from covey.tools.builtin import FINISH_TOOL, SPAWN_TOOLS, TOOL_SCHEMAS
+from covey.tools.registry import offered
 from covey.status import AgentStatus
 
 if TYPE_CHECKING:  # the spec validates strategy names against this package

@@ -26,6 +26,7 @@ from covey.results import AgentResult, Usage
 from covey.status import AgentStatus
 from covey.spec import AgentSpec
 from covey.store.tree import Node
+from covey.tools.registry import narrow
 from covey.worker.agent_state import AgentState
 from covey.worker.calls import Stop, call_model, seconds_left
 from covey.worker.deps import Deps
@@ -82,8 +83,7 @@ def begin(
 
 def _under_terms(ctx: RunContext, spec: AgentSpec, row: AgentRow) -> tuple[RunContext, AgentSpec]:
     """The context and spec cut to the row: its tools, deny rules, caps, depth and scopes."""
-    asked = row.tools if ctx.allow is None else ctx.allow
-    allow = asked if row.tools is None else [t for t in asked if t in row.tools]
+    allow = narrow(ctx.allow, row.tools)
     budget = Budget(
         max_tokens=row.tokens_limit, max_cycles=row.cycles_limit, max_agents=row.agents_limit,
         max_depth=row.depth_limit, deadline=row.deadline,

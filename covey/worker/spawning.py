@@ -20,7 +20,7 @@ from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentTerms
 from covey.context import RunContext
 from covey.orchestration.actions import ChildRequest, Spawn
-from covey.orchestration.tool_schemas import offered
+from covey.tools.registry import narrow, offered
 from covey.results import AgentResult
 from covey.status import AgentStatus
 from covey.spec import AgentSpec, InvalidSpec, describe
@@ -81,7 +81,7 @@ def child_spec(parent: AgentSpec, ctx: RunContext, request: ChildRequest) -> Age
     """The child's spec: what the request names, the parent's for the rest, and
     tools never beyond what the parent was offered. ``InvalidSpec`` names a bad field."""
     allowed = offered(ctx.allow, ctx.deny)
-    tools = allowed if request.tools is None else [t for t in allowed if t in request.tools]
+    tools = narrow(allowed, request.tools)
     own_options = request.strategy is not None or bool(request.options)
     fields: dict[str, Any] = {
         "task": request.task,
