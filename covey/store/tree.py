@@ -21,7 +21,7 @@ import redis
 from pydantic import BaseModel
 
 from covey import keys
-from covey.results import AgentResult, Usage
+from covey.results import AgentResult, ChildSummary, Usage
 from covey.status import AgentStatus
 
 TASK_PREVIEW_CHARS = 80  # a node keeps the start of its task: enough to tell siblings apart
@@ -50,12 +50,14 @@ class Node(BaseModel):
     def final(self) -> bool:
         return self.status.final
 
-    def result(self, job_id: str) -> AgentResult:
-        """The result of a finished agent as its node keeps it (without children's summaries)."""
+    def result(self, job_id: str, children: Sequence[ChildSummary] = ()) -> AgentResult:
+        """The result of a finished agent as its node keeps it, with ``children``'s
+        summaries (a node keeps none). The worker builds every result here, from the
+        node it records, so a result and its agent's node never disagree."""
         return AgentResult(
             job_id=job_id, agent_id=self.agent_id, parent_id=self.parent_id, role=self.role, depth=self.depth,
             status=self.status, output=self.output, error=self.error, data=self.data, usage=self.usage,
-            started_at=self.started_at, finished_at=self.finished_at,
+            started_at=self.started_at, finished_at=self.finished_at, children=list(children),
         )
 
     @classmethod

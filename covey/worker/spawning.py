@@ -113,14 +113,6 @@ def unreported(
     ctx: RunContext, child_id: str, status: AgentStatus, error: str, role: str = "agent", at: datetime | None = None
 ) -> AgentResult:
     """The result of a child that never reported one: refused at open, or lost from the join."""
-    return AgentResult(
-        job_id=ctx.job_id,
-        agent_id=child_id,
-        parent_id=ctx.agent_id,
-        role=role,
-        depth=ctx.depth + 1,
-        status=status,
-        error=error,
-        started_at=at,
-        finished_at=at,
-    )
+    node = Node(agent_id=child_id, parent_id=ctx.agent_id, role=role, depth=ctx.depth + 1, status=status,
+                error=error, started_at=at, finished_at=at)
+    return node.result(ctx.job_id)

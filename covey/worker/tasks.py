@@ -227,18 +227,23 @@ def _crashed(job_id: str, agent_id: str, error: str, spent: Usage | None) -> dic
     usage its node last recorded. The result reaches the parent's chord even when
     Redis cannot be written: the crash path needs no Redis to report."""
     deps = worker_deps()
-    result = AgentResult(job_id=job_id, agent_id=agent_id, status=AgentStatus.FAILED, error=error, usage=spent or Usage())
+    node = _failed(Node(agent_id=agent_id), error, spent)
     try:
-        node = deps.tree.node(job_id, agent_id) or Node(agent_id=agent_id)
-        result = result.model_copy(update={
-            "parent_id": node.parent_id, "role": node.role, "depth": node.depth,
-            "usage": spent or node.usage, "started_at": node.started_at,
-        })
-        deps.tree.record(job_id, Node.of(result, task=node.task, task_id=node.task_id),
-                         retire=[keys.checkpoint(job_id, agent_id), keys.replies(job_id, agent_id)])
+        known = deps.tree.node(job_id, agent_id)
+        if known is not None:
+            node = _failed(known, error, spent)
+        deps.tree.record(job_id, node, retire=[keys.checkpoint(job_id, agent_id), keys.replies(job_id, agent_id)])
     except Exception:  # noqa: BLE001 - reported by its result and this line instead
         log.exception("agent %s of job %s: its failure could not be recorded in Redis", agent_id, job_id)
-    return _reported(result)
+    return _reported(node.result(job_id))
+
+
+def _failed(node: Node, error: str, spent: Usage | None) -> Node:
+    """``node`` ended ``failed``, keeping where it sits, its task and what it spent."""
+    return Node(
+        agent_id=node.agent_id, parent_id=node.parent_id, depth=node.depth, role=node.role, status=AgentStatus.FAILED,
+        usage=spent or node.usage, error=error, task=node.task, task_id=node.task_id, started_at=node.started_at,
+    )
 
 
 def _drive(task, state: AgentState, action: Action) -> dict[str, Any]:
