@@ -20,7 +20,7 @@ from typing import Any
 import redis
 from pydantic import BaseModel
 
-from covey import keys
+from covey import keys, wire
 from covey.results import AgentResult, ChildSummary, Usage
 from covey.status import AgentStatus
 
@@ -28,7 +28,7 @@ TASK_PREVIEW_CHARS = 80  # a node keeps the start of its task: enough to tell si
 
 
 def preview(task: str) -> str:
-    return task if len(task) <= TASK_PREVIEW_CHARS else task[: TASK_PREVIEW_CHARS - 1] + "…"
+    return wire.cut(task, TASK_PREVIEW_CHARS)
 
 
 class Node(BaseModel):
