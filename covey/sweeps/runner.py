@@ -24,10 +24,9 @@ from typing import Any
 
 from celery.utils import uuid
 
-from covey import keys, wire
+from covey import keys
 from covey.client import Client
 from covey.config.settings import Settings, get_settings
-from covey.context import ROOT_AGENT_ID
 from covey.results import AgentResult
 from covey.status import AgentStatus
 from covey.spec import JobSpec
@@ -243,13 +242,9 @@ def _fly(run: _Run, flight: Flight) -> None:
 
 
 def _send(run: _Run, job_id: str, spec: JobSpec) -> None:
-    """``Client.submit`` with a job id chosen first, so the claim names the job before it exists."""
-    client = run.client
-    client.app.send_task(
-        wire.RUN_JOB, kwargs={"spec": spec.wire()}, task_id=job_id,
-        **wire.agent(job_id, ROOT_AGENT_ID, spec.role, 0, spec.task),
-    )
-    client.redis.set(keys.submitted(job_id), 1, ex=client.settings.job_ttl)  # only once sent, as Client.submit
+    """Submit under the job id chosen first, so the claim names the job before it
+    exists; without a result subscription: ``_collect`` polls every result at once."""
+    run.client.submit(spec, job_id=job_id, subscribe=False)
     run.submitted += 1
 
 
