@@ -8,20 +8,16 @@ checked and applied on the agent, every ancestor and every global scope at once.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
+from covey.budgets import scopes
 from covey.budgets.budget import Budget
 from covey.status import Cause, CauseKind
 from covey.errors import CoveyError
-
-
-# `global`, or `tenant:<name>` / `sweep:<name>`: the scopes a job can be charged to.
-SCOPE_NAME = re.compile(r"global|(tenant|sweep):[A-Za-z0-9_.-]{1,64}")
 
 
 class LedgerError(CoveyError):
@@ -182,12 +178,12 @@ class Ledger(Protocol):
     def scope_rows(self) -> list[ScopeRow]: ...
 
 
-def unknown_scope(ledger: Ledger, scopes: list[str]) -> str | None:
+def unknown_scope(ledger: Ledger, names: list[str]) -> str | None:
     """Why a job naming these scopes is refused, or None. Only created scopes
     carry counters, so no client can make the ledger grow keys for new names."""
-    for name in scopes:
-        if name != "global" and not ledger.has_scope(name):
-            field = name.split(":")[0]
+    for name in names:
+        if name != scopes.GLOBAL and not ledger.has_scope(name):
+            field = scopes.kind(name)
             return (f"{field}: no ledger scope {name}; create it first with "
                     f"`covey scope {name} --max-tokens N` (or --tokens-per-minute N)")
     return None

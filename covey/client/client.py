@@ -68,15 +68,24 @@ class Client:
             self.settings.redis_url, decode_responses=True,
             socket_connect_timeout=CLIENT_OUTAGE_SECONDS, socket_timeout=connections.SOCKET_TIMEOUT_SECONDS,
         )
-        self.ledger = RedisLedger(self.redis)
-        self.tree = JobTree(self.redis)
+        self.ledger = RedisLedger(self.redis, self.settings.job_ttl)
+        self.tree = JobTree(self.redis, self.settings.job_ttl)
 
     def spec(self, task: str, **fields: Any) -> JobSpec:
         """A validated JobSpec; what it leaves unset the worker fills from its
         defaults (``COVEY_MODEL``, ``COVEY_MAX_*``)."""
         return JobSpec.parse({"task": task, **fields})
 
-    def submit(self, spec: JobSpec | dict[str, Any] | str) -> JobHandle:
+    def submit(
+        self, spec: JobSpec | dict[str, Any] | str, job_id: str | None = None, subscribe: bool = True
+    ) -> JobHandle:
+        """Send the job; ``InvalidSpec`` for a bad spec or a scope never created.
+
+        ``job_id``: the id to send it under (a sweep names it in a claim before the
+        job exists), else a new one. ``subscribe``: subscribe to the result before
+        the send, which tells a result store that is down from a broker that is; a
+        caller that polls results in bulk (a sweep of thousands of jobs) passes False.
+        """
         if isinstance(spec, str):
             spec = self.spec(spec)
         elif not isinstance(spec, JobSpec):
@@ -85,12 +94,13 @@ class Client:
             unknown = unknown_scope(self.ledger, spec.scopes())
         if unknown:
             raise InvalidSpec(f"invalid job spec: {unknown}")
-        job_id = uuid()
+        job_id = job_id or uuid()
         # send_task subscribes to the result, then publishes, with errors of the same
         # types for both stores; subscribing first, apart, tells which one is down.
         with self._reaching(BROKER), self.app.producer_or_acquire() as producer:
-            with self._reaching(RESULT_STORE):
-                self.app.backend.on_task_call(producer, job_id)
+            if subscribe:
+                with self._reaching(RESULT_STORE):
+                    self.app.backend.on_task_call(producer, job_id)
             self.app.send_task(
                 wire.RUN_JOB, kwargs={"spec": spec.wire()}, task_id=job_id, producer=producer,
                 **wire.agent(job_id, ROOT_AGENT_ID, spec.role, 0, spec.task),

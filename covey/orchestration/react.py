@@ -31,7 +31,8 @@ from covey.orchestration.actions import (
 )
 from covey.orchestration.prompts import opening
 from covey.orchestration.states import Run, StrategyState
-from covey.orchestration.tool_schemas import FINISH_TOOL, SPAWN_TOOLS, TOOL_SCHEMAS, offered
+from covey.tools.builtin import FINISH_TOOL, SPAWN_TOOLS, TOOL_SCHEMAS
+from covey.tools.registry import offered
 
 if TYPE_CHECKING:  # the spec validates strategy names against this package
     from covey.spec import AgentSpec

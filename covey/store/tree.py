@@ -21,15 +21,15 @@ from typing import Any
 import redis
 from pydantic import BaseModel
 
-from covey import keys
+from covey import keys, wire
+from covey.results import AgentResult, ChildSummary, Usage
 from covey.status import AgentStatus, Cause
-from covey.results import AgentResult, Usage
 
 TASK_PREVIEW_CHARS = 80  # a node keeps the start of its task: enough to tell siblings apart
 
 
 def preview(task: str) -> str:
-    return task if len(task) <= TASK_PREVIEW_CHARS else task[: TASK_PREVIEW_CHARS - 1] + "…"
+    return wire.cut(task, TASK_PREVIEW_CHARS)
 
 
 class Node(BaseModel):
@@ -52,12 +52,14 @@ class Node(BaseModel):
     def final(self) -> bool:
         return self.status.final
 
-    def result(self, job_id: str) -> AgentResult:
-        """The result of a finished agent as its node keeps it (without children's summaries)."""
+    def result(self, job_id: str, children: Sequence[ChildSummary] = ()) -> AgentResult:
+        """The result of a finished agent as its node keeps it, with ``children``'s
+        summaries (a node keeps none). The worker builds every result here, from the
+        node it records, so a result and its agent's node never disagree."""
         return AgentResult(
             job_id=job_id, agent_id=self.agent_id, parent_id=self.parent_id, role=self.role, depth=self.depth,
-            status=self.status, output=self.output, error=self.error, cause=self.cause, data=self.data, usage=self.usage,
-            started_at=self.started_at, finished_at=self.finished_at,
+            status=self.status, output=self.output, error=self.error, cause=self.cause, data=self.data,
+            usage=self.usage, started_at=self.started_at, finished_at=self.finished_at, children=list(children),
         )
 
     @classmethod
@@ -108,8 +110,8 @@ def unpack(agent_id: str, raw: str) -> Node:
 
 
 class JobTree:
-    def __init__(self, client: redis.Redis) -> None:
-        self._redis = client
+    def __init__(self, client: redis.Redis, job_ttl: int) -> None:
+        self._redis, self._job_ttl = client, job_ttl
 
     def record(self, job_id: str, *nodes: Node, retire: Sequence[str] = ()) -> None:
         """Write ``nodes``; and delete ``retire``, keys an agent's end makes obsolete
@@ -124,7 +126,7 @@ class JobTree:
         with self._redis.pipeline(transaction=False) as pipe:
             pipe.hset(key, mapping=mapping)
             if root:  # the root's records (its start, and its end) set the job's retention
-                pipe.expire(key, keys.job_ttl())
+                pipe.expire(key, self._job_ttl)
             if retire:
                 pipe.delete(*retire)
             pipe.execute()

@@ -36,8 +36,8 @@ def normalise(path: str, root: str = "") -> str:
 
 
 class Workspace:
-    def __init__(self, client: redis.Redis, job_id: str) -> None:
-        self._redis = client
+    def __init__(self, client: redis.Redis, job_id: str, job_ttl: int) -> None:
+        self._redis, self._job_ttl = client, job_ttl
         self._key = keys.workspace(job_id)
 
     def read(self, path: str) -> str:
@@ -56,7 +56,7 @@ class Workspace:
             raise WorkspaceError(f"workspace full: {MAX_FILES} files")
         pipe = self._redis.pipeline()
         pipe.hset(self._key, clean, content)
-        pipe.expire(self._key, keys.job_ttl())
+        pipe.expire(self._key, self._job_ttl)
         pipe.execute()
         return clean
 

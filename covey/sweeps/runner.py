@@ -24,11 +24,10 @@ from typing import Any
 
 from celery.utils import uuid
 
-from covey import keys, wire
+from covey import keys
 from covey.status import AgentStatus, CauseKind
 from covey.client import Client
 from covey.config.settings import Settings, get_settings
-from covey.context import ROOT_AGENT_ID
 from covey.results import AgentResult
 from covey.spec import JobSpec
 from covey.sweeps.claims import Claims
@@ -157,7 +156,8 @@ def run_sweep(
     kept = {unit for unit, record in log.latest().items() if record.kept}
     units = [Unit(s, c, r) for s in samples for c in grid.configs for r in range(grid.repeats)]
     run = _Run(
-        client=client, manifest=manifest, scorer=scorer, log=log, claims=Claims(client.redis, manifest.id),
+        client=client, manifest=manifest, scorer=scorer, log=log,
+        claims=Claims(client.redis, manifest.id, client.settings.job_ttl),
         window=Window(max_in_flight), retries=retries, pending=(u for u in units if u.key not in kept),
         total=len(units), already_done=sum(1 for u in units if u.key in kept),
     )
@@ -242,13 +242,9 @@ def _fly(run: _Run, flight: Flight) -> None:
 
 
 def _send(run: _Run, job_id: str, spec: JobSpec) -> None:
-    """``Client.submit`` with a job id chosen first, so the claim names the job before it exists."""
-    client = run.client
-    client.app.send_task(
-        wire.RUN_JOB, kwargs={"spec": spec.wire()}, task_id=job_id,
-        **wire.agent(job_id, ROOT_AGENT_ID, spec.role, 0, spec.task),
-    )
-    client.redis.set(keys.submitted(job_id), 1, ex=client.settings.job_ttl)  # only once sent, as Client.submit
+    """Submit under the job id chosen first, so the claim names the job before it
+    exists; without a result subscription: ``_collect`` polls every result at once."""
+    run.client.submit(spec, job_id=job_id, subscribe=False)
     run.submitted += 1
 
 

@@ -24,7 +24,8 @@ from covey.models.replies import ModelReply
 from covey.models.structured import SchemaMismatch, parse
 from covey.models.tokens import estimate_prompt_tokens, schema_tokens
 from covey.orchestration.actions import CallModel
-from covey.orchestration.tool_schemas import SPAWN_TOOLS, offered, schemas
+from covey.tools.builtin import SPAWN_TOOLS
+from covey.tools.registry import narrow, offered, schemas
 from covey.results import Usage
 from covey.worker.agent_state import AgentState
 from covey.worker.deps import Deps
@@ -58,7 +59,7 @@ class Stop:
 def call_model(deps: Deps, state: AgentState, action: CallModel, seconds_left: float | None) -> ModelReply | Stop:
     ctx, spec = state.ctx, state.spec
     allowed = offered(ctx.allow, ctx.deny)
-    names = allowed if action.tools is None else [n for n in allowed if n in action.tools]
+    names = narrow(allowed, action.tools)
     agents_left = _agents_left(state) if SPAWN_TOOLS & set(names) else None
     tools = schemas(names, agents_left)
     estimate = estimate_prompt_tokens(action.messages, tools) + schema_tokens(action.schema)

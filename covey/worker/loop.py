@@ -25,7 +25,7 @@ from covey.orchestration.actions import (
 )
 from covey.results import AgentResult, ChildSummary, Usage
 from covey.spec import AgentSpec
-from covey.store.tree import Node
+from covey.tools.registry import narrow
 from covey.worker.agent_state import AgentState
 from covey.worker.calls import Stop, call_model, seconds_left
 from covey.worker.deps import Deps
@@ -84,8 +84,7 @@ def begin(
 
 def _under_terms(ctx: RunContext, spec: AgentSpec, row: AgentRow) -> tuple[RunContext, AgentSpec]:
     """The context and spec cut to the row: its tools, deny rules, caps, depth and scopes."""
-    asked = row.tools if ctx.allow is None else ctx.allow
-    allow = asked if row.tools is None else [t for t in asked if t in row.tools]
+    allow = narrow(ctx.allow, row.tools)
     budget = Budget(
         max_tokens=row.tokens_limit, max_cycles=row.cycles_limit, max_agents=row.agents_limit,
         max_depth=row.depth_limit, deadline=row.deadline,
@@ -226,26 +225,12 @@ def _finish(
 ) -> Finished:
     """Record the agent's result and drop what it kept only while running."""
     ctx = state.ctx
-    result = AgentResult(
-        job_id=ctx.job_id,
-        agent_id=ctx.agent_id,
-        parent_id=ctx.parent_id,
-        role=state.spec.role,
-        depth=ctx.depth,
-        status=status,
-        output=output,
-        error=error,
-        cause=cause,
-        data=data,
-        usage=state.usage,
-        started_at=state.started_at,
-        finished_at=deps.now(),
-        children=state.children,
-    )
+    node = state.node(status).model_copy(
+        update={"output": output, "error": error, "cause": cause, "data": data, "finished_at": deps.now()})
     # What it kept only while running goes with the final record: its checkpoint, if
     # it saved one, and its model calls' stored replies, if it made any.
     retire = [k for k, kept in ((keys.checkpoint(ctx.job_id, ctx.agent_id), state.step),
                                 (keys.replies(ctx.job_id, ctx.agent_id), state.cycle)) if kept]
-    deps.tree.record(ctx.job_id, Node.of(result, task=state.spec.task, task_id=state.task_id), retire=retire)
+    deps.tree.record(ctx.job_id, node, retire=retire)
     agent_event("finished", state, status)
-    return Finished(result)
+    return Finished(node.result(ctx.job_id, state.children))

@@ -21,7 +21,7 @@ from covey.budgets.ledger import AgentTerms
 from covey.status import AgentStatus, Cause, CauseKind, Resource
 from covey.context import RunContext
 from covey.orchestration.actions import ChildRequest, Spawn
-from covey.orchestration.tool_schemas import offered
+from covey.tools.registry import narrow, offered
 from covey.results import AgentResult
 from covey.spec import AgentSpec, InvalidSpec, describe
 from covey.store.tree import Node, preview
@@ -83,7 +83,7 @@ def child_spec(parent: AgentSpec, ctx: RunContext, request: ChildRequest) -> Age
     """The child's spec: what the request names, the parent's for the rest, and
     tools never beyond what the parent was offered. ``InvalidSpec`` names a bad field."""
     allowed = offered(ctx.allow, ctx.deny)
-    tools = allowed if request.tools is None else [t for t in allowed if t in request.tools]
+    tools = narrow(allowed, request.tools)
     own_options = request.strategy is not None or bool(request.options)
     fields: dict[str, Any] = {
         "task": request.task,
@@ -115,15 +115,6 @@ def unreported(
     ctx: RunContext, child_id: str, cause: Cause, error: str, role: str = "agent", at: datetime | None = None
 ) -> AgentResult:
     """The result of a child that never reported one: refused at open, or lost from the join."""
-    return AgentResult(
-        job_id=ctx.job_id,
-        agent_id=child_id,
-        parent_id=ctx.agent_id,
-        role=role,
-        depth=ctx.depth + 1,
-        status=cause.kind.status,
-        error=error,
-        cause=cause,
-        started_at=at,
-        finished_at=at,
-    )
+    node = Node(agent_id=child_id, parent_id=ctx.agent_id, role=role, depth=ctx.depth + 1, status=cause.kind.status,
+                error=error, cause=cause, started_at=at, finished_at=at)
+    return node.result(ctx.job_id)

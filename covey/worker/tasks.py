@@ -192,7 +192,7 @@ def _guarded(task, job_id: str, agent_id: str, step: Step) -> dict[str, Any]:
         # The checkpoint is there but not this worker's to read: the agent fails
         # saying so, and what its node recorded it spent stays charged.
         log.warning("agent %s of job %s: %s", agent_id, job_id, e)
-        return _crashed(job_id, agent_id, str(e), None)
+        return _crashed(job_id, agent_id, str(e), None, CauseKind.STATE_LOST)
     except loop.NotOpened as e:
         # Nothing is written, not even a result under this task's id: the message
         # was not one of the job's own, and its task id may be another job's.
@@ -227,24 +227,30 @@ def _finished_before(task, job_id: str, agent_id: str) -> dict[str, Any] | None:
     return _reported(node.result(job_id))
 
 
-def _crashed(job_id: str, agent_id: str, error: str, spent: Usage | None) -> dict[str, Any]:
+def _crashed(
+    job_id: str, agent_id: str, error: str, spent: Usage | None, cause: CauseKind = CauseKind.INTERNAL
+) -> dict[str, Any]:
     """Fail the agent, keeping what it spent: the running step's usage, else the
     usage its node last recorded. The result reaches the parent's chord even when
     Redis cannot be written: the crash path needs no Redis to report."""
     deps = worker_deps()
-    result = AgentResult(job_id=job_id, agent_id=agent_id, status=AgentStatus.FAILED, error=error,
-                         cause=Cause(kind=CauseKind.INTERNAL), usage=spent or Usage())
+    node = _failed(Node(agent_id=agent_id), error, spent, cause)
     try:
-        node = deps.tree.node(job_id, agent_id) or Node(agent_id=agent_id)
-        result = result.model_copy(update={
-            "parent_id": node.parent_id, "role": node.role, "depth": node.depth,
-            "usage": spent or node.usage, "started_at": node.started_at,
-        })
-        deps.tree.record(job_id, Node.of(result, task=node.task, task_id=node.task_id),
-                         retire=[keys.checkpoint(job_id, agent_id), keys.replies(job_id, agent_id)])
+        known = deps.tree.node(job_id, agent_id)
+        if known is not None:
+            node = _failed(known, error, spent, cause)
+        deps.tree.record(job_id, node, retire=[keys.checkpoint(job_id, agent_id), keys.replies(job_id, agent_id)])
     except Exception:  # noqa: BLE001 - reported by its result and this line instead
         log.exception("agent %s of job %s: its failure could not be recorded in Redis", agent_id, job_id)
-    return _reported(result)
+    return _reported(node.result(job_id))
+
+
+def _failed(node: Node, error: str, spent: Usage | None, cause: CauseKind) -> Node:
+    """``node`` ended ``failed``, keeping where it sits, its task and what it spent."""
+    return Node(
+        agent_id=node.agent_id, parent_id=node.parent_id, depth=node.depth, role=node.role, status=AgentStatus.FAILED,
+        usage=spent or node.usage, error=error, cause=Cause(kind=cause), task=node.task, task_id=node.task_id, started_at=node.started_at,
+    )
 
 
 def _drive(task, state: AgentState, action: Action) -> dict[str, Any]:

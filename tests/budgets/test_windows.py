@@ -22,7 +22,7 @@ def clock():
 
 @pytest.fixture
 def ledger(redis_client, clock):
-    return RedisLedger(redis_client, clock=clock)
+    return RedisLedger(redis_client, keys.DEFAULT_JOB_TTL_SECONDS, clock=clock)
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ import uuid
 
 import pytest
 
+from covey import keys
 from covey.budgets.budget import Budget
 from covey.context import RunContext
 from covey.models.replies import ToolCall
@@ -16,7 +17,7 @@ def job(redis_client):
     job_id = f"t-{uuid.uuid4().hex}"
     root = RunContext(job_id=job_id, agent_id="root", budget=Budget(max_depth=2))
     child = root.child("root-sub-aa", Budget(max_depth=1), allow=None)
-    return root, child, Workspace(redis_client, job_id)
+    return root, child, Workspace(redis_client, job_id, keys.DEFAULT_JOB_TTL_SECONDS)
 
 
 def call(name, **args):
