@@ -8,9 +8,9 @@ import uuid
 import pytest
 from celery import Celery
 
-from covey.worker import signing
 from covey.context import RunContext
 from covey.spec import AgentSpec
+from covey.worker import signing
 
 
 @pytest.fixture
@@ -42,9 +42,16 @@ def victim(client):
 
 
 def agent_message(job_id: str, agent_id: str) -> dict:
-    ctx = RunContext(job_id=job_id, agent_id=agent_id, parent_id="root", depth=1, ancestors=["root"],
-                     budget={"max_tokens": 10**9, "max_depth": 3}, scopes=["global"],
-                     subroot=f".sub_agents/{agent_id}")
+    ctx = RunContext(
+        job_id=job_id,
+        agent_id=agent_id,
+        parent_id="root",
+        depth=1,
+        ancestors=["root"],
+        budget={"max_tokens": 10**9, "max_depth": 3},
+        scopes=["global"],
+        subroot=f".sub_agents/{agent_id}",
+    )
     spec = AgentSpec(task="[sim:write pwned.md] pwned", role="worker")
     return {"ctx": ctx.model_dump(mode="json"), "spec": spec.model_dump(mode="json")}
 
@@ -57,8 +64,9 @@ def test_a_forged_agent_message_is_refused(client, broker, signature):
     wire = agent_message(handle.id, child)
     if signature == "made with another secret":
         signature = signing.sign(b"not the deployment's secret", wire)
-    forged = broker.send_task("covey.agent", kwargs={**wire, "sig": signature}, queue="covey",
-                              task_id=str(uuid.uuid4()))
+    forged = broker.send_task(
+        "covey.agent", kwargs={**wire, "sig": signature}, queue="covey", task_id=str(uuid.uuid4())
+    )
     chase(client)
     assert snapshot(client, handle.id) == before
     assert forged.state in ("PENDING", "STARTED")  # no result was stored under its id
@@ -67,10 +75,17 @@ def test_a_forged_agent_message_is_refused(client, broker, signature):
 def test_a_forged_resume_cannot_feed_a_parent_fake_results(client, broker):
     handle, result = victim(client)
     before = snapshot(client, handle.id)
-    fake = [{"job_id": handle.id, "agent_id": c.agent_id, "status": "completed", "output": "leaves=999"}
-            for c in result.children]
-    broker.send_task("covey.resume", args=[fake], kwargs={"job_id": handle.id, "agent_id": "root", "spawn_round": 1},
-                     queue="covey", task_id=handle.id)
+    fake = [
+        {"job_id": handle.id, "agent_id": c.agent_id, "status": "completed", "output": "leaves=999"}
+        for c in result.children
+    ]
+    broker.send_task(
+        "covey.resume",
+        args=[fake],
+        kwargs={"job_id": handle.id, "agent_id": "root", "spawn_round": 1},
+        queue="covey",
+        task_id=handle.id,
+    )
     chase(client)
     assert snapshot(client, handle.id) == before
     assert client.job(handle.id).result(timeout=5).output == result.output == "leaves=2"
@@ -78,8 +93,9 @@ def test_a_forged_resume_cannot_feed_a_parent_fake_results(client, broker):
 
 def test_a_run_job_reusing_a_running_jobs_id_is_refused(client, broker):
     running = client.submit(client.spec("[sim:latency 1500] What is 2 + 2?"))
-    broker.send_task("covey.run_job", kwargs={"spec": {"task": "[sim:answer hijacked] x"}}, queue="covey",
-                     task_id=running.id)
+    broker.send_task(
+        "covey.run_job", kwargs={"spec": {"task": "[sim:answer hijacked] x"}}, queue="covey", task_id=running.id
+    )
     assert running.result(timeout=60).output == "4"
     chase(client)
     assert client.job(running.id).result(timeout=5).output == "4"

@@ -36,7 +36,10 @@ def guarded():
         port = free_port()
         flower = subprocess.Popen(
             [sys.executable, "-m", "covey", "flower", "--port", str(port), "--basic-auth", ":".join(AUTH)],
-            env=worker_env(server.url, **env), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            env=worker_env(server.url, **env),
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         try:
             wait_for_worker(client, worker)
@@ -91,14 +94,21 @@ def test_every_step_and_state_change_is_one_json_line_and_no_secret_leaks(guarde
     assert (root[0]["event"], root[0]["status"]) == ("started", "running")
     assert [e["status"] for e in root if e["event"] in ("spawned 2", "resumed")] == ["waiting", "running"]
     assert (root[-1]["event"], root[-1]["status"], root[-1]["tokens"]) == (
-        "finished", "completed", result.usage.total_tokens)
+        "finished",
+        "completed",
+        result.usage.total_tokens,
+    )
     assert all(e["parent"] == "root" and e["depth"] == 1 for c in result.children for e in by_agent[c.agent_id])
     assert not [line for line in log_lines(worker) if "HTTP Request" in line]  # a model call is its event's line
 
-    visible = "\n".join([
-        worker.log_path.read_text(), result.model_dump_json(),
-        json.dumps([n.model_dump(mode="json") for n in handle.tree()]), flower_tasks(flower, handle.id),
-    ])
+    visible = "\n".join(
+        [
+            worker.log_path.read_text(),
+            result.model_dump_json(),
+            json.dumps([n.model_dump(mode="json") for n in handle.tree()]),
+            flower_tasks(flower, handle.id),
+        ]
+    )
     for secret in (PASSWORD, API_KEY):
         assert secret not in visible
 
