@@ -14,6 +14,7 @@ from covey.models.sim import directives as sim_directives
 from covey.models.sim.directives import DirectiveError
 from covey.models.sim.handler import make_handler
 from covey.models.sim.scripted import SCRIPTS, Prompt
+from covey.models.sim.scripted import orchestrate as scripted
 from covey.models.sim.scripted.orchestrate import UNANSWERED, assignments, decision
 from covey.models.sim.structured import Answers
 from covey.models.structured import parse
@@ -140,3 +141,8 @@ def test_through_the_handler_the_plan_is_the_scripts():
     fmt = {"type": "json_schema", "json_schema": {"name": "assignments", "schema": prompt.schema}}
     reply = ask(prompt.task, history=[{"role": "user", "content": prompt.last}], response_format=fmt)
     assert json.loads(reply.choices[0].message.content) == assignments(prompt)
+
+
+def test_the_sim_reads_the_schema_names_and_labels_the_strategy_writes():
+    for name in ("ASSIGNMENTS", "DECISION", "ROSTER_LABEL", "REPORTS_LABEL"):
+        assert getattr(scripted, name) == getattr(orchestrate, name), name

@@ -29,8 +29,14 @@ from typing import Any
 from covey.models.sim.directives import DirectiveError
 from covey.models.sim.scripted.prompt import Prompt
 from covey.models.sim.structured import instance
-from covey.orchestration.orchestrate import ASSIGNMENTS, DECISION, REPORTS_LABEL, ROSTER_LABEL
 
+# The schema names and prompt labels the orchestrate strategy writes. The sim plays
+# the model's side, so it reads them as a model would, without importing the
+# strategy (models sit below orchestration); a test checks the two agree.
+ASSIGNMENTS = "assignments"
+DECISION = "decision"
+ROSTER_LABEL = "Specialists: "
+REPORTS_LABEL = "Reports: "
 ANALYSTS = 2  # analysis specialists assigned when the directive picks none
 WRITE_PATH = "orchestrate/answer.md"
 UNANSWERED = "no specialist reported a number; answered the task directly"
