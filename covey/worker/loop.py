@@ -16,7 +16,7 @@ from typing import Any
 from covey import keys
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentRow
-from covey.context import RunContext
+from covey.context import SUBAGENT_DIR, RunContext
 from covey.worker.logs import agent_event
 from covey.orchestration import registry
 from covey.orchestration.actions import (
@@ -81,7 +81,9 @@ def begin(
 
 
 def _under_terms(ctx: RunContext, spec: AgentSpec, row: AgentRow) -> tuple[RunContext, AgentSpec]:
-    """The context and spec cut to the row: its tools, deny rules, caps, depth and scopes."""
+    """The context and spec cut to the row: its tools, deny rules, caps, depth and scopes,
+    and its place in the tree (ancestors, parent, workspace folder), which the agent's
+    id keys and no message can move."""
     asked = row.tools if ctx.allow is None else ctx.allow
     allow = asked if row.tools is None else [t for t in asked if t in row.tools]
     budget = Budget(
@@ -90,7 +92,11 @@ def _under_terms(ctx: RunContext, spec: AgentSpec, row: AgentRow) -> tuple[RunCo
     )
     deny = sorted({*ctx.deny, *row.deny})
     scopes = ctx.scopes if row.scopes is None else row.scopes
-    ctx = ctx.model_copy(update={"allow": allow, "deny": deny, "budget": budget, "depth": row.depth, "scopes": scopes})
+    place = {"ancestors": row.ancestors, "parent_id": row.ancestors[-1] if row.ancestors else None,
+             "subroot": f"{SUBAGENT_DIR}/{ctx.agent_id}" if row.ancestors else ""}
+    ctx = ctx.model_copy(update={
+        "allow": allow, "deny": deny, "budget": budget, "depth": row.depth, "scopes": scopes, **place,
+    })
     if row.agent_cycles_limit is not None and row.agent_cycles_limit < spec.max_cycles:
         spec = spec.model_copy(update={"max_cycles": row.agent_cycles_limit})
     return ctx, spec
