@@ -73,7 +73,7 @@ def worker(
         argv.append("--events")
     if hostname:
         argv.append(f"--hostname={hostname}")
-    app.worker_main(argv)
+    sys.exit(app.start(argv))  # worker_main drops the exit code: an unrecoverable error would exit 0
 
 
 def _patch_for_gevent() -> None:
