@@ -29,6 +29,7 @@ from covey.store.tree import Node
 from covey.worker.agent_state import AgentState
 from covey.worker.calls import Stop, call_model, seconds_left
 from covey.worker.deps import Deps
+from covey.worker.redaction import redact
 from covey.worker.spawning import spawn, unreported
 from covey.worker.tools import run_tool
 
@@ -218,7 +219,7 @@ def _finish(
         depth=ctx.depth,
         status=status,
         output=output,
-        error=error,
+        error=redact(error) if error else error,  # a provider's error may echo a key
         data=data,
         usage=state.usage,
         started_at=state.started_at,

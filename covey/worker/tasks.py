@@ -38,6 +38,7 @@ from covey.worker.agent_state import AgentState
 from covey.worker.app import app
 from covey.worker.deps import Deps, worker_deps
 from covey.worker.handover import HandingOn
+from covey.worker.redaction import redact
 
 log = logging.getLogger(__name__)
 
@@ -227,7 +228,8 @@ def _crashed(job_id: str, agent_id: str, error: str, spent: Usage | None) -> dic
     usage its node last recorded. The result reaches the parent's chord even when
     Redis cannot be written: the crash path needs no Redis to report."""
     deps = worker_deps()
-    result = AgentResult(job_id=job_id, agent_id=agent_id, status=AgentStatus.FAILED, error=error, usage=spent or Usage())
+    result = AgentResult(job_id=job_id, agent_id=agent_id, status=AgentStatus.FAILED, error=redact(error),
+                         usage=spent or Usage())
     try:
         node = deps.tree.node(job_id, agent_id) or Node(agent_id=agent_id)
         result = result.model_copy(update={
