@@ -45,7 +45,7 @@ from bench import raw_tree  # noqa: E402
 from bench.harness import Worker, interruptible, private_redis, report  # noqa: E402
 from covey.client import Client  # noqa: E402
 from covey.config.settings import Settings  # noqa: E402
-from covey.orchestration.tool_schemas import TOOL_SCHEMAS  # noqa: E402
+from covey.tools.builtin import TOOL_SCHEMAS  # noqa: E402
 from covey.models import sim  # noqa: E402
 from covey.models.llm import SIM_BASE_URL  # noqa: E402
 

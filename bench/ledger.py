@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT))  # `python bench/ledger.py` puts bench/, not the r
 import redis  # noqa: E402
 
 from bench.harness import interruptible, private_redis, report  # noqa: E402
+from covey import keys  # noqa: E402
 from covey.budgets.budget import Budget  # noqa: E402
 from covey.budgets.ledger import AgentTerms  # noqa: E402
 from covey.budgets.redis_ledger import RedisLedger  # noqa: E402
@@ -105,7 +106,7 @@ def drive(url: str, job_id: str, chain: list[str], scopes: list[str], barrier, d
     """One process standing for a worker: its own client, ``PAIRS`` calls of its agent once all are ready."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops it, on Ctrl-C too
     try:
-        ledger = RedisLedger(redis.Redis.from_url(url))
+        ledger = RedisLedger(redis.Redis.from_url(url), keys.DEFAULT_JOB_TTL_SECONDS)
         ledger.client.ping()
         barrier.wait()
         for cycle in range(1, PAIRS + 1):
@@ -199,7 +200,7 @@ def covey_overspend(ledger: RedisLedger, url: str) -> int:
     chains = [open_child(ledger, job_id, [ROOT_AGENT_ID], budget, scopes, 1)[0] for _ in range(RACERS)]
 
     def racer(racing: redis.Redis, i: int) -> Callable[[], None]:
-        agent = RedisLedger(racing)
+        agent = RedisLedger(racing, keys.DEFAULT_JOB_TTL_SECONDS)
         return lambda: spend(agent, job_id, chains[i], scopes, 1, ASK, ASK, ASK)
 
     race(url, racer)
@@ -215,7 +216,7 @@ def covey_overspend(ledger: RedisLedger, url: str) -> int:
 def run_all() -> dict:
     with ExitStack() as stack:
         server, client = private_redis(stack)
-        ledger = RedisLedger(client)
+        ledger = RedisLedger(client, keys.DEFAULT_JOB_TTL_SECONDS)
 
         rates: dict[int, list[float]] = {n: [] for n in PROCESSES}
         for round_ in range(ROUNDS + 1):  # round 0 warms up

@@ -1,22 +1,37 @@
 """covey: trees of LLM agents as Celery tasks under a Redis budget ledger."""
 
+from importlib import import_module
+
 from covey.budgets.budget import Budget
+from covey.budgets.ledger import LedgerError
+from covey.status import AgentStatus, Cause, CauseKind, JobStatus, Resource
+from covey.errors import CoveyError
+from covey.models.catalog import ModelsFileError, UnservableModel
+from covey.orchestration.plan import PlanError
+from covey.orchestration.registry import UnknownStrategy
 from covey.results import AgentResult, Usage
 from covey.spec import AgentSpec, InvalidSpec, JobSpec
-from covey.status import AgentStatus, JobStatus
+
+# What pulls in Celery, redis or jsonschema: imported only when asked for.
+_LAZY = {
+    "Client": "covey.client", "JobHandle": "covey.client",
+    "JobRefused": "covey.client.errors", "JobTimeout": "covey.client.errors",
+    "StoreUnavailable": "covey.client.errors", "SweepInputError": "covey.sweeps.errors",
+    "WorkspaceError": "covey.store.workspace",
+    "InvalidSchema": "covey.models.structured", "SchemaMismatch": "covey.models.structured",
+}
 
 __all__ = [
-    "AgentResult", "AgentSpec", "AgentStatus", "Budget", "Client", "InvalidSpec", "JobHandle", "JobSpec", "JobStatus",
-    "Usage",
+    "AgentResult", "AgentSpec", "AgentStatus", "Budget", "Cause", "CauseKind", "Client", "CoveyError", "InvalidSchema",
+    "InvalidSpec", "JobHandle", "JobRefused", "JobSpec", "JobStatus", "JobTimeout", "LedgerError", "ModelsFileError",
+    "PlanError", "Resource", "SchemaMismatch", "StoreUnavailable", "SweepInputError", "UnknownStrategy",
+    "UnservableModel", "Usage", "WorkspaceError",
 ]
 
 
 def __getattr__(name: str):
-    # The client pulls in Celery and redis; import it only when asked for.
-    if name in ("Client", "JobHandle"):
-        from covey import client
-
-        return getattr(client, name)
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
     # `celery -A covey worker|inspect|events ...` looks for `covey.app`: the worker's app,
     # with covey's tasks and its COVEY_* configuration.
     if name == "app":

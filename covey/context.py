@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from covey.budgets.budget import Budget
+from covey.budgets.scopes import GLOBAL
 
 SUBAGENT_DIR = ".sub_agents"
 ROOT_AGENT_ID = "root"  # every job's root agent; children are <parent>-sub-<8 hex>
@@ -22,7 +23,7 @@ class RunContext(BaseModel):
     deny: list[str] = Field(default_factory=list, description="inherited by every child")
     allow: list[str] | None = Field(default=None, description="reset for each child")
     subroot: str = Field(default="", description="workspace folder this agent may write")
-    scopes: list[str] = Field(default_factory=lambda: ["global"])
+    scopes: list[str] = Field(default_factory=lambda: [GLOBAL])
     child_fraction: float = Field(default=0.5, gt=0, le=1, description="share of a budget a child asks for")
 
     @property

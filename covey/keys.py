@@ -12,14 +12,9 @@ PREFIX = "covey"
 # A job's ledger rows, checkpoints, tree and workspace outlive its run by a week
 # unless COVEY_JOB_TTL says otherwise, so `covey tree/ledger` still answer after
 # the job ends; the result backend's `result_expires` is set to the same span.
+# The stores take the TTL in their constructors: this module reads no settings.
 DEFAULT_JOB_TTL_SECONDS = 7 * 24 * 3600
 
-
-def job_ttl() -> int:
-    """Seconds a job's keys live after their last refresh (``COVEY_JOB_TTL``)."""
-    from covey.config.settings import get_settings  # settings import this module: resolved at call time
-
-    return int(get_settings().job_ttl)
 
 # A reservation not settled within this span belongs to a dead worker and is
 # released. It must exceed one model call with all the SDK's retries.

@@ -1,7 +1,7 @@
 """``AgentResult``: what every agent returns, whatever went wrong.
 
 A child never raises into its parent's chord; every failure is a result with a
-status, so the join always happens and the parent decides what to do.
+status and a ``Cause``, so the join always happens and the parent decides what to do.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
 
-from covey.status import AgentStatus
+from covey.status import AgentStatus, Cause
 
 
 class Usage(BaseModel):
@@ -46,6 +46,7 @@ class ChildSummary(BaseModel):
     status: AgentStatus
     output: str | None = None
     error: str | None = None
+    cause: Cause | None = None
     data: Any = Field(default=None, description="the structured answer (a JSON value), when the agent gave one")
 
 
@@ -61,7 +62,8 @@ class AgentResult(BaseModel):
     role: str = "agent"
     depth: int = 0
     output: str | None = None
-    error: str | None = None
+    error: str | None = None  # for people; branch on ``cause``
+    cause: Cause | None = Field(default=None, description="why it did not complete: set on every other status")
     data: Any = Field(default=None, description="the structured answer (a JSON value), when the agent gave one")
     usage: Usage = Field(default_factory=Usage)
     started_at: datetime | None = None
@@ -82,5 +84,5 @@ class AgentResult(BaseModel):
     def summary(self) -> ChildSummary:
         return ChildSummary(
             agent_id=self.agent_id, role=self.role, status=self.status, output=self.output, error=self.error,
-            data=self.data,
+            cause=self.cause, data=self.data,
         )

@@ -2,26 +2,32 @@
 
 These are the wire contract of ``covey.run_job``: validated at the client and again
 in the worker, so a bad spec from any Celery client is refused before anything runs.
+The contract names strategies but imports none: their registry is looked up by
+module name when a spec is validated, so the wire stays below the strategies.
 """
 
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from covey.budgets import scopes
 from covey.budgets.budget import Budget, Count, Number, Seconds
+from covey.errors import CoveyError
 from covey.models.catalog import ModelParams
-from covey.orchestration import registry
-from covey.orchestration.tool_schemas import TOOL_SCHEMAS
+from covey.tools.registry import check_known
 
 DEFAULT_MAX_CALL_TOKENS = 4096  # what current models take for one reply
 # Far above any model's longest reply, and low enough that a reservation (prompt
 # plus this) stays under 10^14, which the ledger's Lua writes as an exact integer.
 MAX_CALL_TOKENS = 10**9
+STRATEGIES = "covey.orchestration.registry"  # strategies by name, built-in and from entry points
 
 
-class InvalidSpec(ValueError):
+class InvalidSpec(CoveyError, ValueError):
     """A spec that cannot run; the message names the field at fault."""
 
 
@@ -50,9 +56,10 @@ class AgentSpec(BaseModel):
     @field_validator("strategy")
     @classmethod
     def _known_strategy(cls, value: str) -> str:
+        strategies = _strategies()
         try:
-            registry.strategy(value)
-        except registry.UnknownStrategy as e:
+            strategies.strategy(value)
+        except strategies.UnknownStrategy as e:
             raise ValueError(str(e)) from None
         return value
 
@@ -61,7 +68,7 @@ class AgentSpec(BaseModel):
         """The strategy's own Options model checks them, so a bad option is refused
         at the wire naming the field."""
         try:
-            registry.strategy(self.strategy).Options.model_validate(self.options)
+            _strategies().strategy(self.strategy).Options.model_validate(self.options)
         except ValidationError as e:
             raise ValueError(describe(e, prefix="options")) from None
         return self
@@ -69,9 +76,7 @@ class AgentSpec(BaseModel):
     @field_validator("tools", "deny")
     @classmethod
     def _known_tools(cls, value: list[str] | None) -> list[str] | None:
-        unknown = [name for name in value or [] if name not in TOOL_SCHEMAS]
-        if unknown:
-            raise ValueError(f"unknown tools {unknown}; known: {', '.join(TOOL_SCHEMAS)}")
+        check_known(value or [])
         return value
 
 
@@ -80,9 +85,9 @@ class JobSpec(AgentSpec):
 
     role: str = Field(default="root", min_length=1, max_length=64)
     budget: Budget = Field(default_factory=Budget)
-    tenant: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    tenant: str | None = Field(default=None, pattern=scopes.LABEL_PATTERN)
     sweep: str | None = Field(
-        default=None, pattern=r"^[A-Za-z0-9_.-]{1,64}$", description="the sweep this job belongs to: charges sweep:<id>"
+        default=None, pattern=scopes.LABEL_PATTERN, description="the sweep this job belongs to: charges sweep:<id>"
     )
     child_fraction: Number = Field(default=0.5, gt=0, le=1, description="share of a budget each child asks for")
 
@@ -113,9 +118,11 @@ class JobSpec(AgentSpec):
 
     def scopes(self) -> list[str]:
         """Global ledger scopes this job is charged to."""
-        return (
-            ["global"] + ([f"tenant:{self.tenant}"] if self.tenant else []) + ([f"sweep:{self.sweep}"] if self.sweep else [])
-        )
+        return scopes.of_job(self.tenant, self.sweep)
+
+
+def _strategies() -> ModuleType:
+    return importlib.import_module(STRATEGIES)
 
 
 def describe(error: ValidationError, prefix: str = "") -> str:

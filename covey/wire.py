@@ -1,5 +1,5 @@
-"""The names covey's tasks travel under, and how they read in Flower and in a
-worker's log.
+"""The names covey's tasks travel under, how they read in Flower and in a
+worker's log, and the plain text every layer shows people (``cut``, ``table``).
 
 ``RUN_JOB`` is the wire contract other services send to; the others are covey's
 own, sent worker to worker. A task reads as its job, agent, role and depth and the
@@ -9,17 +9,33 @@ when a message carries them."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 RUN_JOB = "covey.run_job"  # a job's root agent; the job id is the task id
 AGENT = "covey.agent"  # a sub-agent, sent by its parent's fan-out
 RESUME = "covey.resume"  # the chord callback that resumes a waiting parent
 PROCEED = "covey.proceed"  # an agent taken up again after its slice ran out
 
 TASK_WORDS = 8  # enough of a task to tell siblings apart at a glance
+ELLIPSIS = "…"  # one character, so a cut text keeps the length it is cut to
+
+
+def cut(text: str, chars: int) -> str:
+    """``text``, or its start and an ellipsis in ``chars`` characters: how covey
+    shows a text too long for its place (a tree node, a table cell)."""
+    return text if len(text) <= chars else text[: chars - 1] + ELLIPSIS
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """Columns padded to their widest cell, ``-`` for None; no trailing spaces."""
+    cells = [[str(h) for h in headers]] + [["-" if v is None else str(v) for v in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells)
 
 
 def first_words(text: str, words: int = TASK_WORDS) -> str:
     parts = text.split()
-    return " ".join(parts[:words]) + (" …" if len(parts) > words else "")
+    return " ".join(parts[:words]) + (f" {ELLIPSIS}" if len(parts) > words else "")
 
 
 def agent(job_id: str, agent_id: str, role: str, depth: int, task: str) -> dict[str, str]:

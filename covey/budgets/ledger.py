@@ -8,21 +8,19 @@ checked and applied on the agent, every ancestor and every global scope at once.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
+from covey.budgets import scopes
 from covey.budgets.budget import Budget
+from covey.status import Cause, CauseKind
+from covey.errors import CoveyError
 
 
-# `global`, or `tenant:<name>` / `sweep:<name>`: the scopes a job can be charged to.
-SCOPE_NAME = re.compile(r"global|(tenant|sweep):[A-Za-z0-9_.-]{1,64}")
-
-
-class LedgerError(Exception):
+class LedgerError(CoveyError):
     """A caller's bug (an agent used before it was opened, a settle on the wrong
     chain); never a budget refusal, which is an ``Opened``/``Grant`` with ok=False."""
 
@@ -43,23 +41,35 @@ class AgentTerms:
 class Opened:
     """Answer to ``open``. ``budget`` holds the child's limits after clamping; a
     clamp may leave ``max_tokens`` or ``max_cycles`` at 0 (the child's first
-    reserve is then refused)."""
+    reserve is then refused). A refusal's ``cause`` names the ancestor whose cap
+    was reached; ``reason`` says it to a person."""
 
     ok: bool
     budget: Budget | None
     reason: str | None
+    cause: Cause | None = None
 
 
 @dataclass(frozen=True)
 class Grant:
-    """Answer to ``reserve``: the tokens the call may spend (its ``max_tokens``)."""
+    """Answer to ``reserve``: the tokens the call may spend (its ``max_tokens``), or
+    a refusal whose ``cause`` names the row that is short (``reason`` says it to a
+    person)."""
 
     ok: bool
     tokens: int
     reason: str | None
-    cancelled: bool = False
+    cause: Cause | None = None
     record: str | None = None  # the outcome stored when this reservation was settled before
-    retry_after: float | None = None  # a scope's window is full: ask again after this many seconds
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cause is not None and self.cause.kind is CauseKind.CANCELLED
+
+    @property
+    def retry_after(self) -> float | None:
+        """Seconds until a scope's full window of this minute gives way to the next."""
+        return self.cause.retry_after if self.cause is not None and self.cause.kind is CauseKind.RATE_LIMITED else None
 
 
 class ScopeRow(BaseModel):
@@ -169,12 +179,12 @@ class Ledger(Protocol):
     def scope_rows(self) -> list[ScopeRow]: ...
 
 
-def unknown_scope(ledger: Ledger, scopes: list[str]) -> str | None:
+def unknown_scope(ledger: Ledger, names: list[str]) -> str | None:
     """Why a job naming these scopes is refused, or None. Only created scopes
     carry counters, so no client can make the ledger grow keys for new names."""
-    for name in scopes:
-        if name != "global" and not ledger.has_scope(name):
-            field = name.split(":")[0]
+    for name in names:
+        if name != scopes.GLOBAL and not ledger.has_scope(name):
+            field = scopes.kind(name)
             return (f"{field}: no ledger scope {name}; create it first with "
                     f"`covey scope {name} --max-tokens N` (or --tokens-per-minute N)")
     return None

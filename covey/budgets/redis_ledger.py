@@ -19,10 +19,12 @@ from importlib.resources import files
 import redis
 
 from covey import keys
+from covey.budgets import scopes as scope_names  # `scopes` here are a call's list of names
 from covey.budgets.budget import MAX_COUNT, Budget
 from covey.budgets.ledger import (
-    SCOPE_NAME, AgentRow, AgentTerms, Grant, LedgerError, LedgerSnapshot, Opened, ScopeRow,
+    AgentRow, AgentTerms, Grant, LedgerError, LedgerSnapshot, Opened, ScopeRow,
 )
+from covey.status import Cause, CauseKind, Resource
 
 _LUA = {
     name: (files("covey.budgets") / "lua" / f"{name}.lua").read_text(encoding="utf-8")
@@ -43,12 +45,13 @@ _LIMITS = ("tokens_limit", "cycles_limit", "agents_limit")
 class RedisLedger:
     """``Ledger`` on one Redis client (any ``decode_responses`` setting).
 
+    ``job_ttl``: seconds a job's rows live after their last write (``COVEY_JOB_TTL``).
     ``clock`` gives unix seconds; it stamps reservation expiries, so workers'
     clocks should agree to well within ``keys.RESERVATION_TTL_SECONDS``.
     """
 
-    def __init__(self, client: redis.Redis, clock: Callable[[], float] = time.time) -> None:
-        self.client = client
+    def __init__(self, client: redis.Redis, job_ttl: int, clock: Callable[[], float] = time.time) -> None:
+        self.client, self.job_ttl = client, job_ttl
         self.clock = clock
         self._scripts = {name: client.register_script(src) for name, src in _LUA.items()}
         self._next_sweep = float("-inf")
@@ -61,7 +64,7 @@ class RedisLedger:
         if terms.scopes:  # the scopes `snapshot` shows beside the job, charged or not
             with self.client.pipeline(transaction=False) as pipe:
                 pipe.sadd(keys.job_scopes(job_id), *terms.scopes)
-                pipe.expire(keys.job_scopes(job_id), keys.job_ttl())
+                pipe.expire(keys.job_scopes(job_id), self.job_ttl)
                 pipe.execute()
 
     def open(
@@ -76,7 +79,7 @@ class RedisLedger:
     def _open(self, job_id: str, chain: list[str], child_id: str, budget: Budget, terms: AgentTerms) -> Opened:
         args = [child_id, _arg(budget.max_tokens), _arg(budget.max_cycles), _arg(budget.max_agents),
                 budget.max_depth, budget.deadline.isoformat() if budget.deadline else "",
-                keys.job_ttl(), _tools_field(terms.tools),
+                self.job_ttl, _tools_field(terms.tools),
                 json.dumps(terms.deny), _arg(terms.max_cycles),
                 "" if terms.scopes is None else json.dumps(terms.scopes), terms.digest or "", *chain]
         row_keys = [keys.agent(job_id, child_id), keys.agents(job_id),
@@ -85,7 +88,7 @@ class RedisLedger:
         if status == -2:
             raise LedgerError(f"job {job_id}: {_str(rest[0])}")
         if status == 0:
-            return Opened(ok=False, budget=None, reason=_str(rest[0]))
+            return Opened(ok=False, budget=None, reason=_str(rest[0]), cause=_short(CauseKind.BUDGET, *rest[1:]))
         fields = dict(zip(("max_tokens", "max_cycles", "max_agents", "max_depth"), map(_int, rest[:4])))
         fields["deadline"] = _deadline(rest[4])
         # A clamp may leave 0 tokens or cycles: the child's first reserve is then refused.
@@ -114,17 +117,18 @@ class RedisLedger:
                     keys.replies(job_id, chain[-1]), keys.live_reservations()]
         args = [reservation_id, tokens, min_tokens, now + keys.RESERVATION_TTL_SECONDS, len(chain),
                 _compact(chain), _member(job_id, reservation_id), _arg(cycle),
-                keys.WINDOW_TTL_SECONDS, keys.job_ttl(), *chain, *scopes]
+                keys.WINDOW_TTL_SECONDS, self.job_ttl, *chain, *scopes]
         status, granted, reason, *rest = self._scripts["reserve"](keys=row_keys, args=args)
         if status == -2:
             raise LedgerError(f"job {job_id}: {_str(reason)}")
         if status == -1:
-            return Grant(ok=False, tokens=0, reason=_str(reason), cancelled=True)
+            return Grant(ok=False, tokens=0, reason=_str(reason), cause=Cause(kind=CauseKind.CANCELLED))
         if status == 2:  # a full window: the next minute's is empty
             retry_after = (minute + 1) * keys.WINDOW_SECONDS - now
-            return Grant(ok=False, tokens=0, reason=_str(reason), retry_after=retry_after)
+            cause = _short(CauseKind.RATE_LIMITED, *rest, retry_after=retry_after)
+            return Grant(ok=False, tokens=0, reason=_str(reason), cause=cause)
         if status != 1:
-            return Grant(ok=False, tokens=0, reason=_str(reason) or None)
+            return Grant(ok=False, tokens=0, reason=_str(reason), cause=_short(CauseKind.BUDGET, *rest))
         record = _str(rest[0])
         return Grant(ok=True, tokens=int(granted), reason=None, record=record or None)
 
@@ -137,7 +141,7 @@ class RedisLedger:
             raise ValueError(f"tokens used cannot be negative, got {tokens}")
         row_keys = [keys.calls(job_id), *self._rows(job_id, chain, scopes), keys.replies(job_id, chain[-1]),
                     keys.live_reservations()]
-        args = [reservation_id, tokens, keys.job_ttl(), _compact(chain),
+        args = [reservation_id, tokens, self.job_ttl, _compact(chain),
                 _member(job_id, reservation_id), record or "", len(chain), *scopes]
         status = self._scripts["settle"](keys=row_keys, args=args)
         if status == -2:
@@ -174,7 +178,7 @@ class RedisLedger:
     # -- cancel ---------------------------------------------------------------
 
     def cancel(self, job_id: str) -> None:
-        self.client.set(keys.cancel(job_id), 1, ex=keys.job_ttl())
+        self.client.set(keys.cancel(job_id), 1, ex=self.job_ttl)
 
     def cancelled(self, job_id: str) -> bool:
         return bool(self.client.exists(keys.cancel(job_id)))
@@ -206,8 +210,7 @@ class RedisLedger:
     def set_scope(self, name: str, max_tokens: int | None, max_cycles: int | None,
                   tokens_per_minute: int | None = None, requests_per_minute: int | None = None) -> None:
         """Write every cap of a global scope, creating it; ``None`` removes a cap."""
-        if not SCOPE_NAME.fullmatch(name):
-            raise ValueError(f"scope name {name!r} must be global, tenant:<name> or sweep:<name>")
+        scope_names.check(name)
         caps = {"tokens_limit": ("max_tokens", max_tokens), "cycles_limit": ("max_cycles", max_cycles),
                 "tpm_limit": ("tokens_per_minute", tokens_per_minute),
                 "rpm_limit": ("requests_per_minute", requests_per_minute)}
@@ -235,6 +238,13 @@ class RedisLedger:
             for s in names:
                 pipe.hgetall(keys.scope(s))
             return [_scope_row(s, r) for s, r in zip(names, pipe.execute())]
+
+
+def _short(kind: CauseKind, row: str | bytes, name: str | bytes, resource: str | bytes,
+           retry_after: float | None = None) -> Cause:
+    """A refusal's cause from a script's answer: the short row ('agent' or 'scope'), its name, and what it lacks."""
+    where = "agent_id" if _str(row) == "agent" else "scope"
+    return Cause(kind=kind, resource=Resource(_str(resource)), retry_after=retry_after, **{where: _str(name)})
 
 
 def _member(job_id: str, reservation_id: str) -> str:

@@ -39,7 +39,7 @@ def cli() -> None:
 
 
 def main() -> None:
-    from covey.client.client import BROKER, REDIS, JobRefused, JobTimeout, StoreUnavailable
+    from covey.client.errors import BROKER, REDIS, JobRefused, JobTimeout, StoreUnavailable
     from covey.models.catalog import ModelsFileError
 
     try:

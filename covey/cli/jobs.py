@@ -181,7 +181,7 @@ def tree(job_id: str, as_json: bool, watch: bool) -> None:
 
 
 _NODE_FIELDS = {
-    "agent_id", "parent_id", "depth", "role", "status", "usage", "task", "error", "started_at", "finished_at",
+    "agent_id", "parent_id", "depth", "role", "status", "usage", "task", "error", "cause", "started_at", "finished_at",
 }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from covey.cli import render
+from covey import wire
 from covey.cli.app import cli, print_json
 from covey.config.settings import get_settings
 from covey.models.catalog import Catalog
@@ -24,7 +24,7 @@ def models(as_json: bool) -> None:
         print_json([row.model_dump(mode="json") for row in served])
         return
     rows = [(r.name, r.endpoint, r.model, r.key_env, _key_state(r.key_set), _params(r.params)) for r in served]
-    click.echo(render.table(["model", "endpoint", "provider model", "key variable", "key", "params"], rows))
+    click.echo(wire.table(["model", "endpoint", "provider model", "key variable", "key", "params"], rows))
 
 
 def _key_state(key_set: bool | None) -> str | None:

@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 
 from covey.budgets.ledger import LedgerSnapshot, ScopeRow
 from covey.results import AgentResult
 from covey.store.tree import Node
-
-
-def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
-    cells = [[str(h) for h in headers]] + [["-" if v is None else str(v) for v in row] for row in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells)
+from covey.wire import cut, table
 
 
 def result(r: AgentResult) -> str:
@@ -58,7 +52,7 @@ def _elapsed(node: Node, now: datetime) -> str | None:
 
 
 def _short(text: str | None, chars: int = 40) -> str | None:
-    return text if text is None or len(text) <= chars else text[: chars - 1] + "…"
+    return None if text is None else cut(text, chars)
 
 
 def ledger_totals(s: LedgerSnapshot) -> str:

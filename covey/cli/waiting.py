@@ -17,7 +17,8 @@ from rich.live import Live
 from rich.text import Text
 
 from covey.cli import render
-from covey.client.client import RESULT_FETCH_SECONDS, JobHandle, JobTimeout
+from covey.client.client import RESULT_FETCH_SECONDS, JobHandle
+from covey.client.errors import JobTimeout
 from covey.results import AgentResult
 
 NO_WORKER_HINT_SECONDS = 3.0  # how long a job may sit still before we look for why

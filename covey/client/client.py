@@ -11,7 +11,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import urlsplit
 
 import redis
 from celery.exceptions import TimeoutError as CeleryTimeout
@@ -21,7 +20,9 @@ from kombu.exceptions import OperationalError
 from redis.exceptions import InvalidResponse
 
 from covey import keys, wire
+from covey.status import Cause, CauseKind, JobStatus
 from covey.client import waits
+from covey.client.errors import BROKER, REDIS, RESULT_STORE, JobRefused, JobTimeout, StoreUnavailable
 from covey.config import connections
 from covey.budgets.ledger import LedgerSnapshot, unknown_scope
 from covey.budgets.redis_ledger import RedisLedger
@@ -31,7 +32,6 @@ from covey.context import ROOT_AGENT_ID
 from covey.client.progress import Progress
 from covey.results import AgentResult
 from covey.spec import InvalidSpec, JobSpec
-from covey.status import JobStatus
 from covey.store.tree import JobTree, Node
 
 WATCH_INTERVAL_SECONDS = 0.5  # how often a watcher reads the tree and the ledger
@@ -40,37 +40,8 @@ RESULT_FETCH_SECONDS = 30.0  # fetching a result already marked ready: bounded, 
 # outage, but a person at a prompt wants the one line within seconds.
 CLIENT_OUTAGE_SECONDS = 2.0
 
-REDIS, BROKER, RESULT_STORE = "Redis", "the broker", "the result store"
 # What redis-py, kombu and Celery raise for a store they cannot reach (or that is no Redis).
 OUTAGES = (redis.ConnectionError, redis.TimeoutError, InvalidResponse, OperationalError, ConnectionError)
-
-
-class JobRefused(Exception):
-    """The worker refused the job (an invalid spec) or the job crashed before its root ran."""
-
-
-class JobTimeout(TimeoutError):
-    """``result(timeout)`` ran out before the job finished; the job goes on.
-    ``reason`` says why it is stuck, when that is known."""
-
-    def __init__(self, job_id: str, waited: float, reason: str | None) -> None:
-        self.job_id, self.waited, self.reason = job_id, waited, reason
-        super().__init__(f"job {job_id} not finished after {waited:.1f}s" + (f": {reason}" if reason else ""))
-
-
-class StoreUnavailable(ConnectionError):
-    """Redis, the broker or the result store cannot be reached: ``store`` says which
-    and ``url`` where (its password masked), since each may live elsewhere."""
-
-    def __init__(self, store: str, url: str, reason: BaseException) -> None:
-        self.store, self.url = store, _masked(url, url)
-        super().__init__(f"cannot reach {store} ({self.url}): {_masked(' '.join(str(reason).split()), url)}")
-
-
-def _masked(text: str, url: str) -> str:
-    """``text`` with ``url``'s password replaced, so no message shows it."""
-    password = urlsplit(url).password
-    return text.replace(f":{password}@", ":***@") if password else text
 
 
 def _outage(error: BaseException | None) -> BaseException | None:
@@ -97,15 +68,24 @@ class Client:
             self.settings.redis_url, decode_responses=True,
             socket_connect_timeout=CLIENT_OUTAGE_SECONDS, socket_timeout=connections.SOCKET_TIMEOUT_SECONDS,
         )
-        self.ledger = RedisLedger(self.redis)
-        self.tree = JobTree(self.redis)
+        self.ledger = RedisLedger(self.redis, self.settings.job_ttl)
+        self.tree = JobTree(self.redis, self.settings.job_ttl)
 
     def spec(self, task: str, **fields: Any) -> JobSpec:
         """A validated JobSpec; what it leaves unset the worker fills from its
         defaults (``COVEY_MODEL``, ``COVEY_MAX_*``)."""
         return JobSpec.parse({"task": task, **fields})
 
-    def submit(self, spec: JobSpec | dict[str, Any] | str) -> JobHandle:
+    def submit(
+        self, spec: JobSpec | dict[str, Any] | str, job_id: str | None = None, subscribe: bool = True
+    ) -> JobHandle:
+        """Send the job; ``InvalidSpec`` for a bad spec or a scope never created.
+
+        ``job_id``: the id to send it under (a sweep names it in a claim before the
+        job exists), else a new one. ``subscribe``: subscribe to the result before
+        the send, which tells a result store that is down from a broker that is; a
+        caller that polls results in bulk (a sweep of thousands of jobs) passes False.
+        """
         if isinstance(spec, str):
             spec = self.spec(spec)
         elif not isinstance(spec, JobSpec):
@@ -114,12 +94,13 @@ class Client:
             unknown = unknown_scope(self.ledger, spec.scopes())
         if unknown:
             raise InvalidSpec(f"invalid job spec: {unknown}")
-        job_id = uuid()
+        job_id = job_id or uuid()
         # send_task subscribes to the result, then publishes, with errors of the same
         # types for both stores; subscribing first, apart, tells which one is down.
         with self._reaching(BROKER), self.app.producer_or_acquire() as producer:
-            with self._reaching(RESULT_STORE):
-                self.app.backend.on_task_call(producer, job_id)
+            if subscribe:
+                with self._reaching(RESULT_STORE):
+                    self.app.backend.on_task_call(producer, job_id)
             self.app.send_task(
                 wire.RUN_JOB, kwargs={"spec": spec.wire()}, task_id=job_id, producer=producer,
                 **wire.agent(job_id, ROOT_AGENT_ID, spec.role, 0, spec.task),
@@ -258,7 +239,8 @@ class JobHandle:
             self._stop_waiting()
             raise
         if not self._async.successful():  # read from the result just fetched
-            raise JobRefused(str(raw))
+            kind = CauseKind.INVALID_SPEC if isinstance(raw, InvalidSpec) else CauseKind.INTERNAL
+            raise JobRefused(str(raw), Cause(kind=kind))
         return AgentResult.model_validate(raw)
 
     def _stop_waiting(self) -> None:

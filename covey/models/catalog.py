@@ -32,6 +32,7 @@ from pydantic_core import PydanticCustomError
 
 from covey.budgets.budget import MAX_COUNT
 from covey.config.settings import Settings
+from covey.errors import CoveyError
 
 SIM_MODEL = "sim"
 OPENAI_BASE_URL = "https://api.openai.com/v1"  # the SDK's own default endpoint
@@ -39,11 +40,11 @@ DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-class ModelsFileError(ValueError):
+class ModelsFileError(CoveyError, ValueError):
     """A models file that cannot be used; one line naming the file, the model and the field."""
 
 
-class UnservableModel(ValueError):
+class UnservableModel(CoveyError, ValueError):
     """A model name this worker has no usable endpoint for; says what to configure."""
 
 

@@ -14,26 +14,38 @@ import httpx2
 import openai
 
 from covey.budgets.budget import MAX_COUNT
+from covey.status import Cause, CauseKind
 from covey.config.settings import Settings
-from covey.orchestration.actions import ModelReply, ToolCall
-from covey.results import Usage
+from covey.errors import CoveyError
 from covey.models import sim
 from covey.models.catalog import Catalog, Endpoint, ModelParams, UnservableModel
+from covey.models.replies import ModelReply, ToolCall
 from covey.models.structured import SCHEMA_NAME, response_format
 from covey.models.tokens import estimate_prompt_tokens
+from covey.results import Usage
 
 SIM_BASE_URL = "http://sim.covey/v1"
 
 
-class ModelError(Exception):
+class ModelError(CoveyError):
     """A model call that failed for good (after the SDK's retries); one clear line.
 
-    ``usage`` is what the call cost when the endpoint did answer, with a reply that
-    cannot be used: it is charged, never hidden."""
+    ``cause`` says why as fields (its kind, the HTTP status, a rate limit's
+    Retry-After). ``usage`` is what the call cost when the endpoint did answer,
+    with a reply that cannot be used: it is charged, never hidden."""
 
-    def __init__(self, message: str, usage: Usage | None = None) -> None:
+    def __init__(self, message: str, cause: Cause, usage: Usage | None = None) -> None:
         super().__init__(message)
-        self.usage = usage
+        self.cause, self.usage = cause, usage
+
+    @property
+    def status(self) -> int | None:
+        """The endpoint's HTTP status, when it answered with one."""
+        return self.cause.status
+
+    @property
+    def rate_limited(self) -> bool:
+        return self.cause.kind is CauseKind.RATE_LIMITED
 
 
 class LLM:
@@ -67,7 +79,7 @@ class LLM:
         try:
             endpoint = self.catalog.endpoint(model)
         except UnservableModel as e:
-            raise ModelError(str(e)) from e
+            raise ModelError(str(e), Cause(kind=CauseKind.INVALID_SPEC)) from e
         client = self._client(endpoint)
         kwargs: dict[str, Any] = {**endpoint.params.request(), **(params.request() if params else {})}
         # max_completion_tokens: OpenAI's current name; reasoning models refuse max_tokens.
@@ -82,26 +94,30 @@ class LLM:
         retries = 0 if deadline_bound else self._settings.model_retries
         if retries != client.max_retries:  # a copy of the client: only for a deadline's single attempt
             client = client.with_options(max_retries=retries)
+        failed = Cause(kind=CauseKind.MODEL_ERROR)
+        malformed = Cause(kind=CauseKind.MALFORMED_REPLY)
         try:
             completion = client.chat.completions.create(**kwargs, timeout=per_attempt)
         except openai.APITimeoutError as e:
-            raise ModelError(f"model call timed out after {per_attempt:g}s (and {retries} retries)") from e
+            raise ModelError(f"model call timed out after {per_attempt:g}s (and {retries} retries)", failed) from e
         except openai.APIStatusError as e:
-            raise ModelError(f"model call failed: HTTP {e.status_code}: {_message(e)}") from e
+            raise ModelError(f"model call failed: HTTP {e.status_code}: {_message(e)}", _status_cause(e)) from e
         except openai.APIConnectionError as e:
-            raise ModelError(f"model unreachable: {e}") from e
+            raise ModelError(f"model unreachable: {e}", failed) from e
         except openai.OpenAIError as e:
-            raise ModelError(f"model call failed: {type(e).__name__}: {e}") from e
+            raise ModelError(f"model call failed: {type(e).__name__}: {e}", failed) from e
         except ValueError as e:  # an answer the SDK cannot parse (not JSON): billed, for all covey knows
-            raise ModelError(f"model returned a malformed reply: {e}", _worst(messages, tools, max_tokens)) from e
+            raise ModelError(
+                f"model returned a malformed reply: {e}", malformed, _worst(messages, tools, max_tokens)) from e
         try:
             usage = _usage(completion, messages, tools, max_tokens)
         except ValueError as e:  # charged as the worst case: what it really cost is unknown
-            raise ModelError(f"model reported unusable usage: {e}", _worst(messages, tools, max_tokens)) from e
+            raise ModelError(
+                f"model reported unusable usage: {e}", malformed, _worst(messages, tools, max_tokens)) from e
         try:
             return _reply(completion), usage
         except (AttributeError, TypeError, ValueError) as e:
-            raise ModelError(f"model returned a malformed reply: {e}", usage) from e
+            raise ModelError(f"model returned a malformed reply: {e}", malformed, usage) from e
 
     def _client(self, endpoint: Endpoint) -> openai.OpenAI:
         key = (endpoint.base_url, endpoint.key_env)
@@ -123,6 +139,23 @@ class LLM:
         # A local endpoint may take no key, but the SDK insists on one.
         api_key = endpoint.api_key or "none"
         return openai.OpenAI(api_key=api_key, base_url=endpoint.base_url, http_client=http, **common)
+
+
+def _status_cause(error: openai.APIStatusError) -> Cause:
+    """An HTTP error's cause: ``rate_limited`` for a 429, with the wait it asked for."""
+    if error.status_code != 429:
+        return Cause(kind=CauseKind.MODEL_ERROR, status=error.status_code)
+    return Cause(kind=CauseKind.RATE_LIMITED, status=429, retry_after=_retry_after(error.response.headers))
+
+
+def _retry_after(headers: httpx2.Headers) -> float | None:
+    """Seconds from ``retry-after-ms`` (OpenAI's) or ``retry-after``; None for neither, or an HTTP date."""
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        try:
+            return float(headers[name]) / scale
+        except (KeyError, ValueError):
+            continue
+    return None
 
 
 def _message(error: openai.APIStatusError) -> str:

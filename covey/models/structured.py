@@ -13,14 +13,16 @@ from typing import Any
 import jsonschema
 from jsonschema.validators import validator_for
 
+from covey.errors import CoveyError
+
 SCHEMA_NAME = "answer"  # the default name of a json_schema response_format (OpenAI requires one)
 
 
-class SchemaMismatch(ValueError):
+class SchemaMismatch(CoveyError, ValueError):
     """A reply that is not JSON or does not match the schema asked for."""
 
 
-class InvalidSchema(ValueError):
+class InvalidSchema(CoveyError, ValueError):
     """A schema that is not a valid JSON Schema."""
 
 

@@ -1,23 +1,20 @@
 """What a strategy asks the worker to do next, and what the worker hands back.
 
-Strategies are pure state machines over JSON-able state: ``start(ctx)`` and
-``resume(ctx, state, outcome)`` both return an Action carrying the new state.
+Strategies are pure state machines over typed states (``covey.orchestration.states``):
+``start(spec, ctx)`` and ``resume(spec, ctx, state, outcome)`` both return an Action
+carrying the new state, a pydantic model the worker checkpoints as JSON.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Union
+from typing import Any
 
+from pydantic import BaseModel
+
+from covey.status import AgentStatus, Cause
+from covey.models.replies import ModelReply, ToolCall
 from covey.results import AgentResult
-from covey.status import AgentStatus
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    id: str
-    name: str
-    arguments: str  # raw JSON text, as the model sent it
 
 
 @dataclass(frozen=True)
@@ -47,7 +44,7 @@ class CallModel:
     the agent before the strategy sees it. ``schema_name`` names that schema to
     the model (letters, digits, _ and -)."""
 
-    state: dict[str, Any]
+    state: BaseModel
     messages: list[dict[str, Any]]
     tools: list[str] | None = None
     schema: dict[str, Any] | None = None
@@ -56,40 +53,30 @@ class CallModel:
 
 @dataclass(frozen=True)
 class RunTools:
-    state: dict[str, Any]
+    state: BaseModel
     calls: list[ToolCall]
 
 
 @dataclass(frozen=True)
 class Spawn:
-    state: dict[str, Any]
+    state: BaseModel
     children: list[ChildRequest]
 
 
 @dataclass(frozen=True)
 class Finish:
-    state: dict[str, Any]
+    state: BaseModel
     status: AgentStatus
     output: str | None = None
     error: str | None = None
     data: Any = None  # a JSON value the parent reads as is, never scraped out of prose
+    cause: Cause | None = None  # of a failure; None: the worker takes it from the status
 
 
-Action = Union[CallModel, RunTools, Spawn, Finish]
+Action = CallModel | RunTools | Spawn | Finish
 
 
 # --- Outcomes ----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ModelReply:
-    """What the model said and why it stopped; ``parsed`` is the JSON answer of
-    a call that asked for a schema."""
-
-    content: str | None
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    finish_reason: str = "stop"
-    parsed: Any = None
 
 
 @dataclass(frozen=True)
@@ -102,18 +89,22 @@ class ChildResults:
     results: list[AgentResult]
 
 
-Outcome = Union[ModelReply, ToolResults, ChildResults]
+Outcome = ModelReply | ToolResults | ChildResults
 
 
 _ACTIONS = {cls.__name__: cls for cls in (CallModel, RunTools, Spawn, Finish)}
 
 
 def to_json(action: Action) -> dict[str, Any]:
-    """An Action as JSON, to checkpoint an agent that pauses before taking it."""
-    return {"type": type(action).__name__, **asdict(action)}
+    """An Action as JSON, to checkpoint an agent that pauses before taking it. Its
+    state is left out: the checkpoint holds it already, as the agent's state."""
+    data = asdict(action)
+    del data["state"]
+    return {"type": type(action).__name__, **data}
 
 
-def from_json(data: dict[str, Any]) -> Action:
+def from_json(data: dict[str, Any], state: BaseModel) -> Action:
+    """The Action ``to_json`` wrote, carrying ``state`` again."""
     fields = dict(data)
     cls = _ACTIONS[fields.pop("type")]
     if cls is RunTools:
@@ -122,4 +113,5 @@ def from_json(data: dict[str, Any]) -> Action:
         fields["children"] = [ChildRequest(**c) for c in fields["children"]]
     elif cls is Finish:
         fields["status"] = AgentStatus(fields["status"])
-    return cls(**fields)
+        fields["cause"] = fields.get("cause") and Cause.model_validate(fields["cause"])
+    return cls(state=state, **fields)

@@ -23,13 +23,14 @@ ends ``(part I of N)`` with ``I`` the debater's index plus one, so a
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from covey.context import RunContext
-from covey.orchestration import debate_scoring
+from covey.orchestration import debate_scoring, states
 from covey.orchestration.actions import Action, ChildRequest, ChildResults, Finish, Outcome, Spawn
+from covey.orchestration.states import Run, StrategyState
 from covey.results import AgentResult
 from covey.status import AgentStatus
 
@@ -123,28 +124,43 @@ def _part(index: int, count: int) -> str:
     return f"(part {index + 1} of {count})"
 
 
+class Round(BaseModel):
+    """One critique round: each critic's scores by target, and why the silent gave none."""
+
+    scores: dict[int, dict[int, float]] = Field(default_factory=dict)
+    silent: dict[int, str] = Field(default_factory=dict)
+
+
+class State(StrategyState):
+    """The proposals (``None`` for a debater out of the running), why each of those is
+    out, the rounds scored so far and the critics of the round running.
+
+    ``phase`` is the wave it waits for: the proposals, or a round of critiques."""
+
+    phase: Literal["proposals", "critiques"] = "proposals"
+    round: int = 0
+    proposals: list[Proposal | None] = Field(default_factory=list)
+    dropped: dict[int, str] = Field(default_factory=dict)
+    rounds: list[Round] = Field(default_factory=list)
+    critics: list[int] = Field(default_factory=list)
+
+
 def start(spec: AgentSpec, ctx: RunContext) -> Action:
-    options = Options.model_validate(spec.options)
+    options = Run.of(Options, spec, ctx).options
     count = options.num_debaters
-    state: dict[str, Any] = {"round": 0, "proposals": [], "dropped": {}, "rounds": [], "critics": []}
     children = [
         _child(options, wave=0, width=count, role="proposer", task=proposer_task(spec.task, i, count),
                schema=PROPOSAL_SCHEMA, schema_name="proposal")
         for i in range(count)
     ]
-    return Spawn(state=state, children=children)
+    return Spawn(state=State(), children=children)
 
 
-def resume(spec: AgentSpec, ctx: RunContext, state: dict[str, Any], outcome: Outcome) -> Action:
-    if not isinstance(outcome, ChildResults):
-        raise TypeError(f"debate cannot resume from {type(outcome).__name__}")
-    options = Options.model_validate(spec.options)
-    state = json.loads(json.dumps(state))  # never mutate the caller's copy
-    if state["round"] == 0:
-        _take_proposals(state, outcome.results)
-    else:
-        _take_critiques(state, outcome.results)
-    return _next(spec, options, state)
+def resume(spec: AgentSpec, ctx: RunContext, state: State, outcome: Outcome) -> Action:
+    return states.resume(NAME, Options, spec, ctx, state, outcome, {
+        ("proposals", ChildResults): _on_proposals,
+        ("critiques", ChildResults): _on_critiques,
+    })
 
 
 def _child(
@@ -160,70 +176,73 @@ def _child(
     )
 
 
-def _take_proposals(state: dict[str, Any], results: list[AgentResult]) -> None:
-    for index, result in enumerate(results):
+def _on_proposals(run: Run[Options], state: State, outcome: ChildResults) -> Action:
+    for index, result in enumerate(outcome.results):
         proposal = _proposal(result)
-        state["proposals"].append(proposal)
+        state.proposals.append(proposal)
         if proposal is None:
-            state["dropped"][str(index)] = _why(result, "gave no valid proposal")
+            state.dropped[index] = _why(result, "gave no valid proposal")
+    return _next(run, state)
 
 
-def _proposal(result: AgentResult) -> dict[str, Any] | None:
+def _proposal(result: AgentResult) -> Proposal | None:
     """The proposal of a completed proposer; ``None`` for anything else."""
     if not result.ok:
         return None
     try:
-        return Proposal.model_validate(result.data).model_dump()
+        return Proposal.model_validate(result.data)
     except ValidationError:
         return None
 
 
-def _take_critiques(state: dict[str, Any], results: list[AgentResult]) -> None:
-    alive = _alive(state)
-    scores: dict[str, dict[str, float]] = {}
-    silent: dict[str, str] = {}
-    for critic, result in zip(state["critics"], results):
+def _on_critiques(run: Run[Options], state: State, outcome: ChildResults) -> Action:
+    running = list(_running(state))
+    scored = Round()
+    for critic, result in zip(state.critics, outcome.results):
         raw = result.data.get("scores") if result.ok and isinstance(result.data, dict) else None
-        given = debate_scoring.valid_scores(raw, critic, alive)
+        given = debate_scoring.valid_scores(raw, critic, running)
         if given:
-            scores[str(critic)] = _by_key(given)
+            scored.scores[critic] = given
         else:
-            silent[str(critic)] = _why(result, "gave no valid score")
-    state["rounds"].append({"scores": scores, "silent": silent})
+            scored.silent[critic] = _why(result, "gave no valid score")
+    state.rounds.append(scored)
+    return _next(run, state)
 
 
 def _why(result: AgentResult, fallback: str) -> str:
     return fallback if result.ok else f"{result.status.value}: {result.error}"
 
 
-def _alive(state: dict[str, Any]) -> list[int]:
-    return [i for i, p in enumerate(state["proposals"]) if p is not None]
+def _running(state: State) -> dict[int, Proposal]:
+    """The proposals still in the running, by debater index."""
+    return {i: p for i, p in enumerate(state.proposals) if p is not None}
 
 
-def _next(spec: AgentSpec, options: Options, state: dict[str, Any]) -> Action:
-    alive = _alive(state)
-    if not alive:
-        reasons = "; ".join(f"debater {i} {why}" for i, why in state["dropped"].items())
+def _next(run: Run[Options], state: State) -> Action:
+    running = _running(state)
+    if not running:
+        reasons = "; ".join(f"debater {i} {why}" for i, why in state.dropped.items())
         return Finish(
             state=state, status=AgentStatus.FAILED, error=f"no debater proposed an answer: {reasons}",
-            data={"dropped": state["dropped"]},
+            data={"dropped": _by_key(state.dropped)},
         )
-    if state["round"] < options.num_rounds and len(alive) >= 2:
-        return _critique_wave(spec, options, state, alive)
-    return _verdict(options, state, alive)
+    if state.round < run.options.num_rounds and len(running) >= 2:
+        return _critique_wave(run, state, running)
+    return _verdict(run.options, state, running)
 
 
-def _critique_wave(spec: AgentSpec, options: Options, state: dict[str, Any], alive: list[int]) -> Spawn:
-    state["round"] += 1
-    state["critics"] = alive
-    proposals = _by_key({i: state["proposals"][i] for i in alive})
+def _critique_wave(run: Run[Options], state: State, running: dict[int, Proposal]) -> Spawn:
+    state.phase = "critiques"
+    state.round += 1
+    state.critics = alive = list(running)
+    proposals = _by_key({i: p.model_dump() for i, p in running.items()})
     previous = None
-    if state["rounds"]:
-        previous = _by_key(debate_scoring.peer_means(_int_rounds(state["rounds"][-1:]), alive))
-    count = options.num_debaters
+    if state.rounds:
+        previous = _by_key(debate_scoring.peer_means([state.rounds[-1].scores], alive))
+    count = run.options.num_debaters
     children = [
-        _child(options, wave=state["round"], width=len(alive), role="critic",
-               task=critic_task(spec.task, i, count, state["round"], proposals, previous),
+        _child(run.options, wave=state.round, width=len(alive), role="critic",
+               task=critic_task(run.spec.task, i, count, state.round, proposals, previous),
                schema=critique_schema([t for t in alive if t != i]), schema_name="critique")
         for i in alive
     ]
@@ -231,37 +250,30 @@ def _critique_wave(spec: AgentSpec, options: Options, state: dict[str, Any], ali
 
 
 def _by_key(values: dict[int, Any]) -> dict[str, Any]:
-    """``values`` keyed as JSON keys them, so the state reads the same after a checkpoint."""
+    """``values`` keyed as JSON keys them, so ``data`` reads the same before and after it travels."""
     return {str(k): v for k, v in values.items()}
 
 
-def _int_rounds(rounds: list[dict[str, Any]]) -> list[dict[int, dict[int, float]]]:
-    """The recorded rounds' scores keyed by index again (JSON keeps them as strings)."""
-    return [
-        {int(c): {int(t): s for t, s in given.items()} for c, given in r["scores"].items()} for r in rounds
-    ]
-
-
-def _verdict(options: Options, state: dict[str, Any], alive: list[int]) -> Finish:
+def _verdict(options: Options, state: State, running: dict[int, Proposal]) -> Finish:
     verdict = debate_scoring.decide(
-        _int_rounds(state["rounds"]),
-        {i: state["proposals"][i]["confidence"] for i in alive},
+        [r.scores for r in state.rounds],
+        {i: p.confidence for i, p in running.items()},
         peer_weight=options.peer_weight,
         confidence_weight=options.confidence_weight,
         threshold=options.consensus_threshold,
     )
-    winning = state["proposals"][verdict.winner]
+    winning = running[verdict.winner]
     data = {
         "consensus": verdict.consensus,
         "winner": verdict.winner,
-        "proposal": winning,
-        "proposals": _by_key({i: state["proposals"][i] for i in alive}),
-        "dropped": state["dropped"],
-        "rounds": state["rounds"],
+        "proposal": winning.model_dump(),
+        "proposals": _by_key({i: p.model_dump() for i, p in running.items()}),
+        "dropped": _by_key(state.dropped),
+        "rounds": [r.model_dump(mode="json") for r in state.rounds],
         "peer_means": _by_key(verdict.peer_means),
         "combined": _by_key(verdict.combined),
         "consensus_threshold": options.consensus_threshold,
         "peer_weight": options.peer_weight,
         "confidence_weight": options.confidence_weight,
     }
-    return Finish(state=state, status=AgentStatus.COMPLETED, output=winning["answer"], data=data)
+    return Finish(state=state, status=AgentStatus.COMPLETED, output=winning.answer, data=data)

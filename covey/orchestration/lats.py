@@ -17,24 +17,16 @@ candidate scores a neutral 0.5 and the result's ``data`` notes why.
 from __future__ import annotations
 
 import hashlib
-import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from covey.context import RunContext
-from covey.orchestration import search_tree
-from covey.orchestration.actions import (
-    Action,
-    CallModel,
-    ChildRequest,
-    ChildResults,
-    Finish,
-    ModelReply,
-    Outcome,
-    Spawn,
-)
+from covey.models.replies import ModelReply
+from covey.orchestration import search_tree, states
+from covey.orchestration.actions import Action, CallModel, ChildRequest, ChildResults, Finish, Outcome, Spawn
 from covey.orchestration.prompts import opening
+from covey.orchestration.states import Run, StrategyState
 from covey.results import AgentResult
 from covey.status import AgentStatus
 
@@ -87,11 +79,24 @@ def candidates_schema(count: int) -> dict[str, Any]:
     }
 
 
+class State(StrategyState):
+    """The search: its tie-break seed, the tree, the simulations run, the node being
+    expanded and, while its evaluators run, the candidates they judge.
+
+    ``phase`` is what it waits for: the expansion's candidates, or their evaluations."""
+
+    phase: Literal["expand", "evaluate"] = "expand"
+    seed: int
+    tree: search_tree.Tree = Field(default_factory=search_tree.new_tree)
+    simulations: int = 0
+    expanding: int = search_tree.ROOT
+    candidates: list[str] = Field(default_factory=list)
+
+
 def start(spec: AgentSpec, ctx: RunContext) -> Action:
-    options = Options.model_validate(spec.options)
-    seed = options.seed if options.seed is not None else _seed(ctx)
-    state = {"seed": seed, "tree": search_tree.new_tree(), "simulations": 0, "expanding": search_tree.ROOT}
-    return _expand(spec, ctx, options, state)
+    run = Run.of(Options, spec, ctx)
+    seed = run.options.seed if run.options.seed is not None else _seed(ctx)
+    return _expand(run, State(seed=seed))
 
 
 def _seed(ctx: RunContext) -> int:
@@ -99,28 +104,27 @@ def _seed(ctx: RunContext) -> int:
     return int(hashlib.sha256(f"{ctx.job_id}/{ctx.agent_id}".encode()).hexdigest()[:8], 16)
 
 
-def resume(spec: AgentSpec, ctx: RunContext, state: dict[str, Any], outcome: Outcome) -> Action:
-    options = Options.model_validate(spec.options)
-    state = json.loads(json.dumps(state))  # never mutate the caller's copy
-    if isinstance(outcome, ModelReply):
-        return _evaluate(spec, state, outcome.parsed["candidates"])
-    if isinstance(outcome, ChildResults):
-        return _backpropagate(spec, ctx, options, state, outcome.results)
-    raise TypeError(f"lats cannot resume from {type(outcome).__name__}")
+def resume(spec: AgentSpec, ctx: RunContext, state: State, outcome: Outcome) -> Action:
+    return states.resume(NAME, Options, spec, ctx, state, outcome, {
+        ("expand", ModelReply): _evaluate,
+        ("evaluate", ChildResults): _backpropagate,
+    })
 
 
 # --- expansion -------------------------------------------------------------------
 
 
-def _expand(spec: AgentSpec, ctx: RunContext, options: Options, state: dict[str, Any]) -> CallModel:
+def _expand(run: Run[Options], state: State) -> CallModel:
     """One call proposing the next actions from the selected node."""
+    options = run.options
     ask = (
-        f"Tree search, simulation {state['simulations'] + 1} of {options.num_simulations}.\n"
-        f"{_describe_path(state['tree'], state['expanding'])}\n\n"
+        f"Tree search, simulation {state.simulations + 1} of {options.num_simulations}.\n"
+        f"{_describe_path(state.tree, state.expanding)}\n\n"
         f"Propose {options.num_candidates} distinct candidate next actions that continue this path "
         "towards solving the task, best first."
     )
-    messages = [*opening(spec, ctx), {"role": "user", "content": ask}]
+    messages = [*opening(run.spec, run.ctx), {"role": "user", "content": ask}]
+    state.phase = "expand"
     return CallModel(
         state=state, messages=messages, tools=[],
         schema=candidates_schema(options.num_candidates), schema_name=CANDIDATES_SCHEMA_NAME,
@@ -142,14 +146,14 @@ def _describe_path(tree: search_tree.Tree, node_id: int) -> str:
 # --- simulation ------------------------------------------------------------------
 
 
-def _evaluate(spec: AgentSpec, state: dict[str, Any], candidates: list[str]) -> Spawn:
+def _evaluate(run: Run[Options], state: State, reply: ModelReply) -> Spawn:
     """One wave of evaluators, one per candidate, each a share of what is left."""
-    state["candidates"] = candidates
-    base = search_tree.path(state["tree"], state["expanding"])[1:]
-    actions = [state["tree"]["nodes"][i]["action"] for i in base]
+    state.candidates = candidates = reply.parsed["candidates"]
+    base = search_tree.path(state.tree, state.expanding)[1:]
+    actions = [state.tree["nodes"][i]["action"] for i in base]
     children = [
         ChildRequest(
-            task=_evaluation_task(spec.task, state["simulations"] + 1, [*actions, candidate]),
+            task=_evaluation_task(run.spec.task, state.simulations + 1, [*actions, candidate]),
             role=EVALUATOR_ROLE,
             instructions="Judge a path of a tree search honestly: a score in 0..1, a reflection, the answer.",
             strategy="single",
@@ -158,6 +162,7 @@ def _evaluate(spec: AgentSpec, state: dict[str, Any], candidates: list[str]) -> 
         )
         for candidate in candidates
     ]
+    state.phase = "evaluate"
     return Spawn(state=state, children=children)
 
 
@@ -187,28 +192,27 @@ def _evaluation(result: AgentResult) -> dict[str, Any]:
 # --- backpropagation and the end -------------------------------------------------
 
 
-def _backpropagate(
-    spec: AgentSpec, ctx: RunContext, options: Options, state: dict[str, Any], results: list[AgentResult]
-) -> Action:
-    tree, parent = state["tree"], state["expanding"]
-    for candidate, result in zip(state.pop("candidates"), results):
+def _backpropagate(run: Run[Options], state: State, outcome: ChildResults) -> Action:
+    options, results = run.options, outcome.results
+    tree, parent = state.tree, state.expanding
+    for candidate, result in zip(state.candidates, results):
         tree, child = search_tree.add_child(tree, parent, candidate, **_evaluation(result))
         tree = search_tree.backpropagate(tree, child, tree["nodes"][child]["score"])
-    state["tree"] = tree
-    state["simulations"] += 1
+    state.tree, state.candidates = tree, []
+    state.simulations += 1
     solving = _solving(tree, options.success_threshold)
     if solving is not None:
         return _finish(state, solving, solved=True)
     # A wave refused whole for budget ends the search: what is left only shrinks
     # and paths only grow, so no later wave could be funded either.
     unfunded = all(r.status is AgentStatus.BUDGET_EXCEEDED for r in results)
-    if unfunded or state["simulations"] >= options.num_simulations:
+    if unfunded or state.simulations >= options.num_simulations:
         return _finish(state, _best(tree), solved=False)
-    selected = search_tree.select(tree, options.exploration_weight, state["seed"], options.max_tree_depth)
+    selected = search_tree.select(tree, options.exploration_weight, state.seed, options.max_tree_depth)
     if selected is None:
         return _finish(state, _best(tree), solved=False)
-    state["expanding"] = selected
-    return _expand(spec, ctx, options, state)
+    state.expanding = selected
+    return _expand(run, state)
 
 
 def _solving(tree: search_tree.Tree, threshold: float) -> int | None:
@@ -222,20 +226,20 @@ def _best(tree: search_tree.Tree) -> int | None:
     return evaluated if evaluated is not None else search_tree.best_leaf(tree)
 
 
-def _finish(state: dict[str, Any], node_id: int | None, solved: bool) -> Finish:
+def _finish(state: State, node_id: int | None, solved: bool) -> Finish:
     """The best path's answer, with the search laid out in ``data``.
 
     The agent completes when any candidate was evaluated. When none was it has no
     answer to give: it ends budget_exceeded if an evaluator was refused for budget,
     else failed.
     """
-    tree = state["tree"]
+    tree = state.tree
     steps = [tree["nodes"][i] for i in search_tree.path(tree, node_id)[1:]] if node_id is not None else []
     answer = steps[-1]["answer"] if steps else ""
-    data = {
+    data: dict[str, Any] = {
         "answer": answer,
         "solved": solved,
-        "simulations": state["simulations"],
+        "simulations": state.simulations,
         "path": [step["action"] for step in steps],
         "scores": [step["score"] for step in steps],
         "visits": [step["visits"] for step in steps],

@@ -14,14 +14,17 @@ orchestrator decides all the same.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from covey.context import RunContext
-from covey.orchestration.actions import Action, CallModel, ChildResults, Finish, ModelReply, Outcome, Spawn
+from covey.models.replies import ModelReply
+from covey.orchestration import states
+from covey.orchestration.actions import Action, CallModel, ChildResults, Finish, Outcome, Spawn
 from covey.orchestration.prompts import opening
-from covey.orchestration.specialists import BUILTIN, Specialist, duplicate_names, request
+from covey.orchestration.specialists import BUILTIN, Kind, Specialist, duplicate_names, request
+from covey.orchestration.states import Run, StrategyState
 from covey.results import AgentResult
 from covey.status import AgentStatus
 
@@ -67,26 +70,49 @@ class Options(BaseModel):
         return value
 
 
+class Assignment(BaseModel):
+    specialist: str
+    kind: Kind
+    task: str
+
+
+class Report(BaseModel):
+    """What the orchestrator learns of one specialist."""
+
+    agent_id: str
+    status: AgentStatus
+    report: str
+
+
+class State(StrategyState):
+    """The conversation, the plan's assignments, their reports as they come in, the
+    waves still to run and the one running.
+
+    ``phase`` is what it waits for: the plan, a wave of specialists, or the decision."""
+
+    phase: Literal["plan", "delegate", "decide"] = "plan"
+    messages: list[dict[str, Any]]
+    assignments: list[Assignment] = Field(default_factory=list)
+    reports: list[Report | None] = Field(default_factory=list)
+    waves: list[list[int]] = Field(default_factory=list)  # indices of the assignments, by wave
+    running: list[int] = Field(default_factory=list)
+    fraction: float = 0.0  # of this agent's budget, each specialist's share
+
+
 def start(spec: AgentSpec, ctx: RunContext) -> Action:
-    options = Options.model_validate(spec.options)
-    messages = [*opening(spec, ctx), {"role": "user", "content": _planning_prompt(options)}]
-    state = {"phase": "plan", "messages": messages}
+    options = Run.of(Options, spec, ctx).options
+    state = State(messages=[*opening(spec, ctx), {"role": "user", "content": _planning_prompt(options)}])
     return CallModel(
-        state=state, messages=messages, tools=[], schema=assignments_schema(options), schema_name=ASSIGNMENTS
+        state=state, messages=state.messages, tools=[], schema=assignments_schema(options), schema_name=ASSIGNMENTS
     )
 
 
-def resume(spec: AgentSpec, ctx: RunContext, state: dict[str, Any], outcome: Outcome) -> Action:
-    options = Options.model_validate(spec.options)
-    state = json.loads(json.dumps(state))  # never mutate the caller's copy
-    phase = state["phase"]
-    if phase == "plan" and isinstance(outcome, ModelReply):
-        return _on_plan(options, state, outcome)
-    if phase == "delegate" and isinstance(outcome, ChildResults):
-        return _on_reports(options, state, outcome)
-    if phase == "decide" and isinstance(outcome, ModelReply):
-        return _on_decision(state, outcome)
-    raise TypeError(f"orchestrate cannot resume from {type(outcome).__name__} while in phase {phase!r}")
+def resume(spec: AgentSpec, ctx: RunContext, state: State, outcome: Outcome) -> Action:
+    return states.resume(NAME, Options, spec, ctx, state, outcome, {
+        ("plan", ModelReply): _on_plan,
+        ("delegate", ChildResults): _on_reports,
+        ("decide", ModelReply): _on_decision,
+    })
 
 
 def assignments_schema(options: Options) -> dict[str, Any]:
@@ -122,68 +148,66 @@ def _planning_prompt(options: Options) -> str:
     )
 
 
-def _on_plan(options: Options, state: dict[str, Any], reply: ModelReply) -> Action:
+def _on_plan(run: Run[Options], state: State, reply: ModelReply) -> Action:
     """Record the plan and start its first wave. A specialist assigned twice keeps
     its first task: one specialist, one report."""
-    state["messages"].append({"role": "assistant", "content": reply.content})
+    options = run.options
+    state.messages.append({"role": "assistant", "content": reply.content})
     kinds = {s.name: s.kind for s in options.specialists}
     first: dict[str, str] = {}
     for item in reply.parsed["assignments"]:
         first.setdefault(item["specialist"], item["task"])
-    assignments = [{"specialist": n, "kind": kinds[n], "task": t} for n, t in first.items()]
-    state.update(
-        assignments=assignments,
-        reports=[None] * len(assignments),
-        waves=_waves(assignments),
-        # Every specialist asks the same share of the parent's budget, and one
-        # share is left over for the decision call.
-        fraction=1 / (len(assignments) + 1),
-    )
+    state.assignments = [Assignment(specialist=n, kind=kinds[n], task=t) for n, t in first.items()]
+    state.reports = [None] * len(state.assignments)
+    state.waves = _waves(state.assignments)
+    # Every specialist asks the same share of the parent's budget, and one
+    # share is left over for the decision call.
+    state.fraction = 1 / (len(state.assignments) + 1)
     return _next(options, state)
 
 
-def _waves(assignments: list[dict[str, Any]]) -> list[list[int]]:
+def _waves(assignments: list[Assignment]) -> list[list[int]]:
     """Indices of the assignments by wave: every analysis one at once, then each
     write one alone, in planned order."""
-    analysis = [i for i, a in enumerate(assignments) if a["kind"] == "analysis"]
-    writes = [[i] for i, a in enumerate(assignments) if a["kind"] == "write"]
+    analysis = [i for i, a in enumerate(assignments) if a.kind == "analysis"]
+    writes = [[i] for i, a in enumerate(assignments) if a.kind == "write"]
     return ([analysis] if analysis else []) + writes
 
 
-def _next(options: Options, state: dict[str, Any]) -> Action:
+def _next(options: Options, state: State) -> Action:
     """The next wave of specialists, or the decision once every one has reported."""
-    if not state["waves"]:
+    if not state.waves:
         return _decide(state)
-    wave = state["waves"].pop(0)
-    state.update(phase="delegate", running=wave)
+    state.phase, state.running = "delegate", state.waves.pop(0)
     by_name = {s.name: s for s in options.specialists}
     children = [
-        request(by_name[state["assignments"][i]["specialist"]], _task(state, i), state["fraction"]) for i in wave
+        request(by_name[state.assignments[i].specialist], _task(state, i), state.fraction) for i in state.running
     ]
     return Spawn(state=state, children=children)
 
 
-def _task(state: dict[str, Any], index: int) -> str:
+def _task(state: State, index: int) -> str:
     """The assignment's task; a write step also gets the analysis reports, which
     are all in by the time any write step runs."""
-    assignment = state["assignments"][index]
-    if assignment["kind"] != "write":
-        return assignment["task"]
+    assignment = state.assignments[index]
+    if assignment.kind != "write":
+        return assignment.task
     found = [
-        f"- {a['specialist']} ({r['status']}): {r['report']}"
-        for a, r in zip(state["assignments"], state["reports"])
-        if a["kind"] == "analysis"
+        f"- {a.specialist} ({r.status.value}): {r.report}"
+        for a, r in zip(state.assignments, state.reports)
+        if a.kind == "analysis" and r is not None
     ]
-    return assignment["task"] + ("\n\nAnalysis reports:\n" + "\n".join(found) if found else "")
+    return assignment.task + ("\n\nAnalysis reports:\n" + "\n".join(found) if found else "")
 
 
-def _on_reports(options: Options, state: dict[str, Any], outcome: ChildResults) -> Action:
-    for index, result in zip(state.pop("running"), outcome.results):
-        state["reports"][index] = _report(result, options.report_chars)
-    return _next(options, state)
+def _on_reports(run: Run[Options], state: State, outcome: ChildResults) -> Action:
+    for index, result in zip(state.running, outcome.results):
+        state.reports[index] = _report(result, run.options.report_chars)
+    state.running = []
+    return _next(run.options, state)
 
 
-def _report(result: AgentResult, chars: int) -> dict[str, Any]:
+def _report(result: AgentResult, chars: int) -> Report:
     """What the orchestrator learns of one specialist: its status and its answer,
     or why it has none, cut to ``chars``."""
     summary = result.summary()
@@ -191,34 +215,37 @@ def _report(result: AgentResult, chars: int) -> dict[str, Any]:
         text = summary.output or ("" if summary.data is None else json.dumps(summary.data))
     else:
         text = f"{summary.status.value}: {summary.error or 'no error given'}"
-    return {"agent_id": summary.agent_id, "status": summary.status.value, "report": _cut(text, chars)}
+    return Report(agent_id=summary.agent_id, status=summary.status, report=_cut(text, chars))
 
 
 def _cut(text: str, chars: int) -> str:
     return text if len(text) <= chars else text[: chars - 1] + "…"
 
 
-def _reports(state: dict[str, Any]) -> list[dict[str, Any]]:
+def _reports(state: State) -> list[dict[str, Any]]:
     return [
-        {"specialist": a["specialist"], "kind": a["kind"], **r}
-        for a, r in zip(state["assignments"], state["reports"])
+        {"specialist": a.specialist, "kind": a.kind, **r.model_dump(mode="json")}
+        for a, r in zip(state.assignments, state.reports)
+        if r is not None
     ]
 
 
-def _decide(state: dict[str, Any]) -> Action:
+def _decide(state: State) -> Action:
     prompt = (
         "Your specialists have reported: each one's status and final answer, or why it has none. "
         "Decide the answer to the task from these reports.\n"
         f"{REPORTS_LABEL}{json.dumps(_reports(state))}"
     )
-    state["messages"].append({"role": "user", "content": prompt})
-    state["phase"] = "decide"
+    state.messages.append({"role": "user", "content": prompt})
+    state.phase = "decide"
     return CallModel(
-        state=state, messages=state["messages"], tools=[], schema=DECISION_SCHEMA, schema_name=DECISION
+        state=state, messages=state.messages, tools=[], schema=DECISION_SCHEMA, schema_name=DECISION
     )
 
 
-def _on_decision(state: dict[str, Any], reply: ModelReply) -> Finish:
+def _on_decision(run: Run[Options], state: State, reply: ModelReply) -> Finish:
     decision = reply.parsed
-    data = {"assignments": state["assignments"], "reports": _reports(state), "decision": decision}
+    data = {
+        "assignments": [a.model_dump() for a in state.assignments], "reports": _reports(state), "decision": decision,
+    }
     return Finish(state=state, status=AgentStatus.COMPLETED, output=decision["answer"], data=data)

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from covey.errors import CoveyError
+
 ROLE_CHARS = 64  # an agent's role name is at most this long (AgentSpec.role)
 ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 # ``{{step_1.result}}``: the result of an earlier step, spliced into a step's input.
@@ -40,7 +42,7 @@ PLAN_SCHEMA = {
 }
 
 
-class PlanError(ValueError):
+class PlanError(CoveyError, ValueError):
     """A plan that cannot run; the message names the steps at fault."""
 
 

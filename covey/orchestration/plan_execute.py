@@ -22,19 +22,28 @@ carry their child's start and end, tool steps none (a strategy has no clock).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from covey.context import RunContext
-from covey.orchestration import plan
+from covey.models.replies import ModelReply, ToolCall
+from covey.orchestration import plan, states
 from covey.orchestration.actions import (
-    Action, CallModel, ChildRequest, ChildResults, Finish, ModelReply, Outcome, RunTools, Spawn, ToolCall,
+    Action,
+    CallModel,
+    ChildRequest,
+    ChildResults,
+    Finish,
+    Outcome,
+    RunTools,
+    Spawn,
     ToolResults,
 )
 from covey.orchestration.prompts import opening
-from covey.orchestration.tool_schemas import FINISH_TOOL, SPAWN_TOOLS, TOOL_SCHEMAS, offered
+from covey.orchestration.states import Run, StrategyState
+from covey.tools.builtin import FINISH_TOOL, SPAWN_TOOLS, TOOL_SCHEMAS
+from covey.tools.registry import offered
 from covey.results import AgentResult
 from covey.status import AgentStatus
 
@@ -62,48 +71,65 @@ class Options(BaseModel):
     )
 
 
-@dataclass(frozen=True)
-class _Run:
-    """What every step of the state machine reads besides its state."""
+class Wave(BaseModel):
+    """The steps running now, by kind, and the inputs they were dispatched with."""
 
-    spec: AgentSpec
-    ctx: RunContext
-    options: Options
+    tools: list[str]
+    agents: list[str]
+    inputs: dict[str, str]
 
-    @classmethod
-    def of(cls, spec: AgentSpec, ctx: RunContext) -> _Run:
-        return cls(spec, ctx, Options.model_validate(spec.options))
 
-    @property
-    def limits(self) -> plan.Limits:
-        tools = frozenset(offered(self.ctx.allow, self.ctx.deny)) & WORKER_TOOLS
-        budget = self.ctx.budget
-        return plan.Limits(self.options.max_steps, tools, agents=budget.max_depth >= 1 and budget.max_agents != 0)
+class StepRecord(BaseModel):
+    """One step run, as the audit log in the result's ``data["steps"]`` shows it."""
+
+    id: str
+    role: str | None
+    tool: str | None
+    status: AgentStatus
+    input: str | None
+    output: str | None
+    error: str | None
+    agent_id: str | None
+    started_at: str | None
+    finished_at: str | None
+
+
+class State(StrategyState):
+    """What the planner was told, the plan, the wave running, and every result so far.
+
+    ``phase`` is what it waits for: the planner's reply, a wave's tool steps or agent
+    steps, or the answer."""
+
+    phase: Literal["plan", "tools", "agents", "answer"] = "plan"
+    messages: list[dict[str, Any]]
+    steps: list[plan.Step] = Field(default_factory=list)
+    wave: Wave | None = None
+    results: dict[str, str] = Field(default_factory=dict)  # a completed step's whole result, by id
+    records: list[StepRecord] = Field(default_factory=list)
+    replans: int = 0
+    errors: list[str] = Field(default_factory=list)
 
 
 def start(spec: AgentSpec, ctx: RunContext) -> Action:
-    run = _Run.of(spec, ctx)
+    run = Run.of(Options, spec, ctx)
     system, task = opening(spec, ctx)
-    system = {"role": "system", "content": system["content"] + "\n\n" + _guide(run.limits)}
-    state: dict[str, Any] = {
-        "messages": [system, task], "plan": [], "wave": None, "results": {}, "records": [], "replans": 0,
-        "errors": [], "answering": False,
-    }
-    return _ask_planner(state)
+    system = {"role": "system", "content": system["content"] + "\n\n" + _guide(_limits(run))}
+    return _ask_planner(State(messages=[system, task]))
 
 
-def resume(spec: AgentSpec, ctx: RunContext, state: dict[str, Any], outcome: Outcome) -> Action:
-    state = json.loads(json.dumps(state))  # never mutate the caller's copy
-    run = _Run.of(spec, ctx)
-    if isinstance(outcome, ModelReply) and state["answering"]:
-        return Finish(state=state, status=AgentStatus.COMPLETED, output=outcome.content or "", data=_data(state))
-    if isinstance(outcome, ModelReply):
-        return _on_plan(run, state, outcome)
-    if isinstance(outcome, ToolResults):
-        return _on_tools(run, state, outcome)
-    if isinstance(outcome, ChildResults):
-        return _on_children(run, state, outcome)
-    raise TypeError(f"plan_execute cannot resume from {type(outcome).__name__}")
+def resume(spec: AgentSpec, ctx: RunContext, state: State, outcome: Outcome) -> Action:
+    return states.resume(NAME, Options, spec, ctx, state, outcome, {
+        ("plan", ModelReply): _on_plan,
+        ("tools", ToolResults): _on_tools,
+        ("agents", ChildResults): _on_children,
+        ("answer", ModelReply): _on_answer,
+    })
+
+
+def _limits(run: Run[Options]) -> plan.Limits:
+    tools = frozenset(offered(run.ctx.allow, run.ctx.deny)) & WORKER_TOOLS
+    budget = run.ctx.budget
+    return plan.Limits(run.options.max_steps, tools, agents=budget.max_depth >= 1 and budget.max_agents != 0)
 
 
 # --- planning ------------------------------------------------------------------
@@ -132,39 +158,38 @@ def _required(tool: str) -> list[str]:
     return TOOL_SCHEMAS[tool]["function"]["parameters"]["required"]
 
 
-def _ask_planner(state: dict[str, Any]) -> CallModel:
-    messages = state["messages"]
-    return CallModel(state=state, messages=messages, tools=[], schema=plan.PLAN_SCHEMA, schema_name=SCHEMA_NAME)
+def _ask_planner(state: State) -> CallModel:
+    state.phase = "plan"
+    return CallModel(state=state, messages=state.messages, tools=[], schema=plan.PLAN_SCHEMA, schema_name=SCHEMA_NAME)
 
 
-def _on_plan(run: _Run, state: dict[str, Any], reply: ModelReply) -> Action:
-    state["messages"].append({"role": "assistant", "content": reply.content})
+def _on_plan(run: Run[Options], state: State, reply: ModelReply) -> Action:
+    state.messages.append({"role": "assistant", "content": reply.content})
     try:
-        steps = plan.validate(reply.parsed["steps"], run.limits, state["results"])
+        state.steps = plan.validate(reply.parsed["steps"], _limits(run), state.results)
     except plan.PlanError as e:
         return _replan(run, state, f"plan refused: {e}", f"Your plan was refused: {e}. Send a corrected plan.")
-    state["plan"] = [step.model_dump(mode="json") for step in steps]
     return _next_wave(run, state)
 
 
-def _replan(run: _Run, state: dict[str, Any], reason: str, prompt: str) -> Action:
+def _replan(run: Run[Options], state: State, reason: str, prompt: str) -> Action:
     """Ask the planner again with ``prompt``, or end failed once the replans are spent."""
-    state["errors"].append(reason)
-    state["wave"] = None
-    if state["replans"] >= run.options.max_replans:
+    state.errors.append(reason)
+    state.wave = None
+    if state.replans >= run.options.max_replans:
         return _end(state, AgentStatus.FAILED, f"{reason} (no replans left of max_replans={run.options.max_replans})")
-    state["replans"] += 1
-    state["messages"].append({"role": "user", "content": prompt})
+    state.replans += 1
+    state.messages.append({"role": "user", "content": prompt})
     return _ask_planner(state)
 
 
-def _failure_prompt(state: dict[str, Any], failed: list[dict[str, Any]]) -> str:
+def _failure_prompt(state: State, failed: list[StepRecord]) -> str:
     """What the planner reads after a failure: what failed, what is done, what never ran."""
-    done, failed_ids = state["results"], {r["id"] for r in failed}
-    lines = ["Steps failed:", *(f"- {r['id']} ({_kind(r)}): {r['status']}: {r['error']}" for r in failed)]
+    done, failed_ids = state.results, {r.id for r in failed}
+    lines = ["Steps failed:", *(f"- {r.id} ({_kind(r)}): {r.status.value}: {r.error}" for r in failed)]
     lines.append("Completed steps, whose results you may reference as {{id.result}}; do not plan them again:")
     lines += [f"- {step_id}: {_cut(result, RESULT_CHARS)}" for step_id, result in done.items()] or ["- none"]
-    left = [s["id"] for s in state["plan"] if s["id"] not in done and s["id"] not in failed_ids]
+    left = [s.id for s in state.steps if s.id not in done and s.id not in failed_ids]
     lines += [f"Steps that did not run: {', '.join(left) or 'none'}.", "Plan only what is left."]
     return "\n".join(lines)
 
@@ -172,17 +197,19 @@ def _failure_prompt(state: dict[str, Any], failed: list[dict[str, Any]]) -> str:
 # --- execution -----------------------------------------------------------------
 
 
-def _next_wave(run: _Run, state: dict[str, Any]) -> Action:
+def _next_wave(run: Run[Options], state: State) -> Action:
     """Dispatch every ready step, or answer once none is left: a validated plan has
     a ready step until all of its steps are done."""
-    wave = plan.ready([plan.Step.model_validate(s) for s in state["plan"]], state["results"])
+    wave = plan.ready(state.steps, state.results)
     if not wave:
         return _synthesise(run, state)
-    inputs = {s.id: plan.resolve(s.input, state["results"]) for s in wave}
-    tools, agents = [s.id for s in wave if s.tool], [s.id for s in wave if s.role]
-    state["wave"] = {"tools": tools, "agents": agents, "inputs": inputs}
+    inputs = {s.id: plan.resolve(s.input, state.results) for s in wave}
+    state.wave = Wave(tools=[s.id for s in wave if s.tool], agents=[s.id for s in wave if s.role], inputs=inputs)
     calls = [_tool_call(s.id, s.tool, inputs[s.id]) for s in wave if s.tool]
-    return RunTools(state=state, calls=calls) if calls else _spawn(run, state)
+    if not calls:
+        return _spawn(run, state)
+    state.phase = "tools"
+    return RunTools(state=state, calls=calls)
 
 
 def _tool_call(step_id: str, tool: str, text: str) -> ToolCall:
@@ -193,99 +220,113 @@ def _tool_call(step_id: str, tool: str, text: str) -> ToolCall:
     return ToolCall(id=step_id, name=tool, arguments=arguments)
 
 
-def _spawn(run: _Run, state: dict[str, Any]) -> Spawn:
-    wave, by_id = state["wave"], _by_id(state)
-    share = run.options.wave_share / len(wave["agents"])
+def _spawn(run: Run[Options], state: State) -> Spawn:
+    wave, by_id = _wave(state), _by_id(state)
+    share = run.options.wave_share / len(wave.agents)
     children = [
         ChildRequest(
-            task=wave["inputs"][step_id], role=by_id[step_id]["role"], instructions=by_id[step_id]["description"],
+            task=wave.inputs[step_id], role=by_id[step_id].role or "", instructions=by_id[step_id].description,
             strategy=STEP_STRATEGY, fraction=share,
         )
-        for step_id in wave["agents"]
+        for step_id in wave.agents
     ]
+    state.phase = "agents"
     return Spawn(state=state, children=children)
 
 
-def _on_tools(run: _Run, state: dict[str, Any], outcome: ToolResults) -> Action:
+def _on_tools(run: Run[Options], state: State, outcome: ToolResults) -> Action:
     """Record the wave's tool steps (a tool reports failure as ``error: ...``), then
     run its agent steps, if any."""
-    by_id = _by_id(state)
-    for step_id in state["wave"]["tools"]:
+    wave, by_id = _wave(state), _by_id(state)
+    for step_id in wave.tools:
         text = outcome.results.get(step_id, "error: the tool gave no result")
         if text.startswith("error:"):
             _record(state, by_id[step_id], AgentStatus.FAILED, None, text.removeprefix("error:").strip())
         else:
             _record(state, by_id[step_id], AgentStatus.COMPLETED, text, None)
-    return _spawn(run, state) if state["wave"]["agents"] else _after_wave(run, state)
+    return _spawn(run, state) if wave.agents else _after_wave(run, state)
 
 
-def _on_children(run: _Run, state: dict[str, Any], outcome: ChildResults) -> Action:
+def _on_children(run: Run[Options], state: State, outcome: ChildResults) -> Action:
     by_id = _by_id(state)
-    for step_id, result in zip(state["wave"]["agents"], outcome.results):
+    for step_id, result in zip(_wave(state).agents, outcome.results):
         _record(state, by_id[step_id], result.status, result.output, result.error, child=result)
     return _after_wave(run, state)
 
 
-def _after_wave(run: _Run, state: dict[str, Any]) -> Action:
-    size = len(state["wave"]["tools"]) + len(state["wave"]["agents"])
-    failed = [r for r in state["records"][-size:] if r["status"] != AgentStatus.COMPLETED.value]
-    stopped = next((r for r in failed if r["status"] != AgentStatus.FAILED.value), None)
+def _after_wave(run: Run[Options], state: State) -> Action:
+    wave = _wave(state)
+    failed = [r for r in state.records[-(len(wave.tools) + len(wave.agents)):] if r.status is not AgentStatus.COMPLETED]
+    stopped = next((r for r in failed if r.status is not AgentStatus.FAILED), None)
     if stopped is not None:
-        return _end(state, AgentStatus(stopped["status"]), f"step {stopped['id']} {stopped['status']}: {stopped['error']}")
+        return _end(state, stopped.status, f"step {stopped.id} {stopped.status.value}: {stopped.error}")
     if failed:
-        reason = "; ".join(f"step {r['id']} failed: {r['error']}" for r in failed)
+        reason = "; ".join(f"step {r.id} failed: {r.error}" for r in failed)
         return _replan(run, state, reason, _failure_prompt(state, failed))
-    state["wave"] = None
+    state.wave = None
     return _next_wave(run, state)
 
 
 def _record(
-    state: dict[str, Any], step: dict[str, Any], status: AgentStatus, output: str | None, error: str | None,
+    state: State, step: plan.Step, status: AgentStatus, output: str | None, error: str | None,
     child: AgentResult | None = None,
 ) -> None:
     """Append the step's audit record, and keep a completed step's result in full."""
     if status is AgentStatus.COMPLETED:
-        state["results"][step["id"]] = output or ""
+        state.results[step.id] = output or ""
     started, finished = (child.started_at, child.finished_at) if child else (None, None)
-    state["records"].append({
-        "id": step["id"], "role": step["role"], "tool": step["tool"], "status": status.value,
-        "input": _cut(state["wave"]["inputs"][step["id"]], AUDIT_CHARS),
-        "output": _cut(output, AUDIT_CHARS), "error": _cut(error, AUDIT_CHARS),
-        "agent_id": child.agent_id if child else None,
-        "started_at": started.isoformat() if started else None,
-        "finished_at": finished.isoformat() if finished else None,
-    })
+    state.records.append(StepRecord(
+        id=step.id, role=step.role, tool=step.tool, status=status,
+        input=_cut(_wave(state).inputs[step.id], AUDIT_CHARS),
+        output=_cut(output, AUDIT_CHARS), error=_cut(error, AUDIT_CHARS),
+        agent_id=child.agent_id if child else None,
+        started_at=started.isoformat() if started else None,
+        finished_at=finished.isoformat() if finished else None,
+    ))
 
 
 # --- the answer ----------------------------------------------------------------
 
 
-def _synthesise(run: _Run, state: dict[str, Any]) -> CallModel:
+def _synthesise(run: Run[Options], state: State) -> CallModel:
     """The last call reads the task and the results, not the planning talk."""
-    state["answering"] = True
+    state.phase = "answer"
     lines = [
-        f"- {r['id']} ({_kind(r)}): {_cut(state['results'][r['id']], RESULT_CHARS)}"
-        for r in state["records"] if r["status"] == AgentStatus.COMPLETED.value
+        f"- {r.id} ({_kind(r)}): {_cut(state.results[r.id], RESULT_CHARS)}"
+        for r in state.records if r.status is AgentStatus.COMPLETED
     ]
     report = "The plan ran. Results of its steps:\n" + ("\n".join(lines) or "- none")
     ask = {"role": "user", "content": report + "\nAnswer the task from them, in plain text."}
     return CallModel(state=state, messages=[*opening(run.spec, run.ctx), ask], tools=[])
 
 
-def _end(state: dict[str, Any], status: AgentStatus, error: str) -> Finish:
+def _on_answer(run: Run[Options], state: State, reply: ModelReply) -> Finish:
+    return Finish(state=state, status=AgentStatus.COMPLETED, output=reply.content or "", data=_data(state))
+
+
+def _end(state: State, status: AgentStatus, error: str) -> Finish:
     return Finish(state=state, status=status, error=error, data=_data(state))
 
 
-def _data(state: dict[str, Any]) -> dict[str, Any]:
-    return {"steps": state["records"], "replans": state["replans"], "errors": state["errors"]}
+def _data(state: State) -> dict[str, Any]:
+    return {
+        "steps": [r.model_dump(mode="json") for r in state.records], "replans": state.replans, "errors": state.errors,
+    }
 
 
-def _by_id(state: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {s["id"]: s for s in state["plan"]}
+def _wave(state: State) -> Wave:
+    """The wave running: set in every phase that waits on one."""
+    if state.wave is None:
+        raise ValueError(f"plan_execute has no wave running in phase {state.phase!r}")
+    return state.wave
 
 
-def _kind(record: dict[str, Any]) -> str:
-    return f"role {record['role']}" if record["role"] else f"tool {record['tool']}"
+def _by_id(state: State) -> dict[str, plan.Step]:
+    return {s.id: s for s in state.steps}
+
+
+def _kind(record: StepRecord) -> str:
+    return f"role {record.role}" if record.role else f"tool {record.tool}"
 
 
 def _cut(text: str | None, chars: int) -> str | None:

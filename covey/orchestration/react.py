@@ -10,27 +10,29 @@ the agent: it is a broken model reply, not something a retry of the tool mends.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
+from covey.status import AgentStatus, Cause, CauseKind
 from covey.context import RunContext
+from covey.models.replies import ModelReply, ToolCall
+from covey.orchestration import states
 from covey.orchestration.actions import (
     Action,
     CallModel,
     ChildRequest,
     ChildResults,
     Finish,
-    ModelReply,
     Outcome,
     RunTools,
     Spawn,
-    ToolCall,
     ToolResults,
 )
 from covey.orchestration.prompts import opening
-from covey.orchestration.tool_schemas import FINISH_TOOL, SPAWN_TOOLS, TOOL_SCHEMAS, offered
-from covey.status import AgentStatus
+from covey.orchestration.states import Run, StrategyState
+from covey.tools.builtin import FINISH_TOOL, SPAWN_TOOLS, TOOL_SCHEMAS
+from covey.tools.registry import offered
 
 if TYPE_CHECKING:  # the spec validates strategy names against this package
     from covey.spec import AgentSpec
@@ -44,42 +46,50 @@ class Options(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class PendingSpawn(BaseModel):
+    """The children one spawn call asked for; their summaries answer that call."""
+
+    call_id: str
+    single: bool  # ``delegate``: answered with one summary, not a list
+    children: list[ChildRequest]
+
+
+class State(StrategyState):
+    """The conversation so far, the tools offered, and the spawns waiting for their children."""
+
+    phase: Literal["reply", "tools", "children"] = "reply"
+    messages: list[dict[str, Any]]
+    tools: list[str]
+    spawns: list[PendingSpawn] = Field(default_factory=list)
+
+
 def start(spec: AgentSpec, ctx: RunContext) -> Action:
-    state = {
-        "messages": opening(spec, ctx),
-        "tools": offered(ctx.allow, ctx.deny),
-        "spawns": [],
-    }
-    return CallModel(state=state, messages=state["messages"])
+    state = State(messages=opening(spec, ctx), tools=offered(ctx.allow, ctx.deny))
+    return CallModel(state=state, messages=state.messages)
 
 
-def resume(spec: AgentSpec, ctx: RunContext, state: dict[str, Any], outcome: Outcome) -> Action:
-    state = json.loads(json.dumps(state))  # never mutate the caller's copy
-    if isinstance(outcome, ModelReply):
-        return _on_reply(state, outcome)
-    if isinstance(outcome, ToolResults):
-        for call_id, text in outcome.results.items():
-            state["messages"].append(_tool_message(call_id, text))
-        return _next(state)
-    if isinstance(outcome, ChildResults):
-        return _on_children(state, outcome)
-    raise TypeError(f"react cannot resume from {type(outcome).__name__}")
+def resume(spec: AgentSpec, ctx: RunContext, state: State, outcome: Outcome) -> Action:
+    return states.resume(NAME, Options, spec, ctx, state, outcome, {
+        ("reply", ModelReply): _on_reply,
+        ("tools", ToolResults): _on_tools,
+        ("children", ChildResults): _on_children,
+    })
 
 
-def _on_reply(state: dict[str, Any], reply: ModelReply) -> Action:
+def _on_reply(run: Run[Options], state: State, reply: ModelReply) -> Action:
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
     if reply.tool_calls:
         message["tool_calls"] = [
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
             for c in reply.tool_calls
         ]
-    state["messages"].append(message)
+    state.messages.append(message)
     if not reply.tool_calls:
         return Finish(state=state, status=AgentStatus.COMPLETED, output=reply.content or "")
 
     parsed: list[tuple[ToolCall, dict[str, Any]]] = []
     for call in reply.tool_calls:
-        if call.name not in state["tools"]:
+        if call.name not in state.tools:
             return _broken(state, f"model called tool {call.name!r}, which this agent was not offered")
         try:
             args = json.loads(call.arguments or "{}")
@@ -98,11 +108,18 @@ def _on_reply(state: dict[str, Any], reply: ModelReply) -> Action:
         if call.name in SPAWN_TOOLS:
             _plan_spawn(state, call, args)
     if others:
+        state.phase = "tools"
         return RunTools(state=state, calls=others)
     return _next(state)
 
 
-def _plan_spawn(state: dict[str, Any], call: ToolCall, args: dict[str, Any]) -> None:
+def _on_tools(run: Run[Options], state: State, outcome: ToolResults) -> Action:
+    for call_id, text in outcome.results.items():
+        state.messages.append(_tool_message(call_id, text))
+    return _next(state)
+
+
+def _plan_spawn(state: State, call: ToolCall, args: dict[str, Any]) -> None:
     """Queue a spawn call's children, or answer the call at once with what is wrong."""
     raw = args.get("agents") if call.name == "spawn_agents" else [args]
     try:
@@ -110,12 +127,12 @@ def _plan_spawn(state: dict[str, Any], call: ToolCall, args: dict[str, Any]) -> 
         if not children:
             raise ValueError("no agents given")
     except (TypeError, ValueError) as e:
-        state["messages"].append(_tool_message(call.id, f"error: {e}"))
+        state.messages.append(_tool_message(call.id, f"error: {e}"))
         return
-    state["spawns"].append({"call_id": call.id, "single": call.name == "delegate", "children": children})
+    state.spawns.append(PendingSpawn(call_id=call.id, single=call.name == "delegate", children=children))
 
 
-def _child(item: Any) -> dict[str, Any]:
+def _child(item: Any) -> ChildRequest:
     if not isinstance(item, dict) or not isinstance(item.get("task"), str) or not item["task"].strip():
         raise ValueError("each agent needs a non-empty 'task'")
     tools = item.get("tools")
@@ -124,35 +141,37 @@ def _child(item: Any) -> dict[str, Any]:
     strategy = item.get("strategy")
     if strategy is not None and not isinstance(strategy, str):
         raise ValueError("'strategy' must be a strategy's name")
-    return {
-        "task": item["task"],
-        "role": str(item.get("role") or "agent")[:64],
-        "instructions": str(item.get("instructions") or ""),
-        "tools": tools,
-        "strategy": strategy or None,
-    }
+    return ChildRequest(
+        task=item["task"],
+        role=str(item.get("role") or "agent")[:64],
+        instructions=str(item.get("instructions") or ""),
+        tools=tools,
+        strategy=strategy or None,
+    )
 
 
-def _next(state: dict[str, Any]) -> Action:
-    if state["spawns"]:
-        children = [ChildRequest(**c) for s in state["spawns"] for c in s["children"]]
-        return Spawn(state=state, children=children)
-    return CallModel(state=state, messages=state["messages"])
+def _next(state: State) -> Action:
+    if state.spawns:
+        state.phase = "children"
+        return Spawn(state=state, children=[c for s in state.spawns for c in s.children])
+    state.phase = "reply"
+    return CallModel(state=state, messages=state.messages)
 
 
-def _on_children(state: dict[str, Any], outcome: ChildResults) -> Action:
+def _on_children(run: Run[Options], state: State, outcome: ChildResults) -> Action:
     results = iter(outcome.results)
-    for spawn in state["spawns"]:
-        summaries = [next(results).summary().model_dump(mode="json") for _ in spawn["children"]]
-        body = summaries[0] if spawn["single"] else summaries
-        state["messages"].append(_tool_message(spawn["call_id"], json.dumps(body)))
-    state["spawns"] = []
-    return CallModel(state=state, messages=state["messages"])
+    for spawn in state.spawns:
+        summaries = [next(results).summary().model_dump(mode="json") for _ in spawn.children]
+        body = summaries[0] if spawn.single else summaries
+        state.messages.append(_tool_message(spawn.call_id, json.dumps(body)))
+    state.spawns = []
+    state.phase = "reply"
+    return CallModel(state=state, messages=state.messages)
 
 
 def _tool_message(call_id: str, text: str) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": call_id, "content": text}
 
 
-def _broken(state: dict[str, Any], error: str) -> Finish:
-    return Finish(state=state, status=AgentStatus.FAILED, error=error)
+def _broken(state: State, error: str) -> Finish:
+    return Finish(state=state, status=AgentStatus.FAILED, error=error, cause=Cause(kind=CauseKind.MALFORMED_REPLY))

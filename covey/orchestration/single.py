@@ -7,14 +7,17 @@ and the parsed value becomes the result's ``data`` for the parent to read.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from covey.context import RunContext
+from covey.models.replies import ModelReply
 from covey.models.structured import SCHEMA_NAME, check_schema
-from covey.orchestration.actions import Action, CallModel, Finish, ModelReply, Outcome
+from covey.orchestration import states
+from covey.orchestration.actions import Action, CallModel, Finish, Outcome
 from covey.orchestration.prompts import opening
+from covey.orchestration.states import Run, StrategyState
 from covey.status import AgentStatus
 
 if TYPE_CHECKING:
@@ -42,15 +45,23 @@ class Options(BaseModel):
         return value
 
 
+class State(StrategyState):
+    """single waits for its one reply and keeps nothing else."""
+
+    phase: Literal["reply"] = "reply"
+
+
 def start(spec: AgentSpec, ctx: RunContext) -> Action:
-    options = Options.model_validate(spec.options)
+    options = Run.of(Options, spec, ctx).options
     return CallModel(
-        state={}, messages=opening(spec, ctx), tools=[], schema=options.output_schema,
+        state=State(), messages=opening(spec, ctx), tools=[], schema=options.output_schema,
         schema_name=options.schema_name,
     )
 
 
-def resume(spec: AgentSpec, ctx: RunContext, state: dict[str, Any], outcome: Outcome) -> Action:
-    if not isinstance(outcome, ModelReply):
-        raise TypeError(f"single cannot resume from {type(outcome).__name__}")
-    return Finish(state=state, status=AgentStatus.COMPLETED, output=outcome.content or "", data=outcome.parsed)
+def resume(spec: AgentSpec, ctx: RunContext, state: State, outcome: Outcome) -> Action:
+    return states.resume(NAME, Options, spec, ctx, state, outcome, {("reply", ModelReply): _on_reply})
+
+
+def _on_reply(run: Run[Options], state: State, reply: ModelReply) -> Finish:
+    return Finish(state=state, status=AgentStatus.COMPLETED, output=reply.content or "", data=reply.parsed)

@@ -16,7 +16,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from covey.orchestration.actions import ChildRequest
-from covey.orchestration.tool_schemas import SPAWN_TOOLS, TOOL_SCHEMAS
+from covey.tools.builtin import SPAWN_TOOLS
+from covey.tools.registry import check_known
 
 Kind = Literal["analysis", "write"]
 
@@ -46,9 +47,7 @@ class Specialist(BaseModel):
     def _known_and_leaf(cls, value: list[str] | None) -> list[str] | None:
         if value is None:
             return None
-        unknown = [name for name in value if name not in TOOL_SCHEMAS]
-        if unknown:
-            raise ValueError(f"unknown tools {unknown}; known: {', '.join(TOOL_SCHEMAS)}")
+        check_known(value)
         return [name for name in dict.fromkeys(value) if name not in SPAWN_TOOLS]
 
     @model_validator(mode="after")

@@ -24,14 +24,14 @@ class Checkpoint:
 
 
 class Checkpoints:
-    def __init__(self, client: redis.Redis) -> None:
-        self._redis = client
+    def __init__(self, client: redis.Redis, job_ttl: int) -> None:
+        self._redis, self._job_ttl = client, job_ttl
         self._save = client.register_script(_SAVE)
 
     def save(self, job_id: str, agent_id: str, spawn_round: int, state: str) -> bool:
         """Store ``state`` for ``spawn_round``; False if a newer round is stored."""
         key = keys.checkpoint(job_id, agent_id)
-        return bool(self._save(keys=[key], args=[spawn_round, state, keys.job_ttl()]))
+        return bool(self._save(keys=[key], args=[spawn_round, state, self._job_ttl]))
 
     def load(self, job_id: str, agent_id: str) -> Checkpoint | None:
         spawn_round, state = self._redis.hmget(keys.checkpoint(job_id, agent_id), "round", "state")

@@ -6,8 +6,9 @@ opens it (``queued``), when it starts (``running``), when it waits on its childr
 shape of a running job.
 
 A finished job keeps a node per agent for ``COVEY_JOB_TTL``, so a node is stored
-packed: one-letter field names, usage as a list, no empty fields, and no task id
-once it is final (only a live agent's task is looked for among the workers').
+packed: one-letter field names (a cause's too), usage as a list, no empty fields,
+and no task id once it is final (only a live agent's task is looked for among the
+workers').
 """
 
 from __future__ import annotations
@@ -20,15 +21,15 @@ from typing import Any
 import redis
 from pydantic import BaseModel
 
-from covey import keys
-from covey.results import AgentResult, Usage
-from covey.status import AgentStatus
+from covey import keys, wire
+from covey.results import AgentResult, ChildSummary, Usage
+from covey.status import AgentStatus, Cause
 
 TASK_PREVIEW_CHARS = 80  # a node keeps the start of its task: enough to tell siblings apart
 
 
 def preview(task: str) -> str:
-    return task if len(task) <= TASK_PREVIEW_CHARS else task[: TASK_PREVIEW_CHARS - 1] + "…"
+    return wire.cut(task, TASK_PREVIEW_CHARS)
 
 
 class Node(BaseModel):
@@ -40,6 +41,7 @@ class Node(BaseModel):
     usage: Usage = Usage()
     output: str | None = None
     error: str | None = None
+    cause: Cause | None = None
     data: Any = None
     task: str | None = None  # its start (``preview``)
     task_id: str | None = None  # the Celery task that runs it (the same across its resumes)
@@ -50,12 +52,14 @@ class Node(BaseModel):
     def final(self) -> bool:
         return self.status.final
 
-    def result(self, job_id: str) -> AgentResult:
-        """The result of a finished agent as its node keeps it (without children's summaries)."""
+    def result(self, job_id: str, children: Sequence[ChildSummary] = ()) -> AgentResult:
+        """The result of a finished agent as its node keeps it, with ``children``'s
+        summaries (a node keeps none). The worker builds every result here, from the
+        node it records, so a result and its agent's node never disagree."""
         return AgentResult(
             job_id=job_id, agent_id=self.agent_id, parent_id=self.parent_id, role=self.role, depth=self.depth,
-            status=self.status, output=self.output, error=self.error, data=self.data, usage=self.usage,
-            started_at=self.started_at, finished_at=self.finished_at,
+            status=self.status, output=self.output, error=self.error, cause=self.cause, data=self.data,
+            usage=self.usage, started_at=self.started_at, finished_at=self.finished_at, children=list(children),
         )
 
     @classmethod
@@ -73,13 +77,16 @@ class Node(BaseModel):
             usage=result.usage,
             output=result.output,
             error=result.error,
+            cause=result.cause,
             data=result.data,
         )
 
 
 _PACKED = {"parent_id": "p", "depth": "d", "role": "r", "status": "s", "usage": "u", "output": "o", "error": "e",
-           "data": "x", "task": "t", "task_id": "i", "started_at": "a", "finished_at": "f"}
+           "cause": "c", "data": "x", "task": "t", "task_id": "i", "started_at": "a", "finished_at": "f"}
 _UNPACKED = {short: name for name, short in _PACKED.items()}
+_CAUSE = {"kind": "k", "scope": "s", "agent_id": "a", "resource": "r", "status": "h", "retry_after": "w"}
+_CAUSE_UNPACKED = {short: name for name, short in _CAUSE.items()}
 _USAGE = ("prompt_tokens", "completion_tokens", "cycles", "agents")
 
 
@@ -87,6 +94,8 @@ def pack(node: Node) -> str:
     fields = node.model_dump(mode="json", exclude_none=True, exclude={"agent_id", "usage"})
     if node.final:
         fields.pop("task_id", None)
+    if "cause" in fields:
+        fields["cause"] = {_CAUSE[name]: value for name, value in fields["cause"].items()}
     packed = {_PACKED[name]: value for name, value in fields.items()}
     packed["u"] = [getattr(node.usage, name) for name in _USAGE]
     return json.dumps(packed, separators=(",", ":"), ensure_ascii=False)
@@ -95,12 +104,14 @@ def pack(node: Node) -> str:
 def unpack(agent_id: str, raw: str) -> Node:
     fields = {_UNPACKED[short]: value for short, value in json.loads(raw).items()}
     fields["usage"] = Usage(**dict(zip(_USAGE, fields.pop("usage"))))
+    if "cause" in fields:
+        fields["cause"] = {_CAUSE_UNPACKED[short]: value for short, value in fields["cause"].items()}
     return Node(agent_id=agent_id, **fields)
 
 
 class JobTree:
-    def __init__(self, client: redis.Redis) -> None:
-        self._redis = client
+    def __init__(self, client: redis.Redis, job_ttl: int) -> None:
+        self._redis, self._job_ttl = client, job_ttl
 
     def record(self, job_id: str, *nodes: Node, retire: Sequence[str] = ()) -> None:
         """Write ``nodes``; and delete ``retire``, keys an agent's end makes obsolete
@@ -115,7 +126,7 @@ class JobTree:
         with self._redis.pipeline(transaction=False) as pipe:
             pipe.hset(key, mapping=mapping)
             if root:  # the root's records (its start, and its end) set the job's retention
-                pipe.expire(key, keys.job_ttl())
+                pipe.expire(key, self._job_ttl)
             if retire:
                 pipe.delete(*retire)
             pipe.execute()

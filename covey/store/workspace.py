@@ -12,12 +12,13 @@ import posixpath
 import redis
 
 from covey import keys
+from covey.errors import CoveyError
 
 MAX_FILE_BYTES = 256 * 1024  # one file; keeps a runaway agent from filling Redis
 MAX_FILES = 1000  # per job
 
 
-class WorkspaceError(ValueError):
+class WorkspaceError(CoveyError, ValueError):
     """A refused read or write; the message is shown to the model as the tool result."""
 
 
@@ -35,8 +36,8 @@ def normalise(path: str, root: str = "") -> str:
 
 
 class Workspace:
-    def __init__(self, client: redis.Redis, job_id: str) -> None:
-        self._redis = client
+    def __init__(self, client: redis.Redis, job_id: str, job_ttl: int) -> None:
+        self._redis, self._job_ttl = client, job_ttl
         self._key = keys.workspace(job_id)
 
     def read(self, path: str) -> str:
@@ -55,7 +56,7 @@ class Workspace:
             raise WorkspaceError(f"workspace full: {MAX_FILES} files")
         pipe = self._redis.pipeline()
         pipe.hset(self._key, clean, content)
-        pipe.expire(self._key, keys.job_ttl())
+        pipe.expire(self._key, self._job_ttl)
         pipe.execute()
         return clean
 

@@ -35,8 +35,8 @@ class Take:
 
 
 class Claims:
-    def __init__(self, client: redis.Redis, sweep_id: str, owner: str | None = None) -> None:
-        self.redis, self.sweep_id = client, sweep_id
+    def __init__(self, client: redis.Redis, sweep_id: str, job_ttl: int, owner: str | None = None) -> None:
+        self.redis, self.sweep_id, self.job_ttl = client, sweep_id, job_ttl
         self.owner = owner or uuid.uuid4().hex[:12]
 
     def renew(self) -> None:
@@ -50,7 +50,7 @@ class Claims:
     def take(self, unit: str, job_id: str) -> Take:
         key = keys.sweep_claim(self.sweep_id, unit)
         mine = json.dumps({"job": job_id, "owner": self.owner, "recorded": None})
-        if self.redis.set(key, mine, nx=True, ex=keys.job_ttl()):
+        if self.redis.set(key, mine, nx=True, ex=self.job_ttl):
             return Take("new", job_id)
         raw = self.redis.get(key)
         if raw is None:  # expired between the two calls: try again next time
@@ -82,7 +82,7 @@ class Claims:
                 if current is None or _text(current) != _text(old):
                     return False
                 pipe.multi()
-                pipe.set(key, new, ex=keys.job_ttl())
+                pipe.set(key, new, ex=self.job_ttl)
                 pipe.execute()
                 return True
             except redis.WatchError:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from covey.errors import CoveyError
 
-class SweepInputError(ValueError):
+
+class SweepInputError(CoveyError, ValueError):
     """A dataset, grid or scorer that cannot run. The message is one line naming
     the file and the line or field at fault; nothing has been enqueued."""

@@ -13,11 +13,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
+from covey.budgets import scopes
+
 MANIFEST_FILE = "sweep.json"
 
 
 class Manifest(BaseModel):
-    id: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    id: str = Field(pattern=scopes.LABEL_PATTERN)
     created: datetime
     dataset: str
     grid: str
@@ -26,7 +28,7 @@ class Manifest(BaseModel):
 
     @property
     def scope(self) -> str:
-        return f"sweep:{self.id}"
+        return scopes.sweep(self.id)
 
     @classmethod
     def open(

@@ -15,7 +15,7 @@ from typing import IO, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from covey.status import AgentStatus, JobStatus
+from covey.status import AgentStatus, Cause, JobStatus
 
 RESULTS_FILE = "results.jsonl"
 
@@ -53,6 +53,7 @@ class Record(BaseModel):
     score: float | None = None
     score_error: str | None = None
     error: str | None = None
+    cause: Cause | None = None  # the job's, when it did not complete
     usage: RecordUsage = Field(default_factory=RecordUsage)
     judge_tokens: int = 0
     latency: float | None = None  # seconds from submission to the result

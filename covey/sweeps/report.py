@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from covey.cli import render
+from covey import wire
 from covey.sweeps.records import SKIPPED_BUDGET, Record, ResultsLog
 
 SUMMARY_CSV = "summary.csv"
@@ -91,7 +91,7 @@ def _percentile(ordered: list[float], q: float) -> float | None:
 
 
 def table(rows: list[ConfigSummary]) -> str:
-    return render.table(
+    return wire.table(
         ["configuration", "accuracy", "ran", "mean tok", "total tok", "cycles", "p50 s", "p95 s", "statuses"],
         [
             [

@@ -24,12 +24,11 @@ from typing import Any
 
 from celery.utils import uuid
 
-from covey import keys, wire
+from covey import keys
+from covey.status import AgentStatus, CauseKind
 from covey.client import Client
 from covey.config.settings import Settings, get_settings
-from covey.context import ROOT_AGENT_ID
 from covey.results import AgentResult
-from covey.status import AgentStatus
 from covey.spec import JobSpec
 from covey.sweeps.claims import Claims
 from covey.sweeps.dataset import Sample, load_dataset
@@ -157,7 +156,8 @@ def run_sweep(
     kept = {unit for unit, record in log.latest().items() if record.kept}
     units = [Unit(s, c, r) for s in samples for c in grid.configs for r in range(grid.repeats)]
     run = _Run(
-        client=client, manifest=manifest, scorer=scorer, log=log, claims=Claims(client.redis, manifest.id),
+        client=client, manifest=manifest, scorer=scorer, log=log,
+        claims=Claims(client.redis, manifest.id, client.settings.job_ttl),
         window=Window(max_in_flight), retries=retries, pending=(u for u in units if u.key not in kept),
         total=len(units), already_done=sum(1 for u in units if u.key in kept),
     )
@@ -242,13 +242,9 @@ def _fly(run: _Run, flight: Flight) -> None:
 
 
 def _send(run: _Run, job_id: str, spec: JobSpec) -> None:
-    """``Client.submit`` with a job id chosen first, so the claim names the job before it exists."""
-    client = run.client
-    client.app.send_task(
-        wire.RUN_JOB, kwargs={"spec": spec.wire()}, task_id=job_id,
-        **wire.agent(job_id, ROOT_AGENT_ID, spec.role, 0, spec.task),
-    )
-    client.redis.set(keys.submitted(job_id), 1, ex=client.settings.job_ttl)  # only once sent, as Client.submit
+    """Submit under the job id chosen first, so the claim names the job before it
+    exists; without a result subscription: ``_collect`` polls every result at once."""
+    run.client.submit(spec, job_id=job_id, subscribe=False)
     run.submitted += 1
 
 
@@ -301,7 +297,7 @@ def _ended(run: _Run, flight: Flight, result: AgentResult | str) -> None:
         run.dry = True
         _finish(run, flight, _record(unit, flight, SKIPPED_BUDGET, result=result))
         return
-    if result.status is AgentStatus.FAILED and "HTTP 429" in (result.error or ""):
+    if result.cause is not None and result.cause.kind is CauseKind.RATE_LIMITED:
         run.window.rate_limited()
     elif result.ok:
         run.window.succeeded()
@@ -350,7 +346,8 @@ def _record(unit: Unit, flight: Flight, status: str, result: AgentResult | None 
     return Record(
         unit=unit.key, sample_id=unit.sample.id, config=unit.config.name, config_key=unit.config.key,
         repeat=unit.repeat, attempt=unit.attempt, status=status, output=result.output if result else None,
-        target=unit.sample.target, error=error, usage=usage, latency=latency, job_id=flight.job_id,
+        target=unit.sample.target, error=error, cause=result.cause if result else None, usage=usage, latency=latency,
+        job_id=flight.job_id,
         finished_at=datetime.now(UTC),
     )
 
@@ -372,7 +369,9 @@ def _finish(run: _Run, flight: Flight, record: Record) -> None:
 
 
 def _sweep_refused(run: _Run, result: AgentResult) -> bool:
-    return result.status is AgentStatus.BUDGET_EXCEEDED and f"scope {run.manifest.scope}" in (result.error or "")
+    """Whether the job ended because the sweep's own scope was short (not its own budget, nor another scope)."""
+    cause = result.cause
+    return cause is not None and cause.kind is CauseKind.BUDGET and cause.scope == run.manifest.scope
 
 
 def _check_dry(run: _Run) -> None:

@@ -1,17 +1,29 @@
-"""What an agent must remember across a fan-out: checkpointed in Redis while it waits."""
+"""What an agent must remember across a fan-out, and the checkpoint format Redis keeps it in.
+
+A checkpoint is ``{"format": 2, "strategy": <name>, "state": <the strategy's state>,
+"agent": <the rest of AgentState>}``. The strategy's state is read with the model
+its strategy declares (``State``), so a checkpoint is read only as what it is: one
+of another format (format 1 had no version: the strategy's state was a bare dict
+inside the agent's), of another strategy, or not JSON at all is refused with an
+``UnreadableCheckpoint``, never guessed at.
+"""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from covey.context import RunContext
+from covey.orchestration import registry
 from covey.results import AgentResult, ChildSummary, Usage
-from covey.spec import AgentSpec
+from covey.spec import AgentSpec, describe
 from covey.status import AgentStatus
 from covey.store.tree import Node, preview
+
+CHECKPOINT_FORMAT = 2  # 2: typed strategy states in an envelope; 1 (unversioned): the state a dict in the agent
 
 
 class PendingChild(BaseModel):
@@ -24,7 +36,7 @@ class PendingChild(BaseModel):
 class AgentState(BaseModel):
     ctx: RunContext
     spec: AgentSpec
-    strategy: dict[str, Any] = Field(default_factory=dict)
+    strategy_state: BaseModel = Field(description="the state of the agent's strategy, of its ``State`` model")
     cycle: int = Field(default=0, description="model calls made; names the next reservation")
     usage: Usage = Field(default_factory=Usage, description="own calls plus finished children")
     children: list[ChildSummary] = Field(default_factory=list)
@@ -50,3 +62,57 @@ class AgentState(BaseModel):
             status=status, usage=self.usage, task=preview(self.spec.task), task_id=self.task_id,
             started_at=self.started_at,
         )
+
+
+Cause = Literal["unparseable", "format", "strategy"]
+
+
+class UnreadableCheckpoint(ValueError):
+    """A checkpoint this worker refuses to read. ``cause`` says why: ``unparseable``
+    (not JSON, or not an agent's), ``format`` (another format version) or
+    ``strategy`` (a state that is not its agent's strategy's)."""
+
+    def __init__(self, cause: Cause, detail: str) -> None:
+        super().__init__(f"checkpoint refused: {detail}")
+        self.cause = cause
+
+
+def dump_checkpoint(agent: AgentState) -> str:
+    return json.dumps({
+        "format": CHECKPOINT_FORMAT,
+        "strategy": agent.spec.strategy,
+        "state": agent.strategy_state.model_dump(mode="json"),
+        "agent": agent.model_dump(mode="json", exclude={"strategy_state"}),
+    })
+
+
+def load_checkpoint(text: str) -> AgentState:
+    """The AgentState ``dump_checkpoint`` wrote, its strategy's state typed again."""
+    try:
+        raw = json.loads(text)
+    except ValueError as e:
+        raise UnreadableCheckpoint("unparseable", f"not JSON ({e})") from e
+    if not isinstance(raw, dict):
+        raise UnreadableCheckpoint("unparseable", f"a JSON {type(raw).__name__}, not an object")
+    found = raw.get("format")
+    if found != CHECKPOINT_FORMAT:
+        written = "with no format version (format 1)" if found is None else f"of format {found!r}"
+        raise UnreadableCheckpoint("format", f"written {written}; this worker reads format {CHECKPOINT_FORMAT}")
+    name = raw.get("strategy")
+    try:
+        strategy = registry.strategy(name)
+    except (registry.UnknownStrategy, TypeError) as e:
+        raise UnreadableCheckpoint("strategy", f"its strategy {name!r} is unknown here") from e
+    try:
+        state = strategy.State.model_validate(raw.get("state"))
+    except ValidationError as e:
+        raise UnreadableCheckpoint("strategy", f"its state is not one of strategy {name!r}: {describe(e)}") from e
+    try:
+        agent = AgentState.model_validate({**raw.get("agent", {}), "strategy_state": state})
+    except (ValidationError, TypeError) as e:
+        detail = describe(e) if isinstance(e, ValidationError) else str(e)
+        raise UnreadableCheckpoint("unparseable", f"not an agent's state: {detail}") from e
+    if agent.spec.strategy != name:
+        ran = agent.spec.strategy
+        raise UnreadableCheckpoint("strategy", f"its state is of strategy {name!r}, its agent runs {ran!r}")
+    return agent

@@ -18,13 +18,15 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from covey.status import AgentStatus, Cause, CauseKind, Resource
 from covey.models.llm import ModelError
+from covey.models.replies import ModelReply
 from covey.models.structured import SchemaMismatch, parse
 from covey.models.tokens import estimate_prompt_tokens, schema_tokens
-from covey.orchestration.actions import CallModel, ModelReply
-from covey.orchestration.tool_schemas import SPAWN_TOOLS, offered, schemas
+from covey.orchestration.actions import CallModel
+from covey.tools.builtin import SPAWN_TOOLS
+from covey.tools.registry import narrow, offered, schemas
 from covey.results import Usage
-from covey.status import AgentStatus
 from covey.worker.agent_state import AgentState
 from covey.worker.deps import Deps
 from covey.worker.redaction import redact
@@ -41,16 +43,24 @@ MAX_CALL_TOKENS_HINT = "raise it with covey run --max-call-tokens N, or max_call
 
 @dataclass(frozen=True)
 class Stop:
-    """Why the agent ends at this call."""
+    """Why the agent ends at this call: the cause, and the sentence for a person."""
 
-    status: AgentStatus
+    cause: Cause
     reason: str
+
+    @classmethod
+    def of(cls, kind: CauseKind, reason: str) -> Stop:
+        return cls(Cause(kind=kind), reason)
+
+    @property
+    def status(self) -> AgentStatus:
+        return self.cause.kind.status
 
 
 def call_model(deps: Deps, state: AgentState, action: CallModel, seconds_left: float | None) -> ModelReply | Stop:
     ctx, spec = state.ctx, state.spec
     allowed = offered(ctx.allow, ctx.deny)
-    names = allowed if action.tools is None else [n for n in allowed if n in action.tools]
+    names = narrow(allowed, action.tools)
     agents_left = _agents_left(state) if SPAWN_TOOLS & set(names) else None
     tools = schemas(names, agents_left)
     estimate = estimate_prompt_tokens(action.messages, tools) + schema_tokens(action.schema)
@@ -65,14 +75,15 @@ def call_model(deps: Deps, state: AgentState, action: CallModel, seconds_left: f
         if grant.retry_after is None:
             break
         if seconds_left is not None and grant.retry_after >= seconds_left:
-            return Stop(AgentStatus.TIMED_OUT, f"{grant.reason}: the next minute's window opens after the deadline")
+            return Stop.of(CauseKind.DEADLINE, f"{grant.reason}: the next minute's window opens after the deadline")
         log.info("job %s agent %s waits %.1fs: %s", ctx.job_id, ctx.agent_id, grant.retry_after, grant.reason)
         before = deps.now()
         deps.sleep(grant.retry_after)
         if seconds_left is not None:
             seconds_left = max(0.001, seconds_left - (deps.now() - before).total_seconds())
     if not grant.ok:
-        return Stop(AgentStatus.CANCELLED if grant.cancelled else AgentStatus.BUDGET_EXCEEDED, grant.reason or "refused")
+        assert grant.cause is not None and grant.reason is not None  # a refusal always says why
+        return Stop(grant.cause, grant.reason)
     max_tokens = max(1, grant.tokens - estimate)
     if grant.record is not None:  # settled before this step was redelivered: replay it
         record = CallRecord.model_validate_json(grant.record)
@@ -80,7 +91,8 @@ def call_model(deps: Deps, state: AgentState, action: CallModel, seconds_left: f
         record = _call(deps, state, rid, action, tools, max_tokens, seconds_left)
     if record.error is not None:
         state.usage += record.usage or Usage(cycles=1)
-        return Stop(AgentStatus.FAILED, record.error)
+        # A record settled by a worker that kept no cause (an older version) is a model error.
+        return Stop(record.cause or Cause(kind=CauseKind.MODEL_ERROR), record.error)
     state.usage += record.usage
     _show_spend(deps, state)
     over = _over_reserved(record.usage, estimate, max_tokens)
@@ -124,7 +136,7 @@ def _call(
             params=state.spec.model_params,
         )
     except ModelError as e:  # charged what an answer that cannot be used cost (e.usage), else nothing
-        record = CallRecord(error=redact(str(e)), usage=e.usage)  # kept for a replay, and becomes the error
+        record = CallRecord(error=redact(str(e)), cause=e.cause, usage=e.usage)  # kept for a replay: the error
         spent = e.usage.total_tokens if e.usage else 0
         deps.ledger.settle(ctx.job_id, ctx.chain, ctx.scopes, rid, tokens=spent, record=record.model_dump_json())
         return record
@@ -141,24 +153,24 @@ def _checked(
     if reply.finish_reason == "length":
         if max_tokens < max_call_tokens:
             return Stop(
-                AgentStatus.BUDGET_EXCEEDED,
+                Cause(kind=CauseKind.BUDGET, resource=Resource.TOKENS),
                 f"the model's reply was cut at {max_tokens} tokens, all the token budget had left for it "
                 f"(max_call_tokens={max_call_tokens})",
             )
-        return Stop(
-            AgentStatus.FAILED, f"the model's reply was cut at max_call_tokens={max_call_tokens}; {MAX_CALL_TOKENS_HINT}"
+        return Stop.of(
+            CauseKind.REPLY_CUT, f"the model's reply was cut at max_call_tokens={max_call_tokens}; {MAX_CALL_TOKENS_HINT}"
         )
     if reply.finish_reason == "content_filter":
-        return Stop(AgentStatus.FAILED, "the model's reply was withheld by its content filter")
+        return Stop.of(CauseKind.CONTENT_FILTER, "the model's reply was withheld by its content filter")
     stray = [c.name for c in reply.tool_calls if c.name not in offered_names]
     if stray:
-        return Stop(AgentStatus.FAILED, f"model called tool {stray[0]!r}, which this call did not offer")
+        return Stop.of(CauseKind.MALFORMED_REPLY, f"model called tool {stray[0]!r}, which this call did not offer")
     if action.schema is None:
         return reply
     try:
         return replace(reply, parsed=parse(reply.content, action.schema))
     except SchemaMismatch as e:
-        return Stop(AgentStatus.FAILED, str(e))
+        return Stop.of(CauseKind.MALFORMED_REPLY, str(e))
 
 
 def _over_reserved(usage: Usage, prompt_reserved: int, reply_reserved: int) -> Stop | None:
@@ -169,8 +181,8 @@ def _over_reserved(usage: Usage, prompt_reserved: int, reply_reserved: int) -> S
     ):
         if reported > reserved:
             log.warning("provider over-reported: %s %s tokens, %s reserved", reported, kind, reserved)
-            return Stop(
-                AgentStatus.FAILED,
+            return Stop.of(
+                CauseKind.MODEL_ERROR,
                 f"the provider reported {reported} {kind} tokens, {reported - reserved} over the {reserved} "
                 f"reserved for them; all {usage.total_tokens} tokens are charged",
             )

@@ -37,7 +37,7 @@ class Deps:
     sleep: Callable[[float], None] = field(default=time.sleep)  # waits for a scope's next window
 
     def workspace(self, job_id: str) -> Workspace:
-        return Workspace(self.redis, job_id)
+        return Workspace(self.redis, job_id, self.settings.job_ttl)
 
     @cached_property
     def secret(self) -> bytes:
@@ -52,10 +52,10 @@ class Deps:
         return cls(
             settings=settings,
             redis=client,
-            ledger=RedisLedger(client),
+            ledger=RedisLedger(client, settings.job_ttl),
             llm=LLM(settings),
-            tree=JobTree(client),
-            checkpoints=Checkpoints(client),
+            tree=JobTree(client, settings.job_ttl),
+            checkpoints=Checkpoints(client, settings.job_ttl),
         )
 
 

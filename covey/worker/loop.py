@@ -16,16 +16,16 @@ from typing import Any
 from covey import keys
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentRow
+from covey.status import AgentStatus, Cause, CauseKind
 from covey.context import SUBAGENT_DIR, RunContext
 from covey.worker.logs import agent_event
 from covey.orchestration import registry
 from covey.orchestration.actions import (
     Action, CallModel, ChildResults, Finish, RunTools, Spawn, ToolResults, from_json,
 )
-from covey.results import AgentResult, Usage
-from covey.status import AgentStatus
+from covey.results import AgentResult, ChildSummary, Usage
 from covey.spec import AgentSpec
-from covey.store.tree import Node
+from covey.tools.registry import narrow
 from covey.worker.agent_state import AgentState
 from covey.worker.calls import Stop, call_model, seconds_left
 from covey.worker.deps import Deps
@@ -66,10 +66,12 @@ def begin(
     if row is None:
         raise NotOpened(f"agent {ctx.agent_id} was never opened on the ledger of job {ctx.job_id}")
     ctx, spec = _under_terms(ctx, spec, row)
+    action = registry.strategy(spec.strategy).start(spec, ctx)
     now = deps.now()
     state = AgentState(
         ctx=ctx,
         spec=spec,
+        strategy_state=action.state,
         started_at=now,
         task_id=task_id,
         deadline=now + timedelta(seconds=spec.timeout) if spec.timeout else None,
@@ -78,15 +80,14 @@ def begin(
     deps.tree.record(ctx.job_id, state.node(AgentStatus.RUNNING))
     state.recorded_at = now
     agent_event("started", state, AgentStatus.RUNNING)
-    return state, registry.strategy(spec.strategy).start(spec, ctx)
+    return state, action
 
 
 def _under_terms(ctx: RunContext, spec: AgentSpec, row: AgentRow) -> tuple[RunContext, AgentSpec]:
     """The context and spec cut to the row: its tools, deny rules, caps, depth and scopes,
     and its place in the tree (ancestors, parent, workspace folder), which the agent's
     id keys and no message can move."""
-    asked = row.tools if ctx.allow is None else ctx.allow
-    allow = asked if row.tools is None else [t for t in asked if t in row.tools]
+    allow = narrow(ctx.allow, row.tools)
     budget = Budget(
         max_tokens=row.tokens_limit, max_cycles=row.cycles_limit, max_agents=row.agents_limit,
         max_depth=row.depth_limit, deadline=row.deadline,
@@ -113,7 +114,7 @@ def proceed(deps: Deps, state: AgentState) -> tuple[AgentState, Action]:
     """Take up a paused agent in a new task, with the Action it was about to take."""
     if state.next_action is None:
         raise ValueError(f"agent {state.ctx.agent_id} was not paused")
-    action = from_json(state.next_action)
+    action = from_json(state.next_action, state.strategy_state)
     state.next_action = None
     state.task_deadline = _task_deadline(deps)
     return state, action
@@ -134,7 +135,7 @@ def join(deps: Deps, state: AgentState) -> tuple[AgentState, Action]:
         result = (
             pending.refused
             or finished.get(pending.agent_id)
-            or unreported(ctx, pending.agent_id, AgentStatus.FAILED, "child result missing from the join")
+            or unreported(ctx, pending.agent_id, Cause(kind=CauseKind.STATE_LOST), "child result missing from the join")
         )
         if pending.refused is None:
             state.usage += result.usage + Usage(agents=1)
@@ -142,19 +143,21 @@ def join(deps: Deps, state: AgentState) -> tuple[AgentState, Action]:
     state.children += [r.summary() for r in ordered]
     state.pending = []
     agent_event("resumed", state, AgentStatus.RUNNING)
-    action = registry.strategy(state.spec.strategy).resume(state.spec, state.ctx, state.strategy, ChildResults(ordered))
+    strategy = registry.strategy(state.spec.strategy)
+    action = strategy.resume(state.spec, state.ctx, state.strategy_state, ChildResults(ordered))
     return state, action
 
 
 def advance(deps: Deps, state: AgentState, action: Action) -> Finished | FanOut | Paused:
     strategy = registry.strategy(state.spec.strategy)
     while True:
-        state.strategy = action.state
+        state.strategy_state = action.state
         if isinstance(action, Finish):
-            return _finish(deps, state, action.status, action.output, action.error, action.data)
+            cause = action.cause or _strategy_cause(action.status, state.children)
+            return _finish(deps, state, action.status, action.output, action.error, cause, action.data)
         stop = _stop(deps, state, checked_at_reserve=isinstance(action, CallModel))
         if stop is not None:
-            return _finish(deps, state, stop.status, None, stop.reason)
+            return _stopped(deps, state, stop)
         if state.task_deadline is not None and deps.now() >= state.task_deadline:
             agent_event("paused", state, AgentStatus.RUNNING)
             return Paused(state, action)
@@ -163,10 +166,10 @@ def advance(deps: Deps, state: AgentState, action: Action) -> Finished | FanOut 
             if isinstance(outcome, Stop):
                 # A call cut short by a deadline is the deadline's doing, not the model's.
                 stop = (outcome.status is AgentStatus.FAILED and _deadline(deps, state)) or outcome
-                return _finish(deps, state, stop.status, None, stop.reason)
+                return _stopped(deps, state, stop)
             late = _deadline(deps, state)
             if late is not None:  # the reply came after a deadline: not an answer in time
-                return _finish(deps, state, late.status, None, f"{late.reason} during a model call")
+                return _stopped(deps, state, Stop(late.cause, f"{late.reason} during a model call"))
         elif isinstance(action, RunTools):
             workspace = deps.workspace(state.ctx.job_id)
             outcome = ToolResults({c.id: run_tool(c, state.ctx, workspace) for c in action.calls})
@@ -180,7 +183,7 @@ def advance(deps: Deps, state: AgentState, action: Action) -> Finished | FanOut 
         else:
             raise TypeError(f"unknown action {type(action).__name__}")
         agent_event("model call" if isinstance(action, CallModel) else "tools", state, AgentStatus.RUNNING)
-        action = strategy.resume(state.spec, state.ctx, state.strategy, outcome)
+        action = strategy.resume(state.spec, state.ctx, state.strategy_state, outcome)
 
 
 def _stop(deps: Deps, state: AgentState, checked_at_reserve: bool) -> Stop | None:
@@ -188,7 +191,7 @@ def _stop(deps: Deps, state: AgentState, checked_at_reserve: bool) -> Stop | Non
     caps are the ledger's to refuse at the reservation, and so is a cancel before
     a model call (``checked_at_reserve``): one round trip fewer per call."""
     if not checked_at_reserve and deps.ledger.cancelled(state.ctx.job_id):
-        return Stop(AgentStatus.CANCELLED, "job cancelled")
+        return Stop.of(CauseKind.CANCELLED, "job cancelled")
     return _deadline(deps, state)
 
 
@@ -196,9 +199,9 @@ def _deadline(deps: Deps, state: AgentState) -> Stop | None:
     """The deadline that has passed, if one has: the job's or the agent's."""
     ctx, now = state.ctx, deps.now()
     if ctx.budget.expired(now):
-        return Stop(AgentStatus.TIMED_OUT, "job deadline passed")
+        return Stop.of(CauseKind.DEADLINE, "job deadline passed")
     if state.deadline is not None and now >= state.deadline:
-        return Stop(AgentStatus.TIMED_OUT, f"agent timeout of {state.spec.timeout}s passed")
+        return Stop.of(CauseKind.DEADLINE, f"agent timeout of {state.spec.timeout}s passed")
     return None
 
 
@@ -206,30 +209,36 @@ def _seconds_left(deps: Deps, state: AgentState) -> float | None:
     return seconds_left(deps.now(), state.deadline, state.ctx.budget.deadline)
 
 
+def _strategy_cause(status: AgentStatus, children: list[ChildSummary]) -> Cause | None:
+    """The cause of a strategy's ``Finish`` that names none. A strategy ends
+    ``budget_exceeded``, ``timed_out`` or ``cancelled`` when a child did: the
+    latest such child's cause is its own, so a sweep learns its scope ran dry
+    however deep the refusal. ``failed`` is the strategy giving up."""
+    if status is AgentStatus.COMPLETED:
+        return None
+    if status is AgentStatus.FAILED:
+        return Cause(kind=CauseKind.GAVE_UP)
+    inherited = next((c.cause for c in reversed(children) if c.cause is not None and c.status is status), None)
+    return inherited or Cause(kind=next(kind for kind in CauseKind if kind.status is status))
+
+
+def _stopped(deps: Deps, state: AgentState, stop: Stop) -> Finished:
+    return _finish(deps, state, stop.status, None, stop.reason, stop.cause)
+
+
 def _finish(
-    deps: Deps, state: AgentState, status: AgentStatus, output: str | None, error: str | None, data: Any = None
+    deps: Deps, state: AgentState, status: AgentStatus, output: str | None, error: str | None,
+    cause: Cause | None, data: Any = None,
 ) -> Finished:
     """Record the agent's result and drop what it kept only while running."""
     ctx = state.ctx
-    result = AgentResult(
-        job_id=ctx.job_id,
-        agent_id=ctx.agent_id,
-        parent_id=ctx.parent_id,
-        role=state.spec.role,
-        depth=ctx.depth,
-        status=status,
-        output=output,
-        error=redact(error) if error else error,  # a provider's error may echo a key
-        data=data,
-        usage=state.usage,
-        started_at=state.started_at,
-        finished_at=deps.now(),
-        children=state.children,
-    )
+    error = redact(error) if error else error  # a provider's error may echo a key
+    node = state.node(status).model_copy(
+        update={"output": output, "error": error, "cause": cause, "data": data, "finished_at": deps.now()})
     # What it kept only while running goes with the final record: its checkpoint, if
     # it saved one, and its model calls' stored replies, if it made any.
     retire = [k for k, kept in ((keys.checkpoint(ctx.job_id, ctx.agent_id), state.step),
                                 (keys.replies(ctx.job_id, ctx.agent_id), state.cycle)) if kept]
-    deps.tree.record(ctx.job_id, Node.of(result, task=state.spec.task, task_id=state.task_id), retire=retire)
+    deps.tree.record(ctx.job_id, node, retire=retire)
     agent_event("finished", state, status)
-    return Finished(result)
+    return Finished(node.result(ctx.job_id, state.children))

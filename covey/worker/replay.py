@@ -13,16 +13,18 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from covey.orchestration.actions import ModelReply, ToolCall
+from covey.status import Cause
+from covey.models.replies import ModelReply, ToolCall
 from covey.results import Usage
 
 
 class CallRecord(BaseModel):
-    """A reply with its usage, or the error that ended the call."""
+    """A reply with its usage, or the error (and its cause) that ended the call."""
 
     reply: dict[str, Any] | None = None
     usage: Usage | None = None
     error: str | None = None
+    cause: Cause | None = None
 
     @classmethod
     def of_reply(cls, reply: ModelReply, usage: Usage) -> CallRecord:

@@ -18,11 +18,11 @@ from pydantic import ValidationError
 
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentTerms
+from covey.status import AgentStatus, Cause, CauseKind, Resource
 from covey.context import RunContext
 from covey.orchestration.actions import ChildRequest, Spawn
-from covey.orchestration.tool_schemas import offered
+from covey.tools.registry import narrow, offered
 from covey.results import AgentResult
-from covey.status import AgentStatus
 from covey.spec import AgentSpec, InvalidSpec, describe
 from covey.store.tree import Node, preview
 from covey.worker.agent_state import AgentState, PendingChild
@@ -63,17 +63,19 @@ def _open_child(
     ctx = state.ctx
     if ctx.budget.max_depth < 1:
         reason = f"spawn refused: depth cap reached (max_depth=0 at agent {ctx.agent_id})"
-        return unreported(ctx, child_id, AgentStatus.BUDGET_EXCEEDED, reason, request.role, deps.now())
+        cause = Cause(kind=CauseKind.BUDGET, agent_id=ctx.agent_id, resource=Resource.DEPTH)
+        return unreported(ctx, child_id, cause, reason, request.role, deps.now())
     try:
         spec = child_spec(state.spec, ctx, request)
         asked = _within(ctx.budget.child(request.fraction or ctx.child_fraction), state.deadline)
     except ValueError as e:  # InvalidSpec included
-        return unreported(ctx, child_id, AgentStatus.FAILED, f"invalid child spec: {e}", request.role, deps.now())
+        cause = Cause(kind=CauseKind.INVALID_SPEC)
+        return unreported(ctx, child_id, cause, f"invalid child spec: {e}", request.role, deps.now())
     terms = AgentTerms(tools=spec.tools, deny=ctx.deny, max_cycles=spec.max_cycles, scopes=ctx.scopes)
     opened = deps.ledger.open(ctx.job_id, ctx.chain, child_id, asked, terms)
     if not opened.ok or opened.budget is None:
-        reason = opened.reason or "spawn refused"
-        return unreported(ctx, child_id, AgentStatus.BUDGET_EXCEEDED, reason, request.role, deps.now())
+        assert opened.cause is not None and opened.reason is not None  # a refusal always says why
+        return unreported(ctx, child_id, opened.cause, opened.reason, request.role, deps.now())
     return ctx.child(child_id, opened.budget, allow=spec.tools), spec
 
 
@@ -81,7 +83,7 @@ def child_spec(parent: AgentSpec, ctx: RunContext, request: ChildRequest) -> Age
     """The child's spec: what the request names, the parent's for the rest, and
     tools never beyond what the parent was offered. ``InvalidSpec`` names a bad field."""
     allowed = offered(ctx.allow, ctx.deny)
-    tools = allowed if request.tools is None else [t for t in allowed if t in request.tools]
+    tools = narrow(allowed, request.tools)
     own_options = request.strategy is not None or bool(request.options)
     fields: dict[str, Any] = {
         "task": request.task,
@@ -110,17 +112,9 @@ def _within(budget: Budget, deadline: datetime | None) -> Budget:
 
 
 def unreported(
-    ctx: RunContext, child_id: str, status: AgentStatus, error: str, role: str = "agent", at: datetime | None = None
+    ctx: RunContext, child_id: str, cause: Cause, error: str, role: str = "agent", at: datetime | None = None
 ) -> AgentResult:
     """The result of a child that never reported one: refused at open, or lost from the join."""
-    return AgentResult(
-        job_id=ctx.job_id,
-        agent_id=child_id,
-        parent_id=ctx.agent_id,
-        role=role,
-        depth=ctx.depth + 1,
-        status=status,
-        error=error,
-        started_at=at,
-        finished_at=at,
-    )
+    node = Node(agent_id=child_id, parent_id=ctx.agent_id, role=role, depth=ctx.depth + 1, status=cause.kind.status,
+                error=error, cause=cause, started_at=at, finished_at=at)
+    return node.result(ctx.job_id)

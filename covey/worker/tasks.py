@@ -26,15 +26,15 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from covey import keys, wire
 from covey.worker import signing
 from covey.budgets.ledger import AgentTerms, unknown_scope
+from covey.status import AgentStatus, Cause, CauseKind
 from covey.context import ROOT_AGENT_ID, RunContext
 from covey.models.catalog import UnservableModel
 from covey.orchestration.actions import Action, to_json
 from covey.results import AgentResult, Usage
-from covey.status import AgentStatus
 from covey.spec import AgentSpec, InvalidSpec, JobSpec
 from covey.store.tree import Node, preview
 from covey.worker import loop
-from covey.worker.agent_state import AgentState
+from covey.worker.agent_state import AgentState, UnreadableCheckpoint, dump_checkpoint, load_checkpoint
 from covey.worker.app import app
 from covey.worker.deps import Deps, worker_deps
 from covey.worker.handover import HandingOn
@@ -166,7 +166,7 @@ def _checkpointed(
     saved = worker_deps().checkpoints.load(job_id, agent_id)
     if saved is None:
         raise LookupError(f"checkpoint of agent {agent_id} lost; cannot resume {what}")
-    state = AgentState.model_validate_json(saved.state)
+    state = load_checkpoint(saved.state)
     found = getattr(state, counter)
     if found > expected or moved_on(state):
         log.info("agent %s of job %s is past %s: stale task ignored", agent_id, job_id, what)
@@ -189,6 +189,11 @@ def _guarded(task, job_id: str, agent_id: str, step: Step) -> dict[str, Any]:
         raise
     except OUTAGES as e:
         _hand_back(job_id, agent_id, e)
+    except UnreadableCheckpoint as e:
+        # The checkpoint is there but not this worker's to read: the agent fails
+        # saying so, and what its node recorded it spent stays charged.
+        log.warning("agent %s of job %s: %s", agent_id, job_id, e)
+        return _crashed(job_id, agent_id, str(e), None, CauseKind.STATE_LOST)
     except loop.NotOpened as e:
         # Nothing is written, not even a result under this task's id: the message
         # was not one of the job's own, and its task id may be another job's.
@@ -223,24 +228,31 @@ def _finished_before(task, job_id: str, agent_id: str) -> dict[str, Any] | None:
     return _reported(node.result(job_id))
 
 
-def _crashed(job_id: str, agent_id: str, error: str, spent: Usage | None) -> dict[str, Any]:
+def _crashed(
+    job_id: str, agent_id: str, error: str, spent: Usage | None, cause: CauseKind = CauseKind.INTERNAL
+) -> dict[str, Any]:
     """Fail the agent, keeping what it spent: the running step's usage, else the
     usage its node last recorded. The result reaches the parent's chord even when
     Redis cannot be written: the crash path needs no Redis to report."""
     deps = worker_deps()
-    result = AgentResult(job_id=job_id, agent_id=agent_id, status=AgentStatus.FAILED, error=redact(error),
-                         usage=spent or Usage())
+    error = redact(error)  # an exception's text may quote a key
+    node = _failed(Node(agent_id=agent_id), error, spent, cause)
     try:
-        node = deps.tree.node(job_id, agent_id) or Node(agent_id=agent_id)
-        result = result.model_copy(update={
-            "parent_id": node.parent_id, "role": node.role, "depth": node.depth,
-            "usage": spent or node.usage, "started_at": node.started_at,
-        })
-        deps.tree.record(job_id, Node.of(result, task=node.task, task_id=node.task_id),
-                         retire=[keys.checkpoint(job_id, agent_id), keys.replies(job_id, agent_id)])
+        known = deps.tree.node(job_id, agent_id)
+        if known is not None:
+            node = _failed(known, error, spent, cause)
+        deps.tree.record(job_id, node, retire=[keys.checkpoint(job_id, agent_id), keys.replies(job_id, agent_id)])
     except Exception:  # noqa: BLE001 - reported by its result and this line instead
         log.exception("agent %s of job %s: its failure could not be recorded in Redis", agent_id, job_id)
-    return _reported(result)
+    return _reported(node.result(job_id))
+
+
+def _failed(node: Node, error: str, spent: Usage | None, cause: CauseKind) -> Node:
+    """``node`` ended ``failed``, keeping where it sits, its task and what it spent."""
+    return Node(
+        agent_id=node.agent_id, parent_id=node.parent_id, depth=node.depth, role=node.role, status=AgentStatus.FAILED,
+        usage=spent or node.usage, error=error, cause=Cause(kind=cause), task=node.task, task_id=node.task_id, started_at=node.started_at,
+    )
 
 
 def _drive(task, state: AgentState, action: Action) -> dict[str, Any]:
@@ -254,7 +266,7 @@ def _drive(task, state: AgentState, action: Action) -> dict[str, Any]:
     state.step += 1
     if isinstance(outcome, loop.Paused):
         state.next_action = to_json(outcome.action)
-    if not deps.checkpoints.save(ctx.job_id, ctx.agent_id, state.step, state.model_dump_json()):
+    if not deps.checkpoints.save(ctx.job_id, ctx.agent_id, state.step, dump_checkpoint(state)):
         log.info("agent %s of job %s is past step %s: stale task ignored", ctx.agent_id, ctx.job_id, state.step)
         raise Ignore()
     if isinstance(outcome, loop.Paused):

@@ -12,7 +12,7 @@ import operator
 from collections.abc import Callable
 
 from covey.context import RunContext
-from covey.orchestration.actions import ToolCall
+from covey.models.replies import ToolCall
 from covey.store.workspace import Workspace, WorkspaceError
 
 _BINARY: dict[type, Callable[[float, float], float]] = {

@@ -12,6 +12,7 @@ from covey import keys
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentTerms, Ledger, LedgerError
 from covey.budgets.redis_ledger import RedisLedger
+from covey.status import Cause, CauseKind, Resource
 
 
 class Clock:
@@ -29,7 +30,7 @@ def clock():
 
 @pytest.fixture
 def ledger(redis_client, clock):
-    return RedisLedger(redis_client, clock=clock)
+    return RedisLedger(redis_client, keys.DEFAULT_JOB_TTL_SECONDS, clock=clock)
 
 
 @pytest.fixture
@@ -94,6 +95,7 @@ def test_open_refuses_past_max_agents_naming_the_ancestor(ledger, job):
     refused = ledger.open(job, ["root", "c1"], "g2", Budget(max_depth=1))  # c1 has room, root does not
     assert not refused.ok and refused.budget is None
     assert refused.reason == "spawn refused: agent cap reached (max_agents=3 at agent root)"
+    assert refused.cause == Cause(kind=CauseKind.BUDGET, agent_id="root", resource=Resource.AGENTS)
     refused = ledger.open(job, ["root"], "c3", Budget(max_depth=1))
     assert refused.reason == "spawn refused: agent cap reached (max_agents=3 at agent root)"
     assert ledger.snapshot(job).agents_spawned == 3  # refusals charge nothing
@@ -114,6 +116,7 @@ def test_open_refuses_past_depth(ledger, job):
     refused = ledger.open(job, ["root", "c1"], "g1", Budget(max_depth=0))
     assert not refused.ok
     assert refused.reason == "spawn refused: depth cap reached (max_depth=0 at agent c1)"
+    assert refused.cause == Cause(kind=CauseKind.BUDGET, agent_id="c1", resource=Resource.DEPTH)
 
     flat = f"job-{uuid.uuid4().hex}"
     ledger.open_root(flat, "root", Budget(max_depth=0))
@@ -160,11 +163,14 @@ def test_reserve_refuses_below_min_tokens_naming_the_short_row(ledger, job, shor
     ledger.set_scope(tenant, 420 if short == "tenant" else None, None)
     expected = {"agent": ("agent c2", 400), "ancestor": ("agent root", 500),
                 "global": (f"scope {glob}", 450), "tenant": (f"scope {tenant}", 420)}[short]
+    row = {"agent": {"agent_id": "c2"}, "ancestor": {"agent_id": "root"},
+           "global": {"scope": glob}, "tenant": {"scope": tenant}}[short]
 
     chain, scopes = ["root", "c2"], [glob, tenant]
     refused = ledger.reserve(job, chain, scopes, "c2:0", 800, 600)
     assert not refused.ok and not refused.cancelled
     assert refused.reason == f"token budget exhausted at {expected[0]} ({expected[1]} left, 600 needed)"
+    assert refused.cause == Cause(kind=CauseKind.BUDGET, resource=Resource.TOKENS, **row)
     grant = ledger.reserve(job, chain, scopes, "c2:0", 800, 100)
     assert grant.ok and grant.tokens == expected[1]
 
@@ -177,6 +183,7 @@ def test_reserve_refuses_when_cycles_run_out(ledger, job):
     spend(ledger, job, ["root"], [glob], "r:1", 10)
     refused = ledger.reserve(job, ["root"], [glob], "r:2", 10, 1)
     assert refused.reason == f"cycle budget exhausted at scope {glob} (max_cycles=2)"
+    assert refused.cause == Cause(kind=CauseKind.BUDGET, scope=glob, resource=Resource.CYCLES)
     ledger.set_scope(glob, None, None)
     assert ledger.reserve(job, ["root"], [glob], "r:2", 10, 1).ok
     assert ledger.reserve(job, ["root"], [glob], "r:3", 10, 1).reason == (
@@ -222,7 +229,8 @@ def test_a_cancelled_job_refuses_reserve(ledger, job):
     ledger.cancel(job)
     assert ledger.cancelled(job)
     grant = ledger.reserve(job, ["root"], [], "root:0", 10, 1)
-    assert grant == type(grant)(ok=False, tokens=0, reason="job cancelled", cancelled=True)
+    assert grant == type(grant)(ok=False, tokens=0, reason="job cancelled", cause=Cause(kind=CauseKind.CANCELLED))
+    assert grant.cancelled and grant.retry_after is None
     assert ledger.snapshot(job).cancelled
 
 
@@ -386,6 +394,7 @@ def test_reserve_refuses_a_call_past_the_agents_own_cycle_cap(ledger, job):
     refused = ledger.reserve(job, ["root"], [], "root:3", 10, 1, cycle=3)
     assert not refused.ok
     assert refused.reason == "cycle cap reached: max_cycles=2 for this agent"
+    assert refused.cause == Cause(kind=CauseKind.BUDGET, agent_id="root", resource=Resource.CYCLES)
     assert ledger.reserve(job, ["root"], [], "root:2", 10, 1, cycle=2).ok  # a replay of a call within it
 
 

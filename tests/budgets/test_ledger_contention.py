@@ -16,6 +16,7 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 import redis
 
+from covey import keys
 from covey.budgets.budget import Budget
 from covey.budgets.redis_ledger import RedisLedger
 
@@ -27,7 +28,7 @@ ATTEMPTS = 40
 def _spend(url: str, job: str, chain: list[str], scopes: list[str], worker: int) -> tuple[int, int, int]:
     """Runs in a child process: returns (tokens granted, grants, refusals)."""
     client = redis.Redis.from_url(url, decode_responses=True)
-    ledger = RedisLedger(client)
+    ledger = RedisLedger(client, keys.DEFAULT_JOB_TTL_SECONDS)
     start = threading.Barrier(THREADS, action=lambda: _all_processes_ready(client, job))
 
     def thread(t: int) -> tuple[int, int, int]:
@@ -68,7 +69,7 @@ def _all_processes_ready(client: redis.Redis, job: str) -> None:
 def _open_children(url: str, job: str, worker: int) -> int:
     """Runs in a child process: tries to open THREADS children of the root; returns how many opened."""
     client = redis.Redis.from_url(url, decode_responses=True)
-    ledger = RedisLedger(client)
+    ledger = RedisLedger(client, keys.DEFAULT_JOB_TTL_SECONDS)
     start = threading.Barrier(THREADS, action=lambda: _all_processes_ready(client, job))
 
     def thread(t: int) -> bool:
@@ -84,7 +85,7 @@ def _processes() -> ProcessPoolExecutor:
 
 
 def test_concurrent_reservations_never_exceed_the_cap(redis_server, redis_client):
-    ledger = RedisLedger(redis_client)
+    ledger = RedisLedger(redis_client, keys.DEFAULT_JOB_TTL_SECONDS)
     job, glob = f"job-{uuid.uuid4().hex}", f"sweep:{uuid.uuid4().hex[:8]}"
     ledger.set_scope(glob, 2_500, None)
     ledger.open_root(job, "root", Budget(max_tokens=3_000, max_cycles=1_000, max_depth=2))
@@ -109,7 +110,7 @@ def test_concurrent_reservations_never_exceed_the_cap(redis_server, redis_client
 
 
 def test_concurrent_spawns_never_exceed_max_agents(redis_server, redis_client):
-    ledger = RedisLedger(redis_client)
+    ledger = RedisLedger(redis_client, keys.DEFAULT_JOB_TTL_SECONDS)
     job = f"job-{uuid.uuid4().hex}"
     ledger.open_root(job, "root", Budget(max_agents=5, max_depth=1))
 

@@ -9,6 +9,7 @@ import pytest
 from covey import keys
 from covey.budgets.budget import Budget
 from covey.budgets.redis_ledger import RedisLedger
+from covey.status import Cause, CauseKind, Resource
 from tests.budgets.test_ledger import Clock
 
 MINUTE_START = 60 * 20_000  # an epoch minute's first second
@@ -21,7 +22,7 @@ def clock():
 
 @pytest.fixture
 def ledger(redis_client, clock):
-    return RedisLedger(redis_client, clock=clock)
+    return RedisLedger(redis_client, keys.DEFAULT_JOB_TTL_SECONDS, clock=clock)
 
 
 @pytest.fixture
@@ -43,6 +44,8 @@ def test_a_full_token_window_answers_when_the_next_minute_opens(ledger, clock, t
     full = ledger.reserve(job, ["root"], [tenant], "root:2", 400, 100)
     assert not full.ok and full.retry_after == 50
     assert f"scope {tenant} is at its 600 tokens per minute" == full.reason
+    assert full.cause == Cause(
+        kind=CauseKind.RATE_LIMITED, scope=tenant, resource=Resource.TOKENS_PER_MINUTE, retry_after=50)
     clock.now = MINUTE_START + 60
     assert ledger.reserve(job, ["root"], [tenant], "root:2", 400, 100).tokens == 400
 
@@ -67,12 +70,15 @@ def test_a_request_cap_makes_the_next_call_wait(ledger, tenant):
         assert ledger.reserve(job, ["root"], [tenant], f"root:{i}", 10, 1).ok
     late = ledger.reserve(job, ["root"], [tenant], "root:3", 10, 1)
     assert late.retry_after == 50 and "3 requests per minute" in late.reason
+    assert (late.cause.kind, late.cause.scope, late.cause.resource) == (
+        CauseKind.RATE_LIMITED, tenant, Resource.REQUESTS_PER_MINUTE)
 
 
 def test_a_call_bigger_than_the_window_is_refused_not_kept_waiting(ledger, tenant):
     grant = ledger.reserve(opened(ledger), ["root"], [tenant], "root:1", 900, 700)
     assert not grant.ok and grant.retry_after is None
     assert grant.reason == f"scope {tenant} allows 600 tokens per minute, one call needs 700"
+    assert grant.cause == Cause(kind=CauseKind.BUDGET, scope=tenant, resource=Resource.TOKENS_PER_MINUTE)
 
 
 def test_a_scope_without_window_caps_keeps_no_window(ledger, redis_client):

@@ -52,20 +52,21 @@ def test_token_cap_is_never_overspent_and_refused_agents_say_so(cli):
     nodes = json.loads(cli("tree", result["job_id"], "--json").stdout)["nodes"]
     refused = [n for n in nodes if n["status"] == "budget_exceeded"]
     assert refused, nodes
+    assert all(n["cause"]["kind"] == "budget" for n in refused)
     assert all(n["usage"]["total_tokens"] <= cap for n in nodes)
     assert result["agent_id"] == "root" and result["status"] != "completed"
 
 
 @pytest.mark.parametrize(
-    "kind, error",
+    "kind, error, cause",
     [
-        ("500", "model call failed: HTTP 500"),
-        ("timeout", "model call timed out"),
-        ("bad_args", "model sent malformed arguments for tool 'calculator'"),
-        ("unknown_tool", "model called tool 'teleport'"),
+        ("500", "model call failed: HTTP 500", {"kind": "model_error", "status": 500}),
+        ("timeout", "model call timed out", {"kind": "model_error"}),
+        ("bad_args", "model sent malformed arguments for tool 'calculator'", {"kind": "malformed_reply"}),
+        ("unknown_tool", "model called tool 'teleport'", {"kind": "malformed_reply"}),
     ],
 )
-def test_a_failing_child_does_not_break_the_join(cli, kind, error):
+def test_a_failing_child_does_not_break_the_join(cli, kind, error, cause):
     proc, result = run_json(cli, f"[sim:spawn width=3 depth=1] [sim:fail {kind} part=2] check")
     assert proc.returncode == 0, proc.stderr
     assert result["status"] == "completed"
@@ -74,6 +75,8 @@ def test_a_failing_child_does_not_break_the_join(cli, kind, error):
     assert sorted((n["depth"], n["status"]) for n in nodes) == [
         (0, "completed"), (1, "completed"), (1, "completed"), (1, "failed")
     ]
+    assert [{k: v for k, v in n["cause"].items() if v is not None} for n in nodes if n["cause"]] == [cause]
+    assert [c["cause"] for c in result["children"] if c["status"] == "failed"] == [n["cause"] for n in nodes if n["cause"]]
 
 
 def test_depth_cap_refuses_spawning_with_a_reason_the_model_sees(cli):
@@ -85,6 +88,8 @@ def test_depth_cap_refuses_spawning_with_a_reason_the_model_sees(cli):
     refused = [n for n in nodes if n["depth"] == 2]
     assert len(children) == 2 and {n["status"] for n in children} == {"completed"}
     assert len(refused) == 4 and {n["status"] for n in refused} == {"budget_exceeded"}
+    assert {(n["cause"]["kind"], n["cause"]["agent_id"], n["cause"]["resource"]) for n in refused} == {
+        ("budget", c["agent_id"], "depth") for c in children}
     # The children's answers are the model's own words: it read the refusal.
     assert [c["output"] for c in result["children"]] == [
         f"leaves=0 (2 not completed: spawn refused: depth cap reached (max_depth=0 at agent {c['agent_id']}))"

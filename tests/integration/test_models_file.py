@@ -15,7 +15,8 @@ import pytest
 
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentTerms
-from covey.client.client import Client, JobRefused
+from covey.client import Client
+from covey.client.errors import JobRefused
 from covey.config.settings import Settings
 from covey.context import RunContext
 from covey.models.catalog import Catalog, ModelParams

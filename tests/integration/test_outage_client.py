@@ -11,7 +11,8 @@ import time
 import pytest
 
 from covey import keys
-from covey.client.client import BROKER, REDIS, RESULT_STORE, Client, StoreUnavailable
+from covey.client import Client
+from covey.client.errors import BROKER, REDIS, RESULT_STORE, StoreUnavailable
 from covey.config.settings import Settings
 from tests.redis_server import free_port
 

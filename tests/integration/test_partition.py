@@ -22,7 +22,8 @@ import pytest
 import redis
 
 from covey import keys
-from covey.client.client import Client, JobTimeout
+from covey.client import Client
+from covey.client.errors import JobTimeout
 from covey.config.settings import Settings
 from covey.store.tree import Node
 from tests.integration.conftest import ROOT, stop_worker, wait_for_worker, worker_env

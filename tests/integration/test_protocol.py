@@ -112,3 +112,20 @@ def test_a_lost_checkpoint_fails_the_agent_keeping_what_it_spent(client):
     assert "checkpoint of agent root lost" in result.error
     assert result.usage.cycles == 1 and result.usage.total_tokens > 0  # the spawn call, not 0
     assert client.job(handle.id).tree()[0].status == "failed"
+
+
+def test_a_checkpoint_of_the_old_format_fails_the_agent_in_one_line_and_the_worker_goes_on(client):
+    handle = client.submit(client.spec("[sim:spawn width=2 depth=1] [sim:latency 300] go", budget={"max_depth": 2}))
+    key = keys.checkpoint(handle.id, "root")
+    deadline = time.monotonic() + 60
+    while not client.redis.exists(key):  # the root waits on its children
+        assert time.monotonic() < deadline, "the root never fanned out"
+        time.sleep(0.01)
+    saved = json.loads(client.redis.hget(key, "state"))
+    old = {**saved["agent"], "strategy": saved["state"]}  # format 1: no version, the state a bare dict in the agent's
+    client.redis.hset(key, "state", json.dumps(old))
+    result = handle.result(timeout=60)
+    assert result.status.value == "failed"
+    assert result.error == "checkpoint refused: written with no format version (format 1); this worker reads format 2"
+    assert result.usage.cycles == 1  # the spawn call, as its node recorded it
+    assert client.submit(client.spec("What is 2 + 2?")).result(timeout=60).output == "4"

@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from covey import keys
-from covey.client.client import JobRefused
+from covey.client.errors import JobRefused
 from covey.status import AgentStatus
 from covey.spec import InvalidSpec
 from tests.integration.conftest import start_worker, stop_worker, wait_for_worker

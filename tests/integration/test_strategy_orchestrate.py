@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from covey.orchestration.tool_schemas import SPAWN_TOOLS
+from covey.tools.builtin import SPAWN_TOOLS
 from covey.status import AgentStatus
 
 ANALYSTS = ["SecurityExpert", "LinterExpert"]

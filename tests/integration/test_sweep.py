@@ -204,5 +204,6 @@ def test_rate_limited_jobs_narrow_the_window_and_are_retried(sweep_redis, db, tm
     assert outcome.window_low < 8
     latest = {r["sample_id"]: r for r in results(tmp_path / "limited")}
     assert all(latest[str(i)]["status"] == "failed" and latest[str(i)]["attempt"] == 2 for i in range(4))
-    assert all("HTTP 429" in latest[str(i)]["error"] for i in range(4))
+    assert all(latest[str(i)]["cause"]["kind"] == "rate_limited" and latest[str(i)]["cause"]["status"] == 429
+               for i in range(4))
     assert all(latest[str(i)]["status"] == "completed" for i in range(4, 12))

@@ -7,7 +7,8 @@ import uuid
 import pytest
 
 from covey import Budget, InvalidSpec
-from covey.client.client import JobRefused
+from covey.status import Cause, CauseKind
+from covey.client.errors import JobRefused
 
 
 
@@ -50,8 +51,9 @@ def test_a_bad_spec_is_refused_naming_the_field_and_runs_nothing(bare, client, s
     assert handle.status() == "refused"
     assert handle.tree() == []
     assert handle.ledger().agents == []
-    with pytest.raises(JobRefused, match=field):
+    with pytest.raises(JobRefused, match=field) as refused:
         handle.result(timeout=5)
+    assert refused.value.cause == Cause(kind=CauseKind.INVALID_SPEC)
 
 
 def test_unset_caps_and_model_take_the_workers_defaults(bare, client):

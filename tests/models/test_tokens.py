@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from covey.models.sim import directives as sim_directives
 from covey.models.sim.handler import transport
 from covey.models.tokens import ESTIMATE_OVERHEAD_TOKENS, byte_tokens, estimate_prompt_tokens, schema_tokens
-from covey.orchestration.tool_schemas import TOOL_SCHEMAS
+from covey.tools.builtin import TOOL_SCHEMAS
 
 TOOLS = [TOOL_SCHEMAS[n] for n in ("spawn_agents", "finish", "calculator")]
 CJK = "請用一句話總結這段文字的主旨，並列出三個關鍵詞。" * 20

@@ -9,11 +9,13 @@ from pydantic import ValidationError
 
 from covey.budgets.budget import Budget
 from covey.context import RunContext
+from covey.models.replies import ModelReply
 from covey.orchestration import debate, debate_scoring
-from covey.orchestration.actions import ChildResults, Finish, ModelReply, Spawn
+from covey.orchestration.actions import ChildResults, Finish, Spawn
 from covey.results import AgentResult
-from covey.status import AgentStatus
 from covey.spec import AgentSpec
+from covey.status import AgentStatus
+from tests.orchestration.checkpointing import resumed
 
 CTX = RunContext(job_id="j", agent_id="root", budget=Budget())
 TASK = "What is 6 * 7? [sim:debate split]"
@@ -42,9 +44,8 @@ def broke(status=AgentStatus.FAILED, error="model call failed: HTTP 500"):
 
 
 def step(the_spec, action, *results):
-    """Resume from ``action`` with ``results``, its state through JSON as a checkpoint keeps it."""
-    state = json.loads(json.dumps(action.state))
-    return debate.resume(the_spec, CTX, state, ChildResults(list(results)))
+    """Resume from ``action`` with ``results``, its state as the worker's checkpoint gives it back."""
+    return resumed(debate, the_spec, CTX, action.state, ChildResults(list(results)))
 
 
 # --- the waves ------------------------------------------------------------------
@@ -190,7 +191,7 @@ def test_zero_rounds_picks_on_confidence_alone():
 
 def test_it_resumes_only_from_children():
     with pytest.raises(TypeError):
-        debate.resume(spec(), CTX, {}, ModelReply(content="hi"))
+        debate.resume(spec(), CTX, debate.State(), ModelReply(content="hi"))
 
 
 # --- options --------------------------------------------------------------------

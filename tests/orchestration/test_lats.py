@@ -9,11 +9,13 @@ from pydantic import ValidationError
 
 from covey.budgets.budget import Budget
 from covey.context import RunContext
+from covey.models.replies import ModelReply
 from covey.orchestration import lats
-from covey.orchestration.actions import CallModel, ChildResults, Finish, ModelReply, Spawn, ToolResults
+from covey.orchestration.actions import CallModel, ChildResults, Finish, Spawn, ToolResults
 from covey.results import AgentResult
-from covey.status import AgentStatus
 from covey.spec import AgentSpec, JobSpec
+from covey.status import AgentStatus
+from tests.orchestration.checkpointing import reloaded, resumed
 
 CTX = RunContext(job_id="j", agent_id="root", budget=Budget())
 TASK = "What is 6 * 7?"
@@ -40,9 +42,9 @@ def refused(status: AgentStatus = AgentStatus.BUDGET_EXCEEDED, error: str = "tok
 def simulate(s: AgentSpec, action, candidates, results):
     """One simulation from an expansion call: propose, spawn, hand back results."""
     assert isinstance(action, CallModel)
-    spawn = lats.resume(s, CTX, action.state, proposed(*candidates))
+    spawn = resumed(lats, s, CTX, action.state, proposed(*candidates))
     assert isinstance(spawn, Spawn)
-    return spawn, lats.resume(s, CTX, spawn.state, ChildResults(results))
+    return spawn, resumed(lats, s, CTX, spawn.state, ChildResults(results))
 
 
 def test_start_asks_once_for_exactly_num_candidates_with_no_tools():
@@ -53,13 +55,13 @@ def test_start_asks_once_for_exactly_num_candidates_with_no_tools():
     assert (items["minItems"], items["maxItems"]) == (4, 4)
     assert action.messages[1] == {"role": "user", "content": TASK}
     assert "Path:\n(no actions yet)" in action.messages[-1]["content"]
-    assert action.state == json.loads(json.dumps(action.state))
+    assert reloaded(spec(num_candidates=4), CTX, action.state) == action.state
 
 
 def test_each_candidate_gets_a_single_evaluator_at_one_level_with_the_task_and_its_path():
     s = spec()
     action = lats.start(s, CTX)
-    spawn = lats.resume(s, CTX, action.state, proposed("try a", "try b", "try c"))
+    spawn = resumed(lats, s, CTX, action.state, proposed("try a", "try b", "try c"))
     assert isinstance(spawn, Spawn) and len(spawn.children) == 3
     for child, candidate in zip(spawn.children, ["try a", "try b", "try c"]):
         assert child.strategy == "single" and child.role == "evaluator"
@@ -153,13 +155,13 @@ def test_the_search_stops_early_when_no_leaf_is_left_above_the_depth_cap():
 def test_replaying_a_step_gives_the_same_action():
     s = spec()
     action = lats.start(s, CTX)
-    state = json.loads(json.dumps(action.state))
+    state = reloaded(s, CTX, action.state)
     reply = proposed("a", "b")
     assert lats.resume(s, CTX, state, reply) == lats.resume(s, CTX, state, reply)
     assert state == action.state  # resume never mutates what it was handed
     other = RunContext(job_id="j2", agent_id="root", budget=Budget())
-    assert lats.start(s, other).state["seed"] != action.state["seed"]
-    assert lats.start(spec(seed=3), other).state["seed"] == 3
+    assert lats.start(s, other).state.seed != action.state.seed
+    assert lats.start(spec(seed=3), other).state.seed == 3
 
 
 @pytest.mark.parametrize(

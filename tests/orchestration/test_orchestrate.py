@@ -8,12 +8,14 @@ import pytest
 
 from covey.budgets.budget import Budget
 from covey.context import RunContext
+from covey.models.replies import ModelReply
 from covey.orchestration import orchestrate
-from covey.orchestration.actions import CallModel, ChildResults, Finish, ModelReply, Spawn, ToolResults
+from covey.orchestration.actions import CallModel, ChildResults, Finish, Spawn, ToolResults
 from covey.orchestration.specialists import BUILTIN, Specialist
 from covey.results import AgentResult
-from covey.status import AgentStatus
 from covey.spec import AgentSpec, InvalidSpec, JobSpec
+from covey.status import AgentStatus
+from tests.orchestration.checkpointing import resumed
 
 CTX = RunContext(job_id="j", agent_id="root", budget=Budget())
 
@@ -39,7 +41,7 @@ def decision(answer: str = "42") -> ModelReply:
 
 def run_plan(s: AgentSpec, reply: ModelReply):
     first = orchestrate.start(s, CTX)
-    return first, orchestrate.resume(s, CTX, first.state, reply)
+    return first, resumed(orchestrate, s, CTX, first.state, reply)
 
 
 # --- options -----------------------------------------------------------------
@@ -108,7 +110,9 @@ def test_analysis_specialists_run_as_one_wave_of_react_children_without_spawn_to
 def test_a_specialist_assigned_twice_keeps_its_first_task():
     _, action = run_plan(spec(), plan(("QATester", "first"), ("QATester", "second")))
     assert [c.task for c in action.children] == ["first"]
-    assert action.state["assignments"] == [{"specialist": "QATester", "kind": "analysis", "task": "first"}]
+    assert [a.model_dump() for a in action.state.assignments] == [
+        {"specialist": "QATester", "kind": "analysis", "task": "first"}
+    ]
 
 
 def test_spawn_tools_never_reach_a_child_whatever_the_options_say():
@@ -124,13 +128,13 @@ def test_spawn_tools_never_reach_a_child_whatever_the_options_say():
 def test_writes_run_one_at_a_time_after_the_analysis_and_see_its_reports():
     s = spec(specialists=[*[b.model_dump() for b in BUILTIN], {"name": "Editor", "role": "r", "kind": "write"}])
     _, analysis = run_plan(s, plan(("Writer", "write"), ("QATester", "test"), ("Editor", "edit")))
-    first = orchestrate.resume(s, CTX, analysis.state, ChildResults([result("QATester")]))
+    first = resumed(orchestrate, s, CTX, analysis.state, ChildResults([result("QATester")]))
     assert isinstance(first, Spawn) and [c.role for c in first.children] == ["Writer"]
     assert first.children[0].task == "write\n\nAnalysis reports:\n- QATester (completed): 42"
     assert first.children[0].tools == ["write_file", "read_file"]
-    second = orchestrate.resume(s, CTX, first.state, ChildResults([result("Writer", output="wrote it")]))
+    second = resumed(orchestrate, s, CTX, first.state, ChildResults([result("Writer", output="wrote it")]))
     assert [c.role for c in second.children] == ["Editor"]
-    decide = orchestrate.resume(s, CTX, second.state, ChildResults([result("Editor", output="edited")]))
+    decide = resumed(orchestrate, s, CTX, second.state, ChildResults([result("Editor", output="edited")]))
     assert isinstance(decide, CallModel) and decide.schema_name == "decision" and decide.tools == []
 
 
@@ -138,7 +142,7 @@ def test_it_decides_from_reports_and_a_failed_specialist_says_so():
     s = spec(report_chars=20)
     _, wave = run_plan(s, plan(("SecurityExpert", "audit"), ("QATester", "test")))
     failed = result("SecurityExpert", AgentStatus.FAILED, output=None, error="model call failed: HTTP 500 after retries")
-    decide = orchestrate.resume(s, CTX, wave.state, ChildResults([failed, result("QATester")]))
+    decide = resumed(orchestrate, s, CTX, wave.state, ChildResults([failed, result("QATester")]))
     reports_line = decide.messages[-1]["content"].splitlines()[-1].removeprefix(orchestrate.REPORTS_LABEL)
     reports = json.loads(reports_line)
     assert [(r["specialist"], r["status"]) for r in reports] == [
@@ -147,7 +151,7 @@ def test_it_decides_from_reports_and_a_failed_specialist_says_so():
     assert reports[0]["report"] == "failed: model call …"  # cut to report_chars
     assert all("messages" not in r for r in reports)
 
-    done = orchestrate.resume(s, CTX, decide.state, decision("42"))
+    done = resumed(orchestrate, s, CTX, decide.state, decision("42"))
     assert isinstance(done, Finish)
     assert (done.status, done.output) == (AgentStatus.COMPLETED, "42")
     assert done.data["decision"] == {"answer": "42", "rationale": "they agree"}
@@ -171,6 +175,6 @@ def test_it_cannot_resume_from_the_wrong_outcome():
 
 def test_resume_leaves_the_callers_state_alone():
     first = orchestrate.start(spec(), CTX)
-    before = json.dumps(first.state)
+    before = first.state.model_dump_json()
     orchestrate.resume(spec(), CTX, first.state, plan(("QATester", "t")))
-    assert json.dumps(first.state) == before
+    assert first.state.model_dump_json() == before

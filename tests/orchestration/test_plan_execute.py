@@ -6,13 +6,13 @@ from pydantic import ValidationError
 
 from covey.budgets.budget import Budget
 from covey.context import RunContext
+from covey.models.replies import ModelReply
 from covey.orchestration import plan, plan_execute
-from covey.orchestration.actions import (
-    CallModel, ChildResults, Finish, ModelReply, RunTools, Spawn, ToolResults,
-)
+from covey.orchestration.actions import CallModel, ChildResults, Finish, RunTools, Spawn, ToolResults
 from covey.results import AgentResult
-from covey.status import AgentStatus
 from covey.spec import AgentSpec
+from covey.status import AgentStatus
+from tests.orchestration.checkpointing import resumed
 
 TASK = "What is 6 * 7?"
 SPEC = AgentSpec(task=TASK, strategy="plan_execute")
@@ -41,9 +41,8 @@ def child(status=AgentStatus.COMPLETED, output=None, error=None, agent_id="root-
 
 
 def resume(action, outcome, spec=SPEC, ctx=CTX):
-    """One step, through JSON as the worker's checkpoint takes the state."""
-    state = json.loads(json.dumps(action.state))
-    return plan_execute.resume(spec, ctx, state, outcome)
+    """One step, from the state as the worker's checkpoint gives it back."""
+    return resumed(plan_execute, spec, ctx, action.state, outcome)
 
 
 def test_start_asks_the_planner_for_a_plan_without_tools():
@@ -108,8 +107,8 @@ def test_a_refused_plan_is_sent_back_with_the_cycle_named():
     assert action.messages[-2]["role"] == "assistant"
     action = resume(action, planned(CALC, CHECK))
     assert isinstance(action, RunTools)
-    assert action.state["replans"] == 1
-    assert action.state["errors"] == ["plan refused: cycle: step_1 -> step_2 -> step_1"]
+    assert action.state.replans == 1
+    assert action.state.errors == ["plan refused: cycle: step_1 -> step_2 -> step_1"]
 
 
 @pytest.mark.parametrize("bad, reason", [
@@ -204,10 +203,10 @@ def test_audit_records_cut_long_texts():
     long = "x" * 1000
     action = resume(plan_execute.start(SPEC, CTX), planned(step("a", role="r", text=long)))
     action = resume(action, ChildResults([child(output=long)]))
-    assert action.state["results"]["a"] == long  # kept whole for references
-    (record,) = action.state["records"]
-    assert len(record["input"]) == len(record["output"]) == plan_execute.AUDIT_CHARS
-    assert record["output"].endswith("…")
+    assert action.state.results["a"] == long  # kept whole for references
+    (record,) = action.state.records
+    assert len(record.input) == len(record.output) == plan_execute.AUDIT_CHARS
+    assert record.output.endswith("…")
 
 
 @pytest.mark.parametrize("options, field", [

@@ -2,13 +2,13 @@ import json
 
 from covey.budgets.budget import Budget
 from covey.context import RunContext
+from covey.models.replies import ModelReply, ToolCall
 from covey.orchestration import react
-from covey.orchestration.actions import (
-    CallModel, ChildResults, Finish, ModelReply, RunTools, Spawn, ToolCall, ToolResults,
-)
+from covey.orchestration.actions import CallModel, ChildResults, Finish, RunTools, Spawn, ToolResults
 from covey.results import AgentResult
-from covey.status import AgentStatus
 from covey.spec import AgentSpec
+from covey.status import AgentStatus
+from tests.orchestration.checkpointing import resumed
 
 SPEC = AgentSpec(task="do it", role="lead", instructions="be brief")
 CTX = RunContext(job_id="j", agent_id="root", budget=Budget())
@@ -26,21 +26,21 @@ def test_start_asks_the_model_with_system_and_task():
 
 
 def test_plain_answer_finishes_completed():
-    action = react.resume(SPEC, CTX, react.start(SPEC, CTX).state, ModelReply(content="42"))
+    action = resumed(react, SPEC, CTX, react.start(SPEC, CTX).state, ModelReply(content="42"))
     assert isinstance(action, Finish) and action.status is AgentStatus.COMPLETED and action.output == "42"
 
 
 def test_finish_tool_carries_the_answer():
     state = react.start(SPEC, CTX).state
-    action = react.resume(SPEC, CTX, state, reply(("finish", '{"answer": "yes"}')))
+    action = resumed(react, SPEC, CTX, state, reply(("finish", '{"answer": "yes"}')))
     assert isinstance(action, Finish) and action.output == "yes"
 
 
 def test_tools_run_then_model_reads_their_results():
     state = react.start(SPEC, CTX).state
-    action = react.resume(SPEC, CTX, state, reply(("calculator", '{"expression": "2+2"}')))
+    action = resumed(react, SPEC, CTX, state, reply(("calculator", '{"expression": "2+2"}')))
     assert isinstance(action, RunTools) and action.calls[0].name == "calculator"
-    action = react.resume(SPEC, CTX, action.state, ToolResults({"c0": "4"}))
+    action = resumed(react, SPEC, CTX, action.state, ToolResults({"c0": "4"}))
     assert isinstance(action, CallModel)
     assert action.messages[-1] == {"role": "tool", "tool_call_id": "c0", "content": "4"}
 
@@ -48,14 +48,14 @@ def test_tools_run_then_model_reads_their_results():
 def test_spawn_becomes_a_spawn_action_and_children_answer_the_call():
     state = react.start(SPEC, CTX).state
     args = json.dumps({"agents": [{"task": "a"}, {"task": "b", "role": "critic"}]})
-    action = react.resume(SPEC, CTX, state, reply(("spawn_agents", args)))
+    action = resumed(react, SPEC, CTX, state, reply(("spawn_agents", args)))
     assert isinstance(action, Spawn)
     assert [(c.task, c.role) for c in action.children] == [("a", "agent"), ("b", "critic")]
     results = [
         AgentResult(job_id="j", agent_id="x", status=AgentStatus.COMPLETED, output="A", role="agent"),
         AgentResult(job_id="j", agent_id="y", status=AgentStatus.FAILED, error="boom", role="critic"),
     ]
-    action = react.resume(SPEC, CTX, action.state, ChildResults(results))
+    action = resumed(react, SPEC, CTX, action.state, ChildResults(results))
     assert isinstance(action, CallModel)
     body = json.loads(action.messages[-1]["content"])
     assert [s["status"] for s in body] == ["completed", "failed"]
@@ -65,23 +65,23 @@ def test_spawn_becomes_a_spawn_action_and_children_answer_the_call():
 
 def test_delegate_answers_with_one_summary():
     state = react.start(SPEC, CTX).state
-    action = react.resume(SPEC, CTX, state, reply(("delegate", '{"task": "check"}')))
+    action = resumed(react, SPEC, CTX, state, reply(("delegate", '{"task": "check"}')))
     assert isinstance(action, Spawn) and len(action.children) == 1
     done = AgentResult(job_id="j", agent_id="x", status=AgentStatus.COMPLETED, output="ok")
-    action = react.resume(SPEC, CTX, action.state, ChildResults([done]))
+    action = resumed(react, SPEC, CTX, action.state, ChildResults([done]))
     assert json.loads(action.messages[-1]["content"])["output"] == "ok"
 
 
 def test_spawn_with_bad_children_is_answered_with_the_error():
     state = react.start(SPEC, CTX).state
-    action = react.resume(SPEC, CTX, state, reply(("spawn_agents", '{"agents": [{"role": "x"}]}')))
+    action = resumed(react, SPEC, CTX, state, reply(("spawn_agents", '{"agents": [{"role": "x"}]}')))
     assert isinstance(action, CallModel)
     assert action.messages[-1]["content"].startswith("error: each agent needs")
 
 
 def test_malformed_arguments_fail_the_agent():
     state = react.start(SPEC, CTX).state
-    action = react.resume(SPEC, CTX, state, reply(("calculator", '{"expression": "1+')))
+    action = resumed(react, SPEC, CTX, state, reply(("calculator", '{"expression": "1+')))
     assert isinstance(action, Finish) and action.status is AgentStatus.FAILED
     assert "malformed arguments" in action.error and "calculator" in action.error
 
@@ -89,13 +89,13 @@ def test_malformed_arguments_fail_the_agent():
 def test_a_tool_never_offered_fails_the_agent():
     ctx = RunContext(job_id="j", agent_id="root", budget=Budget(), deny=["write_file"])
     state = react.start(SPEC, ctx).state
-    assert "write_file" not in state["tools"]
-    action = react.resume(SPEC, ctx, state, reply(("write_file", '{"path": "a", "content": "b"}')))
+    assert "write_file" not in state.tools
+    action = resumed(react, SPEC, ctx, state, reply(("write_file", '{"path": "a", "content": "b"}')))
     assert isinstance(action, Finish) and action.status is AgentStatus.FAILED and "write_file" in action.error
 
 
 def test_resume_never_mutates_the_given_state():
     state = react.start(SPEC, CTX).state
-    before = json.dumps(state)
+    before = state.model_dump_json()
     react.resume(SPEC, CTX, state, reply(("calculator", '{"expression": "1"}')))
-    assert json.dumps(state) == before
+    assert state.model_dump_json() == before

@@ -12,8 +12,10 @@ from covey.spec import InvalidSpec, JobSpec
 
 ECHO = textwrap.dedent(
     '''
+    from typing import Literal
     from pydantic import BaseModel, ConfigDict
     from covey.orchestration.actions import Finish
+    from covey.orchestration.states import StrategyState
     from covey.status import AgentStatus
 
     NAME = "echo"
@@ -22,9 +24,12 @@ ECHO = textwrap.dedent(
         model_config = ConfigDict(extra="forbid")
         times: int = 1
 
+    class State(StrategyState):
+        phase: Literal["done"] = "done"
+
     def start(spec, ctx):
         times = Options.model_validate(spec.options).times
-        return Finish(state={}, status=AgentStatus.COMPLETED, output=" ".join([spec.task] * times))
+        return Finish(state=State(), status=AgentStatus.COMPLETED, output=" ".join([spec.task] * times))
 
     def resume(spec, ctx, state, outcome):
         raise TypeError("echo never waits")

@@ -6,10 +6,12 @@ import pytest
 
 from covey.budgets.budget import Budget
 from covey.context import RunContext
+from covey.models.replies import ModelReply
 from covey.orchestration import single
-from covey.orchestration.actions import CallModel, Finish, ModelReply, ToolResults
-from covey.status import AgentStatus
+from covey.orchestration.actions import CallModel, Finish, ToolResults
 from covey.spec import AgentSpec
+from covey.status import AgentStatus
+from tests.orchestration.checkpointing import resumed
 
 CTX = RunContext(job_id="j", agent_id="root-sub-1", budget=Budget())
 SCHEMA = {"type": "object", "properties": {"score": {"type": "number"}}, "required": ["score"]}
@@ -25,7 +27,8 @@ def test_it_asks_once_with_no_tools_and_the_schema():
 
 def test_the_reply_is_the_answer_and_its_json_the_data():
     spec = AgentSpec(task="score this", strategy="single", options={"schema": SCHEMA})
-    done = single.resume(spec, CTX, {}, ModelReply(content='{"score": 0.9}', parsed={"score": 0.9}))
+    reply = ModelReply(content='{"score": 0.9}', parsed={"score": 0.9})
+    done = resumed(single, spec, CTX, single.start(spec, CTX).state, reply)
     assert isinstance(done, Finish)
     assert (done.status, done.output, done.data) == (AgentStatus.COMPLETED, '{"score": 0.9}', {"score": 0.9})
 
@@ -33,12 +36,12 @@ def test_the_reply_is_the_answer_and_its_json_the_data():
 def test_without_a_schema_there_is_no_data():
     spec = AgentSpec(task="propose", strategy="single")
     assert single.start(spec, CTX).schema is None
-    assert single.resume(spec, CTX, {}, ModelReply(content="a plan")).data is None
+    assert resumed(single, spec, CTX, single.State(), ModelReply(content="a plan")).data is None
 
 
 def test_it_cannot_resume_from_anything_but_a_reply():
     with pytest.raises(TypeError):
-        single.resume(AgentSpec(task="x", strategy="single"), CTX, {}, ToolResults({}))
+        single.resume(AgentSpec(task="x", strategy="single"), CTX, single.State(), ToolResults({}))
 
 
 def test_the_schema_is_sent_under_its_name():

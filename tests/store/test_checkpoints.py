@@ -13,7 +13,7 @@ from covey.store.tree import JobTree, Node
 
 @pytest.fixture
 def checkpoints(redis_client):
-    return Checkpoints(redis_client)
+    return Checkpoints(redis_client, keys.DEFAULT_JOB_TTL_SECONDS)
 
 
 @pytest.fixture
@@ -28,12 +28,12 @@ def test_rounds_share_one_key_and_a_stale_round_cannot_overwrite_a_newer_one(che
     assert checkpoints.save(job, "root", 2, '{"round": 2, "again": true}')  # a replay of the same round
     assert checkpoints.load(job, "root") == Checkpoint(round=2, state='{"round": 2, "again": true}')
     assert redis_client.keys(f"covey:{{{job}}}:state:*") == [keys.checkpoint(job, "root")]
-    assert 0 < redis_client.ttl(keys.checkpoint(job, "root")) <= keys.job_ttl()
+    assert 0 < redis_client.ttl(keys.checkpoint(job, "root")) <= keys.DEFAULT_JOB_TTL_SECONDS
 
 
 def test_an_agents_final_record_retires_its_checkpoint(checkpoints, redis_client, job):
     checkpoints.save(job, "a", 1, "{}")
-    tree = JobTree(redis_client)
+    tree = JobTree(redis_client, keys.DEFAULT_JOB_TTL_SECONDS)
     tree.record(job, Node(agent_id="a", depth=1, status="completed"), retire=[keys.checkpoint(job, "a")])
     assert checkpoints.load(job, "a") is None
     assert not redis_client.exists(keys.checkpoint(job, "a"))

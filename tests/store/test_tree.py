@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
 
+from covey.status import AgentStatus, Cause, CauseKind, Resource
 from covey.results import Usage
-from covey.status import AgentStatus
 from covey.store.tree import Node, pack, unpack
 
 
@@ -27,3 +28,13 @@ def test_a_final_node_keeps_all_but_its_task_id():
 
 def test_a_packed_node_is_compact():
     assert len(pack(node("completed"))) < len(node("completed").model_dump_json()) / 2
+
+
+def test_a_failed_nodes_cause_round_trips_packed_and_a_completed_node_keeps_none():
+    cause = Cause(kind=CauseKind.BUDGET, scope="sweep:s1", resource=Resource.TOKENS)
+    failed = node(AgentStatus.BUDGET_EXCEEDED).model_copy(update={"task_id": None, "cause": cause})
+    packed = pack(failed)
+    assert json.loads(packed)["c"] == {"k": "budget", "s": "sweep:s1", "r": "tokens"}
+    assert unpack("root-sub-1", packed) == failed
+    assert unpack("root-sub-1", packed).result("job").cause == cause
+    assert "c" not in json.loads(pack(node("completed")))

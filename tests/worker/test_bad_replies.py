@@ -17,11 +17,11 @@ import pytest
 
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentTerms
+from covey.status import AgentStatus, Cause, CauseKind
 from covey.config.settings import Settings
 from covey.context import RunContext
 from covey.models.llm import LLM
 from covey.models.tokens import byte_tokens
-from covey.status import AgentStatus
 from covey.spec import AgentSpec
 from covey.worker import loop
 from covey.worker.deps import Deps
@@ -93,6 +93,7 @@ def test_invalid_json_tool_arguments_fail_the_agent_naming_the_tool(deps):
                  "add")
     assert result.status is AgentStatus.FAILED
     assert result.error.startswith("model sent malformed arguments for tool 'calculator'")
+    assert result.cause == Cause(kind=CauseKind.MALFORMED_REPLY)
     assert result.usage.total_tokens == 15
 
 
@@ -114,6 +115,7 @@ def test_a_reply_of_the_wrong_shape_fails_the_agent_and_is_charged(deps, body, e
     result = run(with_endpoint(deps, replying(body)), "hello")
     assert result.status is AgentStatus.FAILED
     assert result.error.startswith(error)
+    assert result.cause == Cause(kind=CauseKind.MALFORMED_REPLY)
     # the endpoint answered: what it reported is charged (the worst case when it reported nothing usable)
     assert result.usage.cycles == 1 and result.usage.total_tokens > 0
 
@@ -145,6 +147,7 @@ def test_usage_no_ledger_could_hold_fails_the_agent_charged_the_worst_case(deps,
     result = run(with_endpoint(deps, replying(completion(usage=usage))), "hello", tools=[])
     assert result.status is AgentStatus.FAILED
     assert result.error == f"model reported unusable usage: {shown}"
+    assert result.cause == Cause(kind=CauseKind.MALFORMED_REPLY)
     assert result.usage.completion_tokens == AgentSpec(task="x").max_call_tokens
 
 
@@ -173,6 +176,7 @@ def test_over_reported_prompt_tokens_stop_the_agent(deps):
     result = run(with_endpoint(deps, handler), "hello", tools=[])
     assert result.status is AgentStatus.FAILED
     assert result.error.startswith("the provider reported 1000000 prompt tokens, ")
+    assert result.cause == Cause(kind=CauseKind.MODEL_ERROR)
     assert "reserved for them; all 1000001 tokens are charged" in result.error
     assert len(handler.calls) == 1
 

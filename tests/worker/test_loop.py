@@ -9,17 +9,18 @@ import pytest
 
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentTerms
+from covey.status import AgentStatus, Cause, CauseKind, Resource
 from covey.config.settings import Settings
 from covey.context import RunContext
-from covey.status import AgentStatus
+from covey.results import ChildSummary
 from covey.models.tokens import estimate_prompt_tokens
 from covey.orchestration.actions import ChildRequest, to_json
 from covey.orchestration.prompts import opening
 from covey.spec import AgentSpec, InvalidSpec
 from covey.worker import loop
-from covey.worker.spawning import child_agent_id, child_spec
-from covey.worker.agent_state import AgentState
+from covey.worker.agent_state import dump_checkpoint, load_checkpoint
 from covey.worker.deps import Deps
+from covey.worker.spawning import child_agent_id, child_spec
 
 
 @pytest.fixture
@@ -67,6 +68,8 @@ def test_spawning_at_the_depth_cap_resumes_at_once_with_the_refusal(deps):
     assert isinstance(out, loop.Finished)
     assert out.result.output.startswith("leaves=0 (2 not completed: spawn refused: depth cap reached")
     assert [c.status for c in out.result.children] == [AgentStatus.BUDGET_EXCEEDED] * 2
+    assert [c.cause for c in out.result.children] == [
+        Cause(kind=CauseKind.BUDGET, agent_id="root", resource=Resource.DEPTH)] * 2
 
 
 def test_the_agent_cycle_cap_ends_a_loop(deps):
@@ -75,6 +78,7 @@ def test_the_agent_cycle_cap_ends_a_loop(deps):
     assert out.result.status is AgentStatus.BUDGET_EXCEEDED
     assert out.result.usage.cycles == 3
     assert "max_cycles=3" in out.result.error
+    assert out.result.cause == Cause(kind=CauseKind.BUDGET, agent_id="root", resource=Resource.CYCLES)
 
 
 def test_a_token_cap_refuses_the_call_that_cannot_fit(deps):
@@ -82,6 +86,7 @@ def test_a_token_cap_refuses_the_call_that_cannot_fit(deps):
     out = run(deps, ctx, "What is 1 + 1?")
     assert out.result.status is AgentStatus.BUDGET_EXCEEDED
     assert out.result.error.startswith("token budget exhausted at agent root")
+    assert out.result.cause == Cause(kind=CauseKind.BUDGET, agent_id="root", resource=Resource.TOKENS)
     assert deps.ledger.snapshot(ctx.job_id).tokens_used <= 150
 
 
@@ -90,6 +95,7 @@ def test_a_cancelled_job_stops_before_calling_the_model(deps):
     deps.ledger.cancel(ctx.job_id)
     out = run(deps, ctx, "What is 1 + 1?")
     assert out.result.status is AgentStatus.CANCELLED
+    assert out.result.cause == Cause(kind=CauseKind.CANCELLED)
     assert out.result.usage.cycles == 0
 
 
@@ -98,7 +104,26 @@ def test_a_model_that_keeps_failing_fails_the_agent(deps):
     out = run(deps, ctx, "[sim:fail 500] hi")
     assert out.result.status is AgentStatus.FAILED
     assert out.result.error.startswith("model call failed: HTTP 500")
+    assert out.result.cause == Cause(kind=CauseKind.MODEL_ERROR, status=500)
     assert deps.ledger.snapshot(ctx.job_id).tokens_reserved == 0
+
+
+def test_a_429_the_sdk_does_not_retry_fails_the_agent_rate_limited(deps):
+    ctx = root(deps, Budget())
+    out = run(deps, ctx, "[sim:fail 429] hi")
+    assert out.result.status is AgentStatus.FAILED
+    assert out.result.cause == Cause(kind=CauseKind.RATE_LIMITED, status=429, retry_after=0.02)  # the sim's retry-after-ms
+
+
+def test_a_refusal_by_a_global_scope_names_the_scope(deps):
+    scope = f"sweep:{uuid.uuid4().hex[:8]}"
+    deps.ledger.set_scope(scope, 10, None)
+    ctx = root(deps, Budget()).model_copy(update={"scopes": [scope]})
+    spec = AgentSpec(task="What is 1 + 1?")
+    deps.ledger.open_root(ctx.job_id, "root", ctx.budget, AgentTerms(scopes=[scope]))
+    out = loop.advance(deps, *loop.begin(deps, ctx, spec))
+    assert out.result.status is AgentStatus.BUDGET_EXCEEDED
+    assert out.result.cause == Cause(kind=CauseKind.BUDGET, scope=scope, resource=Resource.TOKENS)
 
 
 def test_an_agent_pauses_at_each_slice_and_goes_on_where_it_stopped(redis_server):
@@ -110,8 +135,8 @@ def test_an_agent_pauses_at_each_slice_and_goes_on_where_it_stopped(redis_server
     pauses = 0
     while isinstance(out := loop.advance(deps, state, action), loop.Paused):
         pauses += 1
-        state = AgentState.model_validate_json(out.state.model_copy(update={"next_action": to_json(out.action)})
-                                               .model_dump_json())  # as checkpointed
+        paused = out.state.model_copy(update={"next_action": to_json(out.action)})
+        state = load_checkpoint(dump_checkpoint(paused))  # as checkpointed
         state, action = loop.proceed(deps, state)
     assert pauses >= 1
     assert out.result.status is AgentStatus.BUDGET_EXCEEDED and out.result.usage.cycles == 12
@@ -137,6 +162,7 @@ def test_a_reply_cut_at_the_per_call_cap_fails_and_says_how_to_raise_it(deps):
     out = run(deps, ctx, "[sim:spawn width=200 depth=1] wide", max_call_tokens=1024)
     assert out.result.status is AgentStatus.FAILED
     assert out.result.error.startswith("the model's reply was cut at max_call_tokens=1024; raise it with")
+    assert out.result.cause == Cause(kind=CauseKind.REPLY_CUT)
     assert out.result.output is None and out.result.usage.completion_tokens == 1024
 
 
@@ -145,6 +171,7 @@ def test_a_reply_cut_by_a_nearly_spent_budget_is_budget_exceeded(deps):
     out = run(deps, ctx, "[sim:tokens 500] [sim:answer long] talk", tools=[])
     assert out.result.status is AgentStatus.BUDGET_EXCEEDED
     assert "all the token budget had left for it (max_call_tokens=4096)" in out.result.error
+    assert out.result.cause == Cause(kind=CauseKind.BUDGET, resource=Resource.TOKENS)
     assert deps.ledger.snapshot(ctx.job_id).tokens_used <= 300
 
 
@@ -193,6 +220,7 @@ def test_a_reply_that_misses_the_schema_fails_the_agent(deps):
     out = run(deps, ctx, "[sim:fail bad_json] What is 6 * 7?", strategy="single", options={"schema": schema})
     assert out.result.status is AgentStatus.FAILED
     assert out.result.error == "model reply does not match the schema at the top level: 'value' is a required property"
+    assert out.result.cause == Cause(kind=CauseKind.MALFORMED_REPLY)
 
 
 def test_an_agent_runs_under_its_ledger_terms_not_its_message(deps):
@@ -245,6 +273,7 @@ def test_a_reply_that_comes_after_the_deadline_times_the_agent_out_and_is_charge
     out = run(deps, ctx, "What is 2 + 2?", timeout=5)
     assert out.result.status is AgentStatus.TIMED_OUT
     assert out.result.error == "agent timeout of 5.0s passed during a model call"
+    assert out.result.cause == Cause(kind=CauseKind.DEADLINE)
     assert out.result.usage.cycles == 1 and out.result.usage.total_tokens > 0
     assert deps.ledger.snapshot(ctx.job_id).tokens_used == out.result.usage.total_tokens
 
@@ -270,3 +299,14 @@ def test_a_child_writes_and_charges_where_its_ledger_row_puts_it_not_its_message
     assert deps.workspace(ctx.job_id).files() == [f".sub_agents/{child}/pwned.md"]
     rows = {row.agent_id: row for row in deps.ledger.snapshot(ctx.job_id).agents}
     assert rows["root"].tokens_used == rows[child].tokens_used == out.result.usage.total_tokens > 0
+
+
+def test_a_strategys_finish_without_a_cause_takes_its_latest_like_childs_or_gives_up():
+    refused = Cause(kind=CauseKind.BUDGET, scope="sweep:s1", resource=Resource.TOKENS)
+    children = [ChildSummary(agent_id=f"c{i}", role="agent", status=status, cause=cause) for i, (status, cause) in
+                enumerate([(AgentStatus.BUDGET_EXCEEDED, Cause(kind=CauseKind.BUDGET)),
+                           (AgentStatus.BUDGET_EXCEEDED, refused), (AgentStatus.FAILED, Cause(kind=CauseKind.INTERNAL))])]
+    assert loop._strategy_cause(AgentStatus.BUDGET_EXCEEDED, children) == refused
+    assert loop._strategy_cause(AgentStatus.TIMED_OUT, children) == Cause(kind=CauseKind.DEADLINE)
+    assert loop._strategy_cause(AgentStatus.FAILED, children) == Cause(kind=CauseKind.GAVE_UP)
+    assert loop._strategy_cause(AgentStatus.COMPLETED, children) is None

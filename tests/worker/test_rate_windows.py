@@ -9,6 +9,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from covey import keys
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentTerms
 from covey.budgets.redis_ledger import RedisLedger
@@ -44,7 +45,7 @@ class SettleLog(RedisLedger):
     """The real ledger, noting the minute each settle charged a scope in."""
 
     def __init__(self, client, clock) -> None:
-        super().__init__(client, clock=clock)
+        super().__init__(client, keys.DEFAULT_JOB_TTL_SECONDS, clock=clock)
         self.charged: dict[int, int] = defaultdict(int)
 
     def settle(self, job_id, chain, scopes, reservation_id, tokens, record=None):

@@ -4,11 +4,12 @@ import uuid
 
 import pytest
 
+from covey import keys
 from covey.budgets.budget import Budget
 from covey.context import RunContext
-from covey.orchestration.actions import ToolCall
-from covey.worker.tools import calculate, run_tool
+from covey.models.replies import ToolCall
 from covey.store.workspace import Workspace, WorkspaceError, normalise
+from covey.worker.tools import calculate, run_tool
 
 
 @pytest.fixture
@@ -16,7 +17,7 @@ def job(redis_client):
     job_id = f"t-{uuid.uuid4().hex}"
     root = RunContext(job_id=job_id, agent_id="root", budget=Budget(max_depth=2))
     child = root.child("root-sub-aa", Budget(max_depth=1), allow=None)
-    return root, child, Workspace(redis_client, job_id)
+    return root, child, Workspace(redis_client, job_id, keys.DEFAULT_JOB_TTL_SECONDS)
 
 
 def call(name, **args):

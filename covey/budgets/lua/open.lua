@@ -14,7 +14,8 @@
 -- ARGV[12]    a digest of the message that started the job ('' = none)
 -- ARGV[13..]  the ancestors' ids, in KEYS order (for messages; kept as the row's ancestors, a JSON list)
 -- Returns {1, tokens, cycles, agents, depth_limit, deadline} ('' = unlimited/none),
--- the stored limits if the child is already open; {0, reason} when refused;
+-- the stored limits if the child is already open; {0, reason, 'agent', id, resource}
+-- when refused: the ancestor whose cap was reached and which ('depth' or 'agents');
 -- {-2, reason} when an ancestor was never opened.
 
 local function num(v)
@@ -52,13 +53,15 @@ end
 if n > 0 then
   local parent_depth_limit = tonumber(rows[n][7])
   if parent_depth_limit < 1 then
-    return {0, 'spawn refused: depth cap reached (max_depth=' .. parent_depth_limit .. ' at agent ' .. ARGV[12 + n] .. ')'}
+    return {0, 'spawn refused: depth cap reached (max_depth=' .. parent_depth_limit .. ' at agent ' .. ARGV[12 + n] .. ')',
+      'agent', ARGV[12 + n], 'depth'}
   end
   -- Nearest ancestor first, so the message names the cap closest to the child.
   for i = n, 1, -1 do
     local cap = num(rows[i][5])
     if cap ~= nil and (tonumber(rows[i][6]) or 0) + 1 > cap then
-      return {0, 'spawn refused: agent cap reached (max_agents=' .. cap .. ' at agent ' .. ARGV[12 + i] .. ')'}
+      return {0, 'spawn refused: agent cap reached (max_agents=' .. cap .. ' at agent ' .. ARGV[12 + i] .. ')',
+        'agent', ARGV[12 + i], 'agents'}
     end
   end
   for i = 1, n do

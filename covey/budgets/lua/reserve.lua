@@ -20,9 +20,11 @@
 -- ARGV[11..]     agent ids then scope names, in KEYS order
 -- Returns {1, tokens, '', record} granted: record is the outcome stored by the
 -- settle of an id settled before ('' otherwise); a live id gets its grant again.
--- {0, 0, reason} refused, {-1, 0, 'job cancelled'}, {-2, 0, reason} for an unopened
--- agent, {2, 0, reason} when a scope's window of this minute is full: ask again
--- next minute.
+-- {0, 0, reason, row, name, resource} refused: the short row ('agent' or 'scope'),
+-- its agent id or scope name, and what it is short of ('tokens', 'cycles',
+-- 'tokens_per_minute', 'requests_per_minute'); {2, 0, reason, row, name, resource}
+-- when a scope's window of this minute is full: ask again next minute.
+-- {-1, 0, 'job cancelled'}, {-2, 0, reason} for an unopened agent.
 -- A row counts tokens_held (used plus held for calls in flight) and cycles_used (a
 -- call in flight counts): one field each to check and charge. Settle moves the
 -- tokens a call did not use out of tokens_held and adds what it used to tokens_used.
@@ -39,10 +41,12 @@ if known then return {1, tonumber(known), '', redis.call('HGET', KEYS[#KEYS - 1]
 
 local n = tonumber(ARGV[5])
 local m = (#KEYS - 5 - n) / 2
-local function label(i)
-  if i <= n then return 'agent ' .. ARGV[10 + i] end
-  return 'scope ' .. ARGV[10 + i]
+local function row(i)
+  if i <= n then return 'agent' end
+  return 'scope'
 end
+local function label(i) return row(i) .. ' ' .. ARGV[10 + i] end
+local function refuse(status, i, resource, reason) return {status, 0, reason, row(i), ARGV[10 + i], resource} end
 
 -- Agent rows deepest first, then scopes: on a tie the message names the agent itself.
 local order = {}
@@ -58,14 +62,14 @@ for _, i in ipairs(order) do
   rows[i] = r
   if i <= n and not r[5] then return {-2, 0, label(i) .. ' was never opened'} end
   if i == n and ARGV[8] ~= '' and r[6] and tonumber(ARGV[8]) > tonumber(r[6]) then
-    return {0, 0, 'cycle cap reached: max_cycles=' .. r[6] .. ' for this agent'}
+    return refuse(0, i, 'cycles', 'cycle cap reached: max_cycles=' .. r[6] .. ' for this agent')
   end
   if i <= n or r[1] or r[3] or r[7] or r[8] then
     table.insert(charged, i)
     if r[3] then
       local cycles_left = tonumber(r[3]) - (tonumber(r[4]) or 0)
       if cycles_left < 1 then
-        return {0, 0, 'cycle budget exhausted at ' .. label(i) .. ' (max_cycles=' .. r[3] .. ')'}
+        return refuse(0, i, 'cycles', 'cycle budget exhausted at ' .. label(i) .. ' (max_cycles=' .. r[3] .. ')')
       end
     end
     if r[1] then
@@ -77,17 +81,18 @@ for _, i in ipairs(order) do
 end
 granted = math.max(0, granted)
 if granted < tonumber(ARGV[3]) then
-  return {0, 0, 'token budget exhausted at ' .. label(shortest) .. ' (' .. math.max(0, shortest_left)
-    .. ' left, ' .. ARGV[3] .. ' needed)'}
+  return refuse(0, shortest, 'tokens', 'token budget exhausted at ' .. label(shortest) .. ' ('
+    .. math.max(0, shortest_left) .. ' left, ' .. ARGV[3] .. ' needed)')
 end
 
 -- Per-minute windows: a cap below one call's need refuses; a full window waits.
 for i = n + 1, n + m do
   local tpm, rpm = tonumber(rows[i][7]), tonumber(rows[i][8])
   if tpm and tpm < tonumber(ARGV[3]) then
-    return {0, 0, label(i) .. ' allows ' .. tpm .. ' tokens per minute, one call needs ' .. ARGV[3]}
+    return refuse(0, i, 'tokens_per_minute', label(i) .. ' allows ' .. tpm .. ' tokens per minute, one call needs '
+      .. ARGV[3])
   end
-  if rpm and rpm < 1 then return {0, 0, label(i) .. ' allows 0 requests per minute'} end
+  if rpm and rpm < 1 then return refuse(0, i, 'requests_per_minute', label(i) .. ' allows 0 requests per minute') end
   if tpm then granted = math.min(granted, tpm) end
 end
 for i = n + 1, n + m do
@@ -95,10 +100,10 @@ for i = n + 1, n + m do
   if tpm or rpm then
     local w = redis.call('HMGET', KEYS[3 + m + i], 'tokens', 'requests')
     if rpm and (tonumber(w[2]) or 0) + 1 > rpm then
-      return {2, 0, label(i) .. ' is at its ' .. rpm .. ' requests per minute'}
+      return refuse(2, i, 'requests_per_minute', label(i) .. ' is at its ' .. rpm .. ' requests per minute')
     end
     if tpm and (tonumber(w[1]) or 0) + granted > tpm then
-      return {2, 0, label(i) .. ' is at its ' .. tpm .. ' tokens per minute'}
+      return refuse(2, i, 'tokens_per_minute', label(i) .. ' is at its ' .. tpm .. ' tokens per minute')
     end
   end
 end

@@ -9,7 +9,7 @@ import httpx2
 import openai
 import pytest
 
-from covey.orchestration.tool_schemas import TOOL_SCHEMAS
+from covey.tools.builtin import TOOL_SCHEMAS
 from covey.models.sim import directives as sim_directives
 from covey.models.sim.handler import _Reply, make_handler, transport
 from covey.models.tokens import prompt_text

@@ -9,6 +9,7 @@ import pytest
 
 from covey.budgets.budget import Budget
 from covey.context import RunContext
+from covey.models.replies import ModelReply
 from covey.models.sim import directives as sim_directives
 from covey.models.sim.directives import DirectiveError
 from covey.models.sim.handler import make_handler
@@ -17,10 +18,10 @@ from covey.models.sim.scripted.orchestrate import UNANSWERED, assignments, decis
 from covey.models.sim.structured import Answers
 from covey.models.structured import parse
 from covey.orchestration import orchestrate
-from covey.orchestration.actions import ChildResults, ModelReply, Spawn
+from covey.orchestration.actions import ChildResults, Spawn
 from covey.results import AgentResult
-from covey.status import AgentStatus
 from covey.spec import AgentSpec
+from covey.status import AgentStatus
 from tests.models.sim.test_handler import ask
 
 CTX = RunContext(job_id="j", agent_id="root", budget=Budget())

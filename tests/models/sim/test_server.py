@@ -11,7 +11,7 @@ import httpx2
 import openai
 import pytest
 
-from covey.orchestration.tool_schemas import TOOL_SCHEMAS
+from covey.tools.builtin import TOOL_SCHEMAS
 from covey.models.sim.handler import transport
 from covey.models.sim.server import make_server
 

@@ -11,7 +11,7 @@ import openai
 import pydantic
 import pytest
 
-from covey.orchestration.tool_schemas import TOOL_SCHEMAS
+from covey.tools.builtin import TOOL_SCHEMAS
 from covey.models.sim.handler import BAD_JSON, transport
 from covey.models.sim.structured import Answers, instance
 

@@ -1,4 +1,4 @@
-"""The tools an agent may be offered, as OpenAI function schemas (pure data).
+"""covey's built-in tools as OpenAI function schemas (pure data).
 
 The worker implements them (``covey.worker.tools``); strategies read the control
 tools (``spawn_agents``, ``delegate``, ``finish``) as Actions instead of running them.
@@ -6,7 +6,6 @@ tools (``spawn_agents``, ``delegate``, ``finish``) as Actions instead of running
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 SPAWN_TOOLS = frozenset({"spawn_agents", "delegate"})
@@ -69,25 +68,3 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
     ),
 }
 
-
-def offered(allow: list[str] | None, deny: list[str]) -> list[str]:
-    """Tool names an agent sees: its allow list (all when unset) minus every deny rule."""
-    names = TOOL_SCHEMAS if allow is None else [n for n in TOOL_SCHEMAS if n in allow]
-    return [n for n in names if n not in deny]
-
-
-def schemas(names: list[str], agents_left: int | None) -> list[dict[str, Any]]:
-    """The function schemas of ``names`` for one call. The spawn tools say how many
-    sub-agents this agent may still open (``agents_left``; None: no cap), so the
-    model plans within the cap instead of learning it from refusals."""
-    out = []
-    for name in names:
-        schema = TOOL_SCHEMAS[name]
-        if name in SPAWN_TOOLS and agents_left is not None:
-            schema = copy.deepcopy(schema)
-            function = schema["function"]
-            function["description"] += f" This agent may open {agents_left} more sub-agent(s)."
-            if name == "spawn_agents":
-                function["parameters"]["properties"]["agents"]["maxItems"] = agents_left
-        out.append(schema)
-    return out

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from covey.orchestration.tool_schemas import TOOL_SCHEMAS, offered, schemas
+from covey.tools.builtin import TOOL_SCHEMAS
+from covey.tools.registry import offered, schemas
 
 
 def test_spawn_tools_say_how_many_agents_may_still_be_opened():

@@ -1,0 +1,32 @@
+"""Submitting with no worker running: what the client writes, and under which id."""
+
+from __future__ import annotations
+
+import pytest
+
+from covey import keys
+from covey.client import Client
+from covey.config.settings import Settings
+from covey.status import JobStatus
+
+TTL = 60  # the shortest COVEY_JOB_TTL allowed, far from the default week
+
+
+@pytest.fixture
+def client(redis_server):
+    client = Client(Settings(redis_url=redis_server.url, job_ttl=TTL))
+    yield client
+    client.close()
+
+
+def test_submit_and_cancel_write_keys_with_the_clients_job_ttl(client):
+    handle = client.submit("What is 2 + 2?")  # no worker: the job stays queued
+    handle.cancel()
+    for key in (keys.submitted(handle.id), keys.cancel(handle.id)):
+        assert 0 < client.redis.ttl(key) <= TTL
+
+
+def test_a_job_sent_under_a_chosen_id_without_a_subscription_is_queued_under_it(client):
+    handle = client.submit("What is 2 + 2?", job_id="chosen-1", subscribe=False)
+    assert handle.id == "chosen-1" and handle.status() is JobStatus.QUEUED
+    assert not client.app.backend.result_consumer.subscribed_to

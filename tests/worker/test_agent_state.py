@@ -1,0 +1,73 @@
+"""The checkpoint format: an agent's state round-trips, and anything else is refused by cause."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+import pytest
+
+from covey.budgets.budget import Budget
+from covey.context import RunContext
+from covey.orchestration import plan_execute, react
+from covey.spec import AgentSpec
+from covey.worker.agent_state import (
+    CHECKPOINT_FORMAT,
+    AgentState,
+    UnreadableCheckpoint,
+    dump_checkpoint,
+    load_checkpoint,
+)
+
+CTX = RunContext(job_id="j", agent_id="root", budget=Budget())
+SPEC = AgentSpec(task="What is 6 * 7?")
+
+
+def agent(spec: AgentSpec = SPEC) -> AgentState:
+    state = react.start(spec, CTX).state
+    return AgentState(ctx=CTX, spec=spec, strategy_state=state, started_at=datetime.fromisoformat("2025-01-01T00:00:00+00:00"))
+
+
+def test_a_checkpoint_names_its_format_and_strategy_and_loads_back_typed():
+    saved = json.loads(dump_checkpoint(agent()))
+    assert (saved["format"], saved["strategy"], saved["state"]["phase"]) == (CHECKPOINT_FORMAT, "react", "reply")
+    loaded = load_checkpoint(dump_checkpoint(agent()))
+    assert loaded == agent() and isinstance(loaded.strategy_state, react.State)
+
+
+def refusal(text: str) -> UnreadableCheckpoint:
+    with pytest.raises(UnreadableCheckpoint) as caught:
+        load_checkpoint(text)
+    assert "\n" not in str(caught.value) and str(caught.value).startswith("checkpoint refused: ")
+    return caught.value
+
+
+def test_a_checkpoint_of_the_old_unversioned_format_is_refused():
+    old = agent().model_dump(mode="json", exclude={"strategy_state"})
+    old["strategy"] = {"messages": [], "tools": [], "spawns": []}  # format 1: the state a bare dict in the agent's
+    error = refusal(json.dumps(old))
+    assert error.cause == "format"
+    assert str(error) == "checkpoint refused: written with no format version (format 1); this worker reads format 2"
+
+
+def test_a_checkpoint_of_another_format_is_refused():
+    saved = json.loads(dump_checkpoint(agent()))
+    error = refusal(json.dumps({**saved, "format": 3}))
+    assert error.cause == "format" and "of format 3" in str(error)
+
+
+def test_a_state_of_another_strategy_is_refused_not_misread():
+    saved = json.loads(dump_checkpoint(agent()))
+    planner = plan_execute.start(AgentSpec(task="x", strategy="plan_execute"), CTX).state
+    error = refusal(json.dumps({**saved, "state": planner.model_dump(mode="json")}))
+    assert error.cause == "strategy" and "its state is not one of strategy 'react'" in str(error)
+    error = refusal(json.dumps({**saved, "strategy": "single", "state": {"phase": "reply"}}))
+    assert error.cause == "strategy"
+    assert str(error) == "checkpoint refused: its state is of strategy 'single', its agent runs 'react'"
+    assert refusal(json.dumps({**saved, "strategy": "telepathy"})).cause == "strategy"
+
+
+@pytest.mark.parametrize("text", ["{not json", "[1, 2]", json.dumps({"format": CHECKPOINT_FORMAT, "strategy": "react",
+                                                                      "state": {"messages": [], "tools": []}})])
+def test_an_unparseable_checkpoint_is_refused(text):
+    assert refusal(text).cause == "unparseable"
