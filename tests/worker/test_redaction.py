@@ -30,7 +30,8 @@ def test_a_log_record_and_its_traceback_are_redacted_before_formatting():
     try:
         raise RuntimeError(f"provider said: Authorization: Bearer {KEY}")
     except RuntimeError as e:
-        record = logging.LogRecord("x", logging.ERROR, __file__, 1, "call failed: %s", (e,), exc_info=(type(e), e, None))
+        record = logging.LogRecord("x", logging.ERROR, __file__, 1, "call failed: %s", (e,),
+                                   exc_info=(type(e), e, None))
     assert Redacting().filter(record)
     line = logging.Formatter().format(record)
     assert KEY not in line and "call failed: provider said: Authorization: ***" in line
