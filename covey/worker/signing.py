@@ -30,12 +30,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from covey.errors import CoveyError
+
 SECRET_BYTES = 32
 LOCAL_SCHEMES = ("redis+socket", "unix", "socket")  # a Unix socket is on this host
 LOCAL_NAMES = ("localhost",)
 
 
-class SecretRequired(ValueError):
+class SecretRequired(CoveyError, ValueError):
     """No ``COVEY_SECRET`` for a broker that workers on other hosts reach."""
 
 
