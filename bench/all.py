@@ -22,7 +22,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,8 +40,11 @@ BENCHES: dict[str, list[str]] = {
 
 def worktree(rev: str, into: Path) -> Path:
     """REV checked out at ``into`` with this tree's ``bench/`` in place of its own."""
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "--force", str(into), rev],
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "add", "--detach", "--force", str(into), rev],
+        check=True,
+        capture_output=True,
+    )
     shutil.rmtree(into / "bench", ignore_errors=True)
     shutil.copytree(ROOT / "bench", into / "bench", ignore=shutil.ignore_patterns("__pycache__"))
     return into
@@ -51,18 +54,23 @@ def run(tree: Path, name: str, out: Path) -> dict:
     """One script on one tree: its figures."""
     path = out / f"{tree.name}-{name}.json"
     print(f"running bench/{name}.py on {tree}", file=sys.stderr)
-    subprocess.run([sys.executable, f"bench/{name}.py", *BENCHES[name], "--json", str(path)], cwd=tree, check=True,
-                   env={**os.environ, "PYTHONPATH": str(tree)})
+    subprocess.run(
+        [sys.executable, f"bench/{name}.py", *BENCHES[name], "--json", str(path)],
+        cwd=tree,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(tree)},
+    )
     return json.loads(path.read_text())
 
 
 def document(sections: list[str], before: str | None, names: list[str]) -> str:
-    today = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
     command = "python bench/all.py" + (f" --before {before}" if before else "")
     if names != list(BENCHES):
         command += f" --only {','.join(names)}"
-    compared = (f" Beside each figure is the same measurement of commit `{before}`, taken in the same run."
-                if before else "")
+    compared = (
+        f" Beside each figure is the same measurement of commit `{before}`, taken in the same run." if before else ""
+    )
     body = "\n".join(sections)
     return f"""# Benchmarks
 
@@ -102,8 +110,9 @@ def main() -> None:
                 sections.append(module.section(figures[ROOT], figures.get(older)))
         finally:
             if older is not None:
-                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(older)],
-                               capture_output=True)
+                subprocess.run(
+                    ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(older)], capture_output=True
+                )
     (ROOT / "BENCHMARKS.md").write_text(document(sections, args.before, names))
     print("wrote BENCHMARKS.md", file=sys.stderr)
 

@@ -36,18 +36,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # `python bench/fanout.py` puts bench/, not the root, on the path
 
-import httpx2  # noqa: E402
-import openai  # noqa: E402
-import redis  # noqa: E402
-from celery import Celery  # noqa: E402
+import httpx2
+import openai
+import redis
+from celery import Celery
 
-from bench import raw_tree  # noqa: E402
-from bench.harness import Worker, interruptible, private_redis, report  # noqa: E402
-from covey.client import Client  # noqa: E402
-from covey.config.settings import Settings  # noqa: E402
-from covey.tools.builtin import TOOL_SCHEMAS  # noqa: E402
-from covey.models import sim  # noqa: E402
-from covey.models.llm import SIM_BASE_URL  # noqa: E402
+from bench import raw_tree
+from bench.harness import Worker, interruptible, private_redis, report
+from covey.client import Client
+from covey.config.settings import Settings
+from covey.models import sim
+from covey.models.llm import SIM_BASE_URL
+from covey.tools.builtin import TOOL_SCHEMAS
 
 SHAPES = [(3, 2), (4, 3)]
 CONCURRENCIES = [1, 4]
@@ -101,8 +101,9 @@ async def _agent(llm: openai.AsyncOpenAI, task: str) -> tuple[str, int]:
     tools = list(TOOL_SCHEMAS.values())  # what a covey agent is offered by default
     calls = 0
     while True:
-        reply = await llm.chat.completions.create(model="sim", messages=messages, tools=tools,
-                                                  max_completion_tokens=1024)
+        reply = await llm.chat.completions.create(
+            model="sim", messages=messages, tools=tools, max_completion_tokens=1024
+        )
         calls += 1
         call = reply.choices[0].message.tool_calls[0].model_dump()
         messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
@@ -111,8 +112,10 @@ async def _agent(llm: openai.AsyncOpenAI, task: str) -> tuple[str, int]:
             return args["answer"], calls
         children = await asyncio.gather(*(_agent(llm, child["task"]) for child in args["agents"]))
         calls += sum(n for _, n in children)
-        summaries = [{"agent_id": str(i), "role": "worker", "status": "completed", "output": answer}
-                     for i, (answer, _) in enumerate(children)]
+        summaries = [
+            {"agent_id": str(i), "role": "worker", "status": "completed", "output": answer}
+            for i, (answer, _) in enumerate(children)
+        ]
         messages.append({"role": "tool", "tool_call_id": call["id"], "content": json.dumps(summaries)})
 
 
@@ -135,11 +138,18 @@ def start_workers(stack: ExitStack, redis_url: str, concurrency: int, logs: Path
     """A covey worker and a raw Celery worker, each on its own queue, both ready."""
     opts = ["--concurrency", str(concurrency), "--pool", "threads", "--loglevel", "warning"]
     covey_q, raw_q = f"bench-covey-{concurrency}", f"bench-raw-{concurrency}"
-    covey = Worker(f"covey{concurrency}@bench", [sys.executable, "-m", "covey", "worker", *opts,
-                   "--hostname", f"covey{concurrency}@bench"], redis_url, covey_q, logs, env=ONE_PROCESS)
+    covey = Worker(
+        f"covey{concurrency}@bench",
+        [sys.executable, "-m", "covey", "worker", *opts, "--hostname", f"covey{concurrency}@bench"],
+        redis_url,
+        covey_q,
+        logs,
+        env=ONE_PROCESS,
+    )
     stack.callback(covey.stop)
-    raw = Worker(f"raw{concurrency}@bench", raw_tree.worker_argv(raw_q, f"raw{concurrency}@bench", *opts),
-                 redis_url, raw_q, logs)
+    raw = Worker(
+        f"raw{concurrency}@bench", raw_tree.worker_argv(raw_q, f"raw{concurrency}@bench", *opts), redis_url, raw_q, logs
+    )
     stack.callback(raw.stop)
     client = Client(Settings(redis_url=redis_url, queue=covey_q))
     stack.callback(client.close)
@@ -154,9 +164,11 @@ def start_workers(stack: ExitStack, redis_url: str, concurrency: int, logs: Path
 
 def measure(client: Client, raw_app: Celery, width: int, depth: int, repeats: int) -> dict[str, float]:
     """Medians over ``repeats`` interleaved rounds after one warm-up, so drift hits all three alike."""
-    runs = {"covey": lambda: run_covey(client, width, depth),
-            "raw": lambda: run_raw(raw_app, width, depth),
-            "asyncio": lambda: run_asyncio(width, depth)}
+    runs = {
+        "covey": lambda: run_covey(client, width, depth),
+        "raw": lambda: run_raw(raw_app, width, depth),
+        "asyncio": lambda: run_asyncio(width, depth),
+    }
     times: dict[str, list[float]] = {name: [] for name in runs}
     for round_ in range(repeats + 1):
         for name, run in runs.items():
@@ -177,8 +189,9 @@ def commands(r: redis.Redis) -> int:
     return sum(stat["calls"] for stat in r.info("commandstats").values())
 
 
-def costs(client: Client, raw_app: Celery, pids: dict[str, int], r: redis.Redis, width: int, depth: int,
-          trees: int) -> dict[str, dict[str, float]]:
+def costs(
+    client: Client, raw_app: Celery, pids: dict[str, int], r: redis.Redis, width: int, depth: int, trees: int
+) -> dict[str, dict[str, float]]:
     """Redis commands and worker CPU per agent, for covey and raw Celery: ``trees``
     trees each, after the timed rounds (the counters read only this work)."""
     runs = {"covey": lambda: run_covey(client, width, depth), "raw": lambda: run_raw(raw_app, width, depth)}
@@ -191,14 +204,19 @@ def costs(client: Client, raw_app: Celery, pids: dict[str, int], r: redis.Redis,
         for _ in range(trees):
             run()
         time.sleep(1)
-        out[name] = {"commands_per_agent": commands(r) / n, "cpu_ms_per_agent": 1000 * (cpu_seconds(pids[name]) - cpu) / n}
+        out[name] = {
+            "commands_per_agent": commands(r) / n,
+            "cpu_ms_per_agent": 1000 * (cpu_seconds(pids[name]) - cpu) / n,
+        }
     return out
 
 
 def table(rows: list[tuple[int, int, int, dict[str, float]]]) -> str:
-    lines = ["| tree (W×D) | agents | sim calls | worker slots | covey s | covey agents/s | raw Celery s | raw agents/s "
-             "| asyncio s | asyncio agents/s | covey / raw Celery | covey / asyncio |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| tree (W×D) | agents | sim calls | worker slots | covey s | covey agents/s | raw Celery s | raw agents/s "
+        "| asyncio s | asyncio agents/s | covey / raw Celery | covey / asyncio |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for width, depth, concurrency, m in rows:
         n = agents(width, depth)
         lines.append(
@@ -210,14 +228,20 @@ def table(rows: list[tuple[int, int, int, dict[str, float]]]) -> str:
 
 
 def cost_table(after: dict, before: dict | None) -> str:
-    figures = [("Redis commands per agent", "commands_per_agent", ".0f"), ("worker CPU ms per agent", "cpu_ms_per_agent", ".2f")]
+    figures = [
+        ("Redis commands per agent", "commands_per_agent", ".0f"),
+        ("worker CPU ms per agent", "cpu_ms_per_agent", ".2f"),
+    ]
     runs = [("before", before["costs"]), ("after", after["costs"])] if before else [("", after["costs"])]
     head = " | ".join(f"{label} covey | {label} raw Celery | {label} covey / raw".strip() for label, _ in runs)
-    lines = [f"| per agent ({'×'.join(map(str, after['costs']['tree']))} tree) | {head} |",
-             "|---|" + "---:|" * (3 * len(runs))]
+    lines = [
+        f"| per agent ({'×'.join(map(str, after['costs']['tree']))} tree) | {head} |",
+        "|---|" + "---:|" * (3 * len(runs)),
+    ]
     for title, key, fmt in figures:
-        cells = " | ".join(f"{c['covey'][key]:{fmt}} | {c['raw'][key]:{fmt}} | {c['covey'][key] / c['raw'][key]:.2f}×"
-                           for _, c in runs)
+        cells = " | ".join(
+            f"{c['covey'][key]:{fmt}} | {c['raw'][key]:{fmt}} | {c['covey'][key] / c['raw'][key]:.2f}×" for _, c in runs
+        )
         lines.append(f"| {title} | {cells} |")
     return "\n".join(lines)
 
@@ -235,11 +259,15 @@ def ratio_table(after: dict, before: dict) -> str:
 
 def section(after: dict, before: dict | None) -> str:
     """The BENCHMARKS.md section: after's table, and before's beside it when given."""
-    compared = "" if before is None else f"""
+    compared = (
+        ""
+        if before is None
+        else f"""
 Before and after, the same command on both trees:
 
 {ratio_table(after, before)}
 """
+    )
     return f"""## Fan-out (`bench/fanout.py`)
 
 It times one tree of agents (W children per agent, D levels below the root, every
@@ -252,9 +280,9 @@ zero-latency model this is pure overhead: covey / raw Celery is what covey's own
 per-agent work (ledger reservations and settlements, checkpoints, tree records,
 SDK and sim calls) adds to Celery's, and covey / asyncio is what running the tree
 distributed costs against one process. Seconds depend on the machine
-({after['cores']} cores, Python {after['python']}, and whatever else it was running), so
+({after["cores"]} cores, Python {after["python"]}, and whatever else it was running), so
 compare the ratios, which come from the same interleaved rounds: medians of
-{after['repeats']} after one warm-up. Redis commands (those inside Lua scripts
+{after["repeats"]} after one warm-up. Redis commands (those inside Lua scripts
 included, all clients) and the worker's CPU are counted over {COST_TREES} more trees.
 
 {table(after["rows"])}
@@ -270,14 +298,17 @@ def sdk_floor(after: dict) -> str:
     slot: nothing but SDK and sim calls, on one core), and so the least covey's CPU per
     agent can be beside raw Celery's, which makes no model call."""
     width, depth = after["costs"]["tree"]
-    asyncio_s = next(m["asyncio"] for w, d, c, m in after["rows"]
-                     if (w, d) == (width, depth) and c == min(CONCURRENCIES))
+    asyncio_s = next(
+        m["asyncio"] for w, d, c, m in after["rows"] if (w, d) == (width, depth) and c == min(CONCURRENCIES)
+    )
     sdk_ms = 1000 * asyncio_s / agents(width, depth)
     raw_ms = after["costs"]["raw"]["cpu_ms_per_agent"]
-    return (f"An agent's model calls alone (the asyncio run of the {width}×{depth} tree: SDK and sim calls, "
-            f"nothing else) take {sdk_ms:.2f} ms per agent; raw Celery makes none, so covey's CPU per agent "
-            f"can be no less than ({raw_ms:.2f} + {sdk_ms:.2f}) / {raw_ms:.2f} = {(raw_ms + sdk_ms) / raw_ms:.2f}× "
-            f"raw Celery's while its agents call their model through the SDK.")
+    return (
+        f"An agent's model calls alone (the asyncio run of the {width}×{depth} tree: SDK and sim calls, "
+        f"nothing else) take {sdk_ms:.2f} ms per agent; raw Celery makes none, so covey's CPU per agent "
+        f"can be no less than ({raw_ms:.2f} + {sdk_ms:.2f}) / {raw_ms:.2f} = {(raw_ms + sdk_ms) / raw_ms:.2f}× "
+        f"raw Celery's while its agents call their model through the SDK."
+    )
 
 
 def run_all(repeats: int, logs: Path) -> dict:
@@ -295,8 +326,13 @@ def run_all(repeats: int, logs: Path) -> dict:
                 if concurrency == max(CONCURRENCIES):
                     width, depth = max(SHAPES, key=lambda shape: agents(*shape))
                     cost = {"tree": [width, depth], **costs(client, raw_app, pids, r, width, depth, COST_TREES)}
-    return {"rows": sorted(rows), "costs": cost, "repeats": repeats, "cores": os.cpu_count(),
-            "python": platform.python_version()}
+    return {
+        "rows": sorted(rows),
+        "costs": cost,
+        "repeats": repeats,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+    }
 
 
 def main() -> None:
@@ -304,8 +340,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="timed runs per measurement, after one warm-up")
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures as JSON to PATH")
     args = parser.parse_args()
-    report(lambda logs: run_all(args.repeats, logs),
-           lambda figures: f"{table(figures['rows'])}\n\n{cost_table(figures, None)}", args.json)
+    report(
+        lambda logs: run_all(args.repeats, logs),
+        lambda figures: f"{table(figures['rows'])}\n\n{cost_table(figures, None)}",
+        args.json,
+    )
+
 
 if __name__ == "__main__":
     interruptible(main)

@@ -22,9 +22,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # `python bench/x.py` puts bench/, not the root, on the path
 
-import redis  # noqa: E402
+import redis
 
-from tests.redis_server import RedisServer  # noqa: E402
+from tests.redis_server import RedisServer
 
 __all__ = ["ROOT", "RedisServer", "Worker", "interruptible", "private_redis", "report", "start_redis"]
 
@@ -61,15 +61,18 @@ class Worker:
     when any of them answers.
     """
 
-    def __init__(self, name: str, argv: list[str], redis_url: str, queue: str, logs: Path,
-                 env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, name: str, argv: list[str], redis_url: str, queue: str, logs: Path, env: dict[str, str] | None = None
+    ) -> None:
         environ = {k: v for k, v in os.environ.items() if not k.startswith("COVEY_")}
-        environ.update(COVEY_REDIS_URL=redis_url, COVEY_QUEUE=queue, COVEY_MODEL="sim", PYTHONPATH=str(ROOT),
-                       **(env or {}))
+        environ.update(
+            COVEY_REDIS_URL=redis_url, COVEY_QUEUE=queue, COVEY_MODEL="sim", PYTHONPATH=str(ROOT), **(env or {})
+        )
         self.name, self.log = name, logs / f"{name}.log"
         with open(self.log, "w") as log:
-            self.proc = subprocess.Popen(argv, env=environ, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
+            self.proc = subprocess.Popen(
+                argv, env=environ, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
 
     def answers(self, app) -> bool:
         base, _, host = self.name.partition("@")
@@ -97,8 +100,12 @@ class Worker:
                 self.proc.wait()
 
 
-def report(measure: Callable[[Path], dict], show: Callable[[dict], str], json_path: Path | None,
-           keep_logs: Callable[[dict], bool] = lambda figures: False) -> None:
+def report(
+    measure: Callable[[Path], dict],
+    show: Callable[[dict], str],
+    json_path: Path | None,
+    keep_logs: Callable[[dict], bool] = lambda figures: False,
+) -> None:
     """A benchmark's run: ``measure`` with a folder for its workers' logs (kept when it
     fails, or when ``keep_logs`` says so), then its table, and its figures as JSON."""
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill` cleans up like Ctrl-C

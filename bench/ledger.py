@@ -35,15 +35,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # `python bench/ledger.py` puts bench/, not the root, on the path
 
-import redis  # noqa: E402
+import redis
 
-from bench.harness import interruptible, private_redis, report  # noqa: E402
-from covey import keys  # noqa: E402
-from covey.budgets.budget import Budget  # noqa: E402
-from covey.budgets.ledger import AgentTerms  # noqa: E402
-from covey.budgets.redis_ledger import RedisLedger  # noqa: E402
-from covey.context import ROOT_AGENT_ID  # noqa: E402
-from covey.spec import JobSpec  # noqa: E402
+from bench.harness import interruptible, private_redis, report
+from covey import keys
+from covey.budgets.budget import Budget
+from covey.budgets.ledger import AgentTerms
+from covey.budgets.redis_ledger import RedisLedger
+from covey.context import ROOT_AGENT_ID
+from covey.spec import JobSpec
 
 PROCESSES = [1, 8]
 PAIRS = 2_000  # per process and round
@@ -79,8 +79,9 @@ def open_root(ledger: RedisLedger, budget: Budget) -> tuple[str, list[str]]:
     return job_id, job.scopes()
 
 
-def open_child(ledger: RedisLedger, job_id: str, chain: list[str], budget: Budget, scopes: list[str],
-               max_cycles: int) -> tuple[list[str], Budget]:
+def open_child(
+    ledger: RedisLedger, job_id: str, chain: list[str], budget: Budget, scopes: list[str], max_cycles: int
+) -> tuple[list[str], Budget]:
     """A child of ``chain[-1]`` asking its share of ``budget``: its chain and the budget it was granted."""
     child = f"{chain[-1]}-sub-{uuid.uuid4().hex[:8]}"
     opened = ledger.open(job_id, chain, child, budget.child(), AgentTerms(max_cycles=max_cycles, scopes=scopes))
@@ -89,8 +90,16 @@ def open_child(ledger: RedisLedger, job_id: str, chain: list[str], budget: Budge
     return [*chain, child], opened.budget
 
 
-def spend(ledger: RedisLedger, job_id: str, chain: list[str], scopes: list[str], cycle: int,
-          tokens: int, floor: int, used: int) -> bool:
+def spend(
+    ledger: RedisLedger,
+    job_id: str,
+    chain: list[str],
+    scopes: list[str],
+    cycle: int,
+    tokens: int,
+    floor: int,
+    used: int,
+) -> bool:
     """One model call's ledger traffic: reserve, then settle what it used; False if refused."""
     rid = f"{chain[-1]}:{cycle}"
     grant = ledger.reserve(job_id, chain, scopes, rid, tokens=tokens, min_tokens=floor, cycle=cycle)
@@ -127,8 +136,9 @@ def pairs_per_second(ledger: RedisLedger, url: str, n: int) -> float:
 
     ctx = multiprocessing.get_context("spawn")  # no inherited sockets
     barrier, done = ctx.Barrier(n + 1, timeout=TIMEOUT), ctx.Queue()
-    procs = [ctx.Process(target=drive, args=(url, job_id, chain, scopes, barrier, done), daemon=True)
-             for chain in chains]
+    procs = [
+        ctx.Process(target=drive, args=(url, job_id, chain, scopes, barrier, done), daemon=True) for chain in chains
+    ]
     try:
         for p in procs:
             p.start()
@@ -144,8 +154,10 @@ def pairs_per_second(ledger: RedisLedger, url: str, n: int) -> float:
         raise RuntimeError(next(e for e in errors if e))
     snap = ledger.snapshot(job_id)
     if (snap.cycles_used, snap.tokens_used, snap.tokens_reserved) != (n * PAIRS, n * PAIRS * SPEND, 0):
-        raise RuntimeError(f"the ledger counted {snap.cycles_used} calls, {snap.tokens_used} tokens used, "
-                           f"{snap.tokens_reserved} reserved")
+        raise RuntimeError(
+            f"the ledger counted {snap.cycles_used} calls, {snap.tokens_used} tokens used, "
+            f"{snap.tokens_reserved} reserved"
+        )
     return n * PAIRS / elapsed
 
 
@@ -186,6 +198,7 @@ def naive_overspend(client: redis.Redis, url: str) -> int:
         def charge() -> None:
             if int(racing.get(key)) + ASK <= CAP:
                 racing.incrby(key, ASK)
+
         return charge
 
     race(url, racer)
@@ -232,8 +245,17 @@ def run_all() -> dict:
             overspends["covey"].append(covey_overspend(ledger, server.url))
         print(f"raced {TRIALS} trials", file=sys.stderr)
 
-    figures = {"pairs_per_process": PAIRS, "rounds": ROUNDS, "racers": RACERS, "trials": TRIALS,
-               "cap": CAP, "left": LEFT, "ask": ASK, "cores": os.cpu_count(), "python": platform.python_version()}
+    figures = {
+        "pairs_per_process": PAIRS,
+        "rounds": ROUNDS,
+        "racers": RACERS,
+        "trials": TRIALS,
+        "cap": CAP,
+        "left": LEFT,
+        "ask": ASK,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+    }
     figures.update({f"pairs_per_s_{n}": round(statistics.median(r)) for n, r in rates.items()})
     for name, values in overspends.items():
         figures.update({f"{name}_overspend_max": max(values), f"{name}_overspend_total": sum(values)})
@@ -261,12 +283,12 @@ Every model call of every agent goes through the ledger twice: a reserve before
 it (one Lua script checking and holding tokens and a cycle on the agent, each
 ancestor and each global scope) and a settle after. The first two rows are how
 many such pairs one Redis sustains, from 1 process and from 8 at once, each its
-own client driving an agent at depth 2 of a job ({after['pairs_per_process']:,}
-pairs per process; medians of {after['rounds']} interleaved rounds after a
-warm-up, on {after['cores']} cores and Python {after['python']}; pairs/s depend on
+own client driving an agent at depth 2 of a job ({after["pairs_per_process"]:,}
+pairs per process; medians of {after["rounds"]} interleaved rounds after a
+warm-up, on {after["cores"]} cores and Python {after["python"]}; pairs/s depend on
 the machine). The rest is why the check sits in a script: in each of
-{after['trials']} trials, {after['racers']} threads released by one barrier ask for
-{after['ask']:,} tokens each when {after['left']:,} are left under a cap. A
+{after["trials"]} trials, {after["racers"]} threads released by one barrier ask for
+{after["ask"]:,} tokens each when {after["left"]:,} are left under a cap. A
 check-then-charge counter (GET, compare, INCRBY) lets through more than fit;
 covey's reserve must charge nothing past the cap.
 

@@ -29,12 +29,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # `python bench/memory.py` puts bench/, not the root, on the path
 
-import redis  # noqa: E402
+import redis
 
-from bench.harness import RedisServer, Worker, interruptible, report, start_redis  # noqa: E402
-from covey import keys  # noqa: E402
-from covey.client import Client  # noqa: E402
-from covey.config.settings import Settings  # noqa: E402
+from bench.harness import RedisServer, Worker, interruptible, report, start_redis
+from covey import keys
+from covey.client import Client
+from covey.config.settings import Settings
 
 WIDTH, DEPTH = 10, 2
 QUEUE = "bench-memory"
@@ -81,9 +81,14 @@ def run_job(client: Client) -> None:
     spec = client.spec(f"[sim:spawn width={WIDTH} depth={DEPTH}] memory", budget=budget)
     result = client.submit(spec).result(timeout=JOB_TIMEOUT)
     if (result.status.value, result.output, result.usage.agents) != (
-            "completed", f"leaves={WIDTH**DEPTH}", agents(WIDTH, DEPTH) - 1):
-        raise RuntimeError(f"job answered {result.status.value} {result.output!r} {result.error or ''} "
-                           f"with {result.usage.agents} sub-agents")
+        "completed",
+        f"leaves={WIDTH**DEPTH}",
+        agents(WIDTH, DEPTH) - 1,
+    ):
+        raise RuntimeError(
+            f"job answered {result.status.value} {result.output!r} {result.error or ''} "
+            f"with {result.usage.agents} sub-agents"
+        )
 
 
 def settle(r: redis.Redis, seconds: float = 30) -> None:
@@ -110,8 +115,10 @@ def snapshot(r: redis.Redis) -> tuple[dict[str, dict], dict[str, int]]:
     for name, size, ttl in zip(names, read[::2], read[1::2]):
         if size is None:  # expired between SCAN and MEMORY USAGE
             continue
-        f = families.setdefault(family(name.decode(errors="backslashreplace")),
-                                {"keys": 0, "bytes": 0, "max_ttl": None, "no_ttl": 0, "no_ttl_bytes": 0})
+        f = families.setdefault(
+            family(name.decode(errors="backslashreplace")),
+            {"keys": 0, "bytes": 0, "max_ttl": None, "no_ttl": 0, "no_ttl_bytes": 0},
+        )
         f["keys"] += 1
         f["bytes"] += size
         if ttl == -1:
@@ -131,10 +138,13 @@ def growth(before: dict[str, dict], after: dict[str, dict], jobs: int) -> dict[s
         b = before.get(name, {"keys": 0, "bytes": 0, "no_ttl": 0, "no_ttl_bytes": 0})
         if a["bytes"] <= b["bytes"]:
             continue
-        families[name] = {"keys_per_job": (a["keys"] - b["keys"]) / jobs,
-                          "bytes_per_agent": (a["bytes"] - b["bytes"]) / finished,
-                          "max_ttl": a["max_ttl"], "no_ttl_per_job": (a["no_ttl"] - b["no_ttl"]) / jobs,
-                          "leak": a["no_ttl"] > b["no_ttl"] or a["no_ttl_bytes"] > b["no_ttl_bytes"]}
+        families[name] = {
+            "keys_per_job": (a["keys"] - b["keys"]) / jobs,
+            "bytes_per_agent": (a["bytes"] - b["bytes"]) / finished,
+            "max_ttl": a["max_ttl"],
+            "no_ttl_per_job": (a["no_ttl"] - b["no_ttl"]) / jobs,
+            "leak": a["no_ttl"] > b["no_ttl"] or a["no_ttl_bytes"] > b["no_ttl_bytes"],
+        }
     return families
 
 
@@ -146,8 +156,26 @@ def measure(jobs: int, logs: Path) -> dict:
         stack.callback(server.stop)
         start_redis(server)
         name = "memory@bench"
-        worker = Worker(name, [sys.executable, "-m", "covey", "worker", "--pool", "threads", "--concurrency", "8",
-                               "--loglevel", "warning", "--hostname", name], server.url, QUEUE, logs)
+        worker = Worker(
+            name,
+            [
+                sys.executable,
+                "-m",
+                "covey",
+                "worker",
+                "--pool",
+                "threads",
+                "--concurrency",
+                "8",
+                "--loglevel",
+                "warning",
+                "--hostname",
+                name,
+            ],
+            server.url,
+            QUEUE,
+            logs,
+        )
         stack.callback(worker.stop)
         client = Client(Settings(redis_url=server.url, queue=QUEUE))
         stack.callback(client.close)
@@ -167,7 +195,10 @@ def measure(jobs: int, logs: Path) -> dict:
     families = growth(before, after, jobs)
     ttls = [f["max_ttl"] for f in families.values() if f["max_ttl"] is not None]
     return {
-        "width": WIDTH, "depth": DEPTH, "jobs": jobs, "finished_agents": finished,
+        "width": WIDTH,
+        "depth": DEPTH,
+        "jobs": jobs,
+        "finished_agents": finished,
         "bytes_per_agent": sum(f["bytes_per_agent"] for f in families.values()),
         **{f"{name}_per_agent": (info_after[name] - info_before[name]) / finished for name in INFO_FIGURES},
         "longest_ttl": max(ttls, default=None),
@@ -191,21 +222,28 @@ def span(seconds: int | None) -> str:
 def _by_size(*runs: dict) -> list[str]:
     """The families of all the runs, the largest first."""
     names = {name for run in runs for name in run["families"]}
-    return sorted(names, key=lambda n: max(run["families"].get(n, {}).get("bytes_per_agent", 0) for run in runs),
-                  reverse=True)
+    return sorted(
+        names, key=lambda n: max(run["families"].get(n, {}).get("bytes_per_agent", 0) for run in runs), reverse=True
+    )
 
 
 def table(after: dict) -> str:
     total = after["bytes_per_agent"]
-    lines = ["| key family | keys per job | bytes per agent | share | longest TTL | keys without TTL per job |",
-             "|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| key family | keys per job | bytes per agent | share | longest TTL | keys without TTL per job |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for name in _by_size(after):
         f = after["families"][name]
-        lines.append(f"| `{name}` | {f['keys_per_job']:.0f} | {f['bytes_per_agent']:.0f} "
-                     f"| {f['bytes_per_agent'] / total:.0%} | {span(f['max_ttl'])} | {f['no_ttl_per_job']:.0f} |")
+        lines.append(
+            f"| `{name}` | {f['keys_per_job']:.0f} | {f['bytes_per_agent']:.0f} "
+            f"| {f['bytes_per_agent'] / total:.0%} | {span(f['max_ttl'])} | {f['no_ttl_per_job']:.0f} |"
+        )
     per_job = [sum(f[k] for f in after["families"].values()) for k in ("keys_per_job", "no_ttl_per_job")]
-    lines.append(f"| **all keys** | {per_job[0]:.0f} | **{total:.0f}** | 100% | {span(after['longest_ttl'])} "
-                 f"| {per_job[1]:.0f} |")
+    lines.append(
+        f"| **all keys** | {per_job[0]:.0f} | **{total:.0f}** | 100% | {span(after['longest_ttl'])} "
+        f"| {per_job[1]:.0f} |"
+    )
     lines += [f"| INFO `{name}` growth | | {after[f'{name}_per_agent']:.0f} | | | |" for name in INFO_FIGURES]
     return "\n".join(lines)
 
@@ -214,17 +252,23 @@ def compare(after: dict, before: dict) -> str:
     def ratio(new: float, old: float) -> str:
         return f"{new / old:.2f}×" if old > 0 else "—"
 
-    lines = ["| key family | before: bytes per agent | after: bytes per agent | after / before "
-             "| before: longest TTL | after: longest TTL |",
-             "|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| key family | before: bytes per agent | after: bytes per agent | after / before "
+        "| before: longest TTL | after: longest TTL |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for name in _by_size(before, after):
         b, a = before["families"].get(name), after["families"].get(name)
         old, new = (b["bytes_per_agent"] if b else 0), (a["bytes_per_agent"] if a else 0)
-        lines.append(f"| `{name}` | {old:.0f} | {new:.0f} | {ratio(new, old)} "
-                     f"| {span(b['max_ttl']) if b else '—'} | {span(a['max_ttl']) if a else '—'} |")
-    lines.append(f"| **all keys** | {before['bytes_per_agent']:.0f} | **{after['bytes_per_agent']:.0f}** "
-                 f"| {ratio(after['bytes_per_agent'], before['bytes_per_agent'])} "
-                 f"| {span(before['longest_ttl'])} | {span(after['longest_ttl'])} |")
+        lines.append(
+            f"| `{name}` | {old:.0f} | {new:.0f} | {ratio(new, old)} "
+            f"| {span(b['max_ttl']) if b else '—'} | {span(a['max_ttl']) if a else '—'} |"
+        )
+    lines.append(
+        f"| **all keys** | {before['bytes_per_agent']:.0f} | **{after['bytes_per_agent']:.0f}** "
+        f"| {ratio(after['bytes_per_agent'], before['bytes_per_agent'])} "
+        f"| {span(before['longest_ttl'])} | {span(after['longest_ttl'])} |"
+    )
     for name in INFO_FIGURES:
         old, new = before[f"{name}_per_agent"], after[f"{name}_per_agent"]
         lines.append(f"| INFO `{name}` growth | {old:.0f} | {new:.0f} | {ratio(new, old)} | | |")
@@ -244,9 +288,15 @@ def section(after: dict, before: dict | None) -> str:
         "is divided by the agents that finished. Redis's own counts (`INFO memory`) check the keys' sum: "
         "`used_memory` also counts the clients' buffers, which move with the worker's connections, and "
         "`used_memory_dataset` leaves them out. The longest TTL is how long a finished job's keys stay; "
-        + (f"the keys of {leaks} grow with every job and never expire: a leak." if leaks
-           else "every key that grows with the jobs expires."),
-        width=80, break_on_hyphens=False, break_long_words=False)
+        + (
+            f"the keys of {leaks} grow with every job and never expire: a leak."
+            if leaks
+            else "every key that grows with the jobs expires."
+        ),
+        width=80,
+        break_on_hyphens=False,
+        break_long_words=False,
+    )
     return f"""## Redis memory per finished agent (`bench/memory.py`)
 
 {about}
@@ -267,6 +317,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, metavar="PATH", help="write the figures to PATH as a JSON object")
     args = parser.parse_args()
     report(lambda logs: measure(args.jobs, logs), table, args.json)
+
 
 if __name__ == "__main__":
     interruptible(main)

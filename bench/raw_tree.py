@@ -29,8 +29,19 @@ NODE = "raw.node"
 
 def worker_argv(queue: str, hostname: str, *options: str) -> list[str]:
     """The command line of a Celery worker of this app reading ``queue``."""
-    return [sys.executable, "-m", "celery", "-A", "bench.raw_tree", "worker", *options,
-            "--queues", queue, "--hostname", hostname]
+    return [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "bench.raw_tree",
+        "worker",
+        *options,
+        "--queues",
+        queue,
+        "--hostname",
+        hostname,
+    ]
 
 
 def create_app(settings: Settings) -> Celery:

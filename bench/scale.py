@@ -28,21 +28,22 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from contextlib import ExitStack, suppress
 from pathlib import Path
 from textwrap import shorten
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # `python bench/scale.py` puts bench/, not the root, on the path
 
-from celery import Celery  # noqa: E402
+from celery import Celery
 
-from bench import raw_tree  # noqa: E402
-from bench.fanout import agents, sim_calls  # noqa: E402
-from bench.harness import RedisServer, Worker, interruptible, report, start_redis  # noqa: E402
-from covey.client import Client  # noqa: E402
-from covey.config.settings import Settings  # noqa: E402
+from bench import raw_tree
+from bench.fanout import agents, sim_calls
+from bench.harness import RedisServer, Worker, interruptible, report, start_redis
+from covey.client import Client
+from covey.config.settings import Settings
 
 LATENCY_MS = 500
 DEPTH = 2
@@ -54,8 +55,13 @@ WORKERS = {  # configuration -> the flags `covey worker` gets besides --loglevel
     "threads": ["--pool", "threads", "--concurrency", SLOTS],
     "gevent": ["--pool", "gevent", "--concurrency", SLOTS],
 }
-LABELS = {"defaults": "`covey worker`, no flags", "threads": f"threads, -c {SLOTS}", "gevent": f"gevent, -c {SLOTS}",
-          "raw": f"raw Celery, threads, -c {SLOTS}", "ray": "Ray async actors"}
+LABELS = {
+    "defaults": "`covey worker`, no flags",
+    "threads": f"threads, -c {SLOTS}",
+    "gevent": f"gevent, -c {SLOTS}",
+    "raw": f"raw Celery, threads, -c {SLOTS}",
+    "ray": "Ray async actors",
+}
 COMMAND = "python bench/scale.py"
 Run = Callable[[int], float]  # a tree of the given width on one configuration; its wall seconds
 
@@ -99,8 +105,13 @@ def start_workers(stack: ExitStack, redis_url: str, logs: Path, failed: dict[str
     runs = {}
     for name, flags in WORKERS.items():
         hostname = f"{name}@scale"
-        worker = Worker(hostname, [sys.executable, "-m", "covey", "worker", *flags, "--loglevel", "warning",
-                                   "--hostname", hostname], redis_url, f"bench-scale-{name}", logs)
+        worker = Worker(
+            hostname,
+            [sys.executable, "-m", "covey", "worker", *flags, "--loglevel", "warning", "--hostname", hostname],
+            redis_url,
+            f"bench-scale-{name}",
+            logs,
+        )
         stack.callback(stop, worker)
         client = Client(Settings(redis_url=redis_url, queue=f"bench-scale-{name}"))
         stack.callback(client.close)
@@ -162,8 +173,9 @@ class RayAgent:
         await asyncio.sleep(LATENCY_MS / 1000)  # the call that spawns, or a leaf's answer
         if depth == 0:
             return 1
-        leaves = await asyncio.gather(*(peers[i % len(peers)].run.remote(width, depth - 1, peers)
-                                        for i in range(width)))
+        leaves = await asyncio.gather(
+            *(peers[i % len(peers)].run.remote(width, depth - 1, peers) for i in range(width))
+        )
         await asyncio.sleep(LATENCY_MS / 1000)  # the call that finishes
         return sum(leaves)
 
@@ -217,12 +229,17 @@ def measure(runs: dict[str, Run], repeats: int, failed: dict[str, str]) -> dict[
                 except Exception as e:
                     fail(failed, name, f"{agents(width, DEPTH)} agents: {e}")
                     continue
-                print(f"{'warm-up' if round_ == 0 else f'round {round_}'}: {agents(width, DEPTH)} agents "
-                      f"on {name}: {seconds:.1f} s", file=sys.stderr)
+                print(
+                    f"{'warm-up' if round_ == 0 else f'round {round_}'}: {agents(width, DEPTH)} agents "
+                    f"on {name}: {seconds:.1f} s",
+                    file=sys.stderr,
+                )
                 if round_:
                     times[width][name].append(seconds)
-    return {width: {name: statistics.median(values) for name, values in by_name.items() if name not in failed}
-            for width, by_name in times.items()}
+    return {
+        width: {name: statistics.median(values) for name, values in by_name.items() if name not in failed}
+        for width, by_name in times.items()
+    }
 
 
 def run_all(repeats: int, logs: Path) -> dict[str, Any]:
@@ -237,10 +254,23 @@ def run_all(repeats: int, logs: Path) -> dict[str, Any]:
         ray_version = start_ray(stack, runs)
         medians = measure(runs, repeats, failed)
     return {
-        "latency_ms": LATENCY_MS, "critical_path_s": CRITICAL_PATH, "repeats": repeats,
-        "cores": os.cpu_count(), "python": platform.python_version(), "ray": ray_version, "failed": failed,
-        "trees": [{"width": width, "depth": DEPTH, "agents": agents(width, DEPTH),
-                   "sim_calls": sim_calls(width, DEPTH), "seconds": medians[width]} for width in WIDTHS],
+        "latency_ms": LATENCY_MS,
+        "critical_path_s": CRITICAL_PATH,
+        "repeats": repeats,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "ray": ray_version,
+        "failed": failed,
+        "trees": [
+            {
+                "width": width,
+                "depth": DEPTH,
+                "agents": agents(width, DEPTH),
+                "sim_calls": sim_calls(width, DEPTH),
+                "seconds": medians[width],
+            }
+            for width in WIDTHS
+        ],
     }
 
 
@@ -258,8 +288,10 @@ def table(after: dict[str, Any], before: dict[str, Any] | None = None) -> str:
     commit when compared), then why any configuration failed or was not run."""
     runs = [("", after)] if before is None else [("before", before), ("after", after)]
     run_column = (" run |", "---|") if before else ("", "")
-    lines = ["| agents | sim calls |" + run_column[0] + "".join(f" {label} |" for label in LABELS.values()),
-             "|---:|---:|" + run_column[1] + "---:|" * len(LABELS)]
+    lines = [
+        "| agents | sim calls |" + run_column[0] + "".join(f" {label} |" for label in LABELS.values()),
+        "|---:|---:|" + run_column[1] + "---:|" * len(LABELS),
+    ]
     for tree in after["trees"]:
         for label, figures in runs:
             cells = "".join(f" {_cell(figures, tree['agents'], name)} |" for name in LABELS)
@@ -276,20 +308,24 @@ def section(after: dict[str, Any], before: dict[str, Any] | None) -> str:
     """The BENCHMARKS.md section for these figures, beside ``before``'s (the same JSON from an older commit)."""
     ray = f"Ray {after['ray']}" if after["ray"] else "Ray"
     rounds = "One round" if after["repeats"] == 1 else f"Medians of {after['repeats']} interleaved rounds"
-    compared = (" Before and after are two commits measured on the same machine, each `covey worker` with"
-                " its own commit's defaults." if before else "")
+    compared = (
+        " Before and after are two commits measured on the same machine, each `covey worker` with"
+        " its own commit's defaults."
+        if before
+        else ""
+    )
     return f"""## Latency hidden at scale (`bench/scale.py`)
 
 Real model calls take seconds, so what decides a wide tree's wall time is whether
 its agents' calls overlap. Every call of the `[sim:spawn width=W depth={DEPTH}]` trees
-here takes {after['latency_ms']} ms (`[sim:latency {after['latency_ms']}]`), so however wide the tree, its
-critical path is {2 * DEPTH + 1} calls in a row: {after['critical_path_s']:g} s. Beside each median is wall time
+here takes {after["latency_ms"]} ms (`[sim:latency {after["latency_ms"]}]`), so however wide the tree, its
+critical path is {2 * DEPTH + 1} calls in a row: {after["critical_path_s"]:g} s. Beside each median is wall time
 over that path: 1× hides every wait, and what is above it is agents queued for a
-slot plus the runtime's own work per agent, here on {after['cores']} cores. The covey columns
+slot plus the runtime's own work per agent, here on {after["cores"]} cores. The covey columns
 are `covey worker` subprocesses: with no pool or concurrency flags (what a user
 gets), with `--pool threads --concurrency {SLOTS}`, and with `--pool gevent
 --concurrency {SLOTS}`. Raw Celery runs the same tree as plain Celery tasks of
-`bench/raw_tree.py` with covey's Celery configuration: an agent sleeps {after['latency_ms']} ms for
+`bench/raw_tree.py` with covey's Celery configuration: an agent sleeps {after["latency_ms"]} ms for
 each call it would make (a leaf once; a spawning agent before it replaces itself
 with `chord(group(children), join)`, and again in the join), on a `celery worker
 --pool threads --concurrency {SLOTS}` process per core, the threads column's pools.
@@ -298,10 +334,10 @@ itself sets for this tree with slots to spare: what is above it in the threads
 column is covey's. {ray} runs the same tree as calls on an async actor per
 core, each agent sleeping through its calls and gathering its children as remote
 calls: no SDK, sim or ledger work either, so it is another runtime's floor to
-compare against. {rounds} after a warm-up, Python {after['python']}.{compared}
+compare against. {rounds} after a warm-up, Python {after["python"]}.{compared}
 
 ```
-{COMMAND} --repeats {after['repeats']}
+{COMMAND} --repeats {after["repeats"]}
 ```
 
 {table(after, before)}
@@ -313,7 +349,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2, help="timed rounds, after a warm-up on the smaller tree")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
-    report(lambda logs: run_all(args.repeats, logs), table, args.json, keep_logs=lambda figures: bool(figures["failed"]))
+    report(
+        lambda logs: run_all(args.repeats, logs), table, args.json, keep_logs=lambda figures: bool(figures["failed"])
+    )
+
 
 if __name__ == "__main__":
     interruptible(main)

@@ -94,8 +94,14 @@ def main() -> None:
         start_redis(server)
         stack.callback(server.stop)
         opts = ["--concurrency", str(args.concurrency), "--pool", "threads", "--loglevel", "warning"]
-        covey = Worker("sweep@bench", [sys.executable, "-m", "covey", "worker", *opts, "--queues", COVEY_QUEUE,
-                       "--hostname", "sweep@bench"], server.url, COVEY_QUEUE, work, env=ONE_PROCESS)
+        covey = Worker(
+            "sweep@bench",
+            [sys.executable, "-m", "covey", "worker", *opts, "--queues", COVEY_QUEUE, "--hostname", "sweep@bench"],
+            server.url,
+            COVEY_QUEUE,
+            work,
+            env=ONE_PROCESS,
+        )
         stack.callback(covey.stop)
         raw = Worker("raw@bench", raw_tree.worker_argv(RAW_QUEUE, "raw@bench", *opts), server.url, RAW_QUEUE, work)
         stack.callback(raw.stop)
@@ -108,18 +114,42 @@ def main() -> None:
         grid = work / "grid.toml"
         grid.write_text(GRID)
         covey_s, covey_mib, covey_out = child(
-            [sys.executable, "-m", "covey", "sweep", str(dataset(work, n)), "--grid", str(grid), "--out",
-             str(work / "out"), "--max-in-flight", str(args.max_in_flight), "--queue", COVEY_QUEUE, "--json"],
-            server.url)
+            [
+                sys.executable,
+                "-m",
+                "covey",
+                "sweep",
+                str(dataset(work, n)),
+                "--grid",
+                str(grid),
+                "--out",
+                str(work / "out"),
+                "--max-in-flight",
+                str(args.max_in_flight),
+                "--queue",
+                COVEY_QUEUE,
+                "--json",
+            ],
+            server.url,
+        )
         (row,) = json.loads(covey_out)
-        raw_s, raw_mib, raw_out = child([sys.executable, str(Path(__file__).resolve()), "--raw-submit", str(n)],
-                                        server.url)
+        raw_s, raw_mib, raw_out = child(
+            [sys.executable, str(Path(__file__).resolve()), "--raw-submit", str(n)], server.url
+        )
         assert json.loads(raw_out)["sum"] == n
 
-    figures = {"samples": n, "concurrency": args.concurrency, "max_in_flight": args.max_in_flight,
-               "covey": {"seconds": covey_s, "peak_mib": covey_mib, "accuracy": row["accuracy"],
-                         "tokens": row["total_tokens"]},
-               "raw": {"seconds": raw_s, "peak_mib": raw_mib}}
+    figures = {
+        "samples": n,
+        "concurrency": args.concurrency,
+        "max_in_flight": args.max_in_flight,
+        "covey": {
+            "seconds": covey_s,
+            "peak_mib": covey_mib,
+            "accuracy": row["accuracy"],
+            "tokens": row["total_tokens"],
+        },
+        "raw": {"seconds": raw_s, "peak_mib": raw_mib},
+    }
     print(table(figures, None))
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
@@ -127,12 +157,16 @@ def main() -> None:
 
 def table(after: dict, before: dict | None) -> str:
     runs = [("before", before), ("after", after)] if before else [("", after)]
-    lines = ["| | samples | covey samples/s | raw group samples/s | covey / raw time | submitter peak MiB (covey / raw) |",
-             "|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| | samples | covey samples/s | raw group samples/s | covey / raw time | submitter peak MiB (covey / raw) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for label, f in runs:
         n, covey, raw = f["samples"], f["covey"], f["raw"]
-        lines.append(f"| {label} | {n:,} | {n / covey['seconds']:.1f} | {n / raw['seconds']:.1f} "
-                     f"| {covey['seconds'] / raw['seconds']:.2f}× | {covey['peak_mib']} / {raw['peak_mib']} |")
+        lines.append(
+            f"| {label} | {n:,} | {n / covey['seconds']:.1f} | {n / raw['seconds']:.1f} "
+            f"| {covey['seconds'] / raw['seconds']:.2f}× | {covey['peak_mib']} / {raw['peak_mib']} |"
+        )
     return "\n".join(lines)
 
 
@@ -140,14 +174,14 @@ def section(after: dict, before: dict | None) -> str:
     return f"""## Sweeps (`bench/sweep.py`)
 
 It runs N arithmetic samples (`single` on the zero-latency `sim` model, scored)
-as a `covey sweep` with `--max-in-flight {after['max_in_flight']}` on a one-process `covey worker` with
-{after['concurrency']} thread slots, then the same N tasks as one raw Celery `group` on a worker of
+as a `covey sweep` with `--max-in-flight {after["max_in_flight"]}` on a one-process `covey worker` with
+{after["concurrency"]} thread slots, then the same N tasks as one raw Celery `group` on a worker of
 `bench/raw_tree.py` with the same slots, and reports samples per second and the
 submitter's peak memory (its resident set). The covey side does everything a
 sweep does per sample: validation, a ledger scope charged by every job, a Redis
 claim per unit, the bounded window polled in batches, a scored line streamed to
 `results.jsonl`; the raw side only sends and collects. The covey sweep scored
-{after['covey']['accuracy']:.0%} and spent {after['covey']['tokens']:,} tokens under its scope.
+{after["covey"]["accuracy"]:.0%} and spent {after["covey"]["tokens"]:,} tokens under its scope.
 
 {table(after, before)}
 """

@@ -4,28 +4,54 @@ from importlib import import_module
 
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import LedgerError
-from covey.status import AgentStatus, Cause, CauseKind, JobStatus, Resource
 from covey.errors import CoveyError
 from covey.models.catalog import ModelsFileError, UnservableModel
 from covey.orchestration.plan import PlanError
 from covey.orchestration.registry import UnknownStrategy
 from covey.results import AgentResult, Usage
 from covey.spec import AgentSpec, InvalidSpec, JobSpec
+from covey.status import AgentStatus, Cause, CauseKind, JobStatus, Resource
 
 # What pulls in Celery, redis or jsonschema: imported only when asked for.
 _LAZY = {
-    "Client": "covey.client", "JobHandle": "covey.client",
-    "JobRefused": "covey.client.errors", "JobTimeout": "covey.client.errors",
-    "StoreUnavailable": "covey.client.errors", "SweepInputError": "covey.sweeps.errors",
+    "Client": "covey.client",
+    "JobHandle": "covey.client",
+    "JobRefused": "covey.client.errors",
+    "JobTimeout": "covey.client.errors",
+    "StoreUnavailable": "covey.client.errors",
+    "SweepInputError": "covey.sweeps.errors",
     "WorkspaceError": "covey.store.workspace",
-    "InvalidSchema": "covey.models.structured", "SchemaMismatch": "covey.models.structured",
+    "InvalidSchema": "covey.models.structured",
+    "SchemaMismatch": "covey.models.structured",
 }
 
 __all__ = [
-    "AgentResult", "AgentSpec", "AgentStatus", "Budget", "Cause", "CauseKind", "Client", "CoveyError", "InvalidSchema",
-    "InvalidSpec", "JobHandle", "JobRefused", "JobSpec", "JobStatus", "JobTimeout", "LedgerError", "ModelsFileError",
-    "PlanError", "Resource", "SchemaMismatch", "StoreUnavailable", "SweepInputError", "UnknownStrategy",
-    "UnservableModel", "Usage", "WorkspaceError",
+    "AgentResult",
+    "AgentSpec",
+    "AgentStatus",
+    "Budget",
+    "Cause",
+    "CauseKind",
+    "Client",
+    "CoveyError",
+    "InvalidSchema",
+    "InvalidSpec",
+    "JobHandle",
+    "JobRefused",
+    "JobSpec",
+    "JobStatus",
+    "JobTimeout",
+    "LedgerError",
+    "ModelsFileError",
+    "PlanError",
+    "Resource",
+    "SchemaMismatch",
+    "StoreUnavailable",
+    "SweepInputError",
+    "UnknownStrategy",
+    "UnservableModel",
+    "Usage",
+    "WorkspaceError",
 ]
 
 

@@ -83,6 +83,11 @@ class AgentResult(BaseModel):
 
     def summary(self) -> ChildSummary:
         return ChildSummary(
-            agent_id=self.agent_id, role=self.role, status=self.status, output=self.output, error=self.error,
-            cause=self.cause, data=self.data,
+            agent_id=self.agent_id,
+            role=self.role,
+            status=self.status,
+            output=self.output,
+            error=self.error,
+            cause=self.cause,
+            data=self.data,
         )

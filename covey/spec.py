@@ -40,7 +40,8 @@ class AgentSpec(BaseModel):
     instructions: str = ""
     model: str = Field(default="sim", min_length=1)
     model_params: ModelParams = Field(
-        default_factory=ModelParams, description="temperature, top_p, seed; over the models file's; children inherit them"
+        default_factory=ModelParams,
+        description="temperature, top_p, seed; over the models file's; children inherit them",
     )
     strategy: str = "react"
     options: dict[str, Any] = Field(default_factory=dict)
@@ -48,7 +49,10 @@ class AgentSpec(BaseModel):
     deny: list[str] = Field(default_factory=list)
     max_cycles: Count = Field(default=20, ge=1, description="model calls this agent alone may make")
     max_call_tokens: int = Field(
-        default=DEFAULT_MAX_CALL_TOKENS, ge=1, le=MAX_CALL_TOKENS, strict=True,
+        default=DEFAULT_MAX_CALL_TOKENS,
+        ge=1,
+        le=MAX_CALL_TOKENS,
+        strict=True,
         description="completion cap of one model call",
     )
     timeout: Seconds | None = Field(default=None, gt=0, description="seconds this agent may run")

@@ -35,7 +35,13 @@ class AgentStatus(StrEnum):
 
 
 FINAL = frozenset(
-    {AgentStatus.COMPLETED, AgentStatus.FAILED, AgentStatus.CANCELLED, AgentStatus.BUDGET_EXCEEDED, AgentStatus.TIMED_OUT}
+    {
+        AgentStatus.COMPLETED,
+        AgentStatus.FAILED,
+        AgentStatus.CANCELLED,
+        AgentStatus.BUDGET_EXCEEDED,
+        AgentStatus.TIMED_OUT,
+    }
 )
 
 
@@ -62,6 +68,7 @@ class JobStatus(StrEnum):
     def final(self) -> bool:
         """Whether the job will not change again: its root ended, or it was refused."""
         return self is JobStatus.REFUSED or self.value in {s.value for s in FINAL}
+
 
 class CauseKind(StrEnum):
     BUDGET = "budget"  # a ledger row had too little left: ``scope`` or ``agent_id``, and ``resource``

@@ -81,8 +81,12 @@ def veth_namespace() -> Iterator[Link]:
     base = f"10.213.{block // 256}"
     first = block % 256
     link = Link(
-        namespace=f"covey-part-{pid}", host_veth=f"cvh{pid}", ns_veth=f"cvn{pid}",
-        host_address=f"{base}.{first + 1}", ns_address=f"{base}.{first + 2}", subnet=f"{base}.{first}/30",
+        namespace=f"covey-part-{pid}",
+        host_veth=f"cvh{pid}",
+        ns_veth=f"cvn{pid}",
+        host_address=f"{base}.{first + 1}",
+        ns_address=f"{base}.{first + 2}",
+        subnet=f"{base}.{first}/30",
     )
     _must("netns", "add", link.namespace)
     try:

@@ -15,8 +15,7 @@ import jsonschema
 import pytest
 import yaml
 
-from covey.cli import flower
-from covey.cli import cli
+from covey.cli import cli, flower
 from covey.config.settings import Settings
 from covey.models.catalog import Catalog
 

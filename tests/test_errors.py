@@ -11,10 +11,19 @@ import covey
 from covey.errors import CoveyError
 
 BUILTIN_BASE = {
-    "InvalidSpec": ValueError, "InvalidSchema": ValueError, "SchemaMismatch": ValueError, "PlanError": ValueError,
-    "ModelsFileError": ValueError, "UnservableModel": ValueError, "SweepInputError": ValueError,
-    "WorkspaceError": ValueError, "UnknownStrategy": LookupError, "JobTimeout": TimeoutError,
-    "StoreUnavailable": ConnectionError, "LedgerError": Exception, "JobRefused": Exception,
+    "InvalidSpec": ValueError,
+    "InvalidSchema": ValueError,
+    "SchemaMismatch": ValueError,
+    "PlanError": ValueError,
+    "ModelsFileError": ValueError,
+    "UnservableModel": ValueError,
+    "SweepInputError": ValueError,
+    "WorkspaceError": ValueError,
+    "UnknownStrategy": LookupError,
+    "JobTimeout": TimeoutError,
+    "StoreUnavailable": ConnectionError,
+    "LedgerError": Exception,
+    "JobRefused": Exception,
 }
 
 
@@ -25,8 +34,9 @@ def test_a_public_error_is_a_covey_error_and_keeps_its_builtin_base(name):
 
 
 def test_every_error_the_package_exports_is_listed_here():
-    exported = {n for n in covey.__all__ if isinstance(getattr(covey, n), type)
-                and issubclass(getattr(covey, n), BaseException)}
+    exported = {
+        n for n in covey.__all__ if isinstance(getattr(covey, n), type) and issubclass(getattr(covey, n), BaseException)
+    }
     assert exported == {*BUILTIN_BASE, "CoveyError"}
 
 

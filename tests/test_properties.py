@@ -22,12 +22,11 @@ from covey.spec import MAX_CALL_TOKENS, InvalidSpec, JobSpec
 EDGE_INTS = [0, 1, -1, 2**31, 2**53 - 1, 2**53, 2**63, 2**64, 10**20, 10**40]
 EDGE_FLOATS = [0.0, -0.0, 1e-300, 0.5, 1.0, 1e9, 1e9 + 1, 1e308, float("inf"), float("-inf"), float("nan")]
 
-numbers = st.one_of(
-    st.sampled_from(EDGE_INTS), st.integers(), st.sampled_from(EDGE_FLOATS), st.floats(), st.booleans()
-)
+numbers = st.one_of(st.sampled_from(EDGE_INTS), st.integers(), st.sampled_from(EDGE_FLOATS), st.floats(), st.booleans())
 scalars = st.one_of(st.none(), numbers, st.text(max_size=20))
 json_values = st.recursive(
-    scalars, lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)),
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)),
     max_leaves=8,
 )
 TASKS = ["What is 6 * 7?", "[sim:answer hi] hello", "[sim:tokens 3] short", "", "請總結", "[sim:nonsense] x"]
@@ -41,7 +40,9 @@ def _field(values: st.SearchStrategy) -> st.SearchStrategy:
 budget = st.fixed_dictionaries(
     {},
     optional={
-        "max_tokens": _field(numbers), "max_cycles": _field(numbers), "max_agents": _field(numbers),
+        "max_tokens": _field(numbers),
+        "max_cycles": _field(numbers),
+        "max_agents": _field(numbers),
         "max_depth": _field(numbers),
         "deadline": _field(st.datetimes(timezones=st.timezones()).map(lambda d: d.isoformat()) | st.text(max_size=30)),
     },
@@ -50,10 +51,13 @@ spec_data = st.fixed_dictionaries(
     {"task": _field(st.sampled_from(TASKS))},
     optional={
         "budget": _field(budget),
-        "max_cycles": _field(numbers), "max_call_tokens": _field(numbers), "timeout": _field(numbers),
+        "max_cycles": _field(numbers),
+        "max_call_tokens": _field(numbers),
+        "timeout": _field(numbers),
         "child_fraction": _field(numbers),
-        "model_params": _field(st.fixed_dictionaries(
-            {}, optional={"temperature": numbers, "top_p": numbers, "seed": numbers})),
+        "model_params": _field(
+            st.fixed_dictionaries({}, optional={"temperature": numbers, "top_p": numbers, "seed": numbers})
+        ),
         "strategy": _field(st.sampled_from(["react", "single", "debate", "nope"])),
         "options": json_values,
         "tools": _field(st.lists(st.sampled_from(["calculator", "finish", "rm_rf"]), max_size=3)),
@@ -69,15 +73,17 @@ counts = st.one_of(st.sampled_from([0, 1, MAX_COUNT]), st.integers(0, MAX_COUNT)
 valid_spec_data = st.fixed_dictionaries(
     {"task": st.sampled_from([t for t in TASKS if t])},
     optional={
-        "budget": st.fixed_dictionaries({}, optional={
-            "max_tokens": counts, "max_cycles": counts, "max_agents": counts, "max_depth": counts}),
+        "budget": st.fixed_dictionaries(
+            {}, optional={"max_tokens": counts, "max_cycles": counts, "max_agents": counts, "max_depth": counts}
+        ),
         "max_cycles": st.integers(1, MAX_COUNT),
         "max_call_tokens": st.one_of(st.sampled_from([1, MAX_CALL_TOKENS]), st.integers(1, MAX_CALL_TOKENS)),
         "timeout": st.floats(1e-3, MAX_SECONDS),
         "child_fraction": st.floats(1e-9, 1),
         "strategy": st.sampled_from(["react", "single"]),
-        "model_params": st.fixed_dictionaries({}, optional={
-            "temperature": st.floats(0, 2), "seed": st.integers(-MAX_COUNT, MAX_COUNT)}),
+        "model_params": st.fixed_dictionaries(
+            {}, optional={"temperature": st.floats(0, 2), "seed": st.integers(-MAX_COUNT, MAX_COUNT)}
+        ),
     },
 )
 

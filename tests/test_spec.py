@@ -1,7 +1,7 @@
 import pytest
 
-from covey.context import RunContext
 from covey.budgets.budget import Budget
+from covey.context import RunContext
 from covey.spec import InvalidSpec, JobSpec
 
 
@@ -30,7 +30,9 @@ def test_scopes_add_the_tenant():
 
 
 def test_child_context_inherits_deny_and_resets_allow():
-    root = RunContext(job_id="j", agent_id="root", budget=Budget(max_depth=2), deny=["write_file"], allow=["calculator"])
+    root = RunContext(
+        job_id="j", agent_id="root", budget=Budget(max_depth=2), deny=["write_file"], allow=["calculator"]
+    )
     child = root.child("root-sub-1", Budget(max_depth=1), allow=None)
     assert child.deny == ["write_file"]
     assert child.allow is None

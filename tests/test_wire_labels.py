@@ -16,5 +16,7 @@ def test_an_agent_label_names_job_agent_role_depth_and_the_first_words():
 
 
 def test_a_resume_label_counts_the_results_it_carries():
-    assert wire.resume("job-1", "root", 2, 5) == {"argsrepr": "[5 child results]",
-                                                    "kwargsrepr": "job=job-1 agent=root round=2"}
+    assert wire.resume("job-1", "root", 2, 5) == {
+        "argsrepr": "[5 child results]",
+        "kwargsrepr": "job=job-1 agent=root round=2",
+    }

@@ -8,7 +8,7 @@ The ledger enforces it across workers; this module only says what a child asks f
 from __future__ import annotations
 
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
@@ -45,7 +45,7 @@ class Budget(BaseModel):
         if value is not None and value.tzinfo is None:
             raise ValueError("deadline must carry a timezone (UTC)")
         try:
-            return value.astimezone(timezone.utc) if value is not None else None
+            return value.astimezone(UTC) if value is not None else None
         except OverflowError:  # e.g. 0001-01-01T00:00+01:00 is before year 1 in UTC
             raise ValueError("deadline is out of range in UTC") from None
 

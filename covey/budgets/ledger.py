@@ -16,8 +16,8 @@ from pydantic import BaseModel
 
 from covey.budgets import scopes
 from covey.budgets.budget import Budget
-from covey.status import Cause, CauseKind
 from covey.errors import CoveyError
+from covey.status import Cause, CauseKind
 
 
 class LedgerError(CoveyError):
@@ -142,8 +142,14 @@ class Ledger(Protocol):
         """The agent's row as opened (None if it never was): what its task may trust."""
 
     def reserve(
-        self, job_id: str, chain: list[str], scopes: list[str],
-        reservation_id: str, tokens: int, min_tokens: int, cycle: int | None = None,
+        self,
+        job_id: str,
+        chain: list[str],
+        scopes: list[str],
+        reservation_id: str,
+        tokens: int,
+        min_tokens: int,
+        cycle: int | None = None,
     ) -> Grant:
         """Hold up to ``tokens`` (at least ``min_tokens``) and one cycle on every
         agent in the chain and every scope with a cap, or refuse naming the row
@@ -153,8 +159,13 @@ class Ledger(Protocol):
         A reservation settled before is granted again with the outcome stored then."""
 
     def settle(
-        self, job_id: str, chain: list[str], scopes: list[str],
-        reservation_id: str, tokens: int, record: str | None = None,
+        self,
+        job_id: str,
+        chain: list[str],
+        scopes: list[str],
+        reservation_id: str,
+        tokens: int,
+        record: str | None = None,
     ) -> bool:
         """Turn the reservation into actual usage and keep ``record`` (the call's
         outcome) for a replay; False if it was already settled. It charges what
@@ -169,8 +180,14 @@ class Ledger(Protocol):
 
     def snapshot(self, job_id: str) -> LedgerSnapshot: ...
 
-    def set_scope(self, name: str, max_tokens: int | None, max_cycles: int | None,
-                  tokens_per_minute: int | None = None, requests_per_minute: int | None = None) -> None:
+    def set_scope(
+        self,
+        name: str,
+        max_tokens: int | None,
+        max_cycles: int | None,
+        tokens_per_minute: int | None = None,
+        requests_per_minute: int | None = None,
+    ) -> None:
         """Create a global scope or write its caps across jobs; None removes that cap."""
 
     def has_scope(self, name: str) -> bool:
@@ -185,6 +202,8 @@ def unknown_scope(ledger: Ledger, names: list[str]) -> str | None:
     for name in names:
         if name != scopes.GLOBAL and not ledger.has_scope(name):
             field = scopes.kind(name)
-            return (f"{field}: no ledger scope {name}; create it first with "
-                    f"`covey scope {name} --max-tokens N` (or --tokens-per-minute N)")
+            return (
+                f"{field}: no ledger scope {name}; create it first with "
+                f"`covey scope {name} --max-tokens N` (or --tokens-per-minute N)"
+            )
     return None

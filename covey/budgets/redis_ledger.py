@@ -22,7 +22,13 @@ from covey import keys
 from covey.budgets import scopes as scope_names  # `scopes` here are a call's list of names
 from covey.budgets.budget import MAX_COUNT, Budget
 from covey.budgets.ledger import (
-    AgentRow, AgentTerms, Grant, LedgerError, LedgerSnapshot, Opened, ScopeRow,
+    AgentRow,
+    AgentTerms,
+    Grant,
+    LedgerError,
+    LedgerSnapshot,
+    Opened,
+    ScopeRow,
 )
 from covey.status import Cause, CauseKind, Resource
 
@@ -77,13 +83,22 @@ class RedisLedger:
         return self._open(job_id, chain, child_id, budget, terms or AgentTerms())
 
     def _open(self, job_id: str, chain: list[str], child_id: str, budget: Budget, terms: AgentTerms) -> Opened:
-        args = [child_id, _arg(budget.max_tokens), _arg(budget.max_cycles), _arg(budget.max_agents),
-                budget.max_depth, budget.deadline.isoformat() if budget.deadline else "",
-                self.job_ttl, _tools_field(terms.tools),
-                json.dumps(terms.deny), _arg(terms.max_cycles),
-                "" if terms.scopes is None else json.dumps(terms.scopes), terms.digest or "", *chain]
-        row_keys = [keys.agent(job_id, child_id), keys.agents(job_id),
-                    *(keys.agent(job_id, a) for a in chain)]
+        args = [
+            child_id,
+            _arg(budget.max_tokens),
+            _arg(budget.max_cycles),
+            _arg(budget.max_agents),
+            budget.max_depth,
+            budget.deadline.isoformat() if budget.deadline else "",
+            self.job_ttl,
+            _tools_field(terms.tools),
+            json.dumps(terms.deny),
+            _arg(terms.max_cycles),
+            "" if terms.scopes is None else json.dumps(terms.scopes),
+            terms.digest or "",
+            *chain,
+        ]
+        row_keys = [keys.agent(job_id, child_id), keys.agents(job_id), *(keys.agent(job_id, a) for a in chain)]
         status, *rest = self._scripts["open"](keys=row_keys, args=args)
         if status == -2:
             raise LedgerError(f"job {job_id}: {_str(rest[0])}")
@@ -100,24 +115,50 @@ class RedisLedger:
 
     # -- reservations ---------------------------------------------------------
 
-    def reserve(self, job_id: str, chain: list[str], scopes: list[str],
-                reservation_id: str, tokens: int, min_tokens: int, cycle: int | None = None) -> Grant:
+    def reserve(
+        self,
+        job_id: str,
+        chain: list[str],
+        scopes: list[str],
+        reservation_id: str,
+        tokens: int,
+        min_tokens: int,
+        cycle: int | None = None,
+    ) -> Grant:
         if not chain:
             raise ValueError("reserve needs the agent's chain (root..agent)")
         if tokens < 1 or not 0 <= min_tokens <= tokens:
             raise ValueError(
-                f"need 0 <= min_tokens <= tokens and tokens >= 1, got tokens={tokens} min_tokens={min_tokens}")
+                f"need 0 <= min_tokens <= tokens and tokens >= 1, got tokens={tokens} min_tokens={min_tokens}"
+            )
         now = self.clock()
         if now >= self._next_sweep:
             self._next_sweep = now + STALE_SWEEP_SECONDS
             self.release_stale(now)
         minute = int(now // keys.WINDOW_SECONDS)
-        row_keys = [keys.cancel(job_id), keys.calls(job_id), keys.job_scopes(job_id),
-                    *self._rows(job_id, chain, scopes), *(keys.scope_window(s, minute) for s in scopes),
-                    keys.replies(job_id, chain[-1]), keys.live_reservations()]
-        args = [reservation_id, tokens, min_tokens, now + keys.RESERVATION_TTL_SECONDS, len(chain),
-                _compact(chain), _member(job_id, reservation_id), _arg(cycle),
-                keys.WINDOW_TTL_SECONDS, self.job_ttl, *chain, *scopes]
+        row_keys = [
+            keys.cancel(job_id),
+            keys.calls(job_id),
+            keys.job_scopes(job_id),
+            *self._rows(job_id, chain, scopes),
+            *(keys.scope_window(s, minute) for s in scopes),
+            keys.replies(job_id, chain[-1]),
+            keys.live_reservations(),
+        ]
+        args = [
+            reservation_id,
+            tokens,
+            min_tokens,
+            now + keys.RESERVATION_TTL_SECONDS,
+            len(chain),
+            _compact(chain),
+            _member(job_id, reservation_id),
+            _arg(cycle),
+            keys.WINDOW_TTL_SECONDS,
+            self.job_ttl,
+            *chain,
+            *scopes,
+        ]
         status, granted, reason, *rest = self._scripts["reserve"](keys=row_keys, args=args)
         if status == -2:
             raise LedgerError(f"job {job_id}: {_str(reason)}")
@@ -132,21 +173,41 @@ class RedisLedger:
         record = _str(rest[0])
         return Grant(ok=True, tokens=int(granted), reason=None, record=record or None)
 
-    def settle(self, job_id: str, chain: list[str], scopes: list[str],
-               reservation_id: str, tokens: int, record: str | None = None) -> bool:
+    def settle(
+        self,
+        job_id: str,
+        chain: list[str],
+        scopes: list[str],
+        reservation_id: str,
+        tokens: int,
+        record: str | None = None,
+    ) -> bool:
         """Charge ``tokens`` (the actual usage) and keep ``record`` for a replay.
         Pass the chain and scopes given to ``reserve``; a mismatch raises
         ``LedgerError`` rather than skew the counts."""
         if tokens < 0:
             raise ValueError(f"tokens used cannot be negative, got {tokens}")
-        row_keys = [keys.calls(job_id), *self._rows(job_id, chain, scopes), keys.replies(job_id, chain[-1]),
-                    keys.live_reservations()]
-        args = [reservation_id, tokens, self.job_ttl, _compact(chain),
-                _member(job_id, reservation_id), record or "", len(chain), *scopes]
+        row_keys = [
+            keys.calls(job_id),
+            *self._rows(job_id, chain, scopes),
+            keys.replies(job_id, chain[-1]),
+            keys.live_reservations(),
+        ]
+        args = [
+            reservation_id,
+            tokens,
+            self.job_ttl,
+            _compact(chain),
+            _member(job_id, reservation_id),
+            record or "",
+            len(chain),
+            *scopes,
+        ]
         status = self._scripts["settle"](keys=row_keys, args=args)
         if status == -2:
             raise LedgerError(
-                f"job {job_id}: settle of {reservation_id} names another chain or scopes than its reserve")
+                f"job {job_id}: settle of {reservation_id} names another chain or scopes than its reserve"
+            )
         return status == 1
 
     def release_stale(self, now: float | None = None) -> int:
@@ -156,8 +217,7 @@ class RedisLedger:
         scope frees up even when its own job never reserves again.
         """
         now = self.clock() if now is None else now
-        expired = self.client.zrangebyscore(
-            keys.live_reservations(), "-inf", f"({now}", start=0, num=STALE_SWEEP_BATCH)
+        expired = self.client.zrangebyscore(keys.live_reservations(), "-inf", f"({now}", start=0, num=STALE_SWEEP_BATCH)
         released = 0
         for member in expired:
             job_id, rid = json.loads(member)
@@ -166,8 +226,11 @@ class RedisLedger:
                 self.client.zrem(keys.live_reservations(), member)
                 continue
             where = json.loads(data)
-            row_keys = [keys.calls(job_id), *self._rows(job_id, where["chain"], where["scopes"]),
-                        keys.live_reservations()]
+            row_keys = [
+                keys.calls(job_id),
+                *self._rows(job_id, where["chain"], where["scopes"]),
+                keys.live_reservations(),
+            ]
             released += self._scripts["release"](keys=row_keys, args=[rid, now, data, member])
         return released
 
@@ -195,25 +258,48 @@ class RedisLedger:
                 pipe.hgetall(keys.scope(s))
             pipe.exists(keys.cancel(job_id))
             *rows, cancelled = pipe.execute()
-        agents = sorted((_agent_row(a, r) for a, r in zip(ids, rows) if r),
-                        key=lambda row: (row.depth, row.agent_id))
+        agents = sorted((_agent_row(a, r) for a, r in zip(ids, rows) if r), key=lambda row: (row.depth, row.agent_id))
         root = next((row for row in agents if row.depth == 0), None)
-        totals = {} if root is None else root.model_dump(include={
-            "tokens_used", "tokens_reserved", "tokens_limit", "cycles_used", "cycles_limit",
-            "agents_spawned", "agents_limit"})
+        totals = (
+            {}
+            if root is None
+            else root.model_dump(
+                include={
+                    "tokens_used",
+                    "tokens_reserved",
+                    "tokens_limit",
+                    "cycles_used",
+                    "cycles_limit",
+                    "agents_spawned",
+                    "agents_limit",
+                }
+            )
+        )
         return LedgerSnapshot(
-            job_id=job_id, root_id=root.agent_id if root else None, cancelled=bool(cancelled),
-            agents=agents, scopes=[_scope_row(s, r) for s, r in zip(names, rows[len(ids):])],
+            job_id=job_id,
+            root_id=root.agent_id if root else None,
+            cancelled=bool(cancelled),
+            agents=agents,
+            scopes=[_scope_row(s, r) for s, r in zip(names, rows[len(ids) :])],
             **totals,
         )
 
-    def set_scope(self, name: str, max_tokens: int | None, max_cycles: int | None,
-                  tokens_per_minute: int | None = None, requests_per_minute: int | None = None) -> None:
+    def set_scope(
+        self,
+        name: str,
+        max_tokens: int | None,
+        max_cycles: int | None,
+        tokens_per_minute: int | None = None,
+        requests_per_minute: int | None = None,
+    ) -> None:
         """Write every cap of a global scope, creating it; ``None`` removes a cap."""
         scope_names.check(name)
-        caps = {"tokens_limit": ("max_tokens", max_tokens), "cycles_limit": ("max_cycles", max_cycles),
-                "tpm_limit": ("tokens_per_minute", tokens_per_minute),
-                "rpm_limit": ("requests_per_minute", requests_per_minute)}
+        caps = {
+            "tokens_limit": ("max_tokens", max_tokens),
+            "cycles_limit": ("max_cycles", max_cycles),
+            "tpm_limit": ("tokens_per_minute", tokens_per_minute),
+            "rpm_limit": ("requests_per_minute", requests_per_minute),
+        }
         for field, cap in caps.values():
             if cap is not None and cap < 0:
                 raise ValueError(f"scope {name}: {field} cannot be negative, got {cap}")
@@ -240,8 +326,9 @@ class RedisLedger:
             return [_scope_row(s, r) for s, r in zip(names, pipe.execute())]
 
 
-def _short(kind: CauseKind, row: str | bytes, name: str | bytes, resource: str | bytes,
-           retry_after: float | None = None) -> Cause:
+def _short(
+    kind: CauseKind, row: str | bytes, name: str | bytes, resource: str | bytes, retry_after: float | None = None
+) -> Cause:
     """A refusal's cause from a script's answer: the short row ('agent' or 'scope'), its name, and what it lacks."""
     where = "agent_id" if _str(row) == "agent" else "scope"
     return Cause(kind=kind, resource=Resource(_str(resource)), retry_after=retry_after, **{where: _str(name)})
@@ -309,12 +396,18 @@ def _fields(raw: dict) -> dict[str, str]:
 def _agent_row(agent_id: str, raw: dict) -> AgentRow:
     f = _fields(raw)
     return AgentRow(
-        agent_id=agent_id, depth=int(f["depth"]), depth_limit=int(f["depth_limit"]),
-        deadline=_deadline(f.get("deadline")), agent_cycles_limit=_int(f.get("agent_cycles_limit")),
-        tools=_tool_names(f.get("tools")), deny=json.loads(f.get("deny") or "[]"),
-        scopes=json.loads(f["scopes"]) if f.get("scopes") else None, digest=f.get("digest") or None,
+        agent_id=agent_id,
+        depth=int(f["depth"]),
+        depth_limit=int(f["depth_limit"]),
+        deadline=_deadline(f.get("deadline")),
+        agent_cycles_limit=_int(f.get("agent_cycles_limit")),
+        tools=_tool_names(f.get("tools")),
+        deny=json.loads(f.get("deny") or "[]"),
+        scopes=json.loads(f["scopes"]) if f.get("scopes") else None,
+        digest=f.get("digest") or None,
         ancestors=json.loads(f.get("ancestors") or "[]"),
-        **{k: int(f.get(k, 0)) for k in _COUNTS}, tokens_reserved=_reserved(f),
+        **{k: int(f.get(k, 0)) for k in _COUNTS},
+        tokens_reserved=_reserved(f),
         **{k: _int(f.get(k)) for k in _LIMITS},
     )
 
@@ -322,9 +415,13 @@ def _agent_row(agent_id: str, raw: dict) -> AgentRow:
 def _scope_row(name: str, raw: dict) -> ScopeRow:
     f = _fields(raw)
     return ScopeRow(
-        name=name, tokens_limit=_int(f.get("tokens_limit")), cycles_limit=_int(f.get("cycles_limit")),
-        tokens_per_minute=_int(f.get("tpm_limit")), requests_per_minute=_int(f.get("rpm_limit")),
-        tokens_used=int(f.get("tokens_used", 0)), tokens_reserved=_reserved(f),
+        name=name,
+        tokens_limit=_int(f.get("tokens_limit")),
+        cycles_limit=_int(f.get("cycles_limit")),
+        tokens_per_minute=_int(f.get("tpm_limit")),
+        requests_per_minute=_int(f.get("rpm_limit")),
+        tokens_used=int(f.get("tokens_used", 0)),
+        tokens_reserved=_reserved(f),
         cycles_used=int(f.get("cycles_used", 0)),
     )
 

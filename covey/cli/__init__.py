@@ -11,8 +11,11 @@ def _gevent_first() -> None:
     args = sys.argv[1:]
     if "worker" not in args:
         return
-    given = [a.partition("=")[2] or (args[i + 1] if i + 1 < len(args) else "")
-             for i, a in enumerate(args) if a == "--pool" or a.startswith("--pool=")]
+    given = [
+        a.partition("=")[2] or (args[i + 1] if i + 1 < len(args) else "")
+        for i, a in enumerate(args)
+        if a == "--pool" or a.startswith("--pool=")
+    ]
     if (given[-1] if given else os.environ.get("COVEY_WORKER_POOL")) != "gevent":
         return
     try:

@@ -23,8 +23,8 @@ import click
 from kombu.utils.url import maybe_sanitize_url
 
 from covey.cli import render
-from covey.config.settings import Settings, get_settings
 from covey.cli.embedded import EmbeddedRedis, NoRedisBinary, answers
+from covey.config.settings import Settings, get_settings
 
 DEMO_TIMEOUT_SECONDS = 120
 LOG_TAIL_BYTES = 4000  # the end of the worker's log, enough for its last traceback
@@ -60,8 +60,21 @@ def _run(settings: Settings, width: int, depth: int, as_json: bool, embedded: bo
     client = Client(settings)
     with tempfile.TemporaryFile(prefix="covey-demo-worker-") as log:
         worker = subprocess.Popen(
-            [sys.executable, "-m", "covey", "worker", "--processes", "1", "--concurrency", "1", "--loglevel", "warning"],
-            stdout=log, stderr=subprocess.STDOUT, env=_worker_env(settings, embedded),
+            [
+                sys.executable,
+                "-m",
+                "covey",
+                "worker",
+                "--processes",
+                "1",
+                "--concurrency",
+                "1",
+                "--loglevel",
+                "warning",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=_worker_env(settings, embedded),
         )
         click.echo("worker started (concurrency 1)", err=as_json)
         try:
@@ -79,11 +92,16 @@ def _run(settings: Settings, width: int, depth: int, as_json: bool, embedded: bo
             _stop(worker)
             client.close()
     if as_json:
-        click.echo(json.dumps({
-            "result": result.model_dump(mode="json"),
-            "nodes": [n.model_dump(mode="json") for n in nodes],
-            "ledger": ledger.model_dump(mode="json"),
-        }, indent=2))
+        click.echo(
+            json.dumps(
+                {
+                    "result": result.model_dump(mode="json"),
+                    "nodes": [n.model_dump(mode="json") for n in nodes],
+                    "ledger": ledger.model_dump(mode="json"),
+                },
+                indent=2,
+            )
+        )
     else:
         click.echo(render.result(result))
         click.echo()
@@ -113,14 +131,17 @@ def _small_sweep(settings: Settings, as_json: bool) -> str:
     from covey.sweeps.report import summarize, table
     from covey.sweeps.runner import run_sweep
 
-    samples = [Sample(id=f"q{i}", input=f"What is {i} * {i + 3}?", target=str(i * (i + 3)))
-               for i in range(1, DEMO_SWEEP_SAMPLES + 1)]
+    samples = [
+        Sample(id=f"q{i}", input=f"What is {i} * {i + 3}?", target=str(i * (i + 3)))
+        for i in range(1, DEMO_SWEEP_SAMPLES + 1)
+    ]
     click.echo(f"sweep: {len(samples)} questions x react and single, scored against their answers", err=as_json)
     with tempfile.TemporaryDirectory(prefix="covey-demo-sweep-") as directory:
         grid = Path(directory) / "grid.toml"
         grid.write_text(DEMO_GRID)
-        outcome = run_sweep(samples, load_grid(grid), Path(directory) / "out", settings=settings,
-                            max_in_flight=4, queue=settings.queue)
+        outcome = run_sweep(
+            samples, load_grid(grid), Path(directory) / "out", settings=settings, max_in_flight=4, queue=settings.queue
+        )
         log = ResultsLog(outcome.directory)
         try:
             return table(summarize(log.records()))

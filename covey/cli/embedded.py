@@ -82,9 +82,21 @@ class EmbeddedRedis:
         # Its own working directory, so no dump or log lands where the user stands.
         self._dir = self._dir or tempfile.mkdtemp(prefix="covey-redis-")
         self.proc = subprocess.Popen(
-            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", *self.persistence(),
-             "--dir", self._dir, "--logfile", "", *(["--requirepass", self.password] if self.password else [])],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                self.binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                *self.persistence(),
+                "--dir",
+                self._dir,
+                "--logfile",
+                "",
+                *(["--requirepass", self.password] if self.password else []),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         client = redis.Redis.from_url(self.url, socket_connect_timeout=1)
         deadline = time.monotonic() + START_SECONDS

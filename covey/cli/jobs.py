@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import math
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import click
 
-from covey.cli import render
 from covey.budgets.budget import MAX_COUNT, MAX_SECONDS
-from covey.cli.app import connect, print_json, cli
+from covey.cli import render
+from covey.cli.app import cli, connect, print_json
 from covey.orchestration import registry
 from covey.spec import MAX_CALL_TOKENS
 from covey.status import JobStatus
@@ -61,12 +61,24 @@ def _job_options(fn):
         click.option("--max-cycles", type=_CAP, default=None, help="model calls of the whole tree"),
         click.option("--max-agents", type=_CAP, default=None, help="sub-agents the tree may spawn"),
         click.option("--max-depth", type=_CAP, default=None, help="levels of sub-agents"),
-        click.option("--max-call-tokens", type=click.IntRange(1, MAX_CALL_TOKENS), default=None,
-                     help="completion cap of one model call (default 4096)"),
-        click.option("--agent-max-cycles", type=click.IntRange(1, MAX_COUNT), default=None,
-                     help="model calls each agent may make on its own (default 20)"),
+        click.option(
+            "--max-call-tokens",
+            type=click.IntRange(1, MAX_CALL_TOKENS),
+            default=None,
+            help="completion cap of one model call (default 4096)",
+        ),
+        click.option(
+            "--agent-max-cycles",
+            type=click.IntRange(1, MAX_COUNT),
+            default=None,
+            help="model calls each agent may make on its own (default 20)",
+        ),
         click.option("--timeout", type=_Seconds(), default=None, help="seconds the job may run"),
-        click.option("--tenant", default=None, help="charge the tenant:<name> ledger scope too (create it first: covey scope tenant:<name> ...)"),
+        click.option(
+            "--tenant",
+            default=None,
+            help="charge the tenant:<name> ledger scope too (create it first: covey scope tenant:<name> ...)",
+        ),
         click.option("--instructions", default=None, help="the root agent's instructions (its system prompt)"),
         click.option("--tools", default=None, help="comma-separated tools the agents may use (default: all)"),
         click.option("--deny", default=None, help="comma-separated tools no agent of the job may use"),
@@ -80,7 +92,7 @@ def _job_options(fn):
 def _spec(client, task: str, o: dict[str, Any]):
     budget = {k: o[k] for k in ("max_tokens", "max_cycles", "max_agents", "max_depth") if o[k] is not None}
     if o["timeout"] is not None:
-        budget["deadline"] = datetime.now(timezone.utc) + timedelta(seconds=o["timeout"])
+        budget["deadline"] = datetime.now(UTC) + timedelta(seconds=o["timeout"])
     fields: dict[str, Any] = {"strategy": o["strategy"], "role": o["role"], "budget": budget}
     if o["max_call_tokens"] is not None:
         fields["max_call_tokens"] = o["max_call_tokens"]
@@ -181,7 +193,17 @@ def tree(job_id: str, as_json: bool, watch: bool) -> None:
 
 
 _NODE_FIELDS = {
-    "agent_id", "parent_id", "depth", "role", "status", "usage", "task", "error", "cause", "started_at", "finished_at",
+    "agent_id",
+    "parent_id",
+    "depth",
+    "role",
+    "status",
+    "usage",
+    "task",
+    "error",
+    "cause",
+    "started_at",
+    "finished_at",
 }
 
 

@@ -7,19 +7,25 @@ import sys
 
 import click
 
-from covey.cli import render
 from covey.budgets.budget import MAX_COUNT
+from covey.cli import render
 from covey.cli.app import cli, connect, print_json
 from covey.config.settings import MAX_CONCURRENCY, MAX_PROCESSES, get_settings
 
 
 @cli.command()
 @click.option(
-    "--processes", "-p", type=click.IntRange(1, MAX_PROCESSES), default=None,
+    "--processes",
+    "-p",
+    type=click.IntRange(1, MAX_PROCESSES),
+    default=None,
     help="worker processes (default COVEY_WORKER_PROCESSES, else one per core; one for prefork)",
 )
 @click.option(
-    "--concurrency", "-c", type=click.IntRange(1, MAX_CONCURRENCY), default=None,
+    "--concurrency",
+    "-c",
+    type=click.IntRange(1, MAX_CONCURRENCY),
+    default=None,
     help="slots per process (default COVEY_WORKER_CONCURRENCY, else 100 threads, 500 gevent, 4 prefork)",
 )
 @click.option(
@@ -34,7 +40,11 @@ from covey.config.settings import MAX_CONCURRENCY, MAX_PROCESSES, get_settings
     "--queues", "-Q", default=None, help="comma-separated queues to read (default COVEY_QUEUE), e.g. covey,covey-sweeps"
 )
 def worker(
-    processes: int | None, concurrency: int | None, pool: str | None, loglevel: str, hostname: str | None,
+    processes: int | None,
+    concurrency: int | None,
+    pool: str | None,
+    loglevel: str,
+    hostname: str | None,
     queues: str | None,
 ) -> None:
     """Run covey's worker: a Celery worker per core, each with many slots."""
@@ -55,10 +65,13 @@ def worker(
     count = processes or s.worker_processes or (1 if pool == "prefork" else os.cpu_count() or 1)
     slots = concurrency or s.model_copy(update={"worker_pool": pool}).worker_slots
     if count > 1:
-        sys.exit(worker_processes.run(
-            lambda i: worker_processes.argv(pool, slots, loglevel, names, worker_processes.child_name(hostname, i)),
-            count, dict(os.environ),
-        ))
+        sys.exit(
+            worker_processes.run(
+                lambda i: worker_processes.argv(pool, slots, loglevel, names, worker_processes.child_name(hostname, i)),
+                count,
+                dict(os.environ),
+            )
+        )
     # Pools (Redis, broker, result store) are sized from these settings: set them before the app is built.
     os.environ.update(COVEY_WORKER_POOL=pool, COVEY_WORKER_CONCURRENCY=str(slots))
     get_settings.cache_clear()
@@ -67,7 +80,11 @@ def worker(
     from covey.worker.app import app
 
     argv = [
-        "worker", f"--pool={pool}", f"--concurrency={slots}", f"--loglevel={loglevel}", f"--queues={','.join(names)}",
+        "worker",
+        f"--pool={pool}",
+        f"--concurrency={slots}",
+        f"--loglevel={loglevel}",
+        f"--queues={','.join(names)}",
     ]
     if get_settings().task_events:
         argv.append("--events")
@@ -110,10 +127,18 @@ class _Cap(click.ParamType):
 @click.argument("name")
 @click.option("--max-tokens", type=_Cap(), default=None, help="token cap across jobs ('none' removes it)")
 @click.option("--max-cycles", type=_Cap(), default=None, help="model-call cap across jobs ('none' removes it)")
-@click.option("--tokens-per-minute", type=_Cap(), default=None,
-              help="tokens granted per minute across jobs; a full minute makes agents wait ('none' removes it)")
-@click.option("--requests-per-minute", type=_Cap(), default=None,
-              help="model calls per minute across jobs; a full minute makes agents wait ('none' removes it)")
+@click.option(
+    "--tokens-per-minute",
+    type=_Cap(),
+    default=None,
+    help="tokens granted per minute across jobs; a full minute makes agents wait ('none' removes it)",
+)
+@click.option(
+    "--requests-per-minute",
+    type=_Cap(),
+    default=None,
+    help="model calls per minute across jobs; a full minute makes agents wait ('none' removes it)",
+)
 @click.option("--json", "as_json", is_flag=True, help="print the scope as JSON")
 def scope(name: str, max_tokens, max_cycles, tokens_per_minute, requests_per_minute, as_json: bool) -> None:
     """Show a global ledger scope (global, tenant:<x>, sweep:<x>), creating it or changing the caps given."""
@@ -123,15 +148,17 @@ def scope(name: str, max_tokens, max_cycles, tokens_per_minute, requests_per_min
     if any(cap is not None for cap in given):
         fields = ("tokens_limit", "cycles_limit", "tokens_per_minute", "requests_per_minute")
         try:
-            ledger.set_scope(name, *(
-                _cap(cap, getattr(current, f) if current else None) for cap, f in zip(given, fields)
-            ))
+            ledger.set_scope(
+                name, *(_cap(cap, getattr(current, f) if current else None) for cap, f in zip(given, fields))
+            )
         except ValueError as e:
             raise click.BadParameter(str(e), param_hint="NAME") from None
         current = next(row for row in ledger.scope_rows() if row.name == name)
     if current is None:
-        raise click.ClickException(f"no scope {name} yet: give --max-tokens, --max-cycles, --tokens-per-minute "
-                                   "or --requests-per-minute to create it")
+        raise click.ClickException(
+            f"no scope {name} yet: give --max-tokens, --max-cycles, --tokens-per-minute "
+            "or --requests-per-minute to create it"
+        )
     print_json(current) if as_json else click.echo(render.scopes([current]))
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from covey.budgets.ledger import LedgerSnapshot, ScopeRow
 from covey.results import AgentResult
@@ -29,7 +29,7 @@ def result(r: AgentResult) -> str:
 def tree(nodes: list[Node], now: datetime | None = None) -> str:
     """Every agent under its parent: status, role, spend, elapsed (to ``now`` for one
     still running) and the start of its task."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     children: dict[str | None, list[Node]] = {}
     for node in nodes:
         children.setdefault(node.parent_id, []).append(node)
@@ -37,8 +37,17 @@ def tree(nodes: list[Node], now: datetime | None = None) -> str:
 
     def walk(parent: str | None, indent: str) -> None:
         for node in children.get(parent, []):
-            rows.append((indent + node.agent_id, node.role, node.status, node.usage.total_tokens, node.usage.cycles,
-                         _elapsed(node, now), _short(node.task)))
+            rows.append(
+                (
+                    indent + node.agent_id,
+                    node.role,
+                    node.status,
+                    node.usage.total_tokens,
+                    node.usage.cycles,
+                    _elapsed(node, now),
+                    _short(node.task),
+                )
+            )
             walk(node.agent_id, indent + "  ")
 
     walk(None, "")
@@ -71,8 +80,19 @@ def ledger(s: LedgerSnapshot) -> str:
     head = ledger_totals(s)
     agents = table(
         ["agent", "depth", "tokens", "token limit", "cycles", "cycle limit", "own calls cap", "spawned"],
-        [(a.agent_id, a.depth, a.tokens_used, a.tokens_limit, a.cycles_used, a.cycles_limit, a.agent_cycles_limit,
-          a.agents_spawned) for a in s.agents],
+        [
+            (
+                a.agent_id,
+                a.depth,
+                a.tokens_used,
+                a.tokens_limit,
+                a.cycles_used,
+                a.cycles_limit,
+                a.agent_cycles_limit,
+                a.agents_spawned,
+            )
+            for a in s.agents
+        ],
     )
     return f"{head}\n\n{agents}\n\n{scopes(s.scopes)}"
 
@@ -80,6 +100,16 @@ def ledger(s: LedgerSnapshot) -> str:
 def scopes(rows: list[ScopeRow]) -> str:
     return table(
         ["scope", "tokens", "token limit", "cycles", "cycle limit", "tokens/min", "requests/min"],
-        [(c.name, c.tokens_used, c.tokens_limit, c.cycles_used, c.cycles_limit, c.tokens_per_minute,
-          c.requests_per_minute) for c in rows],
+        [
+            (
+                c.name,
+                c.tokens_used,
+                c.tokens_limit,
+                c.cycles_used,
+                c.cycles_limit,
+                c.tokens_per_minute,
+                c.requests_per_minute,
+            )
+            for c in rows
+        ],
     )

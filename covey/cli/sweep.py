@@ -24,10 +24,17 @@ class _BadInput(click.ClickException):
 @cli.command()
 @click.argument("dataset", type=click.Path(dir_okay=False))
 @click.option("--grid", "grid_path", required=True, type=click.Path(dir_okay=False), help="TOML or YAML grid")
-@click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="directory of results; rerun to resume")
+@click.option(
+    "--out", "out", required=True, type=click.Path(file_okay=False), help="directory of results; rerun to resume"
+)
 @click.option("--max-in-flight", type=click.IntRange(1), default=16, show_default=True, help="jobs enqueued at once")
-@click.option("--retries", type=click.IntRange(0), default=0, show_default=True,
-              help="more attempts for a failed, timed-out or refused sample")
+@click.option(
+    "--retries",
+    type=click.IntRange(0),
+    default=0,
+    show_default=True,
+    help="more attempts for a failed, timed-out or refused sample",
+)
 @click.option("--max-tokens-total", type=click.IntRange(1), default=None, help="token cap of the whole sweep")
 @click.option("--max-cycles-total", type=click.IntRange(1), default=None, help="model-call cap of the whole sweep")
 @click.option("--queue", default="covey-sweeps", show_default=True, help="the queue the sweep's jobs go to")
@@ -45,16 +52,26 @@ def sweep(dataset, grid_path, out, max_in_flight, retries, max_tokens_total, max
     probe = Client(settings)
     probe.redis.ping()
     if not probe.queue_has_worker():
-        click.echo(f"warning: no worker reads queue {queue} yet: start one with "
-                   f"`covey worker --queues covey,{queue}`", err=True)
+        click.echo(
+            f"warning: no worker reads queue {queue} yet: start one with `covey worker --queues covey,{queue}`",
+            err=True,
+        )
     probe.close()
     # A terminated submitter gives up its lease at once, so a rerun adopts its jobs without waiting.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     show = _Bar() if sys.stderr.isatty() and not as_json else _Lines()
     try:
         outcome = run_sweep(
-            dataset, grid_path, out, settings=settings, max_in_flight=max_in_flight, retries=retries,
-            max_tokens_total=max_tokens_total, max_cycles_total=max_cycles_total, queue=queue, observer=show,
+            dataset,
+            grid_path,
+            out,
+            settings=settings,
+            max_in_flight=max_in_flight,
+            retries=retries,
+            max_tokens_total=max_tokens_total,
+            max_cycles_total=max_cycles_total,
+            queue=queue,
+            observer=show,
         )
     except SweepInputError as e:  # a file changed since it was checked
         raise _BadInput(str(e)) from None
@@ -62,8 +79,12 @@ def sweep(dataset, grid_path, out, max_in_flight, retries, max_tokens_total, max
         show.close()
     if outcome.dry:
         click.echo("the sweep's cap ran out: the samples it left are recorded skipped_budget", err=True)
-    _report(Path(out), as_json, lead=f"sweep {outcome.sweep_id}: {outcome.total} units, {outcome.submitted} jobs "
-                                     f"sent, {outcome.adopted} adopted, peak in flight {outcome.peak_in_flight}")
+    _report(
+        Path(out),
+        as_json,
+        lead=f"sweep {outcome.sweep_id}: {outcome.total} units, {outcome.submitted} jobs "
+        f"sent, {outcome.adopted} adopted, peak in flight {outcome.peak_in_flight}",
+    )
 
 
 @cli.command("sweep-report")

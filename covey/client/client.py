@@ -20,18 +20,18 @@ from kombu.exceptions import OperationalError
 from redis.exceptions import InvalidResponse
 
 from covey import keys, wire
-from covey.status import Cause, CauseKind, JobStatus
-from covey.client import waits
-from covey.client.errors import BROKER, REDIS, RESULT_STORE, JobRefused, JobTimeout, StoreUnavailable
-from covey.config import connections
 from covey.budgets.ledger import LedgerSnapshot, unknown_scope
 from covey.budgets.redis_ledger import RedisLedger
+from covey.client import waits
+from covey.client.errors import BROKER, REDIS, RESULT_STORE, JobRefused, JobTimeout, StoreUnavailable
+from covey.client.progress import Progress
+from covey.config import connections
 from covey.config.celery import create_app
 from covey.config.settings import Settings, get_settings
 from covey.context import ROOT_AGENT_ID
-from covey.client.progress import Progress
 from covey.results import AgentResult
 from covey.spec import InvalidSpec, JobSpec
+from covey.status import Cause, CauseKind, JobStatus
 from covey.store.tree import JobTree, Node
 
 WATCH_INTERVAL_SECONDS = 0.5  # how often a watcher reads the tree and the ledger
@@ -61,12 +61,15 @@ class Client:
         self.app.conf.update(
             result_backend_always_retry=False,
             result_backend_transport_options={
-                **self.app.conf.result_backend_transport_options, "retry_policy": {"max_retries": 0},
+                **self.app.conf.result_backend_transport_options,
+                "retry_policy": {"max_retries": 0},
             },
         )
         self.redis = redis.Redis.from_url(
-            self.settings.redis_url, decode_responses=True,
-            socket_connect_timeout=CLIENT_OUTAGE_SECONDS, socket_timeout=connections.SOCKET_TIMEOUT_SECONDS,
+            self.settings.redis_url,
+            decode_responses=True,
+            socket_connect_timeout=CLIENT_OUTAGE_SECONDS,
+            socket_timeout=connections.SOCKET_TIMEOUT_SECONDS,
         )
         self.ledger = RedisLedger(self.redis, self.settings.job_ttl)
         self.tree = JobTree(self.redis, self.settings.job_ttl)
@@ -102,7 +105,10 @@ class Client:
                 with self._reaching(RESULT_STORE):
                     self.app.backend.on_task_call(producer, job_id)
             self.app.send_task(
-                wire.RUN_JOB, kwargs={"spec": spec.wire()}, task_id=job_id, producer=producer,
+                wire.RUN_JOB,
+                kwargs={"spec": spec.wire()},
+                task_id=job_id,
+                producer=producer,
                 **wire.agent(job_id, ROOT_AGENT_ID, spec.role, 0, spec.task),
             )
         # Marked only once sent, so no job that failed to send shows as queued. No one

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from covey.status import Cause
 from covey.errors import CoveyError
+from covey.status import Cause
 
 REDIS, BROKER, RESULT_STORE = "Redis", "the broker", "the result store"
 

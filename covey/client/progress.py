@@ -35,9 +35,16 @@ class Progress(BaseModel):
         counts = Counter("done" if n.final else n.status for n in nodes)
         root = next((n for n in nodes if n.parent_id is None), None)
         return cls(
-            job_id=job_id, status=JobStatus.of_root(root.status) if root else JobStatus.QUEUED, done=counts["done"],
-            running=counts[AgentStatus.RUNNING], waiting=counts[AgentStatus.WAITING], queued=counts[AgentStatus.QUEUED], tokens_used=ledger.tokens_used,
-            tokens_limit=ledger.tokens_limit, cycles_used=ledger.cycles_used, cycles_limit=ledger.cycles_limit,
+            job_id=job_id,
+            status=JobStatus.of_root(root.status) if root else JobStatus.QUEUED,
+            done=counts["done"],
+            running=counts[AgentStatus.RUNNING],
+            waiting=counts[AgentStatus.WAITING],
+            queued=counts[AgentStatus.QUEUED],
+            tokens_used=ledger.tokens_used,
+            tokens_limit=ledger.tokens_limit,
+            cycles_used=ledger.cycles_used,
+            cycles_limit=ledger.cycles_limit,
             elapsed=elapsed,
         )
 

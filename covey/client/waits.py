@@ -66,10 +66,14 @@ def why_stuck(client: Client, job_id: str) -> str | None:
     if not nodes:
         queue = queue_of(client, job_id)
         if queue is not None and queue != client.settings.queue:
-            return (f"job {job_id} waits in queue {queue!r}, which no covey worker reads; "
-                    f"send with queue={client.settings.queue!r}")
+            return (
+                f"job {job_id} waits in queue {queue!r}, which no covey worker reads; "
+                f"send with queue={client.settings.queue!r}"
+            )
         if not client.queue_has_worker():
-            return f"no worker reads queue {client.settings.queue!r}; job {job_id} waits until one starts (covey worker)"
+            return (
+                f"no worker reads queue {client.settings.queue!r}; job {job_id} waits until one starts (covey worker)"
+            )
         return None
     live = live_task_ids(client)
     stuck = [n for n in nodes if n.status is AgentStatus.RUNNING and (live is None or n.task_id not in live)]
@@ -78,8 +82,10 @@ def why_stuck(client: Client, job_id: str) -> str | None:
     if not stuck:
         return None
     who = "no worker answers" if live is None else "no live worker runs them"
-    return (f"agents of job {job_id} stopped reporting ({who}): {_names(stuck)}; the broker hands their "
-            "tasks to another worker after its visibility timeout")
+    return (
+        f"agents of job {job_id} stopped reporting ({who}): {_names(stuck)}; the broker hands their "
+        "tasks to another worker after its visibility timeout"
+    )
 
 
 def _names(nodes: list[Node]) -> str:

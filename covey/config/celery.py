@@ -7,8 +7,7 @@ from typing import Any
 
 from celery import Celery
 
-from covey.config import connections
-from covey.config import backend, broker
+from covey.config import backend, broker, connections
 from covey.config.settings import Settings
 
 
@@ -73,7 +72,10 @@ def _outages_waited_out(settings: Settings) -> dict[str, Any]:
     return {
         "covey_redis_outage_seconds": outage,  # read by covey.config.backend
         "task_publish_retry_policy": {
-            "max_retries": retries, "interval_start": 0, "interval_step": 0.2, "interval_max": pause,
+            "max_retries": retries,
+            "interval_start": 0,
+            "interval_step": 0.2,
+            "interval_max": pause,
         },
         "result_backend_always_retry": True,
         "result_backend_max_retries": retries,

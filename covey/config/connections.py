@@ -42,12 +42,16 @@ class PatientRetry(Retry):
     out for the same number of seconds."""
 
     def __init__(self, seconds: float) -> None:
-        super().__init__(ExponentialBackoff(cap=BACKOFF_CAP_SECONDS, base=0.05), retries=-1,
-                         supported_errors=(redis.ConnectionError, redis.TimeoutError, socket.timeout))
+        super().__init__(
+            ExponentialBackoff(cap=BACKOFF_CAP_SECONDS, base=0.05),
+            retries=-1,
+            supported_errors=(redis.ConnectionError, redis.TimeoutError, socket.timeout),
+        )
         self.seconds = seconds
 
-    def call_with_retry(self, do: Callable[[], T], fail: Callable[..., Any], is_retryable=None,
-                        with_failure_count: bool = False) -> T:
+    def call_with_retry(
+        self, do: Callable[[], T], fail: Callable[..., Any], is_retryable=None, with_failure_count: bool = False
+    ) -> T:
         give_up = time.monotonic() + self.seconds
         failures = 0
         self._backoff.reset()

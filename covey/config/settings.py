@@ -67,29 +67,42 @@ class Settings(BaseSettings):
         default=None, ge=1, le=MAX_CONCURRENCY, description="slots per worker process (default: DEFAULT_SLOTS)"
     )
     worker_processes: int | None = Field(
-        default=None, ge=1, le=MAX_PROCESSES,
+        default=None,
+        ge=1,
+        le=MAX_PROCESSES,
         description="worker processes `covey worker` starts (default: one per core, or one for prefork)",
     )
     slice_seconds: float = Field(
-        default=60.0, gt=0, le=MAX_SECONDS,
+        default=60.0,
+        gt=0,
+        le=MAX_SECONDS,
         description="an agent task that has run this long checkpoints and goes on as a new task",
     )
     visibility_timeout: float | None = Field(
-        default=None, gt=0, le=MAX_SECONDS,
+        default=None,
+        gt=0,
+        le=MAX_SECONDS,
         description="seconds before the broker hands an unacknowledged task to another worker "
         "(default: a slice, the longest model call and a margin)",
     )
     job_ttl: int = Field(
-        default=DEFAULT_JOB_TTL_SECONDS, ge=60, le=MAX_SECONDS,
+        default=DEFAULT_JOB_TTL_SECONDS,
+        ge=60,
+        le=MAX_SECONDS,
         description="COVEY_JOB_TTL: seconds a job's records (tree, ledger, results) are kept after it ends",
     )
     redis_outage_seconds: float = Field(
-        default=120.0, gt=0, le=MAX_SECONDS,
+        default=120.0,
+        gt=0,
+        le=MAX_SECONDS,
         description="how long a worker waits out an unreachable Redis (or broker) before a step gives up "
         "and is handed back to the broker",
     )
     redelivery_check_seconds: float = Field(
-        default=60.0, gt=0, le=MAX_SECONDS, description="how often a worker looks for a dead worker's tasks to redeliver"
+        default=60.0,
+        gt=0,
+        le=MAX_SECONDS,
+        description="how often a worker looks for a dead worker's tasks to redeliver",
     )
 
     @property

@@ -147,14 +147,23 @@ class Catalog:
 
     def served(self) -> list[ServedModel]:
         """``sim``, every named model, and ``*`` (any other name) when a default endpoint is set."""
-        rows = [ServedModel(name=SIM_MODEL, endpoint="in-process", model=SIM_MODEL, key_env=None, key_set=None,
-                            params={})]
+        rows = [
+            ServedModel(name=SIM_MODEL, endpoint="in-process", model=SIM_MODEL, key_env=None, key_set=None, params={})
+        ]
         named = sorted(self._named.items())
         if self._default is not None:
             named.append(("*", self._default))
         for name, e in named:
-            rows.append(ServedModel(name=name, endpoint=e.base_url or "in-process", model=e.model,
-                                    key_env=e.key_env, key_set=e.api_key is not None, params=e.params.request()))
+            rows.append(
+                ServedModel(
+                    name=name,
+                    endpoint=e.base_url or "in-process",
+                    model=e.model,
+                    key_env=e.key_env,
+                    key_set=e.api_key is not None,
+                    params=e.params.request(),
+                )
+            )
         return rows
 
 
@@ -167,9 +176,7 @@ def load(path: Path) -> dict[str, ModelEntry]:
     except tomllib.TOMLDecodeError as e:
         raise ModelsFileError(f"{path}: not valid TOML: {e}") from e
     if isinstance(raw.get("models"), dict) and SIM_MODEL in raw["models"]:
-        raise ModelsFileError(
-            f"{path}: model 'sim' is built in and always in-process; give this endpoint another name"
-        )
+        raise ModelsFileError(f"{path}: model 'sim' is built in and always in-process; give this endpoint another name")
     try:
         return ModelsFile.model_validate(raw).models
     except ValidationError as e:

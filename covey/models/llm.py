@@ -14,7 +14,6 @@ import httpx2
 import openai
 
 from covey.budgets.budget import MAX_COUNT
-from covey.status import Cause, CauseKind
 from covey.config.settings import Settings
 from covey.errors import CoveyError
 from covey.models import sim
@@ -23,6 +22,7 @@ from covey.models.replies import ModelReply, ToolCall
 from covey.models.structured import SCHEMA_NAME, response_format
 from covey.models.tokens import estimate_prompt_tokens
 from covey.results import Usage
+from covey.status import Cause, CauseKind
 
 SIM_BASE_URL = "http://sim.covey/v1"
 
@@ -108,12 +108,14 @@ class LLM:
             raise ModelError(f"model call failed: {type(e).__name__}: {e}", failed) from e
         except ValueError as e:  # an answer the SDK cannot parse (not JSON): billed, for all covey knows
             raise ModelError(
-                f"model returned a malformed reply: {e}", malformed, _worst(messages, tools, max_tokens)) from e
+                f"model returned a malformed reply: {e}", malformed, _worst(messages, tools, max_tokens)
+            ) from e
         try:
             usage = _usage(completion, messages, tools, max_tokens)
         except ValueError as e:  # charged as the worst case: what it really cost is unknown
             raise ModelError(
-                f"model reported unusable usage: {e}", malformed, _worst(messages, tools, max_tokens)) from e
+                f"model reported unusable usage: {e}", malformed, _worst(messages, tools, max_tokens)
+            ) from e
         try:
             return _reply(completion), usage
         except (AttributeError, TypeError, ValueError) as e:

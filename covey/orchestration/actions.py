@@ -12,9 +12,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from covey.status import AgentStatus, Cause
 from covey.models.replies import ModelReply, ToolCall
 from covey.results import AgentResult
+from covey.status import AgentStatus, Cause
 
 
 @dataclass(frozen=True)

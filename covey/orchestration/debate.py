@@ -149,18 +149,33 @@ def start(spec: AgentSpec, ctx: RunContext) -> Action:
     options = Run.of(Options, spec, ctx).options
     count = options.num_debaters
     children = [
-        _child(options, wave=0, width=count, role="proposer", task=proposer_task(spec.task, i, count),
-               schema=PROPOSAL_SCHEMA, schema_name="proposal")
+        _child(
+            options,
+            wave=0,
+            width=count,
+            role="proposer",
+            task=proposer_task(spec.task, i, count),
+            schema=PROPOSAL_SCHEMA,
+            schema_name="proposal",
+        )
         for i in range(count)
     ]
     return Spawn(state=State(), children=children)
 
 
 def resume(spec: AgentSpec, ctx: RunContext, state: State, outcome: Outcome) -> Action:
-    return states.resume(NAME, Options, spec, ctx, state, outcome, {
-        ("proposals", ChildResults): _on_proposals,
-        ("critiques", ChildResults): _on_critiques,
-    })
+    return states.resume(
+        NAME,
+        Options,
+        spec,
+        ctx,
+        state,
+        outcome,
+        {
+            ("proposals", ChildResults): _on_proposals,
+            ("critiques", ChildResults): _on_critiques,
+        },
+    )
 
 
 def _child(
@@ -170,7 +185,10 @@ def _child(
     left for this wave and the ones after it, so early waves cannot starve later ones."""
     waves_left = 1 + options.num_rounds - wave
     return ChildRequest(
-        task=task, role=role, strategy="single", tools=[],
+        task=task,
+        role=role,
+        strategy="single",
+        tools=[],
         options={"schema": schema, "schema_name": schema_name},
         fraction=1 / (width * waves_left),
     )
@@ -223,7 +241,9 @@ def _next(run: Run[Options], state: State) -> Action:
     if not running:
         reasons = "; ".join(f"debater {i} {why}" for i, why in state.dropped.items())
         return Finish(
-            state=state, status=AgentStatus.FAILED, error=f"no debater proposed an answer: {reasons}",
+            state=state,
+            status=AgentStatus.FAILED,
+            error=f"no debater proposed an answer: {reasons}",
             data={"dropped": _by_key(state.dropped)},
         )
     if state.round < run.options.num_rounds and len(running) >= 2:
@@ -241,9 +261,15 @@ def _critique_wave(run: Run[Options], state: State, running: dict[int, Proposal]
         previous = _by_key(debate_scoring.peer_means([state.rounds[-1].scores], alive))
     count = run.options.num_debaters
     children = [
-        _child(run.options, wave=state.round, width=len(alive), role="critic",
-               task=critic_task(run.spec.task, i, count, state.round, proposals, previous),
-               schema=critique_schema([t for t in alive if t != i]), schema_name="critique")
+        _child(
+            run.options,
+            wave=state.round,
+            width=len(alive),
+            role="critic",
+            task=critic_task(run.spec.task, i, count, state.round, proposals, previous),
+            schema=critique_schema([t for t in alive if t != i]),
+            schema_name="critique",
+        )
         for i in alive
     ]
     return Spawn(state=state, children=children)

@@ -49,9 +49,7 @@ def valid_scores(raw: Any, critic: int, targets: Iterable[int]) -> dict[int, flo
 
 
 def _is_score(value: Any) -> bool:
-    return (
-        isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and 0 <= value <= 1
-    )
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and 0 <= value <= 1
 
 
 def peer_means(rounds: Iterable[Scores], debaters: Iterable[int]) -> dict[int, float]:
@@ -69,9 +67,7 @@ def combined_scores(
     means: Mapping[int, float], confidences: Mapping[int, float], peer_weight: float, confidence_weight: float
 ) -> dict[int, float]:
     """Each debater's combined score, rounded to ``PRECISION`` places."""
-    return {
-        d: round(peer_weight * mean + confidence_weight * confidences[d], PRECISION) for d, mean in means.items()
-    }
+    return {d: round(peer_weight * mean + confidence_weight * confidences[d], PRECISION) for d, mean in means.items()}
 
 
 def decide(

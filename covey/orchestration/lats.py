@@ -70,8 +70,10 @@ def candidates_schema(count: int) -> dict[str, Any]:
         "type": "object",
         "properties": {
             "candidates": {
-                "type": "array", "items": {"type": "string", "minLength": 1},
-                "minItems": count, "maxItems": count,
+                "type": "array",
+                "items": {"type": "string", "minLength": 1},
+                "minItems": count,
+                "maxItems": count,
             },
         },
         "required": ["candidates"],
@@ -105,10 +107,18 @@ def _seed(ctx: RunContext) -> int:
 
 
 def resume(spec: AgentSpec, ctx: RunContext, state: State, outcome: Outcome) -> Action:
-    return states.resume(NAME, Options, spec, ctx, state, outcome, {
-        ("expand", ModelReply): _evaluate,
-        ("evaluate", ChildResults): _backpropagate,
-    })
+    return states.resume(
+        NAME,
+        Options,
+        spec,
+        ctx,
+        state,
+        outcome,
+        {
+            ("expand", ModelReply): _evaluate,
+            ("evaluate", ChildResults): _backpropagate,
+        },
+    )
 
 
 # --- expansion -------------------------------------------------------------------
@@ -126,8 +136,11 @@ def _expand(run: Run[Options], state: State) -> CallModel:
     messages = [*opening(run.spec, run.ctx), {"role": "user", "content": ask}]
     state.phase = "expand"
     return CallModel(
-        state=state, messages=messages, tools=[],
-        schema=candidates_schema(options.num_candidates), schema_name=CANDIDATES_SCHEMA_NAME,
+        state=state,
+        messages=messages,
+        tools=[],
+        schema=candidates_schema(options.num_candidates),
+        schema_name=CANDIDATES_SCHEMA_NAME,
     )
 
 
@@ -183,8 +196,14 @@ def _evaluation(result: AgentResult) -> dict[str, Any]:
     status = result.status.value
     if result.status is AgentStatus.COMPLETED and isinstance(result.data, dict):
         data = result.data
-        return {"score": float(data["score"]), "reflection": data["reflection"], "solved": bool(data["solved"]),
-                "answer": data["answer"], "status": status, "note": None}
+        return {
+            "score": float(data["score"]),
+            "reflection": data["reflection"],
+            "solved": bool(data["solved"]),
+            "answer": data["answer"],
+            "status": status,
+            "note": None,
+        }
     note = f"not evaluated ({status}: {result.error or 'no verdict'}); scored {NEUTRAL_SCORE}"
     return {"score": NEUTRAL_SCORE, "reflection": "", "solved": False, "answer": "", "status": status, "note": note}
 

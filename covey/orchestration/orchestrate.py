@@ -55,7 +55,8 @@ class Options(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     specialists: list[Specialist] = Field(
-        default_factory=lambda: list(BUILTIN), min_length=1,
+        default_factory=lambda: list(BUILTIN),
+        min_length=1,
         description="who may be assigned work; names must be unique",
     )
     max_specialists: int = Field(default=4, ge=1, description="assignments the plan may make")
@@ -108,11 +109,19 @@ def start(spec: AgentSpec, ctx: RunContext) -> Action:
 
 
 def resume(spec: AgentSpec, ctx: RunContext, state: State, outcome: Outcome) -> Action:
-    return states.resume(NAME, Options, spec, ctx, state, outcome, {
-        ("plan", ModelReply): _on_plan,
-        ("delegate", ChildResults): _on_reports,
-        ("decide", ModelReply): _on_decision,
-    })
+    return states.resume(
+        NAME,
+        Options,
+        spec,
+        ctx,
+        state,
+        outcome,
+        {
+            ("plan", ModelReply): _on_plan,
+            ("delegate", ChildResults): _on_reports,
+            ("decide", ModelReply): _on_decision,
+        },
+    )
 
 
 def assignments_schema(options: Options) -> dict[str, Any]:
@@ -136,9 +145,7 @@ def assignments_schema(options: Options) -> dict[str, Any]:
 
 
 def _planning_prompt(options: Options) -> str:
-    roster = [
-        {"name": s.name, "kind": s.kind, "role": s.role, "tools": s.tools} for s in options.specialists
-    ]
+    roster = [{"name": s.name, "kind": s.kind, "role": s.role, "tools": s.tools} for s in options.specialists]
     return (
         f"Plan this task for your specialists. Assign it to at most {options.max_specialists} of them, "
         "each with a self-contained task: a specialist sees only its task, never this conversation. "
@@ -238,14 +245,14 @@ def _decide(state: State) -> Action:
     )
     state.messages.append({"role": "user", "content": prompt})
     state.phase = "decide"
-    return CallModel(
-        state=state, messages=state.messages, tools=[], schema=DECISION_SCHEMA, schema_name=DECISION
-    )
+    return CallModel(state=state, messages=state.messages, tools=[], schema=DECISION_SCHEMA, schema_name=DECISION)
 
 
 def _on_decision(run: Run[Options], state: State, reply: ModelReply) -> Finish:
     decision = reply.parsed
     data = {
-        "assignments": [a.model_dump() for a in state.assignments], "reports": _reports(state), "decision": decision,
+        "assignments": [a.model_dump() for a in state.assignments],
+        "reports": _reports(state),
+        "decision": decision,
     }
     return Finish(state=state, status=AgentStatus.COMPLETED, output=decision["answer"], data=data)

@@ -168,7 +168,7 @@ def _check_cycles(steps: list[Step]) -> None:
         path.append(node)
         for dep in edges.get(node, []):
             if state.get(dep) == "open":
-                loop = path[path.index(dep):] + [dep]
+                loop = path[path.index(dep) :] + [dep]
                 raise PlanCycle("cycle: " + " -> ".join(loop))
             if dep in edges and dep not in state:
                 visit(dep)

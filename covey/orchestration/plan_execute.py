@@ -42,10 +42,10 @@ from covey.orchestration.actions import (
 )
 from covey.orchestration.prompts import opening
 from covey.orchestration.states import Run, StrategyState
-from covey.tools.builtin import FINISH_TOOL, SPAWN_TOOLS, TOOL_SCHEMAS
-from covey.tools.registry import offered
 from covey.results import AgentResult
 from covey.status import AgentStatus
+from covey.tools.builtin import FINISH_TOOL, SPAWN_TOOLS, TOOL_SCHEMAS
+from covey.tools.registry import offered
 
 if TYPE_CHECKING:
     from covey.spec import AgentSpec
@@ -118,12 +118,20 @@ def start(spec: AgentSpec, ctx: RunContext) -> Action:
 
 
 def resume(spec: AgentSpec, ctx: RunContext, state: State, outcome: Outcome) -> Action:
-    return states.resume(NAME, Options, spec, ctx, state, outcome, {
-        ("plan", ModelReply): _on_plan,
-        ("tools", ToolResults): _on_tools,
-        ("agents", ChildResults): _on_children,
-        ("answer", ModelReply): _on_answer,
-    })
+    return states.resume(
+        NAME,
+        Options,
+        spec,
+        ctx,
+        state,
+        outcome,
+        {
+            ("plan", ModelReply): _on_plan,
+            ("tools", ToolResults): _on_tools,
+            ("agents", ChildResults): _on_children,
+            ("answer", ModelReply): _on_answer,
+        },
+    )
 
 
 def _limits(run: Run[Options]) -> plan.Limits:
@@ -225,8 +233,11 @@ def _spawn(run: Run[Options], state: State) -> Spawn:
     share = run.options.wave_share / len(wave.agents)
     children = [
         ChildRequest(
-            task=wave.inputs[step_id], role=by_id[step_id].role or "", instructions=by_id[step_id].description,
-            strategy=STEP_STRATEGY, fraction=share,
+            task=wave.inputs[step_id],
+            role=by_id[step_id].role or "",
+            instructions=by_id[step_id].description,
+            strategy=STEP_STRATEGY,
+            fraction=share,
         )
         for step_id in wave.agents
     ]
@@ -256,7 +267,9 @@ def _on_children(run: Run[Options], state: State, outcome: ChildResults) -> Acti
 
 def _after_wave(run: Run[Options], state: State) -> Action:
     wave = _wave(state)
-    failed = [r for r in state.records[-(len(wave.tools) + len(wave.agents)):] if r.status is not AgentStatus.COMPLETED]
+    failed = [
+        r for r in state.records[-(len(wave.tools) + len(wave.agents)) :] if r.status is not AgentStatus.COMPLETED
+    ]
     stopped = next((r for r in failed if r.status is not AgentStatus.FAILED), None)
     if stopped is not None:
         return _end(state, stopped.status, f"step {stopped.id} {stopped.status.value}: {stopped.error}")
@@ -268,21 +281,31 @@ def _after_wave(run: Run[Options], state: State) -> Action:
 
 
 def _record(
-    state: State, step: plan.Step, status: AgentStatus, output: str | None, error: str | None,
+    state: State,
+    step: plan.Step,
+    status: AgentStatus,
+    output: str | None,
+    error: str | None,
     child: AgentResult | None = None,
 ) -> None:
     """Append the step's audit record, and keep a completed step's result in full."""
     if status is AgentStatus.COMPLETED:
         state.results[step.id] = output or ""
     started, finished = (child.started_at, child.finished_at) if child else (None, None)
-    state.records.append(StepRecord(
-        id=step.id, role=step.role, tool=step.tool, status=status,
-        input=_cut(_wave(state).inputs[step.id], AUDIT_CHARS),
-        output=_cut(output, AUDIT_CHARS), error=_cut(error, AUDIT_CHARS),
-        agent_id=child.agent_id if child else None,
-        started_at=started.isoformat() if started else None,
-        finished_at=finished.isoformat() if finished else None,
-    ))
+    state.records.append(
+        StepRecord(
+            id=step.id,
+            role=step.role,
+            tool=step.tool,
+            status=status,
+            input=_cut(_wave(state).inputs[step.id], AUDIT_CHARS),
+            output=_cut(output, AUDIT_CHARS),
+            error=_cut(error, AUDIT_CHARS),
+            agent_id=child.agent_id if child else None,
+            started_at=started.isoformat() if started else None,
+            finished_at=finished.isoformat() if finished else None,
+        )
+    )
 
 
 # --- the answer ----------------------------------------------------------------
@@ -293,7 +316,8 @@ def _synthesise(run: Run[Options], state: State) -> CallModel:
     state.phase = "answer"
     lines = [
         f"- {r.id} ({_kind(r)}): {_cut(state.results[r.id], RESULT_CHARS)}"
-        for r in state.records if r.status is AgentStatus.COMPLETED
+        for r in state.records
+        if r.status is AgentStatus.COMPLETED
     ]
     report = "The plan ran. Results of its steps:\n" + ("\n".join(lines) or "- none")
     ask = {"role": "user", "content": report + "\nAnswer the task from them, in plain text."}
@@ -310,7 +334,9 @@ def _end(state: State, status: AgentStatus, error: str) -> Finish:
 
 def _data(state: State) -> dict[str, Any]:
     return {
-        "steps": [r.model_dump(mode="json") for r in state.records], "replans": state.replans, "errors": state.errors,
+        "steps": [r.model_dump(mode="json") for r in state.records],
+        "replans": state.replans,
+        "errors": state.errors,
     }
 
 

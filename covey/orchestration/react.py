@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from covey.status import AgentStatus, Cause, CauseKind
 from covey.context import RunContext
 from covey.models.replies import ModelReply, ToolCall
 from covey.orchestration import states
@@ -31,6 +30,7 @@ from covey.orchestration.actions import (
 )
 from covey.orchestration.prompts import opening
 from covey.orchestration.states import Run, StrategyState
+from covey.status import AgentStatus, Cause, CauseKind
 from covey.tools.builtin import FINISH_TOOL, SPAWN_TOOLS, TOOL_SCHEMAS
 from covey.tools.registry import offered
 
@@ -69,11 +69,19 @@ def start(spec: AgentSpec, ctx: RunContext) -> Action:
 
 
 def resume(spec: AgentSpec, ctx: RunContext, state: State, outcome: Outcome) -> Action:
-    return states.resume(NAME, Options, spec, ctx, state, outcome, {
-        ("reply", ModelReply): _on_reply,
-        ("tools", ToolResults): _on_tools,
-        ("children", ChildResults): _on_children,
-    })
+    return states.resume(
+        NAME,
+        Options,
+        spec,
+        ctx,
+        state,
+        outcome,
+        {
+            ("reply", ModelReply): _on_reply,
+            ("tools", ToolResults): _on_tools,
+            ("children", ChildResults): _on_children,
+        },
+    )
 
 
 def _on_reply(run: Run[Options], state: State, reply: ModelReply) -> Action:

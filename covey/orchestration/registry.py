@@ -19,7 +19,7 @@ module by name alone.
 from __future__ import annotations
 
 import importlib
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib.metadata import EntryPoint, entry_points
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -70,7 +70,7 @@ def names() -> list[str]:
     return sorted({*_BUILTIN, *_plugins()})
 
 
-@lru_cache(maxsize=None)
+@cache
 def strategy(name: str) -> Strategy[Any]:
     if name in _BUILTIN:
         return importlib.import_module(_BUILTIN[name])

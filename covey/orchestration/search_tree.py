@@ -29,8 +29,16 @@ def new_tree() -> Tree:
 
 
 def _node(node_id: int, parent: int | None, depth: int, action: str, **payload: Any) -> Node:
-    return {"id": node_id, "parent": parent, "depth": depth, "action": action, "children": [],
-            "visits": 0, "value": 0.0, **payload}
+    return {
+        "id": node_id,
+        "parent": parent,
+        "depth": depth,
+        "action": action,
+        "children": [],
+        "visits": 0,
+        "value": 0.0,
+        **payload,
+    }
 
 
 def add_child(tree: Tree, parent: int, action: str, **payload: Any) -> tuple[Tree, int]:

@@ -33,7 +33,8 @@ class Options(BaseModel):
         default=None, alias="schema", description="JSON Schema the answer must match"
     )
     schema_name: str = Field(
-        default=SCHEMA_NAME, pattern=r"^[A-Za-z0-9_-]{1,64}$",
+        default=SCHEMA_NAME,
+        pattern=r"^[A-Za-z0-9_-]{1,64}$",
         description="the schema's name sent to the model (it picks a sim script)",
     )
 
@@ -54,7 +55,10 @@ class State(StrategyState):
 def start(spec: AgentSpec, ctx: RunContext) -> Action:
     options = Run.of(Options, spec, ctx).options
     return CallModel(
-        state=State(), messages=opening(spec, ctx), tools=[], schema=options.output_schema,
+        state=State(),
+        messages=opening(spec, ctx),
+        tools=[],
+        schema=options.output_schema,
         schema_name=options.schema_name,
     )
 

@@ -57,9 +57,20 @@ class Node(BaseModel):
         summaries (a node keeps none). The worker builds every result here, from the
         node it records, so a result and its agent's node never disagree."""
         return AgentResult(
-            job_id=job_id, agent_id=self.agent_id, parent_id=self.parent_id, role=self.role, depth=self.depth,
-            status=self.status, output=self.output, error=self.error, cause=self.cause, data=self.data,
-            usage=self.usage, started_at=self.started_at, finished_at=self.finished_at, children=list(children),
+            job_id=job_id,
+            agent_id=self.agent_id,
+            parent_id=self.parent_id,
+            role=self.role,
+            depth=self.depth,
+            status=self.status,
+            output=self.output,
+            error=self.error,
+            cause=self.cause,
+            data=self.data,
+            usage=self.usage,
+            started_at=self.started_at,
+            finished_at=self.finished_at,
+            children=list(children),
         )
 
     @classmethod
@@ -82,8 +93,21 @@ class Node(BaseModel):
         )
 
 
-_PACKED = {"parent_id": "p", "depth": "d", "role": "r", "status": "s", "usage": "u", "output": "o", "error": "e",
-           "cause": "c", "data": "x", "task": "t", "task_id": "i", "started_at": "a", "finished_at": "f"}
+_PACKED = {
+    "parent_id": "p",
+    "depth": "d",
+    "role": "r",
+    "status": "s",
+    "usage": "u",
+    "output": "o",
+    "error": "e",
+    "cause": "c",
+    "data": "x",
+    "task": "t",
+    "task_id": "i",
+    "started_at": "a",
+    "finished_at": "f",
+}
 _UNPACKED = {short: name for name, short in _PACKED.items()}
 _CAUSE = {"kind": "k", "scope": "s", "agent_id": "a", "resource": "r", "status": "h", "retry_after": "w"}
 _CAUSE_UNPACKED = {short: name for name, short in _CAUSE.items()}

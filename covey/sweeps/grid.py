@@ -103,7 +103,10 @@ class Config(BaseModel):
         if self.limits.seconds is not None:
             budget["deadline"] = now + timedelta(seconds=self.limits.seconds)
         fields: dict[str, Any] = {
-            "task": sample.input, "strategy": self.strategy, "options": self.options, "budget": budget,
+            "task": sample.input,
+            "strategy": self.strategy,
+            "options": self.options,
+            "budget": budget,
             "sweep": sweep_id,
         }
         if self.model is not None:
@@ -164,7 +167,11 @@ def _configs(filename: str, grid: GridFile) -> list[Config]:
     for model, (si, entry), budget in itertools.product(grid.models, enumerate(grid.strategies), grid.budgets):
         parts = [model or "default", labels[si]] + ([budget.label()] if len(grid.budgets) > 1 else [])
         config = Config(
-            name="/".join(parts), model=model, strategy=entry.name, options=entry.options, limits=budget,
+            name="/".join(parts),
+            model=model,
+            strategy=entry.name,
+            options=entry.options,
+            limits=budget,
             instructions=grid.instructions,
         )
         try:  # the wire's own checks: strategy name, its options, model name
@@ -177,7 +184,8 @@ def _configs(filename: str, grid: GridFile) -> list[Config]:
     for c in configs:
         if c.key in first:
             raise SweepInputError(
-                f"{filename}: configuration {c.name} is the same as {first[c.key]}; use repeats to run one twice")
+                f"{filename}: configuration {c.name} is the same as {first[c.key]}; use repeats to run one twice"
+            )
         first[c.key] = c.name
     if len({c.name for c in configs}) != len(configs):
         raise SweepInputError(f"{filename}: two configurations share a name; give each strategy a distinct label")

@@ -43,8 +43,11 @@ class Manifest(BaseModel):
                 raise ValueError(f"{path}: not a covey sweep manifest ({e.error_count()} errors)") from None
         else:
             found = cls(id=uuid.uuid4().hex[:12], created=datetime.now(UTC), dataset=dataset, grid=grid)
-        update = {k: v for k, v in (("max_tokens_total", max_tokens_total), ("max_cycles_total", max_cycles_total))
-                  if v is not None}
+        update = {
+            k: v
+            for k, v in (("max_tokens_total", max_tokens_total), ("max_cycles_total", max_cycles_total))
+            if v is not None
+        }
         manifest = found.model_copy(update={"dataset": dataset, "grid": grid, **update})
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")

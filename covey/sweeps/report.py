@@ -56,11 +56,17 @@ def _summary(name: str, rows: list[Record]) -> ConfigSummary:
     latencies = sorted(r.latency for r in ran if r.latency is not None)
     tokens = [r.usage.total_tokens for r in ran]
     return ConfigSummary(
-        config=name, units=len(rows), ran=len(ran),
-        accuracy=_mean(scores), stderr=_stderr(scores),
-        mean_tokens=_mean(tokens), total_tokens=sum(tokens), judge_tokens=sum(r.judge_tokens for r in ran),
+        config=name,
+        units=len(rows),
+        ran=len(ran),
+        accuracy=_mean(scores),
+        stderr=_stderr(scores),
+        mean_tokens=_mean(tokens),
+        total_tokens=sum(tokens),
+        judge_tokens=sum(r.judge_tokens for r in ran),
         mean_cycles=_mean([r.usage.cycles for r in ran]),
-        p50_latency=_percentile(latencies, 50), p95_latency=_percentile(latencies, 95),
+        p50_latency=_percentile(latencies, 50),
+        p95_latency=_percentile(latencies, 95),
         statuses=dict(Counter(r.status for r in rows)),
     )
 
@@ -95,8 +101,15 @@ def table(rows: list[ConfigSummary]) -> str:
         ["configuration", "accuracy", "ran", "mean tok", "total tok", "cycles", "p50 s", "p95 s", "statuses"],
         [
             [
-                r.config, _accuracy(r), r.ran, _fixed(r.mean_tokens, 0), r.total_tokens, _fixed(r.mean_cycles, 1),
-                _fixed(r.p50_latency, 2), _fixed(r.p95_latency, 2), r.status_text(),
+                r.config,
+                _accuracy(r),
+                r.ran,
+                _fixed(r.mean_tokens, 0),
+                r.total_tokens,
+                _fixed(r.mean_cycles, 1),
+                _fixed(r.p50_latency, 2),
+                _fixed(r.p95_latency, 2),
+                r.status_text(),
             ]
             for r in rows
         ],
@@ -114,8 +127,17 @@ def _fixed(value: float | None, places: int) -> str | None:
 
 
 CSV_COLUMNS = [
-    "config", "units", "ran", "accuracy", "stderr", "mean_tokens", "total_tokens", "judge_tokens", "mean_cycles",
-    "p50_latency", "p95_latency",
+    "config",
+    "units",
+    "ran",
+    "accuracy",
+    "stderr",
+    "mean_tokens",
+    "total_tokens",
+    "judge_tokens",
+    "mean_cycles",
+    "p50_latency",
+    "p95_latency",
 ]
 
 
@@ -150,13 +172,28 @@ def write_chart(rows: list[ConfigSummary], path: Path, title: str = "") -> bool:
     for i, r in enumerate(shown):
         color = colors[i % len(colors)]
         ax.errorbar(
-            r.mean_tokens, 100 * r.accuracy, yerr=100 * (r.stderr or 0), fmt="o", markersize=10, capsize=6,
-            color=color, label=f"{r.config}  ({100 * r.accuracy:.1f}% of {r.ran}, {r.mean_tokens:.0f} tok)",
+            r.mean_tokens,
+            100 * r.accuracy,
+            yerr=100 * (r.stderr or 0),
+            fmt="o",
+            markersize=10,
+            capsize=6,
+            color=color,
+            label=f"{r.config}  ({100 * r.accuracy:.1f}% of {r.ran}, {r.mean_tokens:.0f} tok)",
         )
         # Right of the point, staggered so neighbours' labels do not sit on each other.
-        ax.annotate(r.config, (r.mean_tokens, 100 * r.accuracy), textcoords="offset points",
-                    xytext=(12, 10 * (i % 3 - 1)), ha="left", va="center", fontsize=10, color=color,
-                    fontweight="bold", bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.8})
+        ax.annotate(
+            r.config,
+            (r.mean_tokens, 100 * r.accuracy),
+            textcoords="offset points",
+            xytext=(12, 10 * (i % 3 - 1)),
+            ha="left",
+            va="center",
+            fontsize=10,
+            color=color,
+            fontweight="bold",
+            bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.8},
+        )
     most = max((r.mean_tokens for r in shown), default=1.0) or 1.0
     ax.set_xlim(-0.04 * most, most * 1.3)
     ax.set_ylim(0, 115)

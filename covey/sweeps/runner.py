@@ -25,11 +25,11 @@ from typing import Any
 from celery.utils import uuid
 
 from covey import keys
-from covey.status import AgentStatus, CauseKind
 from covey.client import Client
 from covey.config.settings import Settings, get_settings
 from covey.results import AgentResult
 from covey.spec import JobSpec
+from covey.status import AgentStatus, CauseKind
 from covey.sweeps.claims import Claims
 from covey.sweeps.dataset import Sample, load_dataset
 from covey.sweeps.grid import Config, Grid, load_grid
@@ -115,8 +115,14 @@ class _Run:
         elapsed = time.monotonic() - self.started
         finished = self.done - self.already_done + self.skipped
         return SweepProgress(
-            total=self.total, done=self.done, failed=self.failed, skipped=self.skipped,
-            in_flight=len(self.flights), window=self.window.size, tokens=self.tokens, elapsed=elapsed,
+            total=self.total,
+            done=self.done,
+            failed=self.failed,
+            skipped=self.skipped,
+            in_flight=len(self.flights),
+            window=self.window.size,
+            tokens=self.tokens,
+            elapsed=elapsed,
             rate=finished / elapsed if elapsed > 0 else 0.0,
         )
 
@@ -147,8 +153,13 @@ def run_sweep(
     grid = grid if isinstance(grid, Grid) else load_grid(grid)
     scorer = grid.scorer.build()
     out = Path(out)
-    manifest = Manifest.open(out, str(dataset if not isinstance(dataset, list) else "<samples>"),
-                             str(grid if not isinstance(grid, Grid) else "<grid>"), max_tokens_total, max_cycles_total)
+    manifest = Manifest.open(
+        out,
+        str(dataset if not isinstance(dataset, list) else "<samples>"),
+        str(grid if not isinstance(grid, Grid) else "<grid>"),
+        max_tokens_total,
+        max_cycles_total,
+    )
     client = Client((settings or get_settings()).model_copy(update={"queue": queue}))
     client.redis.ping()
     client.ledger.set_scope(manifest.scope, manifest.max_tokens_total, manifest.max_cycles_total)
@@ -156,10 +167,16 @@ def run_sweep(
     kept = {unit for unit, record in log.latest().items() if record.kept}
     units = [Unit(s, c, r) for s in samples for c in grid.configs for r in range(grid.repeats)]
     run = _Run(
-        client=client, manifest=manifest, scorer=scorer, log=log,
+        client=client,
+        manifest=manifest,
+        scorer=scorer,
+        log=log,
         claims=Claims(client.redis, manifest.id, client.settings.job_ttl),
-        window=Window(max_in_flight), retries=retries, pending=(u for u in units if u.key not in kept),
-        total=len(units), already_done=sum(1 for u in units if u.key in kept),
+        window=Window(max_in_flight),
+        retries=retries,
+        pending=(u for u in units if u.key not in kept),
+        total=len(units),
+        already_done=sum(1 for u in units if u.key in kept),
     )
     run.done = run.already_done
     del units
@@ -184,9 +201,16 @@ def run_sweep(
         log.close()
         client.close()
     return SweepOutcome(
-        sweep_id=manifest.id, directory=out, total=run.total, already_done=run.already_done,
-        submitted=run.submitted, adopted=run.adopted, peak_in_flight=run.peak, window_low=run.window.low,
-        dry=run.dry, progress=run.progress(),
+        sweep_id=manifest.id,
+        directory=out,
+        total=run.total,
+        already_done=run.already_done,
+        submitted=run.submitted,
+        adopted=run.adopted,
+        peak_in_flight=run.peak,
+        window_low=run.window.low,
+        dry=run.dry,
+        progress=run.progress(),
     )
 
 
@@ -331,11 +355,13 @@ def _judged(run: _Run, flight: Flight, result: AgentResult | str) -> None:
 def _score(run: _Run, record: Record, sample: Sample) -> None:
     try:
         record.score = run.scorer.score(record.output, sample)
-    except Exception as e:  # noqa: BLE001 - a user's scorer: its error is the record's, not the sweep's
+    except Exception as e:
         record.score, record.score_error = 0.0, f"{type(e).__name__}: {e}"
 
 
-def _record(unit: Unit, flight: Flight, status: str, result: AgentResult | None = None, error: str | None = None) -> Record:
+def _record(
+    unit: Unit, flight: Flight, status: str, result: AgentResult | None = None, error: str | None = None
+) -> Record:
     usage = RecordUsage()
     latency = time.monotonic() - flight.sent
     if result is not None:
@@ -344,9 +370,19 @@ def _record(unit: Unit, flight: Flight, status: str, result: AgentResult | None 
         if result.started_at and result.finished_at:  # the job's own run time, whoever waited on it
             latency = (result.finished_at - result.started_at).total_seconds()
     return Record(
-        unit=unit.key, sample_id=unit.sample.id, config=unit.config.name, config_key=unit.config.key,
-        repeat=unit.repeat, attempt=unit.attempt, status=status, output=result.output if result else None,
-        target=unit.sample.target, error=error, cause=result.cause if result else None, usage=usage, latency=latency,
+        unit=unit.key,
+        sample_id=unit.sample.id,
+        config=unit.config.name,
+        config_key=unit.config.key,
+        repeat=unit.repeat,
+        attempt=unit.attempt,
+        status=status,
+        output=result.output if result else None,
+        target=unit.sample.target,
+        error=error,
+        cause=result.cause if result else None,
+        usage=usage,
+        latency=latency,
         job_id=flight.job_id,
         finished_at=datetime.now(UTC),
     )

@@ -117,7 +117,10 @@ class ModelJudge:
             f"Question: {sample.input}\nReference answer: {sample.target}\nSubmitted answer: {output}"
         )
         fields: dict[str, Any] = {
-            "task": task, "role": "judge", "strategy": "single", "sweep": sweep_id,
+            "task": task,
+            "role": "judge",
+            "strategy": "single",
+            "sweep": sweep_id,
             "options": {"schema": JUDGE_SCHEMA, "schema_name": "judgement"},
         }
         if self.model is not None:

@@ -48,18 +48,14 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
         _CHILD["properties"],
         ["task"],
     ),
-    "finish": _fn(
-        "finish", "End this agent's run with a final answer.", {"answer": {"type": "string"}}, ["answer"]
-    ),
+    "finish": _fn("finish", "End this agent's run with a final answer.", {"answer": {"type": "string"}}, ["answer"]),
     "calculator": _fn(
         "calculator",
         "Evaluate an arithmetic expression with + - * / // % ** and parentheses.",
         {"expression": {"type": "string"}},
         ["expression"],
     ),
-    "read_file": _fn(
-        "read_file", "Read a file of the job's shared workspace.", {"path": {"type": "string"}}, ["path"]
-    ),
+    "read_file": _fn("read_file", "Read a file of the job's shared workspace.", {"path": {"type": "string"}}, ["path"]),
     "write_file": _fn(
         "write_file",
         "Write a file under this agent's own workspace folder.",
@@ -67,4 +63,3 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
         ["path", "content"],
     ),
 }
-

@@ -58,8 +58,14 @@ class AgentState(BaseModel):
         """The agent's tree node as it stands: its usage so far, for readers and the crash path."""
         ctx = self.ctx
         return Node(
-            agent_id=ctx.agent_id, parent_id=ctx.parent_id, depth=ctx.depth, role=self.spec.role,
-            status=status, usage=self.usage, task=preview(self.spec.task), task_id=self.task_id,
+            agent_id=ctx.agent_id,
+            parent_id=ctx.parent_id,
+            depth=ctx.depth,
+            role=self.spec.role,
+            status=status,
+            usage=self.usage,
+            task=preview(self.spec.task),
+            task_id=self.task_id,
             started_at=self.started_at,
         )
 
@@ -78,12 +84,14 @@ class UnreadableCheckpoint(ValueError):
 
 
 def dump_checkpoint(agent: AgentState) -> str:
-    return json.dumps({
-        "format": CHECKPOINT_FORMAT,
-        "strategy": agent.spec.strategy,
-        "state": agent.strategy_state.model_dump(mode="json"),
-        "agent": agent.model_dump(mode="json", exclude={"strategy_state"}),
-    })
+    return json.dumps(
+        {
+            "format": CHECKPOINT_FORMAT,
+            "strategy": agent.spec.strategy,
+            "state": agent.strategy_state.model_dump(mode="json"),
+            "agent": agent.model_dump(mode="json", exclude={"strategy_state"}),
+        }
+    )
 
 
 def load_checkpoint(text: str) -> AgentState:

@@ -18,15 +18,15 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from covey.status import AgentStatus, Cause, CauseKind, Resource
 from covey.models.llm import ModelError
 from covey.models.replies import ModelReply
 from covey.models.structured import SchemaMismatch, parse
 from covey.models.tokens import estimate_prompt_tokens, schema_tokens
 from covey.orchestration.actions import CallModel
+from covey.results import Usage
+from covey.status import AgentStatus, Cause, CauseKind, Resource
 from covey.tools.builtin import SPAWN_TOOLS
 from covey.tools.registry import narrow, offered, schemas
-from covey.results import Usage
 from covey.worker.agent_state import AgentState
 from covey.worker.deps import Deps
 from covey.worker.redaction import redact
@@ -69,8 +69,13 @@ def call_model(deps: Deps, state: AgentState, action: CallModel, seconds_left: f
     floor = min(MIN_REPLY_TOKENS, spec.max_call_tokens)
     while True:
         grant = deps.ledger.reserve(
-            ctx.job_id, ctx.chain, ctx.scopes, rid,
-            tokens=estimate + spec.max_call_tokens, min_tokens=estimate + floor, cycle=state.cycle,
+            ctx.job_id,
+            ctx.chain,
+            ctx.scopes,
+            rid,
+            tokens=estimate + spec.max_call_tokens,
+            min_tokens=estimate + floor,
+            cycle=state.cycle,
         )
         if grant.retry_after is None:
             break
@@ -120,8 +125,13 @@ def _show_spend(deps: Deps, state: AgentState) -> None:
 
 
 def _call(
-    deps: Deps, state: AgentState, rid: str, action: CallModel,
-    tools: list[dict[str, Any]], max_tokens: int, seconds_left: float | None,
+    deps: Deps,
+    state: AgentState,
+    rid: str,
+    action: CallModel,
+    tools: list[dict[str, Any]],
+    max_tokens: int,
+    seconds_left: float | None,
 ) -> CallRecord:
     """Call the model and settle what it cost, keeping the outcome for a replay.
 
@@ -131,8 +141,13 @@ def _call(
     ctx = state.ctx
     try:
         reply, usage = deps.llm.call(
-            state.spec.model, action.messages, tools, max_tokens,
-            timeout=seconds_left, schema=action.schema, schema_name=action.schema_name,
+            state.spec.model,
+            action.messages,
+            tools,
+            max_tokens,
+            timeout=seconds_left,
+            schema=action.schema,
+            schema_name=action.schema_name,
             params=state.spec.model_params,
         )
     except ModelError as e:  # charged what an answer that cannot be used cost (e.usage), else nothing
@@ -158,7 +173,8 @@ def _checked(
                 f"(max_call_tokens={max_call_tokens})",
             )
         return Stop.of(
-            CauseKind.REPLY_CUT, f"the model's reply was cut at max_call_tokens={max_call_tokens}; {MAX_CALL_TOKENS_HINT}"
+            CauseKind.REPLY_CUT,
+            f"the model's reply was cut at max_call_tokens={max_call_tokens}; {MAX_CALL_TOKENS_HINT}",
         )
     if reply.finish_reason == "content_filter":
         return Stop.of(CauseKind.CONTENT_FILTER, "the model's reply was withheld by its content filter")
@@ -177,7 +193,8 @@ def _over_reserved(usage: Usage, prompt_reserved: int, reply_reserved: int) -> S
     """A provider that reports more than the call was granted has spent past the
     caps (the ledger has charged it all): the agent stops rather than spend more."""
     for kind, reported, reserved in (
-        ("prompt", usage.prompt_tokens, prompt_reserved), ("completion", usage.completion_tokens, reply_reserved),
+        ("prompt", usage.prompt_tokens, prompt_reserved),
+        ("completion", usage.completion_tokens, reply_reserved),
     ):
         if reported > reserved:
             log.warning("provider over-reported: %s %s tokens, %s reserved", reported, kind, reserved)

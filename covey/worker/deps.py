@@ -5,24 +5,24 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import cached_property, lru_cache
 
 from redis import Redis
 
-from covey.config import connections
-from covey.worker import signing
 from covey.budgets.ledger import Ledger
 from covey.budgets.redis_ledger import RedisLedger
+from covey.config import connections
 from covey.config.settings import Settings, get_settings
-from covey.store.tree import JobTree
-from covey.store.checkpoints import Checkpoints
 from covey.models.llm import LLM
+from covey.store.checkpoints import Checkpoints
+from covey.store.tree import JobTree
 from covey.store.workspace import Workspace
+from covey.worker import signing
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 @dataclass
@@ -46,9 +46,7 @@ class Deps:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Deps:
-        client = connections.patient_client(
-            settings.redis_url, settings.worker_slots, settings.redis_outage_seconds
-        )
+        client = connections.patient_client(settings.redis_url, settings.worker_slots, settings.redis_outage_seconds)
         return cls(
             settings=settings,
             redis=client,

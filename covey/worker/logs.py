@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from celery.app import trace
@@ -30,11 +30,20 @@ events = logging.getLogger("covey.agents")
 
 def agent_event(event: str, state: AgentState, status: AgentStatus) -> None:
     ctx = state.ctx
-    fields = {"job": ctx.job_id, "agent": ctx.agent_id, "parent": ctx.parent_id, "depth": ctx.depth,
-              "cycle": state.cycle, "tokens": state.usage.total_tokens, "status": status.value}
+    fields = {
+        "job": ctx.job_id,
+        "agent": ctx.agent_id,
+        "parent": ctx.parent_id,
+        "depth": ctx.depth,
+        "cycle": state.cycle,
+        "tokens": state.usage.total_tokens,
+        "status": status.value,
+    }
     events.info(
         "%s: job %s agent %s (parent %s, depth %s) cycle %s tokens %s status %s",
-        event, *fields.values(), extra={"covey": {"event": event, **fields}},
+        event,
+        *fields.values(),
+        extra={"covey": {"event": event, **fields}},
     )
 
 
@@ -43,8 +52,9 @@ class JsonFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         line: dict[str, Any] = {
-            "time": datetime.fromtimestamp(record.created, timezone.utc).isoformat(),
-            "level": record.levelname, "logger": record.name,
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(),
+            "level": record.levelname,
+            "logger": record.name,
         }
         fields = getattr(record, "covey", None)
         line.update(fields) if fields else line.update(message=record.getMessage())

@@ -16,19 +16,26 @@ from typing import Any
 from covey import keys
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentRow
-from covey.status import AgentStatus, Cause, CauseKind
 from covey.context import SUBAGENT_DIR, RunContext
-from covey.worker.logs import agent_event
 from covey.orchestration import registry
 from covey.orchestration.actions import (
-    Action, CallModel, ChildResults, Finish, RunTools, Spawn, ToolResults, from_json,
+    Action,
+    CallModel,
+    ChildResults,
+    Finish,
+    RunTools,
+    Spawn,
+    ToolResults,
+    from_json,
 )
 from covey.results import AgentResult, ChildSummary, Usage
 from covey.spec import AgentSpec
+from covey.status import AgentStatus, Cause, CauseKind
 from covey.tools.registry import narrow
 from covey.worker.agent_state import AgentState
 from covey.worker.calls import Stop, call_model, seconds_left
 from covey.worker.deps import Deps
+from covey.worker.logs import agent_event
 from covey.worker.redaction import redact
 from covey.worker.spawning import spawn, unreported
 from covey.worker.tools import run_tool
@@ -89,16 +96,29 @@ def _under_terms(ctx: RunContext, spec: AgentSpec, row: AgentRow) -> tuple[RunCo
     id keys and no message can move."""
     allow = narrow(ctx.allow, row.tools)
     budget = Budget(
-        max_tokens=row.tokens_limit, max_cycles=row.cycles_limit, max_agents=row.agents_limit,
-        max_depth=row.depth_limit, deadline=row.deadline,
+        max_tokens=row.tokens_limit,
+        max_cycles=row.cycles_limit,
+        max_agents=row.agents_limit,
+        max_depth=row.depth_limit,
+        deadline=row.deadline,
     )
     deny = sorted({*ctx.deny, *row.deny})
     scopes = ctx.scopes if row.scopes is None else row.scopes
-    place = {"ancestors": row.ancestors, "parent_id": row.ancestors[-1] if row.ancestors else None,
-             "subroot": f"{SUBAGENT_DIR}/{ctx.agent_id}" if row.ancestors else ""}
-    ctx = ctx.model_copy(update={
-        "allow": allow, "deny": deny, "budget": budget, "depth": row.depth, "scopes": scopes, **place,
-    })
+    place = {
+        "ancestors": row.ancestors,
+        "parent_id": row.ancestors[-1] if row.ancestors else None,
+        "subroot": f"{SUBAGENT_DIR}/{ctx.agent_id}" if row.ancestors else "",
+    }
+    ctx = ctx.model_copy(
+        update={
+            "allow": allow,
+            "deny": deny,
+            "budget": budget,
+            "depth": row.depth,
+            "scopes": scopes,
+            **place,
+        }
+    )
     if row.agent_cycles_limit is not None and row.agent_cycles_limit < spec.max_cycles:
         spec = spec.model_copy(update={"max_cycles": row.agent_cycles_limit})
     return ctx, spec
@@ -227,18 +247,30 @@ def _stopped(deps: Deps, state: AgentState, stop: Stop) -> Finished:
 
 
 def _finish(
-    deps: Deps, state: AgentState, status: AgentStatus, output: str | None, error: str | None,
-    cause: Cause | None, data: Any = None,
+    deps: Deps,
+    state: AgentState,
+    status: AgentStatus,
+    output: str | None,
+    error: str | None,
+    cause: Cause | None,
+    data: Any = None,
 ) -> Finished:
     """Record the agent's result and drop what it kept only while running."""
     ctx = state.ctx
     error = redact(error) if error else error  # a provider's error may echo a key
     node = state.node(status).model_copy(
-        update={"output": output, "error": error, "cause": cause, "data": data, "finished_at": deps.now()})
+        update={"output": output, "error": error, "cause": cause, "data": data, "finished_at": deps.now()}
+    )
     # What it kept only while running goes with the final record: its checkpoint, if
     # it saved one, and its model calls' stored replies, if it made any.
-    retire = [k for k, kept in ((keys.checkpoint(ctx.job_id, ctx.agent_id), state.step),
-                                (keys.replies(ctx.job_id, ctx.agent_id), state.cycle)) if kept]
+    retire = [
+        k
+        for k, kept in (
+            (keys.checkpoint(ctx.job_id, ctx.agent_id), state.step),
+            (keys.replies(ctx.job_id, ctx.agent_id), state.cycle),
+        )
+        if kept
+    ]
     deps.tree.record(ctx.job_id, node, retire=retire)
     agent_event("finished", state, status)
     return Finished(node.result(ctx.job_id, state.children))

@@ -79,5 +79,21 @@ def run(argv_for: Callable[[int], list[str]], processes: int, env: dict[str, str
 
 def argv(pool: str, slots: int, loglevel: str, queues: list[str], hostname: str) -> list[str]:
     """The command line of one child: ``covey worker`` as a single process."""
-    return [sys.executable, "-m", "covey", "worker", "--processes", "1", "--pool", pool, "--concurrency", str(slots),
-            "--loglevel", loglevel, "--queues", ",".join(queues), "--hostname", hostname]
+    return [
+        sys.executable,
+        "-m",
+        "covey",
+        "worker",
+        "--processes",
+        "1",
+        "--pool",
+        pool,
+        "--concurrency",
+        str(slots),
+        "--loglevel",
+        loglevel,
+        "--queues",
+        ",".join(queues),
+        "--hostname",
+        hostname,
+    ]

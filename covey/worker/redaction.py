@@ -16,15 +16,16 @@ MASK = "***"
 # Each pattern with its replacement: the groups kept, the credential masked.
 _PATTERNS = [
     # An auth header as echoed, to the end of its value: `Authorization: Bearer x`, `"x-api-key": "x"`.
-    (re.compile(r"""((?:proxy-)?authorization|x-api-key|api-key)(["']?\s*[:=]\s*["']?)[^"'\n,}]+""", re.IGNORECASE),
-     rf"\1\2{MASK}"),
+    (
+        re.compile(r"""((?:proxy-)?authorization|x-api-key|api-key)(["']?\s*[:=]\s*["']?)[^"'\n,}]+""", re.IGNORECASE),
+        rf"\1\2{MASK}",
+    ),
     # A bearer or basic credential anywhere.
     (re.compile(r"\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE), rf"\1 {MASK}"),
     # Keys by their providers' prefixes: OpenAI and Anthropic (sk-), GitHub, Slack, Google, Hugging Face, AWS.
     (re.compile(r"\b(sk-|rk-|ghp_|gho_|ghs_|github_pat_|xox[abprs]-|AIza|hf_|AKIA)[A-Za-z0-9_-]{8,}"), rf"\1{MASK}"),
     # A key or token passed as a parameter: `api_key=x`, `?token=x`.
-    (re.compile(r"\b((?:api[_-]?key|access[_-]?token|token|secret|password)=)[^\s&\"']+", re.IGNORECASE),
-     rf"\1{MASK}"),
+    (re.compile(r"\b((?:api[_-]?key|access[_-]?token|token|secret|password)=)[^\s&\"']+", re.IGNORECASE), rf"\1{MASK}"),
     # A URL's password: scheme://user:password@host.
     (re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s/:@]*:)[^\s/@]+(?=@)", re.IGNORECASE), rf"\1{MASK}"),
 ]

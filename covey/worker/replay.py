@@ -13,9 +13,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from covey.status import Cause
 from covey.models.replies import ModelReply, ToolCall
 from covey.results import Usage
+from covey.status import Cause
 
 
 class CallRecord(BaseModel):

@@ -115,8 +115,10 @@ def host_secret(path: Path) -> bytes:
             draft.unlink(missing_ok=True)
     mode = path.stat().st_mode
     if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise SecretRequired(f"the secret file {path} may be read by others (mode {stat.filemode(mode)}): "
-                             f"chmod 600 it, or set COVEY_SECRET")
+        raise SecretRequired(
+            f"the secret file {path} may be read by others (mode {stat.filemode(mode)}): "
+            f"chmod 600 it, or set COVEY_SECRET"
+        )
     secret = path.read_bytes().strip()
     if not secret:
         raise SecretRequired(f"the secret file {path} is empty: delete it, or set COVEY_SECRET")

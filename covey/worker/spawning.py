@@ -18,13 +18,13 @@ from pydantic import ValidationError
 
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentTerms
-from covey.status import AgentStatus, Cause, CauseKind, Resource
 from covey.context import RunContext
 from covey.orchestration.actions import ChildRequest, Spawn
-from covey.tools.registry import narrow, offered
 from covey.results import AgentResult
 from covey.spec import AgentSpec, InvalidSpec, describe
+from covey.status import AgentStatus, Cause, CauseKind, Resource
 from covey.store.tree import Node, preview
+from covey.tools.registry import narrow, offered
 from covey.worker.agent_state import AgentState, PendingChild
 from covey.worker.deps import Deps
 
@@ -50,8 +50,16 @@ def spawn(deps: Deps, state: AgentState, action: Spawn) -> list[tuple[RunContext
             continue
         children.append(opened)
         state.pending.append(PendingChild(agent_id=child_id))
-        queued.append(Node(agent_id=child_id, parent_id=ctx.agent_id, depth=opened[0].depth,
-                           role=opened[1].role, status=AgentStatus.QUEUED, task=preview(request.task)))
+        queued.append(
+            Node(
+                agent_id=child_id,
+                parent_id=ctx.agent_id,
+                depth=opened[0].depth,
+                role=opened[1].role,
+                status=AgentStatus.QUEUED,
+                task=preview(request.task),
+            )
+        )
     deps.tree.record(ctx.job_id, *queued)
     return children
 
@@ -115,6 +123,15 @@ def unreported(
     ctx: RunContext, child_id: str, cause: Cause, error: str, role: str = "agent", at: datetime | None = None
 ) -> AgentResult:
     """The result of a child that never reported one: refused at open, or lost from the join."""
-    node = Node(agent_id=child_id, parent_id=ctx.agent_id, role=role, depth=ctx.depth + 1, status=cause.kind.status,
-                error=error, cause=cause, started_at=at, finished_at=at)
+    node = Node(
+        agent_id=child_id,
+        parent_id=ctx.agent_id,
+        role=role,
+        depth=ctx.depth + 1,
+        status=cause.kind.status,
+        error=error,
+        cause=cause,
+        started_at=at,
+        finished_at=at,
+    )
     return node.result(ctx.job_id)

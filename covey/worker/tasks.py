@@ -24,16 +24,15 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from covey import keys, wire
-from covey.worker import signing
 from covey.budgets.ledger import AgentTerms, unknown_scope
-from covey.status import AgentStatus, Cause, CauseKind
 from covey.context import ROOT_AGENT_ID, RunContext
 from covey.models.catalog import UnservableModel
 from covey.orchestration.actions import Action, to_json
 from covey.results import AgentResult, Usage
 from covey.spec import AgentSpec, InvalidSpec, JobSpec
+from covey.status import AgentStatus, Cause, CauseKind
 from covey.store.tree import Node, preview
-from covey.worker import loop
+from covey.worker import loop, signing
 from covey.worker.agent_state import AgentState, UnreadableCheckpoint, dump_checkpoint, load_checkpoint
 from covey.worker.app import app
 from covey.worker.deps import Deps, worker_deps
@@ -135,8 +134,9 @@ def resume(
 
     def join() -> tuple[AgentState, Action]:
         # Past this round: it waits on no children, or a paused step is its next task.
-        state = _checkpointed(job_id, agent_id, "spawn_round", spawn_round,
-                              moved_on=lambda s: s.next_action is not None or not s.pending)
+        state = _checkpointed(
+            job_id, agent_id, "spawn_round", spawn_round, moved_on=lambda s: s.next_action is not None or not s.pending
+        )
         return loop.join(worker_deps(), state)
 
     return _guarded(self, job_id, agent_id, join)
@@ -199,7 +199,7 @@ def _guarded(task, job_id: str, agent_id: str, step: Step) -> dict[str, Any]:
         # was not one of the job's own, and its task id may be another job's.
         log.warning("refused a task for agent %s of job %s: %s", agent_id, job_id, e)
         raise Ignore() from None
-    except Exception as e:  # noqa: BLE001 - the join must always happen
+    except Exception as e:
         log.exception("agent %s of job %s crashed", agent_id, job_id)
         spent = state.usage if state is not None else None
         return _crashed(job_id, agent_id, f"internal error: {type(e).__name__}: {e}", spent)
@@ -210,8 +210,13 @@ def _hand_back(job_id: str, agent_id: str, error: Exception) -> NoReturn:
     is not at fault. Its message goes back to the broker (or, unreachable, stays
     unacknowledged until its visibility timeout) and the step reruns, replaying
     what the ledger settled."""
-    log.warning("agent %s of job %s: %s unreachable (%s); step handed back to the broker",
-                agent_id, job_id, type(error).__module__.split(".")[0], error)
+    log.warning(
+        "agent %s of job %s: %s unreachable (%s); step handed back to the broker",
+        agent_id,
+        job_id,
+        type(error).__module__.split(".")[0],
+        error,
+    )
     raise Reject(str(error), requeue=True) from None
 
 
@@ -242,7 +247,7 @@ def _crashed(
         if known is not None:
             node = _failed(known, error, spent, cause)
         deps.tree.record(job_id, node, retire=[keys.checkpoint(job_id, agent_id), keys.replies(job_id, agent_id)])
-    except Exception:  # noqa: BLE001 - reported by its result and this line instead
+    except Exception:
         log.exception("agent %s of job %s: its failure could not be recorded in Redis", agent_id, job_id)
     return _reported(node.result(job_id))
 
@@ -250,8 +255,17 @@ def _crashed(
 def _failed(node: Node, error: str, spent: Usage | None, cause: CauseKind) -> Node:
     """``node`` ended ``failed``, keeping where it sits, its task and what it spent."""
     return Node(
-        agent_id=node.agent_id, parent_id=node.parent_id, depth=node.depth, role=node.role, status=AgentStatus.FAILED,
-        usage=spent or node.usage, error=error, cause=Cause(kind=cause), task=node.task, task_id=node.task_id, started_at=node.started_at,
+        agent_id=node.agent_id,
+        parent_id=node.parent_id,
+        depth=node.depth,
+        role=node.role,
+        status=AgentStatus.FAILED,
+        usage=spent or node.usage,
+        error=error,
+        cause=Cause(kind=cause),
+        task=node.task,
+        task_id=node.task_id,
+        started_at=node.started_at,
     )
 
 
@@ -273,9 +287,11 @@ def _drive(task, state: AgentState, action: Action) -> dict[str, Any]:
         deps.tree.record(ctx.job_id, state.node(AgentStatus.RUNNING))
         # A replacement keeps the replaced task's id: the id its signature is made for.
         sig = signing.sign(deps.secret, task.request.id, _proceed_payload(ctx.job_id, ctx.agent_id, state.step))
-        return task.replace(proceed.s(job_id=ctx.job_id, agent_id=ctx.agent_id, step=state.step, sig=sig).set(
-            task_id=task.request.id, **wire.proceed(ctx.job_id, ctx.agent_id, state.step)
-        ))
+        return task.replace(
+            proceed.s(job_id=ctx.job_id, agent_id=ctx.agent_id, step=state.step, sig=sig).set(
+                task_id=task.request.id, **wire.proceed(ctx.job_id, ctx.agent_id, state.step)
+            )
+        )
     deps.tree.record(ctx.job_id, state.node(AgentStatus.WAITING))
     header = group(_agent_message(deps.secret, c, s) for c, s in outcome.children)
     spawn_round = outcome.state.spawn_round

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from pydantic import ValidationError
 
 from covey.budgets.budget import Budget
 
-DEADLINE = datetime(2030, 1, 1, tzinfo=timezone.utc)
+DEADLINE = datetime(2030, 1, 1, tzinfo=UTC)
 
 
 def test_child_scales_tokens_and_cycles_halves_spawns_and_drops_a_level():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -55,8 +55,9 @@ def test_implements_the_protocol(ledger):
 
 # -- open -----------------------------------------------------------------------
 
+
 def test_open_clamps_to_what_the_parent_has_left(ledger, job):
-    deadline = datetime(2030, 1, 1, tzinfo=timezone.utc)
+    deadline = datetime(2030, 1, 1, tzinfo=UTC)
     root = Budget(max_tokens=1000, max_cycles=10, max_agents=4, max_depth=2, deadline=deadline)
     ledger.open_root(job, "root", root)
     spend(ledger, job, ["root"], [], "root:0", 300)
@@ -121,7 +122,8 @@ def test_open_refuses_past_depth(ledger, job):
     flat = f"job-{uuid.uuid4().hex}"
     ledger.open_root(flat, "root", Budget(max_depth=0))
     assert ledger.open(flat, ["root"], "c1", Budget(max_depth=0)).reason == (
-        "spawn refused: depth cap reached (max_depth=0 at agent root)")
+        "spawn refused: depth cap reached (max_depth=0 at agent root)"
+    )
     assert ledger.snapshot(flat).agents_spawned == 0
 
 
@@ -143,6 +145,7 @@ def test_open_root_is_idempotent(ledger, job):
 
 # -- reserve ----------------------------------------------------------------------
 
+
 def test_reserve_clamps_the_grant_to_what_is_left(ledger, job):
     ledger.open_root(job, "root", Budget(max_tokens=100, max_depth=0))
     grant = ledger.reserve(job, ["root"], [], "root:0", 500, 10)
@@ -161,10 +164,18 @@ def test_reserve_refuses_below_min_tokens_naming_the_short_row(ledger, job, shor
     spend(ledger, job, ["root", "c1"], [], "c1:0", 500)  # root now has 500 left
     ledger.set_scope(glob, 450 if short in ("global", "tenant") else None, None)
     ledger.set_scope(tenant, 420 if short == "tenant" else None, None)
-    expected = {"agent": ("agent c2", 400), "ancestor": ("agent root", 500),
-                "global": (f"scope {glob}", 450), "tenant": (f"scope {tenant}", 420)}[short]
-    row = {"agent": {"agent_id": "c2"}, "ancestor": {"agent_id": "root"},
-           "global": {"scope": glob}, "tenant": {"scope": tenant}}[short]
+    expected = {
+        "agent": ("agent c2", 400),
+        "ancestor": ("agent root", 500),
+        "global": (f"scope {glob}", 450),
+        "tenant": (f"scope {tenant}", 420),
+    }[short]
+    row = {
+        "agent": {"agent_id": "c2"},
+        "ancestor": {"agent_id": "root"},
+        "global": {"scope": glob},
+        "tenant": {"scope": tenant},
+    }[short]
 
     chain, scopes = ["root", "c2"], [glob, tenant]
     refused = ledger.reserve(job, chain, scopes, "c2:0", 800, 600)
@@ -187,7 +198,8 @@ def test_reserve_refuses_when_cycles_run_out(ledger, job):
     ledger.set_scope(glob, None, None)
     assert ledger.reserve(job, ["root"], [glob], "r:2", 10, 1).ok
     assert ledger.reserve(job, ["root"], [glob], "r:3", 10, 1).reason == (
-        "cycle budget exhausted at agent root (max_cycles=3)")
+        "cycle budget exhausted at agent root (max_cycles=3)"
+    )
 
 
 def test_usage_stays_at_or_under_every_cap(ledger, job):
@@ -236,6 +248,7 @@ def test_a_cancelled_job_refuses_reserve(ledger, job):
 
 # -- stale reservations -------------------------------------------------------------
 
+
 def test_stale_reservation_is_released_and_a_late_settle_charges_once(ledger, job, redis_client):
     glob = scope_name()
     ledger.set_scope(glob, 10_000, None)
@@ -265,6 +278,7 @@ def test_reserve_frees_a_dead_workers_reservation_first(ledger, job, clock):
 
 
 # -- reading ----------------------------------------------------------------------
+
 
 def test_snapshot_numbers(ledger, job):
     glob, tenant = scope_name(), scope_name("tenant")
@@ -321,6 +335,7 @@ def test_scopes_hold_across_jobs_and_never_expire(ledger, redis_client):
 
 # -- bad input --------------------------------------------------------------------
 
+
 def test_bad_calls_raise_clear_errors(ledger, job):
     ledger.open_root(job, "root", Budget(max_depth=1))
     with pytest.raises(ValueError, match="use open_root"):
@@ -373,6 +388,7 @@ def test_scope_names_are_checked(ledger, name):
 
 
 # -- terms, own cycle caps and replay ---------------------------------------------
+
 
 def test_an_agents_terms_are_kept_on_its_row(ledger, job):
     ledger.open_root(job, "root", Budget(max_depth=1), AgentTerms(tools=["calculator", "spawn_agents"], max_cycles=7))

@@ -45,7 +45,8 @@ def test_a_full_token_window_answers_when_the_next_minute_opens(ledger, clock, t
     assert not full.ok and full.retry_after == 50
     assert f"scope {tenant} is at its 600 tokens per minute" == full.reason
     assert full.cause == Cause(
-        kind=CauseKind.RATE_LIMITED, scope=tenant, resource=Resource.TOKENS_PER_MINUTE, retry_after=50)
+        kind=CauseKind.RATE_LIMITED, scope=tenant, resource=Resource.TOKENS_PER_MINUTE, retry_after=50
+    )
     clock.now = MINUTE_START + 60
     assert ledger.reserve(job, ["root"], [tenant], "root:2", 400, 100).tokens == 400
 
@@ -71,7 +72,10 @@ def test_a_request_cap_makes_the_next_call_wait(ledger, tenant):
     late = ledger.reserve(job, ["root"], [tenant], "root:3", 10, 1)
     assert late.retry_after == 50 and "3 requests per minute" in late.reason
     assert (late.cause.kind, late.cause.scope, late.cause.resource) == (
-        CauseKind.RATE_LIMITED, tenant, Resource.REQUESTS_PER_MINUTE)
+        CauseKind.RATE_LIMITED,
+        tenant,
+        Resource.REQUESTS_PER_MINUTE,
+    )
 
 
 def test_a_call_bigger_than_the_window_is_refused_not_kept_waiting(ledger, tenant):

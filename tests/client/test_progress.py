@@ -18,7 +18,11 @@ def test_counts_agents_by_state_and_shows_spend_against_caps():
     ledger = LedgerSnapshot(job_id="j", tokens_used=1234, tokens_limit=5000, cycles_used=7, cycles_limit=None)
     progress = Progress.of("j", nodes, ledger, elapsed=3.21)
     assert (progress.status, progress.done, progress.running, progress.waiting, progress.queued) == (
-        "waiting", 2, 1, 1, 1
+        "waiting",
+        2,
+        1,
+        1,
+        1,
     )
     assert not progress.finished
     assert progress.line() == "2 done, 1 running, 1 waiting, 1 queued | tokens 1234/5000 | cycles 7/∞ | 3.2s"

@@ -43,7 +43,8 @@ def test_every_pool_holds_a_connection_per_slot(pool, concurrency, slots):
 
 def test_a_redis_result_store_waits_out_an_outage_and_others_are_left_alone():
     assert celery_config(Settings(redis_url="redis://h:1/0"))["result_backend"].endswith(
-        ":PatientRedisBackend+redis://h:1/0")
+        ":PatientRedisBackend+redis://h:1/0"
+    )
     assert celery_config(Settings(result_backend="rpc://"))["result_backend"] == "rpc://"
 
 

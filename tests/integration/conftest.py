@@ -37,7 +37,10 @@ def start_covey_worker(redis_url: str, flags: list[str], **extra: str) -> subpro
     log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"covey-worker-{os.getpid()}-{time.time_ns()}.log", "w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "covey", "worker", *flags],
-        env=worker_env(redis_url, **extra), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+        env=worker_env(redis_url, **extra),
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     proc.log_path = Path(log.name)  # what the worker wrote, for tests that read its log
     return proc
@@ -48,7 +51,10 @@ def start_sim_server(redis_url: str) -> tuple[subprocess.Popen, str]:
     port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "covey", "sim-server", "--port", str(port)],
-        env=worker_env(redis_url), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env=worker_env(redis_url),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     base_url = f"http://127.0.0.1:{port}/v1"
     for _ in range(100):
@@ -135,8 +141,13 @@ def cli(redis_server, worker):
 
     def run(*args: str, timeout: float = 120, stdin: str | None = None) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [sys.executable, "-m", "covey", *args], env=worker_env(redis_server.url),
-            capture_output=True, text=True, timeout=timeout, cwd=ROOT, input=stdin,
+            [sys.executable, "-m", "covey", *args],
+            env=worker_env(redis_server.url),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=ROOT,
+            input=stdin,
         )
 
     return run

@@ -15,8 +15,12 @@ from tests.integration.conftest import ROOT, stop_worker, worker_env
 
 def celery(redis_url: str, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "celery", "-A", "covey", *args], env=worker_env(redis_url),
-        capture_output=True, text=True, timeout=60, cwd=ROOT,
+        [sys.executable, "-m", "celery", "-A", "covey", *args],
+        env=worker_env(redis_url),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
     )
 
 
@@ -32,10 +36,26 @@ def test_celery_inspect_reaches_a_covey_worker(redis_server, worker):
 def test_celery_worker_on_covey_serves_covey_jobs(redis_server, tmp_path):
     queue = f"covey-celery-{uuid.uuid4().hex[:8]}"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "covey", "worker", "--pool", "threads", "--concurrency", "1",
-         "--hostname", f"{queue}@%h", "--loglevel", "warning"],
-        env=worker_env(redis_server.url, COVEY_QUEUE=queue), cwd=ROOT,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "covey",
+            "worker",
+            "--pool",
+            "threads",
+            "--concurrency",
+            "1",
+            "--hostname",
+            f"{queue}@%h",
+            "--loglevel",
+            "warning",
+        ],
+        env=worker_env(redis_server.url, COVEY_QUEUE=queue),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     client = Client(Settings(redis_url=redis_server.url, queue=queue, model="sim"))
     try:

@@ -76,8 +76,13 @@ def test_a_wait_on_a_job_whose_worker_died_names_the_stalled_agents(tmp_path):
         os.kill(worker.pid, signal.SIGKILL)
         worker.wait()
         env = {k: v for k, v in os.environ.items() if not k.startswith("COVEY_")}
-        proc = subprocess.run([sys.executable, "-m", "covey", "result", handle.id, "--timeout", "4"],
-                              env={**env, "COVEY_REDIS_URL": server.url}, capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [sys.executable, "-m", "covey", "result", handle.id, "--timeout", "4"],
+            env={**env, "COVEY_REDIS_URL": server.url},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert proc.returncode == 3
         assert "stopped reporting (no worker answers): root;" in proc.stderr
         assert re.search(r"not finished after 4\.\ds", proc.stderr)

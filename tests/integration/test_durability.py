@@ -17,15 +17,23 @@ from covey.client import Client
 from covey.config.settings import Settings
 from covey.models.catalog import load
 from tests.integration.conftest import (
-    SIMHTTP, served_over_http, start_sim_server, start_worker, stop_worker, wait_for_worker,
+    SIMHTTP,
+    served_over_http,
+    start_sim_server,
+    start_worker,
+    stop_worker,
+    wait_for_worker,
 )
 from tests.redis_server import RedisServer
 
 # Tasks of one-second slices and calls of at most 2 s, redelivered 6 s after a
 # worker dies and looked for every second, so the test waits seconds, not minutes.
 FAST_REDELIVERY = {
-    "COVEY_SLICE_SECONDS": "1", "COVEY_MODEL_TIMEOUT": "2", "COVEY_MODEL_RETRIES": "0",
-    "COVEY_VISIBILITY_TIMEOUT": "6", "COVEY_REDELIVERY_CHECK_SECONDS": "1",
+    "COVEY_SLICE_SECONDS": "1",
+    "COVEY_MODEL_TIMEOUT": "2",
+    "COVEY_MODEL_RETRIES": "0",
+    "COVEY_VISIBILITY_TIMEOUT": "6",
+    "COVEY_REDELIVERY_CHECK_SECONDS": "1",
 }
 
 
@@ -55,8 +63,10 @@ def test_a_job_survives_its_worker_being_killed():
         wait_for_worker(client, first)
         handle = client.submit(client.spec("[sim:spawn width=2 depth=1] [sim:latency 300] What is 2 + 3?"))
         # kill it while a child's model call (300 ms) is in flight
-        wait_until(lambda: (s := client.ledger.snapshot(handle.id)).cycles_used >= 2 and s.tokens_reserved > 0,
-                   "a child's call in flight")
+        wait_until(
+            lambda: (s := client.ledger.snapshot(handle.id)).cycles_used >= 2 and s.tokens_reserved > 0,
+            "a child's call in flight",
+        )
         kill(first)
         assert client.ledger.snapshot(handle.id).tokens_reserved > 0  # the call was cut off mid-step
 
@@ -78,8 +88,11 @@ def counted_model():
     with RedisServer() as server, tempfile.TemporaryDirectory() as directory:
         sim, base_url = start_sim_server(server.url)
         try:
-            yield server, Client(Settings(redis_url=server.url)), {**FAST_REDELIVERY,
-                                                                   **served_over_http(Path(directory), base_url)}
+            yield (
+                server,
+                Client(Settings(redis_url=server.url)),
+                {**FAST_REDELIVERY, **served_over_http(Path(directory), base_url)},
+            )
         finally:
             stop_worker(sim)
 
@@ -101,8 +114,13 @@ def run_killed(server, client, env, task: str, kill_when: str, calls_before: int
     first = start_worker(server.url, **env)
     wait_for_worker(client, first)
     handle = client.submit(client.spec(task, budget={"max_depth": 2}, model=SIMHTTP))
-    wait_until(lambda: (client.redis.hget(keys.calls(handle.id), kill_when) or "").startswith("{")
-               and model_calls(env)["total"] == calls_before, f"call {kill_when} in flight")
+    wait_until(
+        lambda: (
+            (client.redis.hget(keys.calls(handle.id), kill_when) or "").startswith("{")
+            and model_calls(env)["total"] == calls_before
+        ),
+        f"call {kill_when} in flight",
+    )
     kill(first)
     second = start_worker(server.url, **env)
     try:
@@ -114,7 +132,9 @@ def run_killed(server, client, env, task: str, kill_when: str, calls_before: int
 def test_a_call_settled_before_the_kill_reaches_the_model_once():
     with counted_model() as (server, client, env):
         # root:1 asks for the calculator and is settled; root:2 is in flight at the kill.
-        handle, result = run_killed(server, client, env, "[sim:latency 400] What is 2 + 3?", kill_when="root:2", calls_before=2)
+        handle, result = run_killed(
+            server, client, env, "[sim:latency 400] What is 2 + 3?", kill_when="root:2", calls_before=2
+        )
         assert result.ok, result.error
         assert result.output == "5" and result.usage.cycles == 2
         # root:1 was replayed from the ledger; only the call cut off by the kill was sent again.

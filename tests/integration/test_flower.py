@@ -23,7 +23,10 @@ def flower(redis_server, worker):
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "covey", "flower", "--port", str(port), "--basic-auth", ":".join(AUTH)],
-        env=worker_env(redis_server.url), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env=worker_env(redis_server.url),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
@@ -60,8 +63,10 @@ def test_flower_shows_covey_tasks_with_readable_args_behind_auth(flower, client)
     else:
         raise AssertionError(f"flower never showed both children of {handle.id}")
     # readable labels, not the whole context and spec
-    assert all(re.fullmatch(rf"job={handle.id} agent=root-sub-[0-9a-f]{{8}} role=worker depth=1 task='.*'", t["kwargs"])
-               for t in mine)
+    assert all(
+        re.fullmatch(rf"job={handle.id} agent=root-sub-[0-9a-f]{{8}} role=worker depth=1 task='.*'", t["kwargs"])
+        for t in mine
+    )
     root = httpx.get(f"{flower}/api/task/info/{handle.id}", auth=AUTH, timeout=5).json()
     assert root["name"] in ("covey.run_job", "covey.resume")
 
@@ -101,8 +106,11 @@ def test_outcomes_differ_at_a_glance_in_the_task_list(flower, client):
     for status, handle in jobs.items():
         # the API's result is the AgentResult as Celery reported it: its status comes first
         url = f"{flower}/api/task/info/{handle.id}"
-        info = _wait_for(lambda: httpx.get(url, auth=AUTH, timeout=5).json(),  # noqa: B023 - called at once
-                         lambda t: t.get("state") == "SUCCESS", f"job {handle.id} done")
+        info = _wait_for(
+            lambda: httpx.get(url, auth=AUTH, timeout=5).json(),  # noqa: B023 - called at once
+            lambda t: t.get("state") == "SUCCESS",
+            f"job {handle.id} done",
+        )
         assert info["result"].startswith(f"{{'status': '{status}'")
         # the tasks page (its data table) shows `status: output or error`, agent first in kwargs
         row = _page_row(flower, handle.id)
@@ -114,21 +122,39 @@ def test_outcomes_differ_at_a_glance_in_the_task_list(flower, client):
 
 def _page_row(flower: str, job_id: str) -> dict:
     """The tasks page's one row for a job that spawned no child, as its data table loads it."""
-    page = httpx.get(f"{flower}/tasks/datatable", auth=AUTH, timeout=5, params={
-        "draw": 1, "start": 0, "length": 10, "search[value]": job_id,
-        "order[0][column]": 0, "order[0][dir]": "desc", "columns[0][data]": "received",
-    }).json()
+    page = httpx.get(
+        f"{flower}/tasks/datatable",
+        auth=AUTH,
+        timeout=5,
+        params={
+            "draw": 1,
+            "start": 0,
+            "length": 10,
+            "search[value]": job_id,
+            "order[0][column]": 0,
+            "order[0][dir]": "desc",
+            "columns[0][data]": "received",
+        },
+    ).json()
     [row] = page["data"]
     return row
 
 
 def test_a_job_sent_through_flowers_api_runs_and_its_result_reads_back(flower, client):
-    sent = httpx.post(f"{flower}/api/task/send-task/covey.run_job", auth=AUTH, timeout=10,
-                      json={"kwargs": {"spec": {"task": "What is 6 * 7?", "budget": {"max_tokens": 20000}}}})
+    sent = httpx.post(
+        f"{flower}/api/task/send-task/covey.run_job",
+        auth=AUTH,
+        timeout=10,
+        json={"kwargs": {"spec": {"task": "What is 6 * 7?", "budget": {"max_tokens": 20000}}}},
+    )
     assert sent.status_code == 200, sent.text
     job_id = sent.json()["task-id"]
-    result = _wait_for(lambda: httpx.get(f"{flower}/api/task/result/{job_id}", auth=AUTH, timeout=5).json(),
-                       lambda r: r.get("state") == "SUCCESS", f"a result for {job_id}", seconds=60)["result"]
+    result = _wait_for(
+        lambda: httpx.get(f"{flower}/api/task/result/{job_id}", auth=AUTH, timeout=5).json(),
+        lambda r: r.get("state") == "SUCCESS",
+        f"a result for {job_id}",
+        seconds=60,
+    )["result"]
     assert (result["status"], result["output"], result["job_id"]) == ("completed", "42", job_id)
     assert client.job(job_id).status() == "completed"
 
@@ -140,15 +166,22 @@ def test_metrics_ask_for_the_password(flower):
     assert metrics.status_code == 200 and "flower_events_total" in metrics.text
 
 
-@pytest.mark.parametrize("args, field", [
-    (["--address", "0.0.0.0"], "--address 0.0.0.0 is not a loopback address"),
-    (["--address", "flower.example"], "--address flower.example is not a loopback address"),
-    (["--basic-auth", "ops"], "--basic-auth: give user:password"),
-])
+@pytest.mark.parametrize(
+    "args, field",
+    [
+        (["--address", "0.0.0.0"], "--address 0.0.0.0 is not a loopback address"),
+        (["--address", "flower.example"], "--address flower.example is not a loopback address"),
+        (["--basic-auth", "ops"], "--basic-auth: give user:password"),
+    ],
+)
 def test_flower_refuses_a_network_address_without_a_password(args, field):
     proc = subprocess.run(
         [sys.executable, "-m", "covey", "flower", "--port", str(free_port()), *args],
-        env=worker_env("redis://127.0.0.1:1/0"), cwd=ROOT, capture_output=True, text=True, timeout=60,
+        env=worker_env("redis://127.0.0.1:1/0"),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 2
     assert proc.stderr.startswith(f"Error: {field}") and len(proc.stderr.splitlines()) == 1

@@ -46,9 +46,16 @@ def victim(client):
 
 
 def agent_message(job_id: str, agent_id: str) -> dict:
-    ctx = RunContext(job_id=job_id, agent_id=agent_id, parent_id="root", depth=1, ancestors=["root"],
-                     budget={"max_tokens": 10**9, "max_depth": 3}, scopes=["global"],
-                     subroot=f".sub_agents/{agent_id}")
+    ctx = RunContext(
+        job_id=job_id,
+        agent_id=agent_id,
+        parent_id="root",
+        depth=1,
+        ancestors=["root"],
+        budget={"max_tokens": 10**9, "max_depth": 3},
+        scopes=["global"],
+        subroot=f".sub_agents/{agent_id}",
+    )
     spec = AgentSpec(task="[sim:write pwned.md] pwned", role="worker")
     return {"ctx": ctx.model_dump(mode="json"), "spec": spec.model_dump(mode="json")}
 
@@ -70,10 +77,17 @@ def test_a_forged_agent_message_is_refused(client, broker, signature):
 def test_a_forged_resume_cannot_feed_a_parent_fake_results(client, broker):
     handle, result = victim(client)
     before = snapshot(client, handle.id)
-    fake = [{"job_id": handle.id, "agent_id": c.agent_id, "status": "completed", "output": "leaves=999"}
-            for c in result.children]
-    broker.send_task("covey.resume", args=[fake], kwargs={"job_id": handle.id, "agent_id": "root", "spawn_round": 1},
-                     queue="covey", task_id=handle.id)
+    fake = [
+        {"job_id": handle.id, "agent_id": c.agent_id, "status": "completed", "output": "leaves=999"}
+        for c in result.children
+    ]
+    broker.send_task(
+        "covey.resume",
+        args=[fake],
+        kwargs={"job_id": handle.id, "agent_id": "root", "spawn_round": 1},
+        queue="covey",
+        task_id=handle.id,
+    )
     chase(client)
     assert snapshot(client, handle.id) == before
     assert client.job(handle.id).result(timeout=5).output == result.output == "leaves=2"
@@ -81,8 +95,9 @@ def test_a_forged_resume_cannot_feed_a_parent_fake_results(client, broker):
 
 def test_a_run_job_reusing_a_running_jobs_id_is_refused(client, broker):
     running = client.submit(client.spec("[sim:latency 1500] What is 2 + 2?"))
-    broker.send_task("covey.run_job", kwargs={"spec": {"task": "[sim:answer hijacked] x"}}, queue="covey",
-                     task_id=running.id)
+    broker.send_task(
+        "covey.run_job", kwargs={"spec": {"task": "[sim:answer hijacked] x"}}, queue="covey", task_id=running.id
+    )
     assert running.result(timeout=60).output == "4"
     chase(client)
     assert client.job(running.id).result(timeout=5).output == "4"
@@ -100,8 +115,9 @@ def in_flight(client, task: str) -> dict:
 
 
 def test_a_real_agent_message_replayed_under_another_task_id_is_refused(client, broker):
-    handle = client.submit(client.spec("[sim:spawn width=1 depth=1] [sim:latency 600] What is 2 + 3?",
-                                       budget={"max_depth": 2}))
+    handle = client.submit(
+        client.spec("[sim:spawn width=1 depth=1] [sim:latency 600] What is 2 + 3?", budget={"max_depth": 2})
+    )
     captured: dict = {}
     wait_until(lambda: captured.update(in_flight(client, "covey.agent")) or captured, "a child's message in flight")
     assert handle.result(timeout=60).ok

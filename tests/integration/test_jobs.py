@@ -73,10 +73,15 @@ def test_a_failing_child_does_not_break_the_join(cli, kind, error, cause):
     assert result["output"].startswith(f"leaves=2 (1 not completed: {error}")
     nodes = json.loads(cli("tree", result["job_id"], "--json").stdout)["nodes"]
     assert sorted((n["depth"], n["status"]) for n in nodes) == [
-        (0, "completed"), (1, "completed"), (1, "completed"), (1, "failed")
+        (0, "completed"),
+        (1, "completed"),
+        (1, "completed"),
+        (1, "failed"),
     ]
     assert [{k: v for k, v in n["cause"].items() if v is not None} for n in nodes if n["cause"]] == [cause]
-    assert [c["cause"] for c in result["children"] if c["status"] == "failed"] == [n["cause"] for n in nodes if n["cause"]]
+    assert [c["cause"] for c in result["children"] if c["status"] == "failed"] == [
+        n["cause"] for n in nodes if n["cause"]
+    ]
 
 
 def test_depth_cap_refuses_spawning_with_a_reason_the_model_sees(cli):
@@ -89,7 +94,8 @@ def test_depth_cap_refuses_spawning_with_a_reason_the_model_sees(cli):
     assert len(children) == 2 and {n["status"] for n in children} == {"completed"}
     assert len(refused) == 4 and {n["status"] for n in refused} == {"budget_exceeded"}
     assert {(n["cause"]["kind"], n["cause"]["agent_id"], n["cause"]["resource"]) for n in refused} == {
-        ("budget", c["agent_id"], "depth") for c in children}
+        ("budget", c["agent_id"], "depth") for c in children
+    }
     # The children's answers are the model's own words: it read the refusal.
     assert [c["output"] for c in result["children"]] == [
         f"leaves=0 (2 not completed: spawn refused: depth cap reached (max_depth=0 at agent {c['agent_id']}))"

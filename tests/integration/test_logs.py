@@ -19,7 +19,13 @@ from covey.client import Client
 from covey.config.settings import Settings
 from covey.status import AgentStatus
 from tests.integration.conftest import (
-    ROOT, SIMHTTP, start_sim_server, start_worker, stop_worker, wait_for_worker, worker_env,
+    ROOT,
+    SIMHTTP,
+    start_sim_server,
+    start_worker,
+    stop_worker,
+    wait_for_worker,
+    worker_env,
 )
 from tests.redis_server import RedisServer, free_port
 
@@ -42,14 +48,22 @@ def guarded(tmp_path_factory):
         )
         # Task events from the start (Flower starts beside the worker, so it cannot ask first),
         # and extended results: everything a secret could leak through is on.
-        env = {"COVEY_OPENAI_API_KEY": API_KEY, "COVEY_LOG_FORMAT": "json", "COVEY_TASK_EVENTS": "1",
-               "COVEY_MODELS": str(models), "SIMHTTP_KEY": API_KEY}
+        env = {
+            "COVEY_OPENAI_API_KEY": API_KEY,
+            "COVEY_LOG_FORMAT": "json",
+            "COVEY_TASK_EVENTS": "1",
+            "COVEY_MODELS": str(models),
+            "SIMHTTP_KEY": API_KEY,
+        }
         worker = start_worker(server.url, **env)
         client = Client(Settings(redis_url=server.url, model="sim"))
         port = free_port()
         flower = subprocess.Popen(
             [sys.executable, "-m", "covey", "flower", "--port", str(port), "--basic-auth", ":".join(AUTH)],
-            env=worker_env(server.url, **env), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            env=worker_env(server.url, **env),
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         try:
             wait_for_worker(client, worker)
@@ -105,14 +119,21 @@ def test_every_step_and_state_change_is_one_json_line_and_no_secret_leaks(guarde
     assert (root[0]["event"], root[0]["status"]) == ("started", "running")
     assert [e["status"] for e in root if e["event"] in ("spawned 2", "resumed")] == ["waiting", "running"]
     assert (root[-1]["event"], root[-1]["status"], root[-1]["tokens"]) == (
-        "finished", "completed", result.usage.total_tokens)
+        "finished",
+        "completed",
+        result.usage.total_tokens,
+    )
     assert all(e["parent"] == "root" and e["depth"] == 1 for c in result.children for e in by_agent[c.agent_id])
     assert not [line for line in log_lines(worker) if "HTTP Request" in line]  # a model call is its event's line
 
-    visible = "\n".join([
-        worker.log_path.read_text(), result.model_dump_json(),
-        json.dumps([n.model_dump(mode="json") for n in handle.tree()]), flower_tasks(flower, handle.id),
-    ])
+    visible = "\n".join(
+        [
+            worker.log_path.read_text(),
+            result.model_dump_json(),
+            json.dumps([n.model_dump(mode="json") for n in handle.tree()]),
+            flower_tasks(flower, handle.id),
+        ]
+    )
     for secret in (PASSWORD, API_KEY):
         assert secret not in visible
 
@@ -136,10 +157,15 @@ def test_a_provider_error_echoing_the_key_reaches_no_result_tree_log_or_flower(g
     assert result.status is AgentStatus.FAILED
     assert result.error.startswith("model call failed: HTTP 401: sim: scripted auth failure for Authorization: ***")
     meta = redis.Redis.from_url(client.settings.redis_url).get(f"celery-task-meta-{handle.id}").decode()
-    visible = "\n".join([
-        worker.log_path.read_text(), result.model_dump_json(), meta,
-        json.dumps([n.model_dump(mode="json") for n in handle.tree()]), flower_tasks(flower, handle.id),
-    ])
+    visible = "\n".join(
+        [
+            worker.log_path.read_text(),
+            result.model_dump_json(),
+            meta,
+            json.dumps([n.model_dump(mode="json") for n in handle.tree()]),
+            flower_tasks(flower, handle.id),
+        ]
+    )
     assert API_KEY not in visible
     assert f"Task covey.run_job[{handle.id}] succeeded in " in visible  # Celery's line: the task, not its answer
     assert "model call failed" not in worker.log_path.read_text()
@@ -149,8 +175,15 @@ def test_covey_models_shows_no_password_in_an_endpoint(guarded):
     client, _, _, env = guarded
     env = worker_env(client.settings.redis_url, **env)
     for args in ((), ("--json",)):
-        listed = subprocess.run([sys.executable, "-m", "covey", "models", *args], env=env, cwd=ROOT,
-                                capture_output=True, text=True, timeout=60, check=False)
+        listed = subprocess.run(
+            [sys.executable, "-m", "covey", "models", *args],
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
         assert listed.returncode == 0, listed.stderr
         assert "https://ops:***@models.internal/v1" in listed.stdout
         assert PASSWORD not in listed.stdout

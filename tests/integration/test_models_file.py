@@ -25,7 +25,14 @@ from covey.spec import AgentSpec
 from covey.worker import loop
 from covey.worker.deps import Deps
 from tests.integration.conftest import (
-    ROOT, SIMHTTP, calls_reaching, served_over_http, start_sim_server, start_worker, stop_worker, wait_for_worker,
+    ROOT,
+    SIMHTTP,
+    calls_reaching,
+    served_over_http,
+    start_sim_server,
+    start_worker,
+    stop_worker,
+    wait_for_worker,
     worker_env,
 )
 from tests.models.test_catalog import Captured
@@ -62,8 +69,12 @@ def test_one_worker_runs_a_job_on_each_endpoint(two_endpoints):
 def test_covey_models_lists_both(two_endpoints, redis_server):
     _, base_url, env = two_endpoints
     listed = subprocess.run(
-        [sys.executable, "-m", "covey", "models", "--json"], env=worker_env(redis_server.url, **env),
-        capture_output=True, text=True, timeout=60, cwd=ROOT,
+        [sys.executable, "-m", "covey", "models", "--json"],
+        env=worker_env(redis_server.url, **env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
     )
     assert listed.returncode == 0, listed.stderr
     rows = {row["name"]: row for row in json.loads(listed.stdout)}

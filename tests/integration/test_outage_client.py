@@ -46,8 +46,9 @@ def test_a_store_down_is_one_line_naming_it_and_nothing_is_marked_submitted(
     env.update({f"COVEY_{name.upper()}": url for name, url in urls(redis_server.url, dead_url, store).items()})
     before = submitted(redis_client)
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "covey", *command], env=env, capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "covey", *command], env=env, capture_output=True, text=True, timeout=60
+    )
     assert time.monotonic() - started < FEW_SECONDS
     assert proc.returncode == 2, proc.stderr
     assert len(proc.stderr.splitlines()) == 1, proc.stderr

@@ -44,9 +44,13 @@ WORKER_QUEUE, UNACKED = "covey", "unacked"  # kombu's Redis transport: the queue
 # One worker process (COVEY_WORKER_PROCESSES; older covey ignores it) of 4 threads.
 # Its broker is across the link, not on loopback: it needs a COVEY_SECRET.
 WORKER_ENV = {
-    "COVEY_WORKER_PROCESSES": "1", "COVEY_SECRET": "partition-test-secret",
-    "COVEY_SLICE_SECONDS": "10", "COVEY_MODEL_TIMEOUT": "5", "COVEY_MODEL_RETRIES": "0",
-    "COVEY_VISIBILITY_TIMEOUT": "60", "COVEY_REDELIVERY_CHECK_SECONDS": "2",
+    "COVEY_WORKER_PROCESSES": "1",
+    "COVEY_SECRET": "partition-test-secret",
+    "COVEY_SLICE_SECONDS": "10",
+    "COVEY_MODEL_TIMEOUT": "5",
+    "COVEY_MODEL_RETRIES": "0",
+    "COVEY_VISIBILITY_TIMEOUT": "60",
+    "COVEY_REDELIVERY_CHECK_SECONDS": "2",
 }
 
 
@@ -73,11 +77,17 @@ class ReachableRedis(RedisServer):
 
 def start_worker_in(link: Link, redis_url: str) -> subprocess.Popen:
     """``covey worker`` (4 threads) inside the namespace, logging to a file under TMPDIR."""
-    log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"covey-worker-partition-{os.getpid()}-{time.time_ns()}.log", "w")
+    log = open(
+        Path(os.environ.get("TMPDIR", "/tmp")) / f"covey-worker-partition-{os.getpid()}-{time.time_ns()}.log", "w"
+    )
     proc = subprocess.Popen(
-        link.exec_args([sys.executable, "-m", "covey", "worker", "--concurrency", "4", "--pool", "threads",
-                        "--loglevel", "info"]),
-        env=worker_env(redis_url, **WORKER_ENV), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+        link.exec_args(
+            [sys.executable, "-m", "covey", "worker", "--concurrency", "4", "--pool", "threads", "--loglevel", "info"]
+        ),
+        env=worker_env(redis_url, **WORKER_ENV),
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     proc.log_path = Path(log.name)
     return proc
@@ -85,7 +95,9 @@ def start_worker_in(link: Link, redis_url: str) -> subprocess.Popen:
 
 def reaches_redis(link: Link, redis_url: str) -> str | None:
     """None when a client inside the namespace gets a PONG from ``redis_url``, else why not."""
-    probe = f"import redis; print(redis.Redis.from_url({redis_url!r}, socket_timeout=5, socket_connect_timeout=5).ping())"
+    probe = (
+        f"import redis; print(redis.Redis.from_url({redis_url!r}, socket_timeout=5, socket_connect_timeout=5).ping())"
+    )
     try:
         done = subprocess.run(link.exec_args([sys.executable, "-c", probe]), capture_output=True, text=True, timeout=30)
     except subprocess.TimeoutExpired:
@@ -106,7 +118,9 @@ def statuses(nodes: list[Node]) -> dict[str, str]:
 
 def per_agent(client: Client, job_id: str) -> dict[str, tuple[int, int, int]]:
     """Each agent's ledger row: (tokens used, cycles used, tokens reserved)."""
-    return {a.agent_id: (a.tokens_used, a.cycles_used, a.tokens_reserved) for a in client.ledger.snapshot(job_id).agents}
+    return {
+        a.agent_id: (a.tokens_used, a.cycles_used, a.tokens_reserved) for a in client.ledger.snapshot(job_id).agents
+    }
 
 
 def dump_stacks(worker: subprocess.Popen) -> None:
@@ -184,7 +198,10 @@ def test_a_worker_cut_off_from_redis_mid_tree_finishes_the_job_once_the_link_ret
             assert result.usage == clean_result.usage, f"usage {result.usage} vs a clean run's {clean_result.usage}"
             snapshot = client.ledger.snapshot(handle.id)
             assert (snapshot.tokens_used, snapshot.cycles_used, snapshot.tokens_reserved) == (
-                clean_result.usage.total_tokens, clean_result.usage.cycles, 0)
+                clean_result.usage.total_tokens,
+                clean_result.usage.cycles,
+                0,
+            )
             assert per_agent(client, handle.id) == clean_agents
 
             # Nothing left behind: every agent of the tree ended, and no agent ran twice as another node.
@@ -203,8 +220,11 @@ def test_a_worker_cut_off_from_redis_mid_tree_finishes_the_job_once_the_link_ret
             assert (fresh.ok, fresh.output) == (True, "5")
             assert worker.poll() is None, f"the worker exited with {worker.returncode} (log: {log})"
             # and the broker holds nothing back to run again later: no message queued or unacknowledged
-            wait_until(lambda: client.redis.llen(WORKER_QUEUE) == 0 and client.redis.hlen(UNACKED) == 0,
-                       "the broker's queue and unacknowledged messages to empty", 30)
+            wait_until(
+                lambda: client.redis.llen(WORKER_QUEUE) == 0 and client.redis.hlen(UNACKED) == 0,
+                "the broker's queue and unacknowledged messages to empty",
+                30,
+            )
             print(f"job finished {took:.1f}s after a {PARTITION_SECONDS}s partition; worker log: {log}")
         finally:
             link.restore()

@@ -34,8 +34,10 @@ def test_500_slots_run_a_wide_tree_without_connection_errors(settings, redis_ser
     proc = start_worker(redis_server.url, concurrency=500, pool=pool, COVEY_QUEUE=queue)
     try:
         wait_for_worker(client, proc)
-        spec = client.spec("[sim:spawn width=30 depth=2] [sim:latency 1000] wide",
-                           budget={"max_agents": 1000, "max_tokens": 10**8, "max_cycles": 10**5, "max_depth": 2})
+        spec = client.spec(
+            "[sim:spawn width=30 depth=2] [sim:latency 1000] wide",
+            budget={"max_agents": 1000, "max_tokens": 10**8, "max_cycles": 10**5, "max_depth": 2},
+        )
         result = client.submit(spec).result(timeout=300)
     finally:
         stop_worker(proc)
@@ -44,4 +46,4 @@ def test_500_slots_run_a_wide_tree_without_connection_errors(settings, redis_ser
     assert (result.output, result.usage.agents) == ("leaves=900", 930)
     log = proc.log_path.read_text()
     for error in ("MaxConnectionsError", "ConnectionError", "OperationalError", "Traceback"):
-        assert error not in log, log[log.find(error) - 2000:][:4000]
+        assert error not in log, log[log.find(error) - 2000 :][:4000]

@@ -28,8 +28,18 @@ typed = st.one_of(
     st.floats().map(repr),
     st.text(st.characters(exclude_characters="\x00", codec="utf-8"), max_size=12),
 )
-OPTIONS = ["--max-tokens", "--max-cycles", "--max-agents", "--max-depth", "--max-call-tokens",
-           "--agent-max-cycles", "--timeout", "--tenant", "--tools", "--role"]
+OPTIONS = [
+    "--max-tokens",
+    "--max-cycles",
+    "--max-agents",
+    "--max-depth",
+    "--max-call-tokens",
+    "--agent-max-cycles",
+    "--timeout",
+    "--tenant",
+    "--tools",
+    "--role",
+]
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +48,15 @@ def submit(redis_server):
     env = worker_env(redis_server.url, COVEY_QUEUE="properties-nobody-reads")
 
     def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "covey", "submit", *args], env=env, capture_output=True,
-                              text=True, timeout=60, cwd=ROOT, check=False)
+        return subprocess.run(
+            [sys.executable, "-m", "covey", "submit", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=ROOT,
+            check=False,
+        )
 
     return run
 
@@ -56,8 +73,6 @@ def test_generated_cli_options_exit_0_or_2_in_one_line(submit, options):
         assert proc.stderr.count("Error: ") == 1
     else:
         assert len(proc.stdout.split()) == 1  # the job id
-
-
 
 
 STATUSES = {s.value for s in AgentStatus if s.final}

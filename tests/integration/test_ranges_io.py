@@ -19,8 +19,6 @@ from covey.status import AgentStatus
 HUGE = "100000000000000000000"
 
 
-
-
 @pytest.mark.parametrize(
     "spec, field",
     [
@@ -44,7 +42,9 @@ def test_the_wire_refuses_out_of_range_numbers_naming_the_field(bare, client, sp
 
 
 def test_the_worker_runs_jobs_after_refusing_bad_numbers(bare):
-    sent = bare.send_task("covey.run_job", kwargs={"spec": {"task": "What is 12 + 30?", "budget": {"max_tokens": MAX_COUNT}}})
+    sent = bare.send_task(
+        "covey.run_job", kwargs={"spec": {"task": "What is 12 + 30?", "budget": {"max_tokens": MAX_COUNT}}}
+    )
     assert sent.get(timeout=60)["output"] == "42"
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from covey import keys
 from covey.client.errors import JobRefused
-from covey.status import AgentStatus
 from covey.spec import InvalidSpec
+from covey.status import AgentStatus
 from tests.integration.conftest import start_worker, stop_worker, wait_for_worker
 
 TOKENS_PER_MINUTE = 600
@@ -23,8 +23,11 @@ def new_tenant() -> str:
 
 def test_submit_refuses_a_tenant_never_created_and_says_how_to_create_it(client):
     tenant = new_tenant()
-    with pytest.raises(InvalidSpec, match=rf"tenant: no ledger scope tenant:{tenant}; create it first with "
-                                          rf"`covey scope tenant:{tenant} --max-tokens N`"):
+    with pytest.raises(
+        InvalidSpec,
+        match=rf"tenant: no ledger scope tenant:{tenant}; create it first with "
+        rf"`covey scope tenant:{tenant} --max-tokens N`",
+    ):
         client.submit(client.spec("What is 1 + 1?", tenant=tenant))
     assert not client.ledger.has_scope(f"tenant:{tenant}")
 
@@ -60,8 +63,10 @@ def test_two_jobs_sharing_a_window_on_two_workers_are_paced_and_both_complete(re
         wait_for_worker(client, second_worker)
         # No tools and a small reply cap: each call reserves ~350 tokens, so the
         # window admits one call a minute and the second job's waits for the next.
-        jobs = [client.submit(client.spec(task, tenant=tenant, tools=[], max_call_tokens=200))
-                for task in ("What is 2 + 2?", "What is 3 + 3?")]
+        jobs = [
+            client.submit(client.spec(task, tenant=tenant, tools=[], max_call_tokens=200))
+            for task in ("What is 2 + 2?", "What is 3 + 3?")
+        ]
         results = [job.result(timeout=150) for job in jobs]
     finally:
         stop_worker(second_worker)

@@ -71,10 +71,19 @@ def test_workers_agree_on_a_secret_kept_outside_redis_after_a_wipe():
 
 def test_a_worker_whose_broker_is_elsewhere_needs_covey_secret():
     elsewhere = "redis://:pw@192.0.2.1:6379/0"  # TEST-NET-1: never routed
-    proc = subprocess.run([sys.executable, "-m", "covey", "worker"], env=worker_env(elsewhere), cwd=ROOT,
-                          capture_output=True, text=True, timeout=60, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "covey", "worker"],
+        env=worker_env(elsewhere),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert proc.returncode != 0
-    assert proc.stderr.strip().splitlines() == [(
-        "Error: COVEY_SECRET is unset and the broker is not on this host: set COVEY_SECRET to the same random "
-        "string on every worker (e.g. the output of `python -c 'import secrets; print(secrets.token_hex(32))'`)"
-    )]
+    assert proc.stderr.strip().splitlines() == [
+        (
+            "Error: COVEY_SECRET is unset and the broker is not on this host: set COVEY_SECRET to the same random "
+            "string on every worker (e.g. the output of `python -c 'import secrets; print(secrets.token_hex(32))'`)"
+        )
+    ]

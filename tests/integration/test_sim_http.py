@@ -8,7 +8,13 @@ import pytest
 from covey.client import Client
 from covey.config.settings import Settings
 from tests.integration.conftest import (
-    SIMHTTP, calls_reaching, served_over_http, start_sim_server, start_worker, stop_worker, wait_for_worker,
+    SIMHTTP,
+    calls_reaching,
+    served_over_http,
+    start_sim_server,
+    start_worker,
+    stop_worker,
+    wait_for_worker,
 )
 
 QUEUE = "covey-http"

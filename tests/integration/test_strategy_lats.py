@@ -22,7 +22,8 @@ def test_it_answers_the_right_number_through_its_evaluators(cli, client):
 
     nodes = client.job(result["job_id"]).tree()
     assert sorted((n.depth, n.role, n.status) for n in nodes) == [
-        (0, "root", "completed"), *[(1, "evaluator", "completed")] * 3
+        (0, "root", "completed"),
+        *[(1, "evaluator", "completed")] * 3,
     ]
     assert all(n.parent_id == "root" for n in nodes if n.depth == 1)
     assert {n.data["answer"] for n in nodes if n.depth == 1} == {"51", "50", ""}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from covey.tools.builtin import SPAWN_TOOLS
 from covey.status import AgentStatus
+from covey.tools.builtin import SPAWN_TOOLS
 
 ANALYSTS = ["SecurityExpert", "LinterExpert"]
 
@@ -21,7 +21,9 @@ def test_it_answers_from_its_specialists_reports(client):
     assert result.output == "42"
     assert result.data["decision"]["rationale"] == "SecurityExpert, LinterExpert reported 42"
     assert [(r["specialist"], r["status"]) for r in result.data["reports"]] == [
-        ("SecurityExpert", "completed"), ("LinterExpert", "completed"), ("Writer", "completed"),
+        ("SecurityExpert", "completed"),
+        ("LinterExpert", "completed"),
+        ("Writer", "completed"),
     ]
     assert result.usage.agents == 3
 

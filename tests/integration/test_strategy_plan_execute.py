@@ -47,7 +47,9 @@ def test_a_failing_step_is_replanned_and_the_job_still_completes(client):
     assert result.data["replans"] == 1
     assert result.data["errors"][0].startswith("step step_2 failed: model call failed: HTTP 500")
     assert [(s["id"], s["status"]) for s in result.data["steps"]] == [
-        ("step_1", "completed"), ("step_2", "failed"), ("step_2", "completed"),
+        ("step_1", "completed"),
+        ("step_2", "failed"),
+        ("step_2", "completed"),
     ]
     failed, retried = _children(client, handle.id)
     assert (failed.role, failed.status, retried.role, retried.status) == ("checker", "failed", "checker", "completed")

@@ -35,9 +35,24 @@ def sweep_redis():
 def sweep_worker(sweep_redis):
     """``covey worker --queues covey,covey-sweeps`` with four threads."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "covey", "worker", "--concurrency", "4", "--pool", "threads",
-         "--queues", "covey,covey-sweeps", "--loglevel", "warning"],
-        env=worker_env(sweep_redis.url), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "covey",
+            "worker",
+            "--concurrency",
+            "4",
+            "--pool",
+            "threads",
+            "--queues",
+            "covey,covey-sweeps",
+            "--loglevel",
+            "warning",
+        ],
+        env=worker_env(sweep_redis.url),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     wait_for_worker(Client(Settings(redis_url=sweep_redis.url)), proc)
     yield proc
@@ -57,8 +72,15 @@ def db(sweep_redis):
 
 
 def covey(sweep_redis, *args: str, **popen) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "covey", *args], env=worker_env(sweep_redis.url), cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+    return subprocess.Popen(
+        [sys.executable, "-m", "covey", *args],
+        env=worker_env(sweep_redis.url),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **popen,
+    )
 
 
 def jobs_sent(db) -> int:
@@ -72,8 +94,9 @@ def results(directory) -> list[dict]:
 
 def dataset(tmp_path, n: int, suffix: str = "") -> str:
     path = tmp_path / "d.jsonl"
-    path.write_text("".join(json.dumps({"id": i, "input": f"What is {i} + 1? {suffix}", "target": i + 1}) + "\n"
-                            for i in range(n)))
+    path.write_text(
+        "".join(json.dumps({"id": i, "input": f"What is {i} + 1? {suffix}", "target": i + 1}) + "\n" for i in range(n))
+    )
     return str(path)
 
 
@@ -98,8 +121,14 @@ def test_arithmetic_across_two_configurations_scores_full_marks_within_the_windo
     rows = results(out)
     by_config = Counter(r["config"] for r in rows if r["status"] == "completed" and r["score"] == 1.0)
     assert by_config == {"sim/react": 200, "sim/single": 200}
-    report = subprocess.run([sys.executable, "-m", "covey", "sweep-report", str(out), "--json"],
-                            env=worker_env(settings.redis_url), cwd=ROOT, capture_output=True, text=True, check=True)
+    report = subprocess.run(
+        [sys.executable, "-m", "covey", "sweep-report", str(out), "--json"],
+        env=worker_env(settings.redis_url),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     summary = {r["config"]: r for r in json.loads(report.stdout)}
     assert summary["sim/react"]["accuracy"] == 1.0 and summary["sim/single"]["ran"] == 200
     assert summary["sim/react"]["mean_cycles"] == 2 and summary["sim/single"]["mean_cycles"] == 1
@@ -108,8 +137,7 @@ def test_arithmetic_across_two_configurations_scores_full_marks_within_the_windo
 
 def test_a_small_total_cap_stops_the_sweep_at_it_with_the_rest_skipped(settings, db, tmp_path):
     cap = 12_000
-    outcome = run_sweep(ARITHMETIC, GRID, tmp_path / "capped", settings=settings, max_in_flight=8,
-                        max_tokens_total=cap)
+    outcome = run_sweep(ARITHMETIC, GRID, tmp_path / "capped", settings=settings, max_in_flight=8, max_tokens_total=cap)
     scope = next(r for r in Client(settings).ledger.scope_rows() if r.name == f"sweep:{outcome.sweep_id}")
     assert outcome.dry and scope.tokens_used <= cap and scope.tokens_reserved == 0
     rows = results(tmp_path / "capped")
@@ -161,8 +189,14 @@ def test_two_submitters_on_one_directory_split_the_work(sweep_redis, db, tmp_pat
 def test_a_model_judge_scores_as_a_job_under_the_same_cap(settings, db, tmp_path):
     grid = tmp_path / "g.yaml"
     grid.write_text("strategies: [single]\nscorer: {kind: model, model: sim}\n")
-    outcome = run_sweep(dataset(tmp_path, 4), load_grid(grid), tmp_path / "judged", settings=settings,
-                        max_in_flight=2, max_tokens_total=1_000_000)
+    outcome = run_sweep(
+        dataset(tmp_path, 4),
+        load_grid(grid),
+        tmp_path / "judged",
+        settings=settings,
+        max_in_flight=2,
+        max_tokens_total=1_000_000,
+    )
     rows = results(tmp_path / "judged")
     assert outcome.submitted == 8 and outcome.peak_in_flight <= 2  # 4 samples + 4 judges
     assert all(r["score"] == 1.0 and r["judge_tokens"] > 0 and r["judge_job_id"] for r in rows)
@@ -184,26 +218,45 @@ def test_a_malformed_dataset_line_is_refused_naming_it_and_nothing_runs(sweep_re
 def test_rate_limited_jobs_narrow_the_window_and_are_retried(sweep_redis, db, tmp_path):
     """On a worker whose SDK does not retry, ``[sim:fail 429]`` fails each attempt with HTTP 429."""
     worker = subprocess.Popen(
-        [sys.executable, "-m", "covey", "worker", "--concurrency", "2", "--queues", "covey-429", "--loglevel", "warning"],
-        env=worker_env(sweep_redis.url, COVEY_MODEL_RETRIES="0", COVEY_QUEUE="covey-429"), cwd=ROOT,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "covey",
+            "worker",
+            "--concurrency",
+            "2",
+            "--queues",
+            "covey-429",
+            "--loglevel",
+            "warning",
+        ],
+        env=worker_env(sweep_redis.url, COVEY_MODEL_RETRIES="0", COVEY_QUEUE="covey-429"),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         settings = Settings(redis_url=sweep_redis.url, queue="covey-429")
         wait_for_worker(Client(settings), worker)
         path = tmp_path / "d.jsonl"
-        path.write_text("".join(
-            json.dumps({"id": i, "input": f"What is {i} + 1? {'[sim:fail 429]' if i < 4 else ''}", "target": i + 1})
-            + "\n" for i in range(12)))
+        path.write_text(
+            "".join(
+                json.dumps({"id": i, "input": f"What is {i} + 1? {'[sim:fail 429]' if i < 4 else ''}", "target": i + 1})
+                + "\n"
+                for i in range(12)
+            )
+        )
         grid = tmp_path / "g.toml"
         grid.write_text('strategies = ["single"]\nscorer = "numeric"\n')
-        outcome = run_sweep(str(path), str(grid), tmp_path / "limited", settings=settings, queue="covey-429",
-                            max_in_flight=8, retries=1)
+        outcome = run_sweep(
+            str(path), str(grid), tmp_path / "limited", settings=settings, queue="covey-429", max_in_flight=8, retries=1
+        )
     finally:
         stop_worker(worker)
     assert outcome.window_low < 8
     latest = {r["sample_id"]: r for r in results(tmp_path / "limited")}
     assert all(latest[str(i)]["status"] == "failed" and latest[str(i)]["attempt"] == 2 for i in range(4))
-    assert all(latest[str(i)]["cause"]["kind"] == "rate_limited" and latest[str(i)]["cause"]["status"] == 429
-               for i in range(4))
+    assert all(
+        latest[str(i)]["cause"]["kind"] == "rate_limited" and latest[str(i)]["cause"]["status"] == 429 for i in range(4)
+    )
     assert all(latest[str(i)]["status"] == "completed" for i in range(4, 12))

@@ -7,14 +7,14 @@ import uuid
 import pytest
 
 from covey import Budget, InvalidSpec
-from covey.status import Cause, CauseKind
 from covey.client.errors import JobRefused
-
-
+from covey.status import Cause, CauseKind
 
 
 def test_send_task_from_a_bare_celery_client_runs_the_job(bare, client):
-    sent = bare.send_task("covey.run_job", kwargs={"spec": {"task": "What is 12 + 30?", "budget": {"max_tokens": 5000}}})
+    sent = bare.send_task(
+        "covey.run_job", kwargs={"spec": {"task": "What is 12 + 30?", "budget": {"max_tokens": 5000}}}
+    )
     result = sent.get(timeout=60)
     assert result["status"] == "completed"
     assert result["output"] == "42"
@@ -62,7 +62,9 @@ def test_unset_caps_and_model_take_the_workers_defaults(bare, client):
     assert sent.get(timeout=60)["status"] == "completed"
     ledger = client.job(sent.id).ledger()
     assert (ledger.tokens_limit, ledger.cycles_limit, ledger.agents_limit) == (
-        defaults.max_tokens, defaults.max_cycles, defaults.max_agents
+        defaults.max_tokens,
+        defaults.max_cycles,
+        defaults.max_agents,
     )
 
     handle = client.submit(client.spec("What is 1 + 1?", budget=Budget(max_tokens=5000, max_agents=None)))

@@ -41,7 +41,10 @@ def catalog(tmp_path: Path, environ: dict[str, str] | None = None, text: str = F
 def test_a_models_file_maps_names_to_endpoints(tmp_path):
     fast = catalog(tmp_path).endpoint("fast")
     assert (fast.base_url, fast.key_env, fast.model, fast.api_key) == (
-        "http://fast.example/v1", "FAST_KEY", "provider-fast-1", "k-fast"
+        "http://fast.example/v1",
+        "FAST_KEY",
+        "provider-fast-1",
+        "k-fast",
     )
     assert fast.params == ModelParams(temperature=0.2, seed=7)
     assert "k-fast" not in repr(fast)
@@ -88,12 +91,18 @@ def test_covey_models_lists_without_keys(tmp_path):
     "text, message",
     [
         ('[models.sim]\nbase_url = "http://x/v1"\napi_key_env = "K"', "model 'sim' is built in"),
-        ('[models.a]\nbase_url = "http://x/v1"\napi_key_env = "K"\nparams = { temperature = 3 }',
-         "model 'a': params.temperature: Input should be less than or equal to 2"),
-        ('[models.a]\nbase_url = "http://x/v1"\napi_key_env = "K"\nparams = { frequency = 1 }',
-         "model 'a': params.frequency: Extra inputs are not permitted"),
-        ('[models.a]\nbase_url = "http://x/v1"\napi_key_env = "K"\ntemperature = 1',
-         "model 'a': temperature: Extra inputs are not permitted"),
+        (
+            '[models.a]\nbase_url = "http://x/v1"\napi_key_env = "K"\nparams = { temperature = 3 }',
+            "model 'a': params.temperature: Input should be less than or equal to 2",
+        ),
+        (
+            '[models.a]\nbase_url = "http://x/v1"\napi_key_env = "K"\nparams = { frequency = 1 }',
+            "model 'a': params.frequency: Extra inputs are not permitted",
+        ),
+        (
+            '[models.a]\nbase_url = "http://x/v1"\napi_key_env = "K"\ntemperature = 1',
+            "model 'a': temperature: Extra inputs are not permitted",
+        ),
         ('[models.a]\nbase_url = "http://x/v1"', "model 'a': api_key_env: Field required"),
         ('[models.a]\nbase_url = "not a url"\napi_key_env = "K"', "model 'a': base_url: Input should be a valid URL"),
         ('[modles.a]\nbase_url = "http://x/v1"', "modles: Extra inputs are not permitted"),
@@ -122,8 +131,13 @@ def test_a_missing_models_file_is_named(tmp_path):
 
 @pytest.mark.parametrize(
     "params, field",
-    [({"temperature": 2.5}, "temperature"), ({"top_p": 1.5}, "top_p"), ({"seed": 1.5}, "seed"),
-     ({"seed": True}, "seed"), ({"stop": "x"}, "stop")],
+    [
+        ({"temperature": 2.5}, "temperature"),
+        ({"top_p": 1.5}, "top_p"),
+        ({"seed": 1.5}, "seed"),
+        ({"seed": True}, "seed"),
+        ({"stop": "x"}, "stop"),
+    ],
 )
 def test_a_jobs_model_params_are_validated_at_the_wire(params, field):
     with pytest.raises(InvalidSpec, match=f"model_params.{field}:"):

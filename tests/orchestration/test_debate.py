@@ -27,14 +27,21 @@ def spec(**options):
 
 def proposed(answer="42", confidence=0.9):
     return AgentResult(
-        job_id="j", agent_id="p", role="proposer", status=AgentStatus.COMPLETED, output=answer,
+        job_id="j",
+        agent_id="p",
+        role="proposer",
+        status=AgentStatus.COMPLETED,
+        output=answer,
         data={"answer": answer, "confidence": confidence, "reasoning": "because"},
     )
 
 
 def critiqued(**scores):
     return AgentResult(
-        job_id="j", agent_id="c", role="critic", status=AgentStatus.COMPLETED,
+        job_id="j",
+        agent_id="c",
+        role="critic",
+        status=AgentStatus.COMPLETED,
         data={"scores": scores, "reasoning": "compared"},
     )
 
@@ -81,8 +88,13 @@ def test_every_debater_critiques_the_others_never_itself():
 def test_the_second_round_shows_the_first_rounds_mean_scores():
     the_spec = spec()
     action = step(the_spec, debate.start(the_spec, CTX), proposed(), proposed(), proposed())
-    action = step(the_spec, action, critiqued(**{"1": 1, "2": 0.5}), critiqued(**{"0": 0.5, "2": 0.5}),
-                  critiqued(**{"0": 1, "1": 0.0}))
+    action = step(
+        the_spec,
+        action,
+        critiqued(**{"1": 1, "2": 0.5}),
+        critiqued(**{"0": 0.5, "2": 0.5}),
+        critiqued(**{"0": 1, "1": 0.0}),
+    )
     assert isinstance(action, Spawn) and len(action.children) == 3
     assert 'Mean scores of round 1 (JSON, by debater index): {"0": 0.75, "1": 0.5, "2": 0.5}' in action.children[0].task
     assert action.children[0].fraction == pytest.approx(1 / 3)
@@ -108,8 +120,10 @@ def test_agreeing_debaters_reach_consensus_and_the_data_holds_every_score():
     assert data["combined"] == {"0": 0.87, "1": 0.9, "2": 0.84}
     assert data["peer_means"] == {"0": pytest.approx(0.9), "1": pytest.approx(0.9), "2": pytest.approx(0.9)}
     assert len(data["rounds"]) == 2
-    assert data["rounds"][0] == {"scores": {"0": {"1": 0.9, "2": 0.9}, "1": {"0": 0.9, "2": 0.9},
-                                            "2": {"0": 0.9, "1": 0.9}}, "silent": {}}
+    assert data["rounds"][0] == {
+        "scores": {"0": {"1": 0.9, "2": 0.9}, "1": {"0": 0.9, "2": 0.9}, "2": {"0": 0.9, "1": 0.9}},
+        "silent": {},
+    }
     assert (data["consensus_threshold"], data["peer_weight"], data["confidence_weight"]) == (0.7, 0.7, 0.3)
     json.dumps(data)  # a JSON value the parent reads as is
 
@@ -156,12 +170,15 @@ def test_a_failed_proposer_is_out_of_the_running():
 
 def test_a_failed_or_refused_critic_gives_no_scores_and_says_why():
     refused = broke(AgentStatus.BUDGET_EXCEEDED, "token cap reached")
-    done = run(spec(num_rounds=1), [proposed(), proposed(), proposed()],
-               [critiqued(**{"1": 0.9, "2": 0.9}), refused, broke()])
-    assert done.data["rounds"] == [{
-        "scores": {"0": {"1": 0.9, "2": 0.9}},
-        "silent": {"1": "budget_exceeded: token cap reached", "2": "failed: model call failed: HTTP 500"},
-    }]
+    done = run(
+        spec(num_rounds=1), [proposed(), proposed(), proposed()], [critiqued(**{"1": 0.9, "2": 0.9}), refused, broke()]
+    )
+    assert done.data["rounds"] == [
+        {
+            "scores": {"0": {"1": 0.9, "2": 0.9}},
+            "silent": {"1": "budget_exceeded: token cap reached", "2": "failed: model call failed: HTTP 500"},
+        }
+    ]
     assert done.data["peer_means"] == {"0": 0.0, "1": 0.9, "2": 0.9}
 
 

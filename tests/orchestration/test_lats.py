@@ -31,8 +31,15 @@ def proposed(*candidates: str) -> ModelReply:
 
 def verdict(score: float, answer: str = "", solved: bool = False, reflection: str = "r") -> AgentResult:
     data = {"score": score, "reflection": reflection, "solved": solved, "answer": answer}
-    return AgentResult(job_id="j", agent_id="root-sub-x", role="evaluator", depth=1,
-                       status=AgentStatus.COMPLETED, output=json.dumps(data), data=data)
+    return AgentResult(
+        job_id="j",
+        agent_id="root-sub-x",
+        role="evaluator",
+        depth=1,
+        status=AgentStatus.COMPLETED,
+        output=json.dumps(data),
+        data=data,
+    )
 
 
 def refused(status: AgentStatus = AgentStatus.BUDGET_EXCEEDED, error: str = "token cap reached") -> AgentResult:
@@ -113,8 +120,12 @@ def test_it_runs_exactly_num_simulations_and_answers_the_best_leaf_unsolved():
 
 def test_a_refused_or_failed_evaluator_scores_neutral_with_a_note_and_the_search_goes_on():
     s = spec(num_simulations=1)
-    _, done = simulate(s, lats.start(s, CTX), ["a", "b", "c"],
-                       [refused(), verdict(0.3, "7"), refused(AgentStatus.FAILED, "model call failed: HTTP 500")])
+    _, done = simulate(
+        s,
+        lats.start(s, CTX),
+        ["a", "b", "c"],
+        [refused(), verdict(0.3, "7"), refused(AgentStatus.FAILED, "model call failed: HTTP 500")],
+    )
     assert isinstance(done, Finish) and done.status is AgentStatus.COMPLETED
     scores = {n["action"]: n["score"] for n in done.data["tree"][1:]}
     assert scores == {"a": 0.5, "b": 0.3, "c": 0.5}

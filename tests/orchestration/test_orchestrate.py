@@ -30,8 +30,9 @@ def plan(*pairs: tuple[str, str]) -> ModelReply:
 
 
 def result(role: str, status: AgentStatus = AgentStatus.COMPLETED, output: str | None = "42", error: str | None = None):
-    return AgentResult(job_id="j", agent_id=f"root-sub-{role}", role=role, depth=1, status=status,
-                       output=output, error=error)
+    return AgentResult(
+        job_id="j", agent_id=f"root-sub-{role}", role=role, depth=1, status=status, output=output, error=error
+    )
 
 
 def decision(answer: str = "42") -> ModelReply:
@@ -141,12 +142,15 @@ def test_writes_run_one_at_a_time_after_the_analysis_and_see_its_reports():
 def test_it_decides_from_reports_and_a_failed_specialist_says_so():
     s = spec(report_chars=20)
     _, wave = run_plan(s, plan(("SecurityExpert", "audit"), ("QATester", "test")))
-    failed = result("SecurityExpert", AgentStatus.FAILED, output=None, error="model call failed: HTTP 500 after retries")
+    failed = result(
+        "SecurityExpert", AgentStatus.FAILED, output=None, error="model call failed: HTTP 500 after retries"
+    )
     decide = resumed(orchestrate, s, CTX, wave.state, ChildResults([failed, result("QATester")]))
     reports_line = decide.messages[-1]["content"].splitlines()[-1].removeprefix(orchestrate.REPORTS_LABEL)
     reports = json.loads(reports_line)
     assert [(r["specialist"], r["status"]) for r in reports] == [
-        ("SecurityExpert", "failed"), ("QATester", "completed"),
+        ("SecurityExpert", "failed"),
+        ("QATester", "completed"),
     ]
     assert reports[0]["report"] == "failed: model call …"  # cut to report_chars
     assert all("messages" not in r for r in reports)

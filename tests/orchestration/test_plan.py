@@ -7,31 +7,41 @@ LIMITS = Limits(max_steps=8, tools=frozenset({"calculator"}))
 
 
 def step(step_id, *deps, role="worker", tool=None, text="go"):
-    return {"id": step_id, "description": "", "role": None if tool else role, "tool": tool, "input": text,
-            "depends_on": list(deps)}
+    return {
+        "id": step_id,
+        "description": "",
+        "role": None if tool else role,
+        "tool": tool,
+        "input": text,
+        "depends_on": list(deps),
+    }
 
 
 def test_a_valid_plan_becomes_steps_in_order():
     steps = plan.validate([step("a", tool="calculator", text="1+1"), step("b", "a", text="{{a.result}}")], LIMITS)
     assert [(s.id, s.tool, s.role, s.depends_on) for s in steps] == [
-        ("a", "calculator", None, ()), ("b", None, "worker", ("a",)),
+        ("a", "calculator", None, ()),
+        ("b", None, "worker", ("a",)),
     ]
 
 
-@pytest.mark.parametrize("raw, error, message", [
-    ([step("a"), step("a")], plan.DuplicateStep, "duplicate step id a"),
-    ([step("a", "ghost")], plan.UnknownDependency, "step a depends on unknown step ghost"),
-    ([step("a", "b"), step("b", "a")], plan.PlanCycle, "cycle: a -> b -> a"),
-    ([step("a", "a")], plan.PlanCycle, "cycle: a -> a"),
-    ([step("x"), step("a", "c"), step("b", "a"), step("c", "b", "x")], plan.PlanCycle, "cycle: a -> c -> b -> a"),
-    ([step(f"s{i}") for i in range(9)], plan.TooManySteps, "the plan has 9 steps, more than max_steps=8"),
-    ([], plan.EmptyPlan, "the plan has no steps"),
-    ([step("a", tool="write_file")], plan.BadStep, "step a uses tool 'write_file', which this agent may not use"),
-    ([{**step("a"), "tool": "calculator"}], plan.BadStep, "step a must name exactly one of a role and a tool"),
-    ([{**step("a"), "role": "  "}], plan.BadStep, "step a must name exactly one of a role and a tool"),
-    ([step("a", text="{{b.result}}")], plan.UnknownReference, "step a references unknown step b"),
-    ([step("a", text="{{b.result}}"), step("b")], plan.UnknownReference, "step a references b, which it does not"),
-])
+@pytest.mark.parametrize(
+    "raw, error, message",
+    [
+        ([step("a"), step("a")], plan.DuplicateStep, "duplicate step id a"),
+        ([step("a", "ghost")], plan.UnknownDependency, "step a depends on unknown step ghost"),
+        ([step("a", "b"), step("b", "a")], plan.PlanCycle, "cycle: a -> b -> a"),
+        ([step("a", "a")], plan.PlanCycle, "cycle: a -> a"),
+        ([step("x"), step("a", "c"), step("b", "a"), step("c", "b", "x")], plan.PlanCycle, "cycle: a -> c -> b -> a"),
+        ([step(f"s{i}") for i in range(9)], plan.TooManySteps, "the plan has 9 steps, more than max_steps=8"),
+        ([], plan.EmptyPlan, "the plan has no steps"),
+        ([step("a", tool="write_file")], plan.BadStep, "step a uses tool 'write_file', which this agent may not use"),
+        ([{**step("a"), "tool": "calculator"}], plan.BadStep, "step a must name exactly one of a role and a tool"),
+        ([{**step("a"), "role": "  "}], plan.BadStep, "step a must name exactly one of a role and a tool"),
+        ([step("a", text="{{b.result}}")], plan.UnknownReference, "step a references unknown step b"),
+        ([step("a", text="{{b.result}}"), step("b")], plan.UnknownReference, "step a references b, which it does not"),
+    ],
+)
 def test_a_bad_plan_is_refused_naming_the_steps_at_fault(raw, error, message):
     with pytest.raises(error) as caught:
         plan.validate(raw, LIMITS)

@@ -1,5 +1,5 @@
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from pydantic import ValidationError
@@ -17,13 +17,19 @@ from tests.orchestration.checkpointing import resumed
 TASK = "What is 6 * 7?"
 SPEC = AgentSpec(task=TASK, strategy="plan_execute")
 CTX = RunContext(job_id="j", agent_id="root", budget=Budget())
-T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
-T1 = datetime(2025, 1, 1, 0, 0, 2, tzinfo=timezone.utc)
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+T1 = datetime(2025, 1, 1, 0, 0, 2, tzinfo=UTC)
 
 
 def step(step_id, *deps, role=None, tool=None, text="go"):
-    return {"id": step_id, "description": f"do {step_id}", "role": role, "tool": tool, "input": text,
-            "depends_on": list(deps)}
+    return {
+        "id": step_id,
+        "description": f"do {step_id}",
+        "role": role,
+        "tool": tool,
+        "input": text,
+        "depends_on": list(deps),
+    }
 
 
 CALC = step("step_1", tool="calculator", text="6 * 7")
@@ -36,8 +42,9 @@ def planned(*steps):
 
 
 def child(status=AgentStatus.COMPLETED, output=None, error=None, agent_id="root-sub-1"):
-    return AgentResult(job_id="j", agent_id=agent_id, status=status, output=output, error=error,
-                       started_at=T0, finished_at=T1)
+    return AgentResult(
+        job_id="j", agent_id=agent_id, status=status, output=output, error=error, started_at=T0, finished_at=T1
+    )
 
 
 def resume(action, outcome, spec=SPEC, ctx=CTX):
@@ -66,7 +73,10 @@ def test_a_plan_runs_in_waves_and_the_answer_is_synthesised_from_the_results():
     assert isinstance(action, Spawn)
     (request,) = action.children
     assert (request.task, request.role, request.strategy, request.fraction) == (
-        "Check that 42 answers: What is 6 * 7?", "checker", "react", 0.5
+        "Check that 42 answers: What is 6 * 7?",
+        "checker",
+        "react",
+        0.5,
     )
     assert request.instructions == "do step_2"
 
@@ -80,17 +90,40 @@ def test_a_plan_runs_in_waves_and_the_answer_is_synthesised_from_the_results():
     assert isinstance(done, Finish) and done.status is AgentStatus.COMPLETED and done.output == "42"
     assert done.data["replans"] == 0 and done.data["errors"] == []
     assert done.data["steps"] == [
-        {"id": "step_1", "role": None, "tool": "calculator", "status": "completed", "input": "6 * 7",
-         "output": "42", "error": None, "agent_id": None, "started_at": None, "finished_at": None},
-        {"id": "step_2", "role": "checker", "tool": None, "status": "completed",
-         "input": "Check that 42 answers: What is 6 * 7?", "output": "42", "error": None,
-         "agent_id": "root-sub-1", "started_at": T0.isoformat(), "finished_at": T1.isoformat()},
+        {
+            "id": "step_1",
+            "role": None,
+            "tool": "calculator",
+            "status": "completed",
+            "input": "6 * 7",
+            "output": "42",
+            "error": None,
+            "agent_id": None,
+            "started_at": None,
+            "finished_at": None,
+        },
+        {
+            "id": "step_2",
+            "role": "checker",
+            "tool": None,
+            "status": "completed",
+            "input": "Check that 42 answers: What is 6 * 7?",
+            "output": "42",
+            "error": None,
+            "agent_id": "root-sub-1",
+            "started_at": T0.isoformat(),
+            "finished_at": T1.isoformat(),
+        },
     ]
 
 
 def test_ready_steps_run_together_and_split_the_wave_share():
-    steps = [step("a", role="r1"), step("b", role="r2"), step("c", tool="calculator", text="1+1"),
-             step("d", "a", "b", "c", role="r3", text="{{a.result}} {{b.result}} {{c.result}}")]
+    steps = [
+        step("a", role="r1"),
+        step("b", role="r2"),
+        step("c", tool="calculator", text="1+1"),
+        step("d", "a", "b", "c", role="r3", text="{{a.result}} {{b.result}} {{c.result}}"),
+    ]
     action = resume(plan_execute.start(SPEC, CTX), planned(*steps))
     assert [c.id for c in action.calls] == ["c"]
     action = resume(action, ToolResults({"c": "2"}))
@@ -111,10 +144,13 @@ def test_a_refused_plan_is_sent_back_with_the_cycle_named():
     assert action.state.errors == ["plan refused: cycle: step_1 -> step_2 -> step_1"]
 
 
-@pytest.mark.parametrize("bad, reason", [
-    ([step(f"s{i}", role="r") for i in range(3)], "the plan has 3 steps, more than max_steps=2"),
-    ([step("a", tool="read_file")], "step a uses tool 'read_file', which this agent may not use"),
-])
+@pytest.mark.parametrize(
+    "bad, reason",
+    [
+        ([step(f"s{i}", role="r") for i in range(3)], "the plan has 3 steps, more than max_steps=2"),
+        ([step("a", tool="read_file")], "step a uses tool 'read_file', which this agent may not use"),
+    ],
+)
 def test_refusals_past_max_replans_end_the_agent_failed_saying_why(bad, reason):
     spec = AgentSpec(task=TASK, strategy="plan_execute", options={"max_replans": 1, "max_steps": 2})
     ctx = CTX.model_copy(update={"allow": ["calculator"]})
@@ -141,7 +177,9 @@ def test_a_failed_step_is_replanned_keeping_completed_results():
     done = resume(action, ModelReply(content="42"))
     assert done.status is AgentStatus.COMPLETED
     assert [(r["id"], r["status"]) for r in done.data["steps"]] == [
-        ("step_1", "completed"), ("step_2", "failed"), ("step_2", "completed"),
+        ("step_1", "completed"),
+        ("step_2", "failed"),
+        ("step_2", "completed"),
     ]
     assert done.data["replans"] == 1
     assert done.data["errors"] == ["step step_2 failed: model call failed: HTTP 500"]
@@ -174,8 +212,10 @@ def test_a_tool_error_fails_its_step():
 
 def test_a_tool_of_several_arguments_takes_the_input_as_its_json_arguments():
     args = '{"path": "notes.md", "content": "{{a.result}}"}'
-    action = resume(plan_execute.start(SPEC, CTX), planned(step("a", tool="calculator", text="2"),
-                                                           step("b", "a", tool="write_file", text=args)))
+    action = resume(
+        plan_execute.start(SPEC, CTX),
+        planned(step("a", tool="calculator", text="2"), step("b", "a", tool="write_file", text=args)),
+    )
     action = resume(action, ToolResults({"a": "2"}))
     assert [(c.name, json.loads(c.arguments)) for c in action.calls] == [
         ("write_file", {"path": "notes.md", "content": "2"})
@@ -209,12 +249,15 @@ def test_audit_records_cut_long_texts():
     assert record.output.endswith("…")
 
 
-@pytest.mark.parametrize("options, field", [
-    ({"max_replans": -1}, "options.max_replans"),
-    ({"max_steps": 0}, "options.max_steps"),
-    ({"wave_share": 1.5}, "options.wave_share"),
-    ({"replans": 2}, "options.replans"),
-])
+@pytest.mark.parametrize(
+    "options, field",
+    [
+        ({"max_replans": -1}, "options.max_replans"),
+        ({"max_steps": 0}, "options.max_steps"),
+        ({"wave_share": 1.5}, "options.wave_share"),
+        ({"replans": 2}, "options.replans"),
+    ],
+)
 def test_bad_options_are_refused_naming_the_field(options, field):
     with pytest.raises(ValidationError, match=field):
         AgentSpec(task=TASK, strategy="plan_execute", options=options)

@@ -15,7 +15,9 @@ CTX = RunContext(job_id="j", agent_id="root", budget=Budget())
 
 
 def reply(*calls, content=None):
-    return ModelReply(content=content, tool_calls=[ToolCall(id=f"c{i}", name=n, arguments=a) for i, (n, a) in enumerate(calls)])
+    return ModelReply(
+        content=content, tool_calls=[ToolCall(id=f"c{i}", name=n, arguments=a) for i, (n, a) in enumerate(calls)]
+    )
 
 
 def test_start_asks_the_model_with_system_and_task():

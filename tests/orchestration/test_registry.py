@@ -11,7 +11,7 @@ from covey.orchestration.actions import Finish
 from covey.spec import InvalidSpec, JobSpec
 
 ECHO = textwrap.dedent(
-    '''
+    """
     from typing import Literal
     from pydantic import BaseModel, ConfigDict
     from covey.orchestration.actions import Finish
@@ -33,7 +33,7 @@ ECHO = textwrap.dedent(
 
     def resume(spec, ctx, state, outcome):
         raise TypeError("echo never waits")
-    '''
+    """
 )
 
 

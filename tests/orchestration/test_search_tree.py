@@ -23,8 +23,9 @@ def grown(*scores_by_parent: tuple[int, list[float]]) -> st.Tree:
 def test_a_new_tree_is_one_unvisited_root_and_plain_json():
     tree = st.new_tree()
     assert tree == json.loads(json.dumps(tree))
-    assert tree["nodes"] == [{"id": 0, "parent": None, "depth": 0, "action": "", "children": [],
-                              "visits": 0, "value": 0.0}]
+    assert tree["nodes"] == [
+        {"id": 0, "parent": None, "depth": 0, "action": "", "children": [], "visits": 0, "value": 0.0}
+    ]
 
 
 def test_add_child_keeps_payload_links_parent_and_leaves_the_input_alone():
@@ -32,8 +33,16 @@ def test_add_child_keeps_payload_links_parent_and_leaves_the_input_alone():
     bigger, child = st.add_child(tree, st.ROOT, "step", score=0.7)
     assert tree["nodes"][0]["children"] == [] and len(tree["nodes"]) == 1
     assert child == 1 and bigger["nodes"][0]["children"] == [1]
-    assert bigger["nodes"][1] == {"id": 1, "parent": 0, "depth": 1, "action": "step", "children": [],
-                                  "visits": 0, "value": 0.0, "score": 0.7}
+    assert bigger["nodes"][1] == {
+        "id": 1,
+        "parent": 0,
+        "depth": 1,
+        "action": "step",
+        "children": [],
+        "visits": 0,
+        "value": 0.0,
+        "score": 0.7,
+    }
 
 
 def test_backpropagation_adds_a_visit_and_the_score_along_the_path_only():

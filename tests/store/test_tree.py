@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
-from covey.status import AgentStatus, Cause, CauseKind, Resource
 from covey.results import Usage
+from covey.status import AgentStatus, Cause, CauseKind, Resource
 from covey.store.tree import Node, pack, unpack
 
 
 def node(status: str) -> Node:
-    return Node(agent_id="root-sub-1", parent_id="root", depth=1, role="worker", status=status,
-                usage=Usage(prompt_tokens=5, completion_tokens=2, cycles=1, agents=3), output="é ok", data={"k": [1]},
-                task="do it", task_id="t-1", started_at=datetime(2026, 1, 1, tzinfo=timezone.utc))
+    return Node(
+        agent_id="root-sub-1",
+        parent_id="root",
+        depth=1,
+        role="worker",
+        status=status,
+        usage=Usage(prompt_tokens=5, completion_tokens=2, cycles=1, agents=3),
+        output="é ok",
+        data={"k": [1]},
+        task="do it",
+        task_id="t-1",
+        started_at=datetime(2026, 1, 1, tzinfo=UTC),
+    )
 
 
 def test_a_running_node_round_trips_whole():

@@ -12,14 +12,20 @@ def sweep_id(request):
 
 
 def test_the_first_submitter_wins_and_the_other_waits(redis_client, sweep_id):
-    a, b = Claims(redis_client, sweep_id, keys.DEFAULT_JOB_TTL_SECONDS), Claims(redis_client, sweep_id, keys.DEFAULT_JOB_TTL_SECONDS)
+    a, b = (
+        Claims(redis_client, sweep_id, keys.DEFAULT_JOB_TTL_SECONDS),
+        Claims(redis_client, sweep_id, keys.DEFAULT_JOB_TTL_SECONDS),
+    )
     a.renew(), b.renew()
     assert a.take("u", "job-a").outcome == "new"
     assert b.take("u", "job-b").outcome == "busy"
 
 
 def test_a_recorded_outcome_is_done_for_others_and_a_failure_may_run_again(redis_client, sweep_id):
-    a, b = Claims(redis_client, sweep_id, keys.DEFAULT_JOB_TTL_SECONDS), Claims(redis_client, sweep_id, keys.DEFAULT_JOB_TTL_SECONDS)
+    a, b = (
+        Claims(redis_client, sweep_id, keys.DEFAULT_JOB_TTL_SECONDS),
+        Claims(redis_client, sweep_id, keys.DEFAULT_JOB_TTL_SECONDS),
+    )
     a.renew(), b.renew()
     a.take("kept", "j1")
     a.record("kept", "j1", "completed")
@@ -31,14 +37,19 @@ def test_a_recorded_outcome_is_done_for_others_and_a_failure_may_run_again(redis
 
 
 def test_a_dead_submitters_job_is_adopted_not_run_again(redis_client, sweep_id):
-    dead, alive = Claims(redis_client, sweep_id, keys.DEFAULT_JOB_TTL_SECONDS), Claims(redis_client, sweep_id, keys.DEFAULT_JOB_TTL_SECONDS)
+    dead, alive = (
+        Claims(redis_client, sweep_id, keys.DEFAULT_JOB_TTL_SECONDS),
+        Claims(redis_client, sweep_id, keys.DEFAULT_JOB_TTL_SECONDS),
+    )
     dead.renew(), alive.renew()
     dead.take("u", "job-1")
     assert alive.take("u", "job-2").outcome == "busy"
     dead.release()  # its lease lapsed
     take = alive.take("u", "job-2")
     assert (take.outcome, take.job_id) == ("adopt", "job-1")
-    assert Claims(redis_client, sweep_id, keys.DEFAULT_JOB_TTL_SECONDS).take("u", "job-3").outcome in ("busy",)  # now the adopter's
+    assert Claims(redis_client, sweep_id, keys.DEFAULT_JOB_TTL_SECONDS).take("u", "job-3").outcome in (
+        "busy",
+    )  # now the adopter's
 
 
 def test_a_record_for_a_job_the_claim_no_longer_names_is_ignored(redis_client, sweep_id):

@@ -13,8 +13,11 @@ def write(tmp_path, name, text):
 
 
 def test_jsonl_samples_keep_ids_targets_and_metadata(tmp_path):
-    path = write(tmp_path, "d.jsonl", '{"id": 1, "input": "What is 2 + 2?", "target": 4, "metadata": {"op": "+"}}\n\n'
-                                      '{"id": "b", "input": "x"}\n')
+    path = write(
+        tmp_path,
+        "d.jsonl",
+        '{"id": 1, "input": "What is 2 + 2?", "target": 4, "metadata": {"op": "+"}}\n\n{"id": "b", "input": "x"}\n',
+    )
     first, second = load_dataset(path)
     assert (first.id, first.target, first.metadata) == ("1", 4, {"op": "+"})
     assert second.target is None

@@ -14,8 +14,11 @@ def grid(tmp_path, text, name="g.toml"):
 
 
 def test_every_model_strategy_and_budget_is_a_configuration(tmp_path):
-    g = grid(tmp_path, 'models = ["sim", "other"]\nstrategies = ["react", {name = "single", label = "one"}]\n'
-                       'budgets = [{max_tokens = 100}, {max_tokens = 200, seconds = 5}]\nrepeats = 3\n')
+    g = grid(
+        tmp_path,
+        'models = ["sim", "other"]\nstrategies = ["react", {name = "single", label = "one"}]\n'
+        "budgets = [{max_tokens = 100}, {max_tokens = 200, seconds = 5}]\nrepeats = 3\n",
+    )
     assert len(g.configs) == 8 and g.repeats == 3
     assert g.configs[0].name == "sim/react/max_tokens=100"
     assert "other/one/max_tokens=200,seconds=5.0" in [c.name for c in g.configs]
@@ -28,8 +31,10 @@ def test_defaults_are_one_react_configuration_on_the_workers_model(tmp_path):
 
 
 def test_a_configuration_makes_the_job_of_a_sample(tmp_path):
-    g = grid(tmp_path, 'strategies = [{name = "single"}]\nbudgets = [{max_tokens = 500, max_call_tokens = 64, '
-                       'seconds = 30}]\n')
+    g = grid(
+        tmp_path,
+        'strategies = [{name = "single"}]\nbudgets = [{max_tokens = 500, max_call_tokens = 64, seconds = 30}]\n',
+    )
     now = datetime(2030, 1, 1, tzinfo=UTC)
     spec = g.configs[0].spec(Sample(id="1", input="What is 1 + 1?"), "sw1", now)
     assert spec.strategy == "single" and spec.max_call_tokens == 64 and spec.budget.max_tokens == 500

@@ -7,17 +7,28 @@ from covey.sweeps.report import build_report, summarize, table
 
 
 def rec(unit, config, status="completed", score=1.0, tokens=100, latency=1.0):
-    return Record(unit=f"{config}/{unit}", sample_id=unit, config=config, config_key=config, status=status, score=score,
-                  usage=RecordUsage(total_tokens=tokens, cycles=2), latency=latency)
+    return Record(
+        unit=f"{config}/{unit}",
+        sample_id=unit,
+        config=config,
+        config_key=config,
+        status=status,
+        score=score,
+        usage=RecordUsage(total_tokens=tokens, cycles=2),
+        latency=latency,
+    )
 
 
 def test_a_configuration_row_counts_what_ran_and_scores_it():
-    rows = summarize([
-        rec("a", "x", score=1.0, latency=1.0), rec("b", "x", score=0.0, latency=3.0),
-        rec("c", "x", "failed", score=None, tokens=10, latency=2.0),
-        rec("d", "x", "skipped_budget", score=None, tokens=0, latency=None),
-        rec("a", "y", score=1.0),
-    ])
+    rows = summarize(
+        [
+            rec("a", "x", score=1.0, latency=1.0),
+            rec("b", "x", score=0.0, latency=3.0),
+            rec("c", "x", "failed", score=None, tokens=10, latency=2.0),
+            rec("d", "x", "skipped_budget", score=None, tokens=0, latency=None),
+            rec("a", "y", score=1.0),
+        ]
+    )
     x, y = rows
     assert (x.config, x.units, x.ran) == ("x", 4, 3)
     assert x.accuracy == pytest.approx(1 / 3)

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from covey.status import AgentStatus, Cause, CauseKind, Resource
 from covey.results import AgentResult
+from covey.status import AgentStatus, Cause, CauseKind, Resource
 from covey.sweeps import runner
 from covey.sweeps.dataset import Sample
 from covey.sweeps.grid import Config, Limits
@@ -37,14 +37,25 @@ class Noted:
 def run():
     noted = Noted()
     return runner._Run(
-        client=None, manifest=SimpleNamespace(scope=SCOPE, id="s1"), scorer=ScorerSpec().build(), log=noted,
-        claims=noted, window=Window(8), retries=1, pending=iter(()), total=1, already_done=0,
+        client=None,
+        manifest=SimpleNamespace(scope=SCOPE, id="s1"),
+        scorer=ScorerSpec().build(),
+        log=noted,
+        claims=noted,
+        window=Window(8),
+        retries=1,
+        pending=iter(()),
+        total=1,
+        already_done=0,
     )
 
 
 def ended(run, status: AgentStatus, error: str, cause: Cause) -> runner.Unit:
-    unit = runner.Unit(Sample(id="1", input="What is 1 + 1?", target=2),
-                       Config(name="c", model=None, strategy="react", options={}, limits=Limits()), 0)
+    unit = runner.Unit(
+        Sample(id="1", input="What is 1 + 1?", target=2),
+        Config(name="c", model=None, strategy="react", options={}, limits=Limits()),
+        0,
+    )
     result = AgentResult(status=status, job_id="j", agent_id="root", error=error, cause=cause)
     runner._ended(run, runner.Flight(unit, "j", time.monotonic()), result)
     return unit
@@ -78,6 +89,10 @@ def test_a_rate_limited_job_halves_the_window_and_goes_again(run):
 
 
 def test_a_model_error_whose_text_mentions_429_leaves_the_window_alone(run):
-    ended(run, AgentStatus.FAILED, "model call failed: HTTP 500: upstream said HTTP 429",
-          Cause(kind=CauseKind.MODEL_ERROR, status=500))
+    ended(
+        run,
+        AgentStatus.FAILED,
+        "model call failed: HTTP 500: upstream said HTTP 429",
+        Cause(kind=CauseKind.MODEL_ERROR, status=500),
+    )
     assert run.window.size == 8 and len(run.again) == 1

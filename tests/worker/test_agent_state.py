@@ -25,7 +25,9 @@ SPEC = AgentSpec(task="What is 6 * 7?")
 
 def agent(spec: AgentSpec = SPEC) -> AgentState:
     state = react.start(spec, CTX).state
-    return AgentState(ctx=CTX, spec=spec, strategy_state=state, started_at=datetime.fromisoformat("2025-01-01T00:00:00+00:00"))
+    return AgentState(
+        ctx=CTX, spec=spec, strategy_state=state, started_at=datetime.fromisoformat("2025-01-01T00:00:00+00:00")
+    )
 
 
 def test_a_checkpoint_names_its_format_and_strategy_and_loads_back_typed():
@@ -67,7 +69,13 @@ def test_a_state_of_another_strategy_is_refused_not_misread():
     assert refusal(json.dumps({**saved, "strategy": "telepathy"})).cause == "strategy"
 
 
-@pytest.mark.parametrize("text", ["{not json", "[1, 2]", json.dumps({"format": CHECKPOINT_FORMAT, "strategy": "react",
-                                                                      "state": {"messages": [], "tools": []}})])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{not json",
+        "[1, 2]",
+        json.dumps({"format": CHECKPOINT_FORMAT, "strategy": "react", "state": {"messages": [], "tools": []}}),
+    ],
+)
 def test_an_unparseable_checkpoint_is_refused(text):
     assert refusal(text).cause == "unparseable"

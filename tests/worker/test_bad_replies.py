@@ -17,12 +17,12 @@ import pytest
 
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentTerms
-from covey.status import AgentStatus, Cause, CauseKind
 from covey.config.settings import Settings
 from covey.context import RunContext
 from covey.models.llm import LLM
 from covey.models.tokens import byte_tokens
 from covey.spec import AgentSpec
+from covey.status import AgentStatus, Cause, CauseKind
 from covey.worker import loop
 from covey.worker.deps import Deps
 
@@ -56,9 +56,13 @@ def run(deps: Deps, task: str, model: str = MODEL, **fields):
 def completion(message=None, usage=True, finish_reason="stop", **body):
     """A chat.completion body; ``usage=True`` reports 10 prompt and 5 completion tokens."""
     body = {
-        "id": "c", "object": "chat.completion", "created": 1, "model": MODEL,
-        "choices": [{"index": 0, "message": message or {"role": "assistant", "content": "fine"},
-                     "finish_reason": finish_reason}],
+        "id": "c",
+        "object": "chat.completion",
+        "created": 1,
+        "model": MODEL,
+        "choices": [
+            {"index": 0, "message": message or {"role": "assistant", "content": "fine"}, "finish_reason": finish_reason}
+        ],
         **body,
     }
     if usage is True:
@@ -89,8 +93,10 @@ def bad_args_call(args: str):
 
 
 def test_invalid_json_tool_arguments_fail_the_agent_naming_the_tool(deps):
-    result = run(with_endpoint(deps, replying(completion(bad_args_call('{"expression": "1+'), finish_reason="tool_calls"))),
-                 "add")
+    result = run(
+        with_endpoint(deps, replying(completion(bad_args_call('{"expression": "1+'), finish_reason="tool_calls"))),
+        "add",
+    )
     assert result.status is AgentStatus.FAILED
     assert result.error.startswith("model sent malformed arguments for tool 'calculator'")
     assert result.cause == Cause(kind=CauseKind.MALFORMED_REPLY)
@@ -102,12 +108,19 @@ def test_invalid_json_tool_arguments_fail_the_agent_naming_the_tool(deps):
     [
         (completion(choices=[]), "model returned a malformed reply: no choices"),
         ({k: v for k, v in completion().items() if k != "choices"}, "model returned a malformed reply: no choices"),
-        (completion(choices=[{"index": 0, "message": None, "finish_reason": "stop"}]), "model returned a malformed reply"),
+        (
+            completion(choices=[{"index": 0, "message": None, "finish_reason": "stop"}]),
+            "model returned a malformed reply",
+        ),
         (completion({"role": "assistant", "content": 42}), "model returned a malformed reply: content is a int"),
-        (completion({"role": "assistant", "content": None, "tool_calls": "calculator"}),
-         "model returned a malformed reply: tool_calls is a str"),
-        (completion(bad_args_call({"expression": "1+1"})),
-         "model returned a malformed reply: tool call arguments is a dict, not text"),
+        (
+            completion({"role": "assistant", "content": None, "tool_calls": "calculator"}),
+            "model returned a malformed reply: tool_calls is a str",
+        ),
+        (
+            completion(bad_args_call({"expression": "1+1"})),
+            "model returned a malformed reply: tool call arguments is a dict, not text",
+        ),
         ([1, 2, 3], "model returned a malformed reply"),
     ],
 )
@@ -154,8 +167,11 @@ def test_usage_no_ledger_could_hold_fails_the_agent_charged_the_worst_case(deps,
 def test_an_enormous_answer_over_its_cap_stops_the_agent_and_is_charged_in_full(deps):
     answer = "ж" * 5_000_000  # 10 MB of UTF-8, from an endpoint that ignores max_completion_tokens
     usage = {"prompt_tokens": 10, "completion_tokens": byte_tokens(answer)}
-    result = run(with_endpoint(deps, replying(completion({"role": "assistant", "content": answer}, usage=usage))),
-                 "hello", tools=[])
+    result = run(
+        with_endpoint(deps, replying(completion({"role": "assistant", "content": answer}, usage=usage))),
+        "hello",
+        tools=[],
+    )
     assert result.status is AgentStatus.FAILED
     assert result.error == (
         f"the provider reported {byte_tokens(answer)} completion tokens, {byte_tokens(answer) - 4096} over the "
@@ -166,8 +182,11 @@ def test_an_enormous_answer_over_its_cap_stops_the_agent_and_is_charged_in_full(
 
 def test_an_enormous_answer_without_usage_ends_with_a_status(deps):
     answer = "x" * 10_000_000
-    result = run(with_endpoint(deps, replying(completion({"role": "assistant", "content": answer}, usage=None))),
-                 "hello", tools=[])
+    result = run(
+        with_endpoint(deps, replying(completion({"role": "assistant", "content": answer}, usage=None))),
+        "hello",
+        tools=[],
+    )
     assert result.status is AgentStatus.COMPLETED and len(result.output) == len(answer)
 
 
@@ -182,6 +201,7 @@ def test_over_reported_prompt_tokens_stop_the_agent(deps):
 
 
 # --- the sim's billing modes: the reservation holds for dense text ----------------
+
 
 def test_cjk_billed_a_token_per_byte_stays_within_its_reservations(deps):
     text = "請計算並解釋：" * 200 + " What is 6 * 7?"

@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentTerms
-from covey.status import AgentStatus, Cause, CauseKind, Resource
 from covey.config.settings import Settings
 from covey.context import RunContext
-from covey.results import ChildSummary
 from covey.models.tokens import estimate_prompt_tokens
 from covey.orchestration.actions import ChildRequest, to_json
 from covey.orchestration.prompts import opening
+from covey.results import ChildSummary
 from covey.spec import AgentSpec, InvalidSpec
+from covey.status import AgentStatus, Cause, CauseKind, Resource
 from covey.worker import loop
 from covey.worker.agent_state import dump_checkpoint, load_checkpoint
 from covey.worker.deps import Deps
@@ -69,7 +69,8 @@ def test_spawning_at_the_depth_cap_resumes_at_once_with_the_refusal(deps):
     assert out.result.output.startswith("leaves=0 (2 not completed: spawn refused: depth cap reached")
     assert [c.status for c in out.result.children] == [AgentStatus.BUDGET_EXCEEDED] * 2
     assert [c.cause for c in out.result.children] == [
-        Cause(kind=CauseKind.BUDGET, agent_id="root", resource=Resource.DEPTH)] * 2
+        Cause(kind=CauseKind.BUDGET, agent_id="root", resource=Resource.DEPTH)
+    ] * 2
 
 
 def test_the_agent_cycle_cap_ends_a_loop(deps):
@@ -112,7 +113,9 @@ def test_a_429_the_sdk_does_not_retry_fails_the_agent_rate_limited(deps):
     ctx = root(deps, Budget())
     out = run(deps, ctx, "[sim:fail 429] hi")
     assert out.result.status is AgentStatus.FAILED
-    assert out.result.cause == Cause(kind=CauseKind.RATE_LIMITED, status=429, retry_after=0.02)  # the sim's retry-after-ms
+    assert out.result.cause == Cause(
+        kind=CauseKind.RATE_LIMITED, status=429, retry_after=0.02
+    )  # the sim's retry-after-ms
 
 
 def test_a_refusal_by_a_global_scope_names_the_scope(deps):
@@ -238,8 +241,17 @@ def test_a_child_gets_what_it_asks_for_within_its_parents_tools():
     ctx = RunContext(job_id="j", agent_id="root", budget=Budget(), allow=["calculator", "spawn_agents"])
     unset = child_spec(parent, ctx, ChildRequest(task="a"))
     assert unset.tools == ["spawn_agents", "calculator"] and unset.strategy == "react" and unset.max_cycles == 9
-    asked = child_spec(parent, ctx, ChildRequest(task="b", tools=["write_file", "calculator"], strategy="single",
-                                                 options={"schema": {"type": "object"}}, model="gpt-x"))
+    asked = child_spec(
+        parent,
+        ctx,
+        ChildRequest(
+            task="b",
+            tools=["write_file", "calculator"],
+            strategy="single",
+            options={"schema": {"type": "object"}},
+            model="gpt-x",
+        ),
+    )
     assert (asked.tools, asked.strategy, asked.model) == (["calculator"], "single", "gpt-x")
     with pytest.raises(InvalidSpec, match="options.schema"):
         child_spec(parent, ctx, ChildRequest(task="c", strategy="single", options={"schema": 3}))
@@ -249,7 +261,7 @@ class Clock:
     """A clock the test moves: each model call takes ``call_seconds``."""
 
     def __init__(self, call_seconds: float) -> None:
-        self.now = datetime.now(timezone.utc)
+        self.now = datetime.now(UTC)
         self.call_seconds = call_seconds
 
     def __call__(self) -> datetime:
@@ -303,9 +315,16 @@ def test_a_child_writes_and_charges_where_its_ledger_row_puts_it_not_its_message
 
 def test_a_strategys_finish_without_a_cause_takes_its_latest_like_childs_or_gives_up():
     refused = Cause(kind=CauseKind.BUDGET, scope="sweep:s1", resource=Resource.TOKENS)
-    children = [ChildSummary(agent_id=f"c{i}", role="agent", status=status, cause=cause) for i, (status, cause) in
-                enumerate([(AgentStatus.BUDGET_EXCEEDED, Cause(kind=CauseKind.BUDGET)),
-                           (AgentStatus.BUDGET_EXCEEDED, refused), (AgentStatus.FAILED, Cause(kind=CauseKind.INTERNAL))])]
+    children = [
+        ChildSummary(agent_id=f"c{i}", role="agent", status=status, cause=cause)
+        for i, (status, cause) in enumerate(
+            [
+                (AgentStatus.BUDGET_EXCEEDED, Cause(kind=CauseKind.BUDGET)),
+                (AgentStatus.BUDGET_EXCEEDED, refused),
+                (AgentStatus.FAILED, Cause(kind=CauseKind.INTERNAL)),
+            ]
+        )
+    ]
     assert loop._strategy_cause(AgentStatus.BUDGET_EXCEEDED, children) == refused
     assert loop._strategy_cause(AgentStatus.TIMED_OUT, children) == Cause(kind=CauseKind.DEADLINE)
     assert loop._strategy_cause(AgentStatus.FAILED, children) == Cause(kind=CauseKind.GAVE_UP)

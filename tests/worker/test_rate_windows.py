@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -15,8 +15,8 @@ from covey.budgets.ledger import AgentTerms
 from covey.budgets.redis_ledger import RedisLedger
 from covey.config.settings import Settings
 from covey.context import RunContext
-from covey.status import AgentStatus
 from covey.spec import AgentSpec
+from covey.status import AgentStatus
 from covey.worker import loop
 from covey.worker.deps import Deps
 
@@ -34,7 +34,7 @@ class Time:
         return self.t
 
     def now(self) -> datetime:
-        return datetime.fromtimestamp(self.t, timezone.utc)
+        return datetime.fromtimestamp(self.t, UTC)
 
     def sleep(self, seconds: float) -> None:
         self.slept.append(seconds)
@@ -74,8 +74,13 @@ def tenant(deps):
 
 
 def run(deps, tenant, task, deadline=None):
-    ctx = RunContext(job_id=f"rate-{uuid.uuid4().hex}", agent_id="root",
-                     budget=Budget(deadline=deadline), scopes=["global", tenant], allow=[])
+    ctx = RunContext(
+        job_id=f"rate-{uuid.uuid4().hex}",
+        agent_id="root",
+        budget=Budget(deadline=deadline),
+        scopes=["global", tenant],
+        allow=[],
+    )
     deps.ledger.open_root(ctx.job_id, "root", ctx.budget, AgentTerms(scopes=ctx.scopes))
     state, action = loop.begin(deps, ctx, AgentSpec(task=task, max_call_tokens=200, tools=[]))
     return loop.advance(deps, state, action).result

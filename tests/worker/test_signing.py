@@ -22,18 +22,31 @@ def test_a_signature_holds_only_for_the_task_id_it_was_made_for():
     assert not signing.valid(b"s", "task-a", PAYLOAD, None)
 
 
-@pytest.mark.parametrize("url", [
-    "redis://localhost:6379/0", "redis://127.0.0.1:6379", "redis://:pw@127.0.0.2/1", "redis://[::1]:6379",
-    "redis+socket:///run/redis.sock", "redis://", "sentinel://127.0.0.1:26379;sentinel://localhost:26380",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis://localhost:6379/0",
+        "redis://127.0.0.1:6379",
+        "redis://:pw@127.0.0.2/1",
+        "redis://[::1]:6379",
+        "redis+socket:///run/redis.sock",
+        "redis://",
+        "sentinel://127.0.0.1:26379;sentinel://localhost:26380",
+    ],
+)
 def test_a_broker_on_loopback_is_on_this_host(url):
     assert signing.on_this_host(url)
 
 
-@pytest.mark.parametrize("url", [
-    "redis://10.0.0.5:6379/0", "redis://redis.internal:6379", "amqp://guest@rabbit//",
-    "sentinel://127.0.0.1:26379;sentinel://10.0.0.6:26379",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis://10.0.0.5:6379/0",
+        "redis://redis.internal:6379",
+        "amqp://guest@rabbit//",
+        "sentinel://127.0.0.1:26379;sentinel://10.0.0.6:26379",
+    ],
+)
 def test_a_broker_elsewhere_is_not(url):
     assert not signing.on_this_host(url)
 
@@ -50,8 +63,10 @@ def test_without_covey_secret_a_broker_elsewhere_is_refused_in_one_line(tmp_path
 def test_the_host_secret_is_made_once_readable_by_its_owner_alone(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     found: list[bytes] = []
-    workers = [threading.Thread(target=lambda: found.append(signing.shared_secret(None, "redis://localhost")))
-               for _ in range(8)]
+    workers = [
+        threading.Thread(target=lambda: found.append(signing.shared_secret(None, "redis://localhost")))
+        for _ in range(8)
+    ]
     for w in workers:
         w.start()
     for w in workers:

@@ -32,7 +32,8 @@ def test_calculator(expr, value):
 
 
 @pytest.mark.parametrize(
-    "expr", ["__import__('os')", "a+1", "9**9**9", "1/0", "((10**1000)**1000)**100", "2**5000", "1" + "+1" * 400],
+    "expr",
+    ["__import__('os')", "a+1", "9**9**9", "1/0", "((10**1000)**1000)**100", "2**5000", "1" + "+1" * 400],
 )
 def test_calculator_refuses_anything_but_arithmetic(expr, job):
     root, _, ws = job
@@ -41,7 +42,10 @@ def test_calculator_refuses_anything_but_arithmetic(expr, job):
 
 def test_child_writes_land_in_its_subroot_and_anyone_reads_them(job):
     root, child, ws = job
-    assert run_tool(call("write_file", path="notes.md", content="hi"), child, ws) == "wrote .sub_agents/root-sub-aa/notes.md"
+    assert (
+        run_tool(call("write_file", path="notes.md", content="hi"), child, ws)
+        == "wrote .sub_agents/root-sub-aa/notes.md"
+    )
     assert run_tool(call("read_file", path=".sub_agents/root-sub-aa/notes.md"), root, ws) == "hi"
 
 

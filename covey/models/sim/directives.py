@@ -209,6 +209,6 @@ def child_tasks(task: str, spawn_round: int = 1) -> list[str]:
 def _remove(text: str, matches: Any) -> str:
     """``text`` without the matched spans, joining the pieces around each with one space."""
     for match in reversed(list(matches)):
-        left, right = text[: match.start()].rstrip(), text[match.end():].lstrip()
+        left, right = text[: match.start()].rstrip(), text[match.end() :].lstrip()
         text = f"{left} {right}" if left and right else left + right
     return text.strip()

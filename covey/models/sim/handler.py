@@ -27,7 +27,7 @@ import httpx2
 
 from covey.models.sim import directives as sim_directives
 from covey.models.sim import structured
-from covey.models.sim.directives import Directives, DirectiveError
+from covey.models.sim.directives import DirectiveError, Directives
 from covey.models.sim.scripted import SCRIPTS, Prompt
 from covey.models.tokens import prompt_text
 
@@ -249,7 +249,9 @@ def _decide(chat: _Chat, directives: Directives) -> _Reply:
     if directives.write and "write_file" in chat.tool_names:
         results = chat.results_of("write_file")
         if not results:
-            return _Reply(tool_calls=[("write_file", json.dumps({"path": directives.write, "content": directives.plain}))])
+            return _Reply(
+                tool_calls=[("write_file", json.dumps({"path": directives.write, "content": directives.plain}))]
+            )
         return _finish(chat, results[-1])
     if directives.expression and "calculator" not in chat.tool_names:
         return _finish(chat, _text_answer(directives))

@@ -138,4 +138,3 @@ def _stall_seconds(request: httpx2.Request) -> float:
     except ValueError:
         read_timeout = STALL_CAP_S
     return min(read_timeout + STALL_MARGIN_S, STALL_CAP_S)
-

@@ -9,10 +9,10 @@ import httpx2
 import openai
 import pytest
 
-from covey.tools.builtin import TOOL_SCHEMAS
 from covey.models.sim import directives as sim_directives
 from covey.models.sim.handler import _Reply, make_handler, transport
 from covey.models.tokens import prompt_text
+from covey.tools.builtin import TOOL_SCHEMAS
 
 TOOLS = [TOOL_SCHEMAS[n] for n in ("spawn_agents", "finish", "calculator")]
 

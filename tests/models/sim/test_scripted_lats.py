@@ -44,13 +44,16 @@ def test_candidates_are_the_first_n_rotated_by_the_path_depth():
 
 def test_the_direct_computation_scores_full_marks_with_the_right_number():
     assert judged(["estimate 6 * 7 roughly", "compute 6 * 7 directly"]) == {
-        "score": 1.0, "reflection": "the direct computation answers the task", "solved": True, "answer": "42"
+        "score": 1.0,
+        "reflection": "the direct computation answers the task",
+        "solved": True,
+        "answer": "42",
     }
 
 
 @pytest.mark.parametrize(
-    "step, score, answer", [("estimate 6 * 7 roughly", 0.4, "40"), ("restate the task", 0.2, ""),
-                            ("try approach 4", 0.1, "")],
+    "step, score, answer",
+    [("estimate 6 * 7 roughly", 0.4, "40"), ("restate the task", 0.2, ""), ("try approach 4", 0.1, "")],
 )
 def test_other_actions_score_lower_and_never_solve(step, score, answer):
     verdict = judged([step])
@@ -78,8 +81,11 @@ def test_through_the_sdk_the_answers_match_the_schemas_lats_asks_for():
         reply = sdk.chat.completions.create(model="sim", messages=messages, response_format=form)
         return json.loads(reply.choices[0].message.content)
 
-    proposal = ask([{"role": "user", "content": "What is 2 + 3?"}, {"role": "user", "content": "Path:\n1. x"}],
-                   lats.candidates_schema(2), lats.CANDIDATES_SCHEMA_NAME)
+    proposal = ask(
+        [{"role": "user", "content": "What is 2 + 3?"}, {"role": "user", "content": "Path:\n1. x"}],
+        lats.candidates_schema(2),
+        lats.CANDIDATES_SCHEMA_NAME,
+    )
     assert proposal == {"candidates": ["estimate 2 + 3 roughly", "compute 2 + 3 directly"]}
     task = lats._evaluation_task("What is 2 + 3?", 1, proposal["candidates"][1:])
     verdict = ask([{"role": "user", "content": task}], lats.EVALUATION_SCHEMA, lats.EVALUATION_SCHEMA_NAME)

@@ -44,8 +44,12 @@ def deciding(task: str, reports: list[tuple[str, AgentStatus, str | None, str | 
     spec = AgentSpec(task=task, strategy="orchestrate")
     pairs = [{"specialist": name, "task": task} for name, *_ in reports]
     first = orchestrate.start(spec, CTX)
-    results = iter([AgentResult(job_id="j", agent_id=f"a{i}", role=n, status=s, output=o, error=e)
-                    for i, (n, s, o, e) in enumerate(reports)])
+    results = iter(
+        [
+            AgentResult(job_id="j", agent_id=f"a{i}", role=n, status=s, output=o, error=e)
+            for i, (n, s, o, e) in enumerate(reports)
+        ]
+    )
     call = orchestrate.resume(spec, CTX, first.state, ModelReply(content="", parsed={"assignments": pairs}))
     while isinstance(call, Spawn):  # each wave answered with the next reports, in order
         wave = ChildResults([next(results) for _ in call.children])
@@ -103,12 +107,15 @@ def test_a_bad_directive_fails_loudly(directive, error):
 
 
 def test_the_decision_takes_the_number_the_reports_agree_on():
-    prompt = deciding("What is 6 * 7?", [
-        ("SecurityExpert", AgentStatus.FAILED, None, "model call failed: HTTP 500"),
-        ("LinterExpert", AgentStatus.COMPLETED, "42", None),
-        ("QATester", AgentStatus.COMPLETED, "42", None),
-        ("Writer", AgentStatus.COMPLETED, "wrote 40 chars", None),
-    ])
+    prompt = deciding(
+        "What is 6 * 7?",
+        [
+            ("SecurityExpert", AgentStatus.FAILED, None, "model call failed: HTTP 500"),
+            ("LinterExpert", AgentStatus.COMPLETED, "42", None),
+            ("QATester", AgentStatus.COMPLETED, "42", None),
+            ("Writer", AgentStatus.COMPLETED, "wrote 40 chars", None),
+        ],
+    )
     answer = decision(prompt)
     parse(json.dumps(answer), prompt.schema)
     assert answer == {"answer": "42", "rationale": "LinterExpert, QATester reported 42"}
@@ -123,8 +130,9 @@ def test_through_the_handler_a_bad_directive_is_a_400():
     _, prompt = planning("[sim:orchestrate pick=Nobody] What is 2 * 3?")
     fmt = {"type": "json_schema", "json_schema": {"name": "assignments", "schema": prompt.schema}}
     with pytest.raises(openai.BadRequestError, match="no specialist named Nobody"):
-        ask(prompt.task, history=[{"role": "user", "content": prompt.last}], response_format=fmt,
-            handler=make_handler())
+        ask(
+            prompt.task, history=[{"role": "user", "content": prompt.last}], response_format=fmt, handler=make_handler()
+        )
 
 
 def test_through_the_handler_the_plan_is_the_scripts():

@@ -18,8 +18,9 @@ REPLAN = "Your plan was refused: ... Send a corrected plan."
 
 def planned(task, last=None):
     directives = parse(task)
-    prompt = Prompt(task, task if last is None else last, directives, Answers("text", directives.result, 0.5),
-                    plan.PLAN_SCHEMA)
+    prompt = Prompt(
+        task, task if last is None else last, directives, Answers("text", directives.result, 0.5), plan.PLAN_SCHEMA
+    )
     body = SCRIPTS["plan"](prompt)
     jsonschema.validate(body, plan.PLAN_SCHEMA)
     return body["steps"]
@@ -72,7 +73,8 @@ def test_the_sim_answers_a_plan_schema_call_with_the_script():
     http = httpx2.Client(transport=transport())
     client = openai.OpenAI(api_key="sim", base_url="http://sim.covey/v1", http_client=http, max_retries=0)
     response = client.chat.completions.create(
-        model="sim", messages=[{"role": "user", "content": "What is 2 + 3?"}],
+        model="sim",
+        messages=[{"role": "user", "content": "What is 2 + 3?"}],
         response_format={"type": "json_schema", "json_schema": {"name": "plan", "schema": plan.PLAN_SCHEMA}},
     )
     steps = json.loads(response.choices[0].message.content)["steps"]

@@ -11,9 +11,9 @@ import httpx2
 import openai
 import pytest
 
-from covey.tools.builtin import TOOL_SCHEMAS
 from covey.models.sim.handler import transport
 from covey.models.sim.server import make_server
+from covey.tools.builtin import TOOL_SCHEMAS
 
 TOOLS = [TOOL_SCHEMAS["finish"]]
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Literal, Optional
+from typing import Literal
 
 import httpx2
 import openai
 import pydantic
 import pytest
 
-from covey.tools.builtin import TOOL_SCHEMAS
 from covey.models.sim.handler import BAD_JSON, transport
 from covey.models.sim.structured import Answers, instance
+from covey.tools.builtin import TOOL_SCHEMAS
 
 TOOLS = [TOOL_SCHEMAS[n] for n in ("spawn_agents", "finish", "calculator")]
 
@@ -29,7 +29,7 @@ class Report(pydantic.BaseModel):
     ok: bool
     kind: Literal["brief", "full"]
     detail: Detail
-    note: Optional[str]
+    note: str | None
 
 
 def client():

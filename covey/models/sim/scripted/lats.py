@@ -54,11 +54,19 @@ def evaluation(prompt: Prompt) -> dict[str, Any]:
     if kind == COMPUTE:
         simulation = _SIMULATION.search(prompt.task)
         solved = (int(simulation[1]) if simulation else 1) >= _solve_at(prompt)
-        return {"score": score, "reflection": "the direct computation answers the task", "solved": solved,
-                "answer": prompt.answers.text}
+        return {
+            "score": score,
+            "reflection": "the direct computation answers the task",
+            "solved": solved,
+            "answer": prompt.answers.text,
+        }
     if kind == ESTIMATE:
-        return {"score": score, "reflection": "rounding loses the exact answer; compute it instead",
-                "solved": False, "answer": _rounded(prompt)}
+        return {
+            "score": score,
+            "reflection": "rounding loses the exact answer; compute it instead",
+            "solved": False,
+            "answer": _rounded(prompt),
+        }
     return {"score": score, "reflection": "this step gives no answer; compute one", "solved": False, "answer": ""}
 
 

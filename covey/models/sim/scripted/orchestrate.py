@@ -105,7 +105,7 @@ def _labelled(text: str, label: str) -> Any:
     """The JSON after ``label`` at the start of a line of ``text``; None when absent."""
     for line in text.splitlines():
         if line.startswith(label):
-            return json.loads(line[len(label):])
+            return json.loads(line[len(label) :])
     return None
 
 

@@ -55,8 +55,11 @@ def _usual(prompt: Prompt) -> list[dict[str, Any]]:
     return [
         _step("step_1", "compute the expression", expression, tool="calculator"),
         _step(
-            "step_2", "check the result", f"Check that {{{{step_1.result}}}} answers: What is {expression}?",
-            role="checker", depends_on=["step_1"],
+            "step_2",
+            "check the result",
+            f"Check that {{{{step_1.result}}}} answers: What is {expression}?",
+            role="checker",
+            depends_on=["step_1"],
         ),
     ]
 
@@ -74,11 +77,20 @@ def _failing(step: dict[str, Any]) -> dict[str, Any]:
 
 
 def _step(
-    step_id: str, description: str, text: str, *, role: str | None = None, tool: str | None = None,
+    step_id: str,
+    description: str,
+    text: str,
+    *,
+    role: str | None = None,
+    tool: str | None = None,
     depends_on: list[str] | None = None,
 ) -> dict[str, Any]:
     return {
-        "id": step_id, "description": description, "role": role, "tool": tool, "input": text,
+        "id": step_id,
+        "description": description,
+        "role": role,
+        "tool": tool,
+        "input": text,
         "depends_on": depends_on or [],
     }
 
