@@ -107,11 +107,6 @@ def scopes_index() -> str:
     return f"{PREFIX}:scopes"
 
 
-def secret() -> str:
-    """The deployment's signing secret when ``COVEY_SECRET`` is unset (see ``covey.worker.signing``); never expires."""
-    return f"{PREFIX}:secret"
-
-
 # A sweep's submitter holds this lease while it runs and renews it every second;
 # units it claimed are adopted by another submitter only once its lease lapsed.
 SWEEP_OWNER_TTL_SECONDS = 5

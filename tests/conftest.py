@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 
 import pytest
 import redis
@@ -11,6 +12,9 @@ from tests.redis_server import RedisServer
 # must not leak into them (or into the workers and CLIs they start).
 for _name in [n for n in os.environ if n.startswith("COVEY_") or n == "OPENAI_API_KEY"]:
     del os.environ[_name]
+# Workers on this host keep their shared secret in the user's state directory: the
+# tests' own, not the developer's (covey.worker.signing).
+os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="covey-test-state-")
 
 
 @pytest.fixture(scope="session")

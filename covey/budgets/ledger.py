@@ -102,6 +102,7 @@ class AgentRow(BaseModel):
     deny: list[str] = []
     scopes: list[str] | None = None
     digest: str | None = None
+    ancestors: list[str] = []  # root..parent, as opened: the rows its calls charge besides its own
 
 
 class LedgerSnapshot(BaseModel):

@@ -405,6 +405,7 @@ def _agent_row(agent_id: str, raw: dict) -> AgentRow:
         deny=json.loads(f.get("deny") or "[]"),
         scopes=json.loads(f["scopes"]) if f.get("scopes") else None,
         digest=f.get("digest") or None,
+        ancestors=json.loads(f.get("ancestors") or "[]"),
         **{k: int(f.get(k, 0)) for k in _COUNTS},
         tokens_reserved=_reserved(f),
         **{k: _int(f.get(k)) for k in _LIMITS},

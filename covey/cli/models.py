@@ -8,6 +8,7 @@ from covey import wire
 from covey.cli.app import cli, print_json
 from covey.config.settings import get_settings
 from covey.models.catalog import Catalog
+from covey.worker.redaction import redact
 
 
 @cli.command("models")
@@ -15,7 +16,16 @@ from covey.models.catalog import Catalog
 def models(as_json: bool) -> None:
     """List the models served with this machine's settings (COVEY_MODELS, COVEY_OPENAI_BASE_URL,
     OPENAI_API_KEY): name, endpoint, provider model id and whether its key variable is set."""
-    served = Catalog.from_settings(get_settings()).served()
+    # An endpoint's URL may carry a password, a param a key: neither is printed.
+    served = [
+        row.model_copy(
+            update={
+                "endpoint": redact(row.endpoint),
+                "params": {k: redact(v) if isinstance(v, str) else v for k, v in row.params.items()},
+            }
+        )
+        for row in Catalog.from_settings(get_settings()).served()
+    ]
     if as_json:
         print_json([row.model_dump(mode="json") for row in served])
         return

@@ -50,9 +50,14 @@ def worker(
     """Run covey's worker: a Celery worker per core, each with many slots."""
     from covey.models.catalog import Catalog
     from covey.worker import processes as worker_processes
+    from covey.worker import signing
 
     s = get_settings()
     Catalog.from_settings(s)  # a bad models file stops the worker here, not at its first job
+    try:
+        signing.shared_secret(s.secret, s.broker)  # made here once, before the processes that share it start
+    except signing.SecretRequired as e:
+        raise click.ClickException(str(e)) from None
     pool = pool or s.worker_pool
     names = [q.strip() for q in (queues or s.queue).split(",") if q.strip()]
     if not names:
@@ -85,7 +90,7 @@ def worker(
         argv.append("--events")
     if hostname:
         argv.append(f"--hostname={hostname}")
-    app.worker_main(argv)
+    sys.exit(app.start(argv))  # worker_main drops the exit code: an unrecoverable error would exit 0
 
 
 def _patch_for_gevent() -> None:

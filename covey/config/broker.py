@@ -6,11 +6,21 @@ table of reply callbacks every time, which py-spy showed as about 6% of a worker
 CPU. A client only borrows connections from its pool per command, so one client
 per pool serves every thread. Only a plain ``redis://`` broker takes this
 transport: ``rediss://`` and RabbitMQ keep kombu's own.
+
+It also keeps a Redis restart from killing the worker (kombu issue #582): when
+the consumer's connection drops, kombu closes its channels, and closing one gives
+its unacknowledged messages back through a fresh pool, built from the settings of
+a connection that is already closed (``AttributeError`` on ``None``). That error
+is no connection error, so it escaped kombu's close path and Celery stopped the
+worker with exit code 0. Here it is a connection error, which the close path
+ignores: the worker reconnects, and the messages stay in Redis's unacknowledged
+set until a worker restores them.
 """
 
 from __future__ import annotations
 
 from kombu.transport import redis as kombu_redis
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 SCHEME = "redis"
 
@@ -25,6 +35,11 @@ class Channel(kombu_redis.Channel):
         if self._client is None or self._client.connection_pool is not pool:
             self._client = super()._create_client()
         return self._client
+
+    def _connparams(self, asynchronous=False):
+        if self.connection is None or self.connection.client is None:
+            raise RedisConnectionError("the channel's broker connection is closed")
+        return super()._connparams(asynchronous=asynchronous)
 
 
 class Transport(kombu_redis.Transport):

@@ -29,6 +29,7 @@ from covey.tools.builtin import SPAWN_TOOLS
 from covey.tools.registry import narrow, offered, schemas
 from covey.worker.agent_state import AgentState
 from covey.worker.deps import Deps
+from covey.worker.redaction import redact
 from covey.worker.replay import CallRecord
 
 log = logging.getLogger(__name__)
@@ -150,7 +151,7 @@ def _call(
             params=state.spec.model_params,
         )
     except ModelError as e:  # charged what an answer that cannot be used cost (e.usage), else nothing
-        record = CallRecord(error=str(e), cause=e.cause, usage=e.usage)
+        record = CallRecord(error=redact(str(e)), cause=e.cause, usage=e.usage)  # kept for a replay: the error
         spent = e.usage.total_tokens if e.usage else 0
         deps.ledger.settle(ctx.job_id, ctx.chain, ctx.scopes, rid, tokens=spent, record=record.model_dump_json())
         return record

@@ -42,7 +42,7 @@ class Deps:
     @cached_property
     def secret(self) -> bytes:
         """What signs and checks the messages between workers (``covey.worker.signing``)."""
-        return signing.shared_secret(self.settings.secret, self.redis)
+        return signing.shared_secret(self.settings.secret, self.settings.broker)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Deps:

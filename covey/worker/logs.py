@@ -4,6 +4,9 @@
 Each agent step and state change is one line (``agent_event``) with the fields an
 operator filters on: job, agent, parent, depth, cycle, tokens, status. It carries
 ids and counts only, never a prompt, a reply or a setting, so no secret reaches it.
+Every other line (an error, a traceback, Celery's own) is redacted
+(``covey.worker.redaction``), and Celery's line for a finished task names the task,
+not what it returned: a root's return value is the job's whole answer.
 """
 
 from __future__ import annotations
@@ -13,7 +16,10 @@ import logging
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from celery.app import trace
 from celery.signals import after_setup_logger, after_setup_task_logger
+
+from covey.worker.redaction import Redacting
 
 if TYPE_CHECKING:
     from covey.status import AgentStatus
@@ -53,7 +59,7 @@ class JsonFormatter(logging.Formatter):
         fields = getattr(record, "covey", None)
         line.update(fields) if fields else line.update(message=record.getMessage())
         if record.exc_info:
-            line["exception"] = self.formatException(record.exc_info)
+            line["exception"] = record.exc_text or self.formatException(record.exc_info)
         return json.dumps(line, default=str)
 
 
@@ -62,16 +68,28 @@ def _json_handlers(logger: logging.Logger | None = None, **_: Any) -> None:
         handler.setFormatter(JsonFormatter())
 
 
+def _redacting_handlers(logger: logging.Logger | None = None, **_: Any) -> None:
+    for handler in (logger or logging.getLogger()).handlers:
+        handler.addFilter(Redacting())
+
+
 # The HTTP client logs each request at INFO, which Celery's worker shows: a second
 # line for every model call beside its agent event. Its warnings still show.
 HTTP_CLIENT_LOGGERS = ("httpx", "httpx2")
 
 
+# Celery's format for a task that succeeded, without its return value (celery.app.trace.LOG_SUCCESS).
+LOG_SUCCESS = "Task %(name)s[%(id)s] succeeded in %(runtime)ss"
+
+
 def install(log_format: str) -> None:
-    """Make Celery's worker and task loggers write JSON when asked to, and leave
-    the HTTP client's request lines out."""
+    """Make Celery's worker and task loggers redact what they write, and write JSON
+    when asked to; leave the HTTP client's request lines and tasks' return values out."""
     for name in HTTP_CLIENT_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
+    trace.LOG_SUCCESS = LOG_SUCCESS
+    after_setup_logger.connect(_redacting_handlers, weak=False)
+    after_setup_task_logger.connect(_redacting_handlers, weak=False)
     if log_format == "json":
         after_setup_logger.connect(_json_handlers, weak=False)
         after_setup_task_logger.connect(_json_handlers, weak=False)

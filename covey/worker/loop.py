@@ -16,7 +16,7 @@ from typing import Any
 from covey import keys
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentRow
-from covey.context import RunContext
+from covey.context import SUBAGENT_DIR, RunContext
 from covey.orchestration import registry
 from covey.orchestration.actions import (
     Action,
@@ -36,6 +36,7 @@ from covey.worker.agent_state import AgentState
 from covey.worker.calls import Stop, call_model, seconds_left
 from covey.worker.deps import Deps
 from covey.worker.logs import agent_event
+from covey.worker.redaction import redact
 from covey.worker.spawning import spawn, unreported
 from covey.worker.tools import run_tool
 
@@ -90,7 +91,9 @@ def begin(
 
 
 def _under_terms(ctx: RunContext, spec: AgentSpec, row: AgentRow) -> tuple[RunContext, AgentSpec]:
-    """The context and spec cut to the row: its tools, deny rules, caps, depth and scopes."""
+    """The context and spec cut to the row: its tools, deny rules, caps, depth and scopes,
+    and its place in the tree (ancestors, parent, workspace folder), which the agent's
+    id keys and no message can move."""
     allow = narrow(ctx.allow, row.tools)
     budget = Budget(
         max_tokens=row.tokens_limit,
@@ -101,7 +104,21 @@ def _under_terms(ctx: RunContext, spec: AgentSpec, row: AgentRow) -> tuple[RunCo
     )
     deny = sorted({*ctx.deny, *row.deny})
     scopes = ctx.scopes if row.scopes is None else row.scopes
-    ctx = ctx.model_copy(update={"allow": allow, "deny": deny, "budget": budget, "depth": row.depth, "scopes": scopes})
+    place = {
+        "ancestors": row.ancestors,
+        "parent_id": row.ancestors[-1] if row.ancestors else None,
+        "subroot": f"{SUBAGENT_DIR}/{ctx.agent_id}" if row.ancestors else "",
+    }
+    ctx = ctx.model_copy(
+        update={
+            "allow": allow,
+            "deny": deny,
+            "budget": budget,
+            "depth": row.depth,
+            "scopes": scopes,
+            **place,
+        }
+    )
     if row.agent_cycles_limit is not None and row.agent_cycles_limit < spec.max_cycles:
         spec = spec.model_copy(update={"max_cycles": row.agent_cycles_limit})
     return ctx, spec
@@ -240,6 +257,7 @@ def _finish(
 ) -> Finished:
     """Record the agent's result and drop what it kept only while running."""
     ctx = state.ctx
+    error = redact(error) if error else error  # a provider's error may echo a key
     node = state.node(status).model_copy(
         update={"output": output, "error": error, "cause": cause, "data": data, "finished_at": deps.now()}
     )

@@ -4,7 +4,9 @@ A Python process runs on one core, so a worker that keeps every core busy runs
 a Celery worker per core, each with many thread or greenlet slots (as a WSGI
 server runs workers x threads). This parent only starts them, hands a stop
 signal on, and stops the rest when one exits, returning its exit code: restarting
-a worker is its supervisor's job (systemd, compose), as for any Celery worker.
+a worker is its supervisor's job (systemd, compose), as for any Celery worker. A
+child that exits unasked has failed, whatever its code, so the parent's code is
+then never 0 and ``Restart=on-failure`` restarts it.
 Each child is killed with the parent (``PR_SET_PDEATHSIG`` on Linux), so a killed
 parent leaves no worker behind; its unacknowledged tasks go to another worker.
 """
@@ -23,6 +25,7 @@ log = logging.getLogger(__name__)
 
 PR_SET_PDEATHSIG = 1
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
+EXIT_UNASKED = 1  # a child exited with 0 while no one asked the workers to stop
 STOP_SECONDS = 60  # a warm shutdown lets running steps finish; past this, the children are killed
 
 
@@ -60,7 +63,8 @@ def run(argv_for: Callable[[int], list[str]], processes: int, env: dict[str, str
         signal.signal(signum, stop)
     pid, status = os.wait()  # the first child to exit (its Popen then reads it as gone)
     first = os.waitstatus_to_exitcode(status)
-    if not stopping:
+    asked = bool(stopping)
+    if not asked:
         log.warning("worker process %s exited (%s): stopping the others", pid, first)
         stop(signal.SIGTERM, None)
     for child in children:
@@ -69,7 +73,8 @@ def run(argv_for: Callable[[int], list[str]], processes: int, env: dict[str, str
         except subprocess.TimeoutExpired:
             child.kill()
             child.wait()
-    return first if first >= 0 else 128 - first
+    code = first if first >= 0 else 128 - first
+    return code or (0 if asked else EXIT_UNASKED)
 
 
 def argv(pool: str, slots: int, loglevel: str, queues: list[str], hostname: str) -> list[str]:

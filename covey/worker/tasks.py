@@ -16,7 +16,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from celery import chord, group
+from celery import chord, group, uuid
 from celery import states as celery_states
 from celery.exceptions import Ignore, Reject, Retry
 from kombu.exceptions import OperationalError
@@ -37,14 +37,15 @@ from covey.worker.agent_state import AgentState, UnreadableCheckpoint, dump_chec
 from covey.worker.app import app
 from covey.worker.deps import Deps, worker_deps
 from covey.worker.handover import HandingOn
+from covey.worker.redaction import redact
 
 log = logging.getLogger(__name__)
 
 
-def _signed_or_ignored(payload: dict[str, Any], sig: Any, name: str) -> None:
-    """Drop a message no covey worker signed, before anything is read or written for
-    it (not even a result under its task id, which may be another job's)."""
-    if not signing.valid(worker_deps().secret, payload, sig):
+def _signed_or_ignored(task, payload: dict[str, Any], sig: Any, name: str) -> None:
+    """Drop a message no covey worker signed for this task's id, before anything is
+    read or written for it (not even a result under its task id, which may be another job's)."""
+    if not signing.valid(worker_deps().secret, task.request.id, payload, sig):
         log.warning("refused a %s message without a valid signature: %s", name, wire.first_words(str(payload), 12))
         raise Ignore()
 
@@ -112,7 +113,7 @@ def run_job(self, spec: Any) -> dict[str, Any]:
 @app.task(base=HandingOn, bind=True, name=wire.AGENT)
 def agent(self, ctx: dict[str, Any], spec: dict[str, Any], sig: str | None = None) -> dict[str, Any]:
     """Run one sub-agent, if a covey worker sent it (see ``covey.worker.signing``)."""
-    _signed_or_ignored({"ctx": ctx, "spec": spec}, sig, wire.AGENT)
+    _signed_or_ignored(self, {"ctx": ctx, "spec": spec}, sig, wire.AGENT)
 
     def start() -> tuple[AgentState, Action]:
         return loop.begin(
@@ -129,7 +130,7 @@ def resume(
     """The chord callback: reload the waiting parent and go on with its children's
     results, as their own nodes recorded them (the message's copy is not trusted)."""
 
-    _signed_or_ignored(_resume_payload(job_id, agent_id, spawn_round), sig, wire.RESUME)
+    _signed_or_ignored(self, _resume_payload(job_id, agent_id, spawn_round), sig, wire.RESUME)
 
     def join() -> tuple[AgentState, Action]:
         # Past this round: it waits on no children, or a paused step is its next task.
@@ -144,7 +145,7 @@ def resume(
 @app.task(base=HandingOn, bind=True, name=wire.PROCEED)
 def proceed(self, job_id: str, agent_id: str, step: int, sig: str | None = None) -> dict[str, Any]:
     """Go on with an agent whose last task used up its slice (``COVEY_SLICE_SECONDS``)."""
-    _signed_or_ignored(_proceed_payload(job_id, agent_id, step), sig, wire.PROCEED)
+    _signed_or_ignored(self, _proceed_payload(job_id, agent_id, step), sig, wire.PROCEED)
 
     def take_up() -> tuple[AgentState, Action]:
         # Past this step: the action it paused before was taken.
@@ -239,6 +240,7 @@ def _crashed(
     usage its node last recorded. The result reaches the parent's chord even when
     Redis cannot be written: the crash path needs no Redis to report."""
     deps = worker_deps()
+    error = redact(error)  # an exception's text may quote a key
     node = _failed(Node(agent_id=agent_id), error, spent, cause)
     try:
         known = deps.tree.node(job_id, agent_id)
@@ -283,18 +285,19 @@ def _drive(task, state: AgentState, action: Action) -> dict[str, Any]:
         raise Ignore()
     if isinstance(outcome, loop.Paused):
         deps.tree.record(ctx.job_id, state.node(AgentStatus.RUNNING))
-        sig = signing.sign(deps.secret, _proceed_payload(ctx.job_id, ctx.agent_id, state.step))
+        # A replacement keeps the replaced task's id: the id its signature is made for.
+        sig = signing.sign(deps.secret, task.request.id, _proceed_payload(ctx.job_id, ctx.agent_id, state.step))
         return task.replace(
             proceed.s(job_id=ctx.job_id, agent_id=ctx.agent_id, step=state.step, sig=sig).set(
-                **wire.proceed(ctx.job_id, ctx.agent_id, state.step)
+                task_id=task.request.id, **wire.proceed(ctx.job_id, ctx.agent_id, state.step)
             )
         )
     deps.tree.record(ctx.job_id, state.node(AgentStatus.WAITING))
     header = group(_agent_message(deps.secret, c, s) for c, s in outcome.children)
     spawn_round = outcome.state.spawn_round
-    sig = signing.sign(deps.secret, _resume_payload(ctx.job_id, ctx.agent_id, spawn_round))
+    sig = signing.sign(deps.secret, task.request.id, _resume_payload(ctx.job_id, ctx.agent_id, spawn_round))
     callback = resume.s(job_id=ctx.job_id, agent_id=ctx.agent_id, spawn_round=spawn_round, sig=sig).set(
-        **wire.resume(ctx.job_id, ctx.agent_id, spawn_round, len(outcome.children))
+        task_id=task.request.id, **wire.resume(ctx.job_id, ctx.agent_id, spawn_round, len(outcome.children))
     )
     return task.replace(chord(header, callback))
 
@@ -311,14 +314,16 @@ def _reported(result: AgentResult) -> dict[str, Any]:
 
 
 def _agent_message(secret: bytes, ctx: RunContext, spec: AgentSpec):
-    """A child's ``covey.agent`` signature: its context and spec, signed, labelled for Flower.
+    """A child's ``covey.agent`` signature: its context and spec, signed for its own task id,
+    labelled for Flower.
 
     Its result goes to its parent's chord but is not kept under its task id: the
     parent reads the child's tree node, and a kept result would cost Redis most of
     a kilobyte per agent for ``COVEY_JOB_TTL``."""
     payload = {"ctx": ctx.model_dump(mode="json"), "spec": spec.model_dump(mode="json")}
-    return agent.s(**payload, sig=signing.sign(secret, payload)).set(
-        ignore_result=True, **wire.agent(ctx.job_id, ctx.agent_id, spec.role, ctx.depth, spec.task)
+    task_id = uuid()
+    return agent.s(**payload, sig=signing.sign(secret, task_id, payload)).set(
+        task_id=task_id, ignore_result=True, **wire.agent(ctx.job_id, ctx.agent_id, spec.role, ctx.depth, spec.task)
     )
 
 

@@ -28,22 +28,15 @@ def worker_env(redis_url: str, **extra: str) -> dict[str, str]:
 def start_worker(
     redis_url: str, concurrency: int = 1, pool: str = "threads", processes: int = 1, **extra: str
 ) -> subprocess.Popen:
+    flags = ["--concurrency", str(concurrency), "--pool", pool, "--processes", str(processes), "--loglevel", "info"]
+    return start_covey_worker(redis_url, flags, **extra)
+
+
+def start_covey_worker(redis_url: str, flags: list[str], **extra: str) -> subprocess.Popen:
+    """``covey worker`` with these flags only (none: every default, as a deployment runs it)."""
     log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"covey-worker-{os.getpid()}-{time.time_ns()}.log", "w")
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "covey",
-            "worker",
-            "--concurrency",
-            str(concurrency),
-            "--pool",
-            pool,
-            "--processes",
-            str(processes),
-            "--loglevel",
-            "info",
-        ],
+        [sys.executable, "-m", "covey", "worker", *flags],
         env=worker_env(redis_url, **extra),
         cwd=ROOT,
         stdout=log,

@@ -53,11 +53,13 @@ def test_a_redelivered_agent_step_is_charged_once(client):
     ctx = RunContext(job_id=job_id, agent_id="root", budget=budget)
     spec = AgentSpec(task="[sim:spawn width=2 depth=1] twice")
     kwargs = {"ctx": ctx.model_dump(mode="json"), "spec": spec.model_dump(mode="json")}
-    kwargs["sig"] = signing.sign(signing.shared_secret(None, client.redis), kwargs)  # as a worker signs it
+    task_id = str(uuid.uuid4())
+    secret = signing.shared_secret(None, client.settings.broker)
+    kwargs["sig"] = signing.sign(secret, task_id, kwargs)  # as a worker signs it
 
-    first = client.app.send_task("covey.agent", kwargs=kwargs).get(timeout=60)
+    first = client.app.send_task("covey.agent", kwargs=kwargs, task_id=task_id).get(timeout=60)
     once = client.ledger.snapshot(job_id)
-    second = client.app.send_task("covey.agent", kwargs=kwargs).get(timeout=60)
+    second = client.app.send_task("covey.agent", kwargs=kwargs, task_id=task_id).get(timeout=60)
     twice = client.ledger.snapshot(job_id)
 
     assert first["status"] == second["status"] == "completed"

@@ -1,8 +1,11 @@
 """Only covey's own messages run agents: forged covey.agent, covey.resume and
-run_job messages are refused, and the job they aim at is untouched."""
+run_job messages are refused, and so is a real message replayed under another task
+id; the job they aim at is untouched."""
 
 from __future__ import annotations
 
+import base64
+import json
 import uuid
 
 import pytest
@@ -11,6 +14,7 @@ from celery import Celery
 from covey.context import RunContext
 from covey.spec import AgentSpec
 from covey.worker import signing
+from tests.integration.test_durability import wait_until
 
 
 @pytest.fixture
@@ -61,12 +65,10 @@ def test_a_forged_agent_message_is_refused(client, broker, signature):
     handle, _ = victim(client)
     child = handle.tree()[1].agent_id  # an agent its ledger really opened
     before = snapshot(client, handle.id)
-    wire = agent_message(handle.id, child)
+    wire, task_id = agent_message(handle.id, child), str(uuid.uuid4())
     if signature == "made with another secret":
-        signature = signing.sign(b"not the deployment's secret", wire)
-    forged = broker.send_task(
-        "covey.agent", kwargs={**wire, "sig": signature}, queue="covey", task_id=str(uuid.uuid4())
-    )
+        signature = signing.sign(b"not the deployment's secret", task_id, wire)
+    forged = broker.send_task("covey.agent", kwargs={**wire, "sig": signature}, queue="covey", task_id=task_id)
     chase(client)
     assert snapshot(client, handle.id) == before
     assert forged.state in ("PENDING", "STARTED")  # no result was stored under its id
@@ -100,3 +102,27 @@ def test_a_run_job_reusing_a_running_jobs_id_is_refused(client, broker):
     chase(client)
     assert client.job(running.id).result(timeout=5).output == "4"
     assert [n.task for n in client.job(running.id).tree()] == ["[sim:latency 1500] What is 2 + 2?"]
+
+
+def in_flight(client, task: str) -> dict:
+    """The arguments of a ``task`` message the worker holds unacknowledged: what
+    anyone who reaches the broker can read."""
+    for raw in client.redis.hvals("unacked"):
+        message = json.loads(raw)[0]
+        if message["headers"]["task"] == task:
+            return json.loads(base64.b64decode(message["body"]))[1]
+    return {}
+
+
+def test_a_real_agent_message_replayed_under_another_task_id_is_refused(client, broker):
+    handle = client.submit(
+        client.spec("[sim:spawn width=1 depth=1] [sim:latency 600] What is 2 + 3?", budget={"max_depth": 2})
+    )
+    captured: dict = {}
+    wait_until(lambda: captured.update(in_flight(client, "covey.agent")) or captured, "a child's message in flight")
+    assert handle.result(timeout=60).ok
+    before = snapshot(client, handle.id)
+    replayed = broker.send_task("covey.agent", kwargs=captured, queue="covey", task_id=str(uuid.uuid4()))
+    chase(client)
+    assert snapshot(client, handle.id) == before
+    assert replayed.state == "PENDING"  # refused unread: no result under the id it was replayed as

@@ -1,6 +1,7 @@
 """The worker's log lines, through a real worker on a Redis with a password and
 an API key set: one JSON line per agent step and state change, one warning line
-for an invalid spec, and no secret in any log line, result, tree or Flower field."""
+for an invalid spec, and no secret in any log line, result, tree or Flower field,
+not even when the provider's error echoes the key, nor in ``covey models``."""
 
 from __future__ import annotations
 
@@ -12,11 +13,20 @@ import uuid
 
 import httpx2 as httpx
 import pytest
+import redis
 
 from covey.client import Client
 from covey.config.settings import Settings
 from covey.status import AgentStatus
-from tests.integration.conftest import ROOT, start_worker, stop_worker, wait_for_worker, worker_env
+from tests.integration.conftest import (
+    ROOT,
+    SIMHTTP,
+    start_sim_server,
+    start_worker,
+    stop_worker,
+    wait_for_worker,
+    worker_env,
+)
 from tests.redis_server import RedisServer, free_port
 
 PASSWORD = f"redis-pw-{uuid.uuid4().hex}"
@@ -25,12 +35,26 @@ AUTH = ("ops", "flower-pw")
 
 
 @pytest.fixture(scope="module")
-def guarded():
-    """A Redis with a password, a worker logging JSON with an API key, and Flower."""
+def guarded(tmp_path_factory):
+    """A Redis with a password, a worker logging JSON with an API key, and Flower;
+    ``simhttp`` (``covey sim-server``) is called with that key, and the models file
+    names an endpoint whose URL holds the Redis password."""
     with RedisServer(password=PASSWORD) as server:
+        sim, base_url = start_sim_server(server.url)
+        models = tmp_path_factory.mktemp("models") / "models.toml"
+        models.write_text(
+            f'[models.{SIMHTTP}]\nbase_url = "{base_url}"\napi_key_env = "SIMHTTP_KEY"\nmodel = "sim"\n\n'
+            f'[models.private]\nbase_url = "https://ops:{PASSWORD}@models.internal/v1"\napi_key_env = "SIMHTTP_KEY"\n'
+        )
         # Task events from the start (Flower starts beside the worker, so it cannot ask first),
         # and extended results: everything a secret could leak through is on.
-        env = {"COVEY_OPENAI_API_KEY": API_KEY, "COVEY_LOG_FORMAT": "json", "COVEY_TASK_EVENTS": "1"}
+        env = {
+            "COVEY_OPENAI_API_KEY": API_KEY,
+            "COVEY_LOG_FORMAT": "json",
+            "COVEY_TASK_EVENTS": "1",
+            "COVEY_MODELS": str(models),
+            "SIMHTTP_KEY": API_KEY,
+        }
         worker = start_worker(server.url, **env)
         client = Client(Settings(redis_url=server.url, model="sim"))
         port = free_port()
@@ -43,9 +67,10 @@ def guarded():
         )
         try:
             wait_for_worker(client, worker)
-            yield client, worker, f"http://127.0.0.1:{port}"
+            yield client, worker, f"http://127.0.0.1:{port}", env
         finally:
             client.close()
+            stop_worker(sim)
             stop_worker(flower)
             stop_worker(worker)
             worker.log_path.unlink(missing_ok=True)
@@ -80,7 +105,7 @@ def events(worker, job_id: str) -> list[dict]:
 
 
 def test_every_step_and_state_change_is_one_json_line_and_no_secret_leaks(guarded):
-    client, worker, flower = guarded
+    client, worker, flower, _ = guarded
     handle = client.submit(client.spec("[sim:spawn width=2 depth=1] go", budget={"max_depth": 1}))
     result = handle.result(timeout=60)
     assert result.status is AgentStatus.COMPLETED
@@ -114,7 +139,7 @@ def test_every_step_and_state_change_is_one_json_line_and_no_secret_leaks(guarde
 
 
 def test_an_invalid_spec_is_one_warning_line_without_a_traceback(guarded):
-    client, worker, _ = guarded
+    client, worker, _, _ = guarded
     sent = client.app.send_task("covey.run_job", kwargs={"spec": {"task": "x", "max_cycles": "many"}})
     with pytest.raises(Exception, match="max_cycles"):
         sent.get(timeout=60)
@@ -123,3 +148,42 @@ def test_an_invalid_spec_is_one_warning_line_without_a_traceback(guarded):
     assert [r["level"] for r in about if r["level"] != "INFO"] == ["WARNING"]
     assert "max_cycles" in next(r["message"] for r in about if r["level"] == "WARNING")
     assert "Traceback" not in worker.log_path.read_text()
+
+
+def test_a_provider_error_echoing_the_key_reaches_no_result_tree_log_or_flower(guarded):
+    client, worker, flower, _ = guarded
+    handle = client.submit(client.spec("[sim:fail 401] What is 1 + 1?", model=SIMHTTP))
+    result = handle.result(timeout=60)
+    assert result.status is AgentStatus.FAILED
+    assert result.error.startswith("model call failed: HTTP 401: sim: scripted auth failure for Authorization: ***")
+    meta = redis.Redis.from_url(client.settings.redis_url).get(f"celery-task-meta-{handle.id}").decode()
+    visible = "\n".join(
+        [
+            worker.log_path.read_text(),
+            result.model_dump_json(),
+            meta,
+            json.dumps([n.model_dump(mode="json") for n in handle.tree()]),
+            flower_tasks(flower, handle.id),
+        ]
+    )
+    assert API_KEY not in visible
+    assert f"Task covey.run_job[{handle.id}] succeeded in " in visible  # Celery's line: the task, not its answer
+    assert "model call failed" not in worker.log_path.read_text()
+
+
+def test_covey_models_shows_no_password_in_an_endpoint(guarded):
+    client, _, _, env = guarded
+    env = worker_env(client.settings.redis_url, **env)
+    for args in ((), ("--json",)):
+        listed = subprocess.run(
+            [sys.executable, "-m", "covey", "models", *args],
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert listed.returncode == 0, listed.stderr
+        assert "https://ops:***@models.internal/v1" in listed.stdout
+        assert PASSWORD not in listed.stdout

@@ -1,4 +1,5 @@
-"""Redis restarted mid-tree (with its append-only file) is waited out: the job
+"""Redis restarted mid-tree (with its append-only file) is waited out by ``covey
+worker`` as deployed, every flag at its default: the worker lives on, and the job
 completes soon after Redis returns, charged exactly as a clean run."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ import time
 
 from covey.client import Client
 from covey.config.settings import Settings
-from tests.integration.conftest import start_worker, stop_worker, wait_for_worker
+from tests.integration.conftest import start_covey_worker, stop_worker, wait_for_worker
 from tests.integration.test_durability import assert_charged_once, wait_until
 from tests.redis_server import AofRedis
 
@@ -18,7 +19,7 @@ DOWN_SECONDS = 5
 def test_a_tree_outlives_a_redis_restart_with_default_settings():
     with AofRedis() as server:
         client = Client(Settings(redis_url=server.url))
-        worker = start_worker(server.url, concurrency=4)  # every setting at its default
+        worker = start_covey_worker(server.url, [])  # every flag and setting at its default
         try:
             wait_for_worker(client, worker)
             spec = client.spec("[sim:spawn width=3 depth=2] [sim:latency 400] outage")
@@ -33,8 +34,10 @@ def test_a_tree_outlives_a_redis_restart_with_default_settings():
             assert result.output == clean.output == "leaves=9"
             assert result.usage == clean.usage, "charged differently from a clean run"
             assert_charged_once(client, handle, result)
+            assert worker.poll() is None, f"the worker exited with {worker.returncode}"
         finally:
             stop_worker(worker)
             client.close()
         log = worker.log_path.read_text()
         assert "crashed" not in log, log[-3000:]
+        assert "Unrecoverable error" not in log and "exited" not in log, log[-3000:]

@@ -42,8 +42,10 @@ WORKER_QUEUE, UNACKED = "covey", "unacked"  # kombu's Redis transport: the queue
 # redelivers a healthy task, even one stalled through the whole partition, yet a
 # message lost with a dropped connection comes back well within RECOVERY_SECONDS.
 # One worker process (COVEY_WORKER_PROCESSES; older covey ignores it) of 4 threads.
+# Its broker is across the link, not on loopback: it needs a COVEY_SECRET.
 WORKER_ENV = {
     "COVEY_WORKER_PROCESSES": "1",
+    "COVEY_SECRET": "partition-test-secret",
     "COVEY_SLICE_SECONDS": "10",
     "COVEY_MODEL_TIMEOUT": "5",
     "COVEY_MODEL_RETRIES": "0",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import redis
 
-from covey import keys
 from covey.client import Client
 from covey.config.settings import Settings
 from tests.integration.conftest import start_worker, stop_worker, wait_for_worker
@@ -25,7 +24,7 @@ def test_every_key_a_finished_job_leaves_expires_within_covey_job_ttl():
             client.close()
         assert result.ok, result.error
         r = redis.Redis.from_url(server.url, decode_responses=True)
-        fleet = ("_kombu", "unacked", keys.secret())  # the broker's own keys, and the workers' shared secret
+        fleet = ("_kombu", "unacked")  # the broker's own keys
         kept = {key: r.ttl(key) for key in r.scan_iter(count=1000) if not key.startswith(fleet)}
         assert any(result.job_id in key for key in kept), "the job left no records to read"
         assert {k: t for k, t in kept.items() if not 0 < t <= TTL} == {}, "kept past COVEY_JOB_TTL, or forever"

@@ -297,6 +297,22 @@ def test_an_agent_charges_the_scopes_its_ledger_row_holds_not_its_messages(deps)
     assert state.ctx.scopes == ["global", "tenant:acme"]
 
 
+def test_a_child_writes_and_charges_where_its_ledger_row_puts_it_not_its_message(deps):
+    ctx = root(deps, Budget(max_tokens=100_000, max_depth=2))
+    deps.ledger.open_root(ctx.job_id, "root", ctx.budget, AgentTerms(scopes=["global"]))
+    child = child_agent_id("root", 1, 0)
+    assert deps.ledger.open(ctx.job_id, ["root"], child, Budget(max_tokens=10_000, max_depth=1)).ok
+    # A message that puts the child at the top of the tree: no ancestors, the whole workspace its own.
+    forged = RunContext(job_id=ctx.job_id, agent_id=child, budget=Budget(max_depth=5), subroot="")
+    state, action = loop.begin(deps, forged, AgentSpec(task="[sim:write pwned.md] pwned", tools=["write_file"]))
+    assert (state.ctx.ancestors, state.ctx.parent_id, state.ctx.subroot) == (["root"], "root", f".sub_agents/{child}")
+    out = loop.advance(deps, state, action)
+    assert out.result.status is AgentStatus.COMPLETED, out.result.error
+    assert deps.workspace(ctx.job_id).files() == [f".sub_agents/{child}/pwned.md"]
+    rows = {row.agent_id: row for row in deps.ledger.snapshot(ctx.job_id).agents}
+    assert rows["root"].tokens_used == rows[child].tokens_used == out.result.usage.total_tokens > 0
+
+
 def test_a_strategys_finish_without_a_cause_takes_its_latest_like_childs_or_gives_up():
     refused = Cause(kind=CauseKind.BUDGET, scope="sweep:s1", resource=Resource.TOKENS)
     children = [

@@ -12,7 +12,7 @@
 -- ARGV[10]    the child's own cycle cap ('' = none)
 -- ARGV[11]    the global scopes the job charges, a JSON list ('' = not recorded)
 -- ARGV[12]    a digest of the message that started the job ('' = none)
--- ARGV[13..]  the ancestors' ids, in KEYS order (for messages)
+-- ARGV[13..]  the ancestors' ids, in KEYS order (for messages; kept as the row's ancestors, a JSON list)
 -- Returns {1, tokens, cycles, agents, depth_limit, deadline} ('' = unlimited/none),
 -- the stored limits if the child is already open; {0, reason, 'agent', id, resource}
 -- when refused: the ancestor whose cap was reached and which ('depth' or 'agents');
@@ -89,6 +89,7 @@ table.insert(fields, 'deny'); table.insert(fields, ARGV[9])
 if ARGV[10] ~= '' then table.insert(fields, 'agent_cycles_limit'); table.insert(fields, ARGV[10]) end
 if ARGV[11] ~= '' then table.insert(fields, 'scopes'); table.insert(fields, ARGV[11]) end
 if ARGV[12] ~= '' then table.insert(fields, 'digest'); table.insert(fields, ARGV[12]) end
+if n > 0 then table.insert(fields, 'ancestors'); table.insert(fields, cjson.encode({unpack(ARGV, 13)})) end
 redis.call('HSET', child, unpack(fields))
 redis.call('EXPIRE', child, ttl)
 redis.call('SADD', KEYS[2], ARGV[1])

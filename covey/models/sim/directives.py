@@ -10,8 +10,10 @@ byte, more than any tokenizer could, as a provider over-reporting usage would.
 
 Directives live in the task text (the first ``user`` message):
 
-- ``[sim:fail 429|500|timeout|bad_args|unknown_tool|bad_json]`` on the agent's first call
-  (``bad_json``: valid JSON content that matches no schema with required properties);
+- ``[sim:fail 429|500|401|timeout|bad_args|unknown_tool|bad_json]`` on the agent's first call
+  (``bad_json``: valid JSON content that matches no schema with required properties;
+  ``401``: an auth error whose message echoes the request's ``Authorization`` header,
+  as some providers' do);
   with ``part=I`` (``[sim:fail 500 part=2]``) only in the child whose task ends
   ``(part I of W)``, so one sibling of a spawn fails and the others do not
 - ``[sim:latency MS]`` sleep before every reply
@@ -42,7 +44,7 @@ from typing import Any
 from covey.models.tokens import byte_tokens, prompt_text
 
 BILL_MODES = frozenset({"bytes", "over"})
-FAIL_KINDS = frozenset({"429", "500", "timeout", "bad_args", "unknown_tool", "bad_json"})
+FAIL_KINDS = frozenset({"429", "500", "401", "timeout", "bad_args", "unknown_tool", "bad_json"})
 
 _DIRECTIVE = re.compile(r"\[sim:([A-Za-z_]+)(?:\s+([^\]]*))?\]")
 _SPAWN_ARGS = re.compile(r"width=(\d+)\s+depth=(\d+)")

@@ -215,6 +215,9 @@ def _fail(kind: str, request: httpx2.Request) -> httpx2.Response | _Reply | None
         return _error(429, "sim: scripted rate limit", "rate_limit_error", "rate_limit_exceeded", retry=True)
     if kind == "500":
         return _error(500, "sim: scripted server error", "server_error", "server_error", retry=True)
+    if kind == "401":
+        echoed = f"sim: scripted auth failure for Authorization: {request.headers.get('authorization')}"
+        return _error(401, echoed, "invalid_request_error", "invalid_api_key")
     if kind == "timeout":
         raise httpx2.ReadTimeout("sim timeout", request=request)
     if kind == "bad_args":
