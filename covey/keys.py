@@ -59,9 +59,43 @@ def replies(job_id: str, agent_id: str) -> str:
 
 
 def checkpoint(job_id: str, agent_id: str) -> str:
-    """Hash: a waiting agent's fan-out round and its state, read back by the chord
-    callback that resumes it. Deleted when the agent finishes."""
+    """Hash: a paused or waiting agent's step and its state, read back by the task
+    that takes it up again. Deleted when the agent finishes."""
     return f"{_job(job_id)}:state:{agent_id}"
+
+
+def expected(job_id: str) -> str:
+    """Hash: agent id -> JSON of the one message its next step is (name, task id,
+    kwargs, options), recorded before it is sent: the job's outbox. A step whose
+    message is not the one recorded here is dropped; one recorded here that is in
+    no queue is sent again (``covey.worker.reconciler``)."""
+    return f"{_job(job_id)}:expected"
+
+
+def pending(job_id: str, agent_id: str) -> str:
+    """Set of a waiting agent's children that have not finished: each child's final
+    record removes itself, and the one that empties it sends the agent's resume."""
+    return f"{_job(job_id)}:pending:{agent_id}"
+
+
+def joins(job_id: str) -> str:
+    """Hash: waiting agent id -> JSON of the resume message its last child sends."""
+    return f"{_job(job_id)}:joins"
+
+
+def expecting() -> str:
+    """Set across jobs of the job ids whose outbox (``expected``) may hold messages,
+    so the reconciler looks at those jobs only; a member whose outbox is gone is dropped."""
+    return f"{PREFIX}:expecting"
+
+
+# One worker at a time reconciles; the lock outlives a pass, and lapses on its own
+# when the worker holding it dies.
+RECONCILE_LOCK_SECONDS = 30
+
+
+def reconciler_lock() -> str:
+    return f"{PREFIX}:reconciler"
 
 
 def nodes(job_id: str) -> str:

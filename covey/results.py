@@ -1,6 +1,6 @@
 """``AgentResult``: what every agent returns, whatever went wrong.
 
-A child never raises into its parent's chord; every failure is a result with a
+A child never fails its parent's join; every failure is a result with a
 status and a ``Cause``, so the join always happens and the parent decides what to do.
 """
 

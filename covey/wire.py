@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 
 RUN_JOB = "covey.run_job"  # a job's root agent; the job id is the task id
 AGENT = "covey.agent"  # a sub-agent, sent by its parent's fan-out
-RESUME = "covey.resume"  # the chord callback that resumes a waiting parent
+RESUME = "covey.resume"  # sent by a waiting parent's last child to finish: resumes it
 PROCEED = "covey.proceed"  # an agent taken up again after its slice ran out
 
 TASK_WORDS = 8  # enough of a task to tell siblings apart at a glance
@@ -47,7 +47,7 @@ def agent(job_id: str, agent_id: str, role: str, depth: int, task: str) -> dict[
 
 
 def resume(job_id: str, agent_id: str, spawn_round: int, children: int) -> dict[str, str]:
-    """The repr options of the chord callback that resumes a waiting agent."""
+    """The repr options of the task that resumes a waiting agent after its ``children``."""
     return {
         "argsrepr": f"[{children} child results]",
         "kwargsrepr": f"job={job_id} agent={agent_id} round={spawn_round}",

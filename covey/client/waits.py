@@ -1,21 +1,25 @@
 """Why a job is not moving: what a wait tells the user instead of waiting in silence.
 
 A job can sit still for reasons no result will ever report: its message went to a
-queue no covey worker reads, no worker reads covey's queue at all, or the worker
-running some of its agents died and the broker has not handed their tasks to
-another one yet. Each is found from the broker, the workers' own answers and the
-job's tree, and said in one line naming what is stuck.
+queue no covey worker reads, no worker reads covey's queue at all, a message its
+outbox expects was lost (it is sent again here, as the workers' reconciler does),
+or the worker running some of its agents died and the broker has not handed their
+tasks to another one yet. Each is found from the broker, the workers' own answers
+and the job's tree, and said in one line naming what is stuck.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from typing import TYPE_CHECKING
 
 import redis
 
 from covey.status import AgentStatus
+from covey.store.outbox import Message
 from covey.store.tree import Node
+from covey.worker.reconciler import Reconciler, send
 
 if TYPE_CHECKING:
     from covey.client import Client
@@ -24,13 +28,20 @@ DEFAULT_CELERY_QUEUE = "celery"  # where a Celery client sends a task that names
 QUEUE_PEEK = 1000  # messages looked at per queue: enough for a queue someone is waiting on
 INSPECT_SECONDS = 0.5  # how long workers get to answer an inspect broadcast
 STALLED_SHOWN = 5  # agents named in a message; the rest are counted
+LOOKS_APART_SECONDS = 1.0  # a message missing at two looks this far apart was lost, not on its way
+
+
+def _redis_broker(client: Client) -> redis.Redis | None:
+    if not client.settings.broker.startswith(("redis://", "rediss://", "unix://")):
+        return None
+    return redis.Redis.from_url(client.settings.broker, decode_responses=True)
 
 
 def queue_of(client: Client, job_id: str) -> str | None:
     """The broker queue whose first messages hold the job's, on a Redis broker (else None)."""
-    if not client.settings.broker.startswith(("redis://", "rediss://", "unix://")):
+    broker = _redis_broker(client)
+    if broker is None:
         return None
-    broker = redis.Redis.from_url(client.settings.broker, decode_responses=True)
     try:
         for queue in dict.fromkeys([client.settings.queue, DEFAULT_CELERY_QUEUE]):
             if broker.type(queue) != "list":
@@ -48,6 +59,21 @@ def _message_id(raw: str) -> str | None:
         return json.loads(raw).get("headers", {}).get("id")
     except (ValueError, AttributeError):
         return None
+
+
+def resend_lost(client: Client, job_id: str) -> list[Message]:
+    """The job's expected messages that are in no queue and no unacknowledged set at
+    two looks, sent again (on a Redis broker; else none)."""
+    broker = _redis_broker(client)
+    if broker is None:
+        return []
+    try:
+        reconciler = Reconciler(client.redis, broker, [client.settings.queue], lambda m: send(client.app, m))
+        reconciler.look([job_id])
+        time.sleep(LOOKS_APART_SECONDS)
+        return reconciler.look([job_id])
+    finally:
+        broker.close()
 
 
 def live_task_ids(client: Client) -> set[str] | None:
@@ -75,6 +101,10 @@ def why_stuck(client: Client, job_id: str) -> str | None:
                 f"no worker reads queue {client.settings.queue!r}; job {job_id} waits until one starts (covey worker)"
             )
         return None
+    lost = resend_lost(client, job_id)
+    if lost:
+        agents = ", ".join(m.kwargs.get("agent_id") or m.kwargs.get("ctx", {}).get("agent_id", "?") for m in lost)
+        return f"job {job_id} waited on {len(lost)} lost message(s), now sent again: {agents}"
     live = live_task_ids(client)
     stuck = [n for n in nodes if n.status is AgentStatus.RUNNING and (live is None or n.task_id not in live)]
     if live is None:

@@ -1,8 +1,9 @@
 """Celery's Redis result store, on a pool that waits out an outage (``covey.config.connections``).
 
-A chord counts its finished children in this store; a count lost to a Redis
-restart would leave the parent waiting for good, so its commands get the same
-patient retries and slot-sized pool as the worker's own Redis client.
+A root's result is stored here under the job id, and a client waits on it; a
+write lost to a Redis restart would leave the client waiting for good, so its
+commands get the same patient retries and slot-sized pool as the worker's own
+Redis client.
 """
 
 from __future__ import annotations

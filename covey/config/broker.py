@@ -22,6 +22,8 @@ from __future__ import annotations
 from kombu.transport import redis as kombu_redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
+from covey.config import faults
+
 SCHEME = "redis"
 
 
@@ -44,6 +46,13 @@ class Channel(kombu_redis.Channel):
 
 class Transport(kombu_redis.Transport):
     Channel = Channel
+
+    def _deliver(self, message, queue):
+        # The pop has returned; the delivery is recorded as unacknowledged only in
+        # what follows: a worker killed here loses the message (the outbox does not).
+        if "task" in message.get("headers", {}):  # a task's message, not a broadcast or an event
+            faults.at("after_pop")
+        return super()._deliver(message, queue)
 
 
 def transport(url: str) -> str | None:

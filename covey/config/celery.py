@@ -64,7 +64,7 @@ def _redis_link() -> dict[str, Any]:
 
 def _outages_waited_out(settings: Settings) -> dict[str, Any]:
     """A broker or result store that is briefly away costs a wait, bounded by
-    ``COVEY_REDIS_OUTAGE_SECONDS``, not a lost result or a chord that never joins;
+    ``COVEY_REDIS_OUTAGE_SECONDS``, not a lost result or a message never sent;
     every pool holds a connection per worker slot."""
     outage, pause = settings.redis_outage_seconds, connections.BACKOFF_CAP_SECONDS
     retries = math.ceil(outage / pause)

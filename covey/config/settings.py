@@ -104,6 +104,16 @@ class Settings(BaseSettings):
         le=MAX_SECONDS,
         description="how often a worker looks for a dead worker's tasks to redeliver",
     )
+    reconcile_seconds: float = Field(
+        default=5.0,
+        gt=0,
+        le=MAX_SECONDS,
+        description="how often one of the workers sends again the expected messages found in no queue "
+        "(covey.worker.reconciler); a message is looked for only once it is this old",
+    )
+    fault: str | None = Field(
+        default=None, description="kill the worker at named points, for tests (covey.config.faults)"
+    )
 
     @property
     def worker_slots(self) -> int:

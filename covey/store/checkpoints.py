@@ -1,20 +1,24 @@
-"""A waiting agent's state in Redis: saved before its chord, read by ``resume``.
+"""A waiting agent's state in Redis: saved before its children are sent, read by ``resume``.
 
-One key per agent, holding the fan-out round beside the state, so many rounds
-reuse it, a redelivered callback can tell its own round from a later one, and
-finishing deletes it. The state is opaque JSON here; the worker parses it.
+One key per agent, holding the step beside the state, so many steps reuse it, a
+redelivered step can tell its own from a later one, and finishing deletes it. The
+same script records the messages the step sends (``covey.store.outbox``), so a
+checkpoint never stands without the messages that go on from it. The state is
+opaque JSON here; the worker parses it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.resources import files
 
 import redis
 
 from covey import keys
+from covey.store.outbox import Message
 
-_SAVE = (files("covey.store") / "lua" / "checkpoint.lua").read_text(encoding="utf-8")
+_SAVE = (files("covey.store") / "lua" / "advance.lua").read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True)
@@ -28,10 +32,38 @@ class Checkpoints:
         self._redis, self._job_ttl = client, job_ttl
         self._save = client.register_script(_SAVE)
 
-    def save(self, job_id: str, agent_id: str, spawn_round: int, state: str) -> bool:
-        """Store ``state`` for ``spawn_round``; False if a newer round is stored."""
-        key = keys.checkpoint(job_id, agent_id)
-        return bool(self._save(keys=[key], args=[spawn_round, state, self._job_ttl]))
+    def save(
+        self,
+        job_id: str,
+        agent_id: str,
+        step: int,
+        state: str,
+        taken: str | None = None,
+        then: Message | None = None,
+        resume: Message | None = None,
+        children: Sequence[tuple[str, Message]] = (),
+    ) -> bool:
+        """Store ``state`` for ``step`` and, in the same script, the messages the step
+        sends: ``then`` (the agent's continuation), or ``children`` (agent id, message)
+        and the ``resume`` the last of them sends. ``taken`` is the expected message
+        the step took up, as stored (None: it took up none).
+
+        False, with nothing written, if a newer step is stored or ``taken`` is no
+        longer expected: the step is stale and must send nothing."""
+        args: list[str | int] = [
+            step,
+            state,
+            self._job_ttl,
+            job_id,
+            agent_id,
+            taken or "",
+            then.dumps() if then else "",
+            resume.dumps() if resume else "",
+        ]
+        for child_id, message in children:
+            args += [child_id, message.dumps()]
+        job_keys = [keys.checkpoint(job_id, agent_id), keys.expected(job_id), keys.pending(job_id, agent_id)]
+        return bool(self._save(keys=[*job_keys, keys.joins(job_id), keys.expecting()], args=args))
 
     def load(self, job_id: str, agent_id: str) -> Checkpoint | None:
         spawn_round, state = self._redis.hmget(keys.checkpoint(job_id, agent_id), "round", "state")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
+from importlib.resources import files
 from typing import Any
 
 import redis
@@ -24,6 +25,10 @@ from pydantic import BaseModel
 from covey import keys, wire
 from covey.results import AgentResult, ChildSummary, Usage
 from covey.status import AgentStatus, Cause
+
+_RECORD = (files("covey.store") / "lua" / "record.lua").read_text(encoding="utf-8")
+_FINISH = (files("covey.store") / "lua" / "finish.lua").read_text(encoding="utf-8")
+_FINALS = "," + ",".join(s.value for s in AgentStatus if s.final) + ","  # what the scripts never write over
 
 TASK_PREVIEW_CHARS = 80  # a node keeps the start of its task: enough to tell siblings apart
 
@@ -134,26 +139,41 @@ def unpack(agent_id: str, raw: str) -> Node:
 
 
 class JobTree:
+    """Nodes are written by scripts that never write over a final node: a stale or
+    duplicate step cannot take back an agent's end, whatever it tries to record."""
+
     def __init__(self, client: redis.Redis, job_ttl: int) -> None:
         self._redis, self._job_ttl = client, job_ttl
+        self._record = client.register_script(_RECORD)
+        self._finish = client.register_script(_FINISH)
 
-    def record(self, job_id: str, *nodes: Node, retire: Sequence[str] = ()) -> None:
-        """Write ``nodes``; and delete ``retire``, keys an agent's end makes obsolete
-        (its checkpoint, its stored replies), in the same round trip."""
+    def record(self, job_id: str, *nodes: Node) -> int:
+        """Write ``nodes``, but none over a final one; returns how many were written."""
         if not nodes:
-            return
-        key, mapping = keys.nodes(job_id), {n.agent_id: pack(n) for n in nodes}
-        root = any(n.depth == 0 for n in nodes)
-        if not root and not retire:  # the hash keeps the TTL the root's records gave it
-            self._redis.hset(key, mapping=mapping)
-            return
-        with self._redis.pipeline(transaction=False) as pipe:
-            pipe.hset(key, mapping=mapping)
-            if root:  # the root's records (its start, and its end) set the job's retention
-                pipe.expire(key, self._job_ttl)
-            if retire:
-                pipe.delete(*retire)
-            pipe.execute()
+            return 0
+        args: list[Any] = [self._ttl(*nodes), _FINALS]
+        for n in nodes:
+            args += [n.agent_id, pack(n)]
+        return int(self._record(keys=[keys.nodes(job_id)], args=args))
+
+    def finish(self, job_id: str, node: Node, retire: Sequence[str] = ()) -> tuple[bool, str | None]:
+        """Write an agent's final ``node`` once, and delete ``retire`` (keys its end
+        makes obsolete: its checkpoint, its stored replies), and its expected message.
+
+        Returns whether it was written (False: the agent had already finished), and
+        the parent's resume message when this was the last child the parent waited
+        on: the caller sends it."""
+        parent = node.parent_id or ""
+        pending = keys.pending(job_id, parent or node.agent_id)
+        written, *resume = self._finish(
+            keys=[keys.nodes(job_id), keys.expected(job_id), pending, keys.joins(job_id), *retire],
+            args=[node.agent_id, pack(node), self._ttl(node), parent, _FINALS],
+        )
+        return bool(written), (resume[0] if resume else None)
+
+    def _ttl(self, *nodes: Node) -> int:
+        """The root's records (its start, and its end) set the job's retention; others keep it."""
+        return self._job_ttl if any(n.depth == 0 for n in nodes) else 0
 
     def nodes(self, job_id: str) -> list[Node]:
         raw = self._redis.hgetall(keys.nodes(job_id))

@@ -16,6 +16,7 @@ from covey.config import connections
 from covey.config.settings import Settings, get_settings
 from covey.models.llm import LLM
 from covey.store.checkpoints import Checkpoints
+from covey.store.outbox import Outbox
 from covey.store.tree import JobTree
 from covey.store.workspace import Workspace
 from covey.worker import signing
@@ -33,6 +34,7 @@ class Deps:
     llm: LLM
     tree: JobTree
     checkpoints: Checkpoints
+    outbox: Outbox
     now: Callable[[], datetime] = field(default=utcnow)
     sleep: Callable[[float], None] = field(default=time.sleep)  # waits for a scope's next window
 
@@ -54,6 +56,7 @@ class Deps:
             llm=LLM(settings),
             tree=JobTree(client, settings.job_ttl),
             checkpoints=Checkpoints(client, settings.job_ttl),
+            outbox=Outbox(client),
         )
 
 

@@ -3,8 +3,8 @@
 It runs an agent until it finishes or asks for children. Before every step it
 checks cancel and deadlines; model calls go through ``calls`` (reserve, call or
 replay, settle, check the reply) and spawns through ``spawning``. A fan-out is
-returned to the task, which checkpoints and replaces itself with a chord, so no
-worker slot waits on children.
+returned to the task, which checkpoints with the children's messages and sends
+them, so no worker slot waits on children.
 """
 
 from __future__ import annotations
@@ -47,7 +47,15 @@ class NotOpened(Exception):
 
 @dataclass(frozen=True)
 class Finished:
+    """The agent ended; ``resume`` is its parent's resume message (as stored) when it
+    was the last child its parent waited on: the task sends it."""
+
     result: AgentResult
+    resume: str | None = None
+
+
+class Unfinished(Exception):
+    """A join found a child that has not finished: the message that asked for it is not the last child's."""
 
 
 @dataclass(frozen=True)
@@ -144,12 +152,17 @@ def join(deps: Deps, state: AgentState) -> tuple[AgentState, Action]:
     """Fold a finished fan-out back in, in the order the strategy asked for it.
 
     Each child's result is what its own node recorded when it finished, never what
-    the message that resumes this agent says: a child with no final node has not
-    reported, whatever the message claims."""
+    the message that resumes this agent says. A child whose node is not final has
+    not reported: ``Unfinished``, and nothing is made up for it. Only a child whose
+    node is gone (its records wiped) is joined as lost."""
     state.task_deadline = _task_deadline(deps)
     ctx = state.ctx
     running = [p.agent_id for p in state.pending if p.refused is None]
-    finished = {n.agent_id: n.result(ctx.job_id) for n in deps.tree.many(ctx.job_id, running) if n.final}
+    found = {n.agent_id: n for n in deps.tree.many(ctx.job_id, running)}
+    unfinished = [agent_id for agent_id, n in found.items() if not n.final]
+    if unfinished:
+        raise Unfinished(f"agent {ctx.agent_id} resumed before its children {', '.join(unfinished)} finished")
+    finished = {agent_id: n.result(ctx.job_id) for agent_id, n in found.items()}
     ordered = []
     for pending in state.pending:
         result = (
@@ -271,6 +284,8 @@ def _finish(
         )
         if kept
     ]
-    deps.tree.record(ctx.job_id, node, retire=retire)
+    written, resume = deps.tree.finish(ctx.job_id, node, retire)
+    if not written:  # a duplicate of a step that already ended: the first end stands
+        node = deps.tree.node(ctx.job_id, ctx.agent_id) or node
     agent_event("finished", state, status)
-    return Finished(node.result(ctx.job_id, state.children))
+    return Finished(node.result(ctx.job_id, state.children), resume)

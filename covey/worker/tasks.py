@@ -1,42 +1,49 @@
-"""The Celery tasks: ``covey.run_job``, ``covey.agent`` and ``covey.resume``.
+"""The Celery tasks: ``covey.run_job``, ``covey.agent``, ``covey.resume`` and ``covey.proceed``.
 
-They only wire the loop to Celery. A task that must wait for children checkpoints
-its state and replaces itself with ``chord(group(children), resume)``: the chord's
-callback inherits the task id, so the root task's result is the job's result.
-No task ever raises into a chord: every failure becomes an ``AgentResult``.
+They only wire the loop to Celery. The ledger is the source of truth and messages
+are hints: a step that must wait for children records them, and the resume their
+last one sends, with its checkpoint (``covey.store.outbox``), then sends the
+children and ends. Each child's final record counts it off its parent's join;
+the last one sends the parent's resume under the parent's task id, so the root
+task's result is the job's result. No task fails for its agent: every failure
+becomes an ``AgentResult``.
 
-A task may be delivered twice (its worker died before the ack). Model calls then
-replay from the ledger, a callback of a round the agent has moved past is
-ignored, and a step of an agent that already finished hands back its result.
+A message may be delivered twice (its worker died before the ack), replayed or
+lost. A step takes up only the message its agent's outbox expects, so any other
+is dropped before it writes; model calls replay from the ledger; a step of an
+agent that already finished hands back its result; and a lost message is sent
+again by the reconciler.
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from celery import chord, group, uuid
 from celery import states as celery_states
 from celery.exceptions import Ignore, Reject, Retry
+from celery.signals import task_postrun
 from kombu.exceptions import OperationalError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from covey import keys, wire
 from covey.budgets.ledger import AgentTerms, unknown_scope
+from covey.config import faults
 from covey.context import ROOT_AGENT_ID, RunContext
 from covey.models.catalog import UnservableModel
 from covey.orchestration.actions import Action, to_json
 from covey.results import AgentResult, Usage
 from covey.spec import AgentSpec, InvalidSpec, JobSpec
 from covey.status import AgentStatus, Cause, CauseKind
+from covey.store.outbox import Message
 from covey.store.tree import Node, preview
-from covey.worker import loop, signing
+from covey.worker import handover, loop, reconciler, signing
 from covey.worker.agent_state import AgentState, UnreadableCheckpoint, dump_checkpoint, load_checkpoint
 from covey.worker.app import app
 from covey.worker.deps import Deps, worker_deps
-from covey.worker.handover import HandingOn
 from covey.worker.redaction import redact
 
 log = logging.getLogger(__name__)
@@ -67,8 +74,8 @@ def _valid_job(deps: Deps, spec: Any) -> JobSpec:
     return job
 
 
-@app.task(base=HandingOn, bind=True, name=wire.RUN_JOB, throws=(InvalidSpec,))
-def run_job(self, spec: Any) -> dict[str, Any]:
+@app.task(bind=True, name=wire.RUN_JOB, throws=(InvalidSpec,))
+def run_job(self, spec: Any) -> dict[str, Any] | str:
     """Validate a JobSpec and run its root agent; the task id is the job id.
 
     Fields the spec leaves unset take this worker's defaults. An invalid spec, or
@@ -110,8 +117,8 @@ def run_job(self, spec: Any) -> dict[str, Any]:
     return _guarded(self, ctx.job_id, ROOT_AGENT_ID, start)
 
 
-@app.task(base=HandingOn, bind=True, name=wire.AGENT)
-def agent(self, ctx: dict[str, Any], spec: dict[str, Any], sig: str | None = None) -> dict[str, Any]:
+@app.task(bind=True, name=wire.AGENT)
+def agent(self, ctx: dict[str, Any], spec: dict[str, Any], sig: str | None = None) -> dict[str, Any] | str:
     """Run one sub-agent, if a covey worker sent it (see ``covey.worker.signing``)."""
     _signed_or_ignored(self, {"ctx": ctx, "spec": spec}, sig, wire.AGENT)
 
@@ -123,12 +130,10 @@ def agent(self, ctx: dict[str, Any], spec: dict[str, Any], sig: str | None = Non
     return _guarded(self, ctx.get("job_id", "?"), ctx.get("agent_id", "?"), start)
 
 
-@app.task(base=HandingOn, bind=True, name=wire.RESUME)
-def resume(
-    self, results: list[dict[str, Any]], job_id: str, agent_id: str, spawn_round: int, sig: str | None = None
-) -> dict[str, Any]:
-    """The chord callback: reload the waiting parent and go on with its children's
-    results, as their own nodes recorded them (the message's copy is not trusted)."""
+@app.task(bind=True, name=wire.RESUME)
+def resume(self, job_id: str, agent_id: str, spawn_round: int, sig: str | None = None) -> dict[str, Any] | str:
+    """Sent by a waiting parent's last child to finish: reload the parent and go on
+    with its children's results, as their own nodes recorded them."""
 
     _signed_or_ignored(self, _resume_payload(job_id, agent_id, spawn_round), sig, wire.RESUME)
 
@@ -142,8 +147,8 @@ def resume(
     return _guarded(self, job_id, agent_id, join)
 
 
-@app.task(base=HandingOn, bind=True, name=wire.PROCEED)
-def proceed(self, job_id: str, agent_id: str, step: int, sig: str | None = None) -> dict[str, Any]:
+@app.task(bind=True, name=wire.PROCEED)
+def proceed(self, job_id: str, agent_id: str, step: int, sig: str | None = None) -> dict[str, Any] | str:
     """Go on with an agent whose last task used up its slice (``COVEY_SLICE_SECONDS``)."""
     _signed_or_ignored(self, _proceed_payload(job_id, agent_id, step), sig, wire.PROCEED)
 
@@ -176,15 +181,17 @@ def _checkpointed(
     return state
 
 
-def _guarded(task, job_id: str, agent_id: str, step: Step) -> dict[str, Any]:
-    """Run one step; any error becomes a ``failed`` result instead of a broken chord."""
+def _guarded(task, job_id: str, agent_id: str, step: Step) -> dict[str, Any] | str:
+    """Run one step, if it is the one its agent expects; any error becomes a
+    ``failed`` result, which counts the agent off its parent's join like any end."""
     state: AgentState | None = None
     try:
         done = _finished_before(task, job_id, agent_id)
         if done is not None:
             return done
+        taken = _taken_up(task, job_id, agent_id)
         state, action = step()
-        return _drive(task, state, action)
+        return _drive(task, state, action, taken)
     except (Ignore, Reject, Retry):
         raise
     except OUTAGES as e:
@@ -194,6 +201,9 @@ def _guarded(task, job_id: str, agent_id: str, step: Step) -> dict[str, Any]:
         # saying so, and what its node recorded it spent stays charged.
         log.warning("agent %s of job %s: %s", agent_id, job_id, e)
         return _crashed(job_id, agent_id, str(e), None, CauseKind.STATE_LOST)
+    except loop.Unfinished as e:
+        log.warning("job %s: %s; dropped", job_id, e)
+        raise Ignore() from None
     except loop.NotOpened as e:
         # Nothing is written, not even a result under this task's id: the message
         # was not one of the job's own, and its task id may be another job's.
@@ -203,6 +213,21 @@ def _guarded(task, job_id: str, agent_id: str, step: Step) -> dict[str, Any]:
         log.exception("agent %s of job %s crashed", agent_id, job_id)
         spent = state.usage if state is not None else None
         return _crashed(job_id, agent_id, f"internal error: {type(e).__name__}: {e}", spent)
+
+
+def _taken_up(task, job_id: str, agent_id: str) -> str | None:
+    """The expected message this delivery is, as stored, or ``Ignore`` (nothing read
+    or written) for any other: a duplicate of a step its agent has gone on from, a
+    replay, a stale redelivery. A root's first ``run_job`` is expected by none (any
+    Celery client sends it) and is taken up until the root saves a checkpoint."""
+    deps, request = worker_deps(), task.request
+    stored = deps.outbox.expected(job_id, agent_id)
+    if stored is not None and Message.loads(stored).carried_by(task.name, request.id, request.kwargs):
+        return stored
+    if stored is None and task.name == wire.RUN_JOB and deps.checkpoints.load(job_id, agent_id) is None:
+        return None
+    log.info("agent %s of job %s does not expect this %s message: dropped", agent_id, job_id, task.name)
+    raise Ignore()
 
 
 def _hand_back(job_id: str, agent_id: str, error: Exception) -> NoReturn:
@@ -222,8 +247,8 @@ def _hand_back(job_id: str, agent_id: str, error: Exception) -> NoReturn:
 
 def _finished_before(task, job_id: str, agent_id: str) -> dict[str, Any] | None:
     """For a redelivered step of an agent that already finished: its result, or
-    ``Ignore`` when that result was already stored (its chord already counted it).
-    A sub-agent's result is not stored: its chord counts each task once anyway."""
+    ``Ignore`` when that result was already stored. A sub-agent's result is not
+    stored: its final record already counted it off its parent's join, once."""
     node = worker_deps().tree.node(job_id, agent_id)
     if node is None or not node.final:
         return None
@@ -237,8 +262,8 @@ def _crashed(
     job_id: str, agent_id: str, error: str, spent: Usage | None, cause: CauseKind = CauseKind.INTERNAL
 ) -> dict[str, Any]:
     """Fail the agent, keeping what it spent: the running step's usage, else the
-    usage its node last recorded. The result reaches the parent's chord even when
-    Redis cannot be written: the crash path needs no Redis to report."""
+    usage its node last recorded. When Redis cannot be written, its message stays
+    expected in the outbox, and the reconciler sends it again."""
     deps = worker_deps()
     error = redact(error)  # an exception's text may quote a key
     node = _failed(Node(agent_id=agent_id), error, spent, cause)
@@ -246,7 +271,10 @@ def _crashed(
         known = deps.tree.node(job_id, agent_id)
         if known is not None:
             node = _failed(known, error, spent, cause)
-        deps.tree.record(job_id, node, retire=[keys.checkpoint(job_id, agent_id), keys.replies(job_id, agent_id)])
+        _, resume = deps.tree.finish(
+            job_id, node, retire=[keys.checkpoint(job_id, agent_id), keys.replies(job_id, agent_id)]
+        )
+        _send(resume)
     except Exception:
         log.exception("agent %s of job %s: its failure could not be recorded in Redis", agent_id, job_id)
     return _reported(node.result(job_id))
@@ -269,37 +297,50 @@ def _failed(node: Node, error: str, spent: Usage | None, cause: CauseKind) -> No
     )
 
 
-def _drive(task, state: AgentState, action: Action) -> dict[str, Any]:
-    """Advance the agent; end with its result, or checkpoint it and hand on to the
-    task that goes on with it (a chord for a fan-out, ``proceed`` after a slice)."""
+@task_postrun.connect
+def _returned(**_: Any) -> None:
+    faults.at("after_return")
+
+
+def _drive(task, state: AgentState, action: Action, taken: str | None) -> dict[str, Any] | str:
+    """Advance the agent; end with its result, or checkpoint it with the messages
+    that go on with it (its children and their join, or ``proceed`` after a slice),
+    then send them. ``taken`` is the expected message this step took up."""
     deps = worker_deps()
     outcome = loop.advance(deps, state, action)
     if isinstance(outcome, loop.Finished):
+        faults.at("after_finish")
+        _send(outcome.resume)
         return _reported(outcome.result)
-    state, ctx = outcome.state, outcome.state.ctx
+    state, ctx, request = outcome.state, outcome.state.ctx, task.request
     state.step += 1
+    carried = handover.carried(request) if ctx.depth == 0 else {}  # a sender's links wait for the job's end
+    then, resume, children = None, None, []
     if isinstance(outcome, loop.Paused):
         state.next_action = to_json(outcome.action)
-    if not deps.checkpoints.save(ctx.job_id, ctx.agent_id, state.step, dump_checkpoint(state)):
+        then = _proceed_message(deps.secret, request.id, ctx, state.step, carried)
+    else:
+        resume = _resume_message(deps.secret, request.id, ctx, state.spawn_round, len(outcome.children), carried)
+        children = [(c.agent_id, _agent_message(deps.secret, c, s)) for c, s in outcome.children]
+    saved = deps.checkpoints.save(
+        ctx.job_id, ctx.agent_id, state.step, dump_checkpoint(state), taken, then, resume, children
+    )
+    if not saved:
         log.info("agent %s of job %s is past step %s: stale task ignored", ctx.agent_id, ctx.job_id, state.step)
         raise Ignore()
-    if isinstance(outcome, loop.Paused):
-        deps.tree.record(ctx.job_id, state.node(AgentStatus.RUNNING))
-        # A replacement keeps the replaced task's id: the id its signature is made for.
-        sig = signing.sign(deps.secret, task.request.id, _proceed_payload(ctx.job_id, ctx.agent_id, state.step))
-        return task.replace(
-            proceed.s(job_id=ctx.job_id, agent_id=ctx.agent_id, step=state.step, sig=sig).set(
-                task_id=task.request.id, **wire.proceed(ctx.job_id, ctx.agent_id, state.step)
-            )
-        )
-    deps.tree.record(ctx.job_id, state.node(AgentStatus.WAITING))
-    header = group(_agent_message(deps.secret, c, s) for c, s in outcome.children)
-    spawn_round = outcome.state.spawn_round
-    sig = signing.sign(deps.secret, task.request.id, _resume_payload(ctx.job_id, ctx.agent_id, spawn_round))
-    callback = resume.s(job_id=ctx.job_id, agent_id=ctx.agent_id, spawn_round=spawn_round, sig=sig).set(
-        task_id=task.request.id, **wire.resume(ctx.job_id, ctx.agent_id, spawn_round, len(outcome.children))
-    )
-    return task.replace(chord(header, callback))
+    faults.at("after_checkpoint")
+    deps.tree.record(ctx.job_id, state.node(AgentStatus.RUNNING if then else AgentStatus.WAITING))
+    for message in [then] if then else [m for _, m in children]:
+        _send(message)
+    faults.at("after_send")
+    return handover.handed_on(request)
+
+
+def _send(message: Message | str | None) -> None:
+    """Send a message recorded in the outbox (a ``Message``, or as stored)."""
+    if message is None:
+        return
+    reconciler.send(app, Message.loads(message) if isinstance(message, str) else message)
 
 
 def _reported(result: AgentResult) -> dict[str, Any]:
@@ -313,18 +354,37 @@ def _reported(result: AgentResult) -> dict[str, Any]:
     return {"status": result.status.value, "job_id": result.job_id, "agent_id": result.agent_id, **detail}
 
 
-def _agent_message(secret: bytes, ctx: RunContext, spec: AgentSpec):
-    """A child's ``covey.agent`` signature: its context and spec, signed for its own task id,
-    labelled for Flower.
+def _agent_message(secret: bytes, ctx: RunContext, spec: AgentSpec) -> Message:
+    """A child's ``covey.agent`` message: its context and spec, signed for its own
+    task id, labelled for Flower. The id is the child's, whoever makes the message,
+    so a re-sent one is the same message.
 
-    Its result goes to its parent's chord but is not kept under its task id: the
-    parent reads the child's tree node, and a kept result would cost Redis most of
-    a kilobyte per agent for ``COVEY_JOB_TTL``."""
+    Its result is not kept under its task id: the parent reads the child's tree
+    node, and a kept result would cost Redis most of a kilobyte per agent for
+    ``COVEY_JOB_TTL``."""
     payload = {"ctx": ctx.model_dump(mode="json"), "spec": spec.model_dump(mode="json")}
-    task_id = uuid()
-    return agent.s(**payload, sig=signing.sign(secret, task_id, payload)).set(
-        task_id=task_id, ignore_result=True, **wire.agent(ctx.job_id, ctx.agent_id, spec.role, ctx.depth, spec.task)
+    task_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"covey:{ctx.job_id}/{ctx.agent_id}"))
+    options = {"ignore_result": True, **wire.agent(ctx.job_id, ctx.agent_id, spec.role, ctx.depth, spec.task)}
+    return Message(wire.AGENT, task_id, {**payload, "sig": signing.sign(secret, task_id, payload)}, options)
+
+
+def _resume_message(
+    secret: bytes, task_id: str, ctx: RunContext, spawn_round: int, children: int, carried: dict[str, Any]
+) -> Message:
+    """The resume of a waiting agent, under its own task id: the root's stores the job's result."""
+    payload = _resume_payload(ctx.job_id, ctx.agent_id, spawn_round)
+    options = {"ignore_result": ctx.depth > 0, **wire.resume(ctx.job_id, ctx.agent_id, spawn_round, children)}
+    return Message(
+        wire.RESUME, task_id, {**payload, "sig": signing.sign(secret, task_id, payload)}, {**options, **carried}
     )
+
+
+def _proceed_message(secret: bytes, task_id: str, ctx: RunContext, step: int, carried: dict[str, Any]) -> Message:
+    """The task that takes a paused agent up again, under its own task id."""
+    kwargs = {"job_id": ctx.job_id, "agent_id": ctx.agent_id, "step": step}
+    sig = signing.sign(secret, task_id, _proceed_payload(ctx.job_id, ctx.agent_id, step))
+    options = {"ignore_result": ctx.depth > 0, **wire.proceed(ctx.job_id, ctx.agent_id, step)}
+    return Message(wire.PROCEED, task_id, {**kwargs, "sig": sig}, {**options, **carried})
 
 
 def _resume_payload(job_id: str, agent_id: str, spawn_round: int) -> dict[str, Any]:

@@ -6,10 +6,12 @@ import re
 import time
 import uuid
 
+from covey import keys
 from covey.budgets.budget import Budget
 from covey.context import RunContext
 from covey.spec import AgentSpec
 from covey.status import AgentStatus
+from covey.store.outbox import Message
 from covey.worker import signing
 
 
@@ -56,6 +58,7 @@ def test_a_redelivered_agent_step_is_charged_once(client):
     task_id = str(uuid.uuid4())
     secret = signing.shared_secret(None, client.settings.broker)
     kwargs["sig"] = signing.sign(secret, task_id, kwargs)  # as a worker signs it
+    client.redis.hset(keys.expected(job_id), "root", Message("covey.agent", task_id, kwargs).dumps())  # and records it
 
     first = client.app.send_task("covey.agent", kwargs=kwargs, task_id=task_id).get(timeout=60)
     once = client.ledger.snapshot(job_id)

@@ -34,7 +34,7 @@ def test_rounds_share_one_key_and_a_stale_round_cannot_overwrite_a_newer_one(che
 def test_an_agents_final_record_retires_its_checkpoint(checkpoints, redis_client, job):
     checkpoints.save(job, "a", 1, "{}")
     tree = JobTree(redis_client, keys.DEFAULT_JOB_TTL_SECONDS)
-    tree.record(job, Node(agent_id="a", depth=1, status="completed"), retire=[keys.checkpoint(job, "a")])
+    tree.finish(job, Node(agent_id="a", depth=1, status="completed"), retire=[keys.checkpoint(job, "a")])
     assert checkpoints.load(job, "a") is None
     assert not redis_client.exists(keys.checkpoint(job, "a"))
     assert tree.node(job, "a").final

@@ -1,0 +1,46 @@
+-- advance.lua: save an agent's state at a step together with the messages that step
+-- sends (its outbox), unless the step is stale.
+-- KEYS[1]  the agent's checkpoint hash (round = the step, state)
+-- KEYS[2]  the job's expected messages (agent id -> message JSON)
+-- KEYS[3]  the agent's pending children (a set)
+-- KEYS[4]  the job's joins (waiting agent id -> its resume message JSON)
+-- KEYS[5]  the index of jobs with expected messages (a set of job ids)
+-- ARGV[1]  the step
+-- ARGV[2]  the state, JSON
+-- ARGV[3]  TTL in seconds
+-- ARGV[4]  the job id
+-- ARGV[5]  the agent id
+-- ARGV[6]  the expected message this step took up, as stored; '' for a step taken
+--          up from none (a root's first step)
+-- ARGV[7]  the agent's next message (a continuation), or '' (it waits, or ends)
+-- ARGV[8]  the resume its last child sends, or '' (no fan-out)
+-- ARGV[9..] child agent id, child message: the fan-out's children
+-- Returns 1 if saved; 0 if the stored step is newer, or the message taken up is no
+-- longer the expected one (a duplicate already went on): the caller sends nothing.
+
+local stored = redis.call('HGET', KEYS[1], 'round')
+if stored and tonumber(stored) > tonumber(ARGV[1]) then return 0 end
+local agent, ttl = ARGV[5], tonumber(ARGV[3])
+if ARGV[6] ~= '' and redis.call('HGET', KEYS[2], agent) ~= ARGV[6] then return 0 end
+redis.call('HSET', KEYS[1], 'round', ARGV[1], 'state', ARGV[2])
+redis.call('EXPIRE', KEYS[1], ttl)
+if ARGV[7] ~= '' then
+  redis.call('HSET', KEYS[2], agent, ARGV[7])
+else
+  redis.call('HDEL', KEYS[2], agent)
+end
+if ARGV[8] ~= '' then
+  redis.call('HSET', KEYS[4], agent, ARGV[8])
+  redis.call('EXPIRE', KEYS[4], ttl)
+  redis.call('DEL', KEYS[3])
+  for i = 9, #ARGV, 2 do
+    redis.call('SADD', KEYS[3], ARGV[i])
+    redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
+  end
+  redis.call('EXPIRE', KEYS[3], ttl)
+end
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  redis.call('EXPIRE', KEYS[2], ttl)
+  redis.call('SADD', KEYS[5], ARGV[4])
+end
+return 1

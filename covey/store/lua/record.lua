@@ -1,0 +1,18 @@
+-- record.lua: write tree nodes, but never over a final one.
+-- KEYS[1]  the job's nodes hash (agent id -> packed node JSON)
+-- ARGV[1]  TTL in seconds to set on the hash, or 0 to keep its own
+-- ARGV[2]  the final statuses, each between commas (",completed,failed,")
+-- ARGV[3..] agent id, packed node: the nodes to write
+-- Returns how many nodes were written (a node already final is left as it is:
+-- a stale or duplicate step must not take back an agent's end).
+
+local written = 0
+for i = 3, #ARGV, 2 do
+  local existing = redis.call('HGET', KEYS[1], ARGV[i])
+  if not (existing and string.find(ARGV[2], ',' .. cjson.decode(existing)['s'] .. ',', 1, true)) then
+    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+    written = written + 1
+  end
+end
+if tonumber(ARGV[1]) > 0 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
+return written

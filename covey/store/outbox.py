@@ -1,0 +1,68 @@
+"""The job's outbox: every message an agent step sends, recorded before it is sent.
+
+The ledger is the source of truth and messages are hints. A step records the
+message that goes on with its agent (a continuation, its children, the resume its
+last child sends) in the same script that advances its checkpoint, under the task
+id the message will carry; the step that takes a message up checks it is the one
+recorded, so a duplicate, a replay or a stale redelivery is dropped before it
+writes anything, and a recorded message that reached no queue (its sender died,
+or the broker lost it at a pop) is found and sent again.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import redis
+
+from covey import keys
+
+
+@dataclass(frozen=True)
+class Message:
+    """One task message as Celery's ``send_task`` takes it: its name, its task id,
+    its keyword arguments and its options (Flower's labels, ``ignore_result``, links)."""
+
+    name: str
+    task_id: str
+    kwargs: dict[str, Any]
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def dumps(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+    @classmethod
+    def loads(cls, raw: str) -> Message:
+        return cls(**json.loads(raw))
+
+    def carried_by(self, name: str, task_id: str, kwargs: dict[str, Any]) -> bool:
+        """Whether a delivery of task ``name`` under ``task_id`` with ``kwargs`` is this message."""
+        return (self.name, self.task_id, self.kwargs) == (name, task_id, kwargs)
+
+    def seen_as(self, headers: dict[str, Any]) -> bool:
+        """Whether a broker message with these headers is this one: its id, task and
+        labels (which name the round or step of an agent's later messages)."""
+        wanted = (self.task_id, self.name, self.options.get("kwargsrepr"))
+        return (headers.get("id"), headers.get("task"), headers.get("kwargsrepr")) == wanted
+
+
+class Outbox:
+    def __init__(self, client: redis.Redis) -> None:
+        self._redis = client
+
+    def expected(self, job_id: str, agent_id: str) -> str | None:
+        """The message the agent's next step is, as stored (``Message.loads`` reads it)."""
+        raw = self._redis.hget(keys.expected(job_id), agent_id)
+        return None if raw is None else str(raw)
+
+    def jobs(self) -> list[str]:
+        return sorted(str(job_id) for job_id in self._redis.smembers(keys.expecting()))
+
+    def messages(self, job_id: str) -> dict[str, Message]:
+        """Agent id -> the message its next step is; none, and the job leaves the index."""
+        raw = self._redis.hgetall(keys.expected(job_id))
+        if not raw:
+            self._redis.srem(keys.expecting(), job_id)
+        return {str(agent_id): Message.loads(str(m)) for agent_id, m in raw.items()}

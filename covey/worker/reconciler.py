@@ -1,0 +1,118 @@
+"""Sending again the expected messages that reached no queue.
+
+The outbox (``covey.store.outbox``) records every message a step sends before it
+is sent. One that is in no broker queue and no unacknowledged set was lost: its
+sender died between recording and sending it, or the broker lost it at a pop
+(kombu's Redis transport pops with ``BRPOP`` and records the delivery as
+unacknowledged only afterwards). Tasks are acknowledged late, so a message a
+live worker holds or runs is in the unacknowledged set; and a dead worker's
+deliveries stay there until the broker restores them. So a message missing from
+both is in no worker either, and sending it again loses nothing: the step it
+starts checks it is expected, and replays what the ledger settled.
+
+A message is sent again only when two looks, ``COVEY_RECONCILE_SECONDS`` apart,
+found the same expected message missing: one just recorded and on its way to the
+broker is not sent twice. Every worker runs a reconciler thread; a Redis lock
+lets one of them look at a time. A lost message waits at most about three
+intervals, plus however long the broker took to restore a dead worker's ones.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import redis
+from celery import Celery
+from celery.signals import worker_ready
+
+from covey import keys
+from covey.config.settings import Settings, get_settings
+from covey.store.outbox import Message, Outbox
+
+log = logging.getLogger(__name__)
+
+UNACKED = "unacked"  # kombu's Redis transport: delivery tag -> [message, exchange, routing key]
+
+
+def send(app: Celery, message: Message) -> None:
+    """Send a message the outbox recorded, exactly as recorded."""
+    app.send_task(message.name, kwargs=message.kwargs, task_id=message.task_id, add_to_parent=False, **message.options)
+
+
+def _headers(raw: str, unacked: bool) -> dict[str, Any]:
+    try:
+        payload = json.loads(raw)
+        return (payload[0] if unacked else payload).get("headers") or {}
+    except (ValueError, AttributeError, IndexError, KeyError):
+        return {}
+
+
+class Reconciler:
+    """Looks for lost messages of the jobs whose outbox holds some, and sends them again."""
+
+    def __init__(self, store: redis.Redis, broker: redis.Redis, queues: Iterable[str], send: Callable[[Message], None]):
+        self._store, self._broker, self._queues, self._send = store, broker, list(queues), send
+        self._outbox = Outbox(store)
+        self._missing: dict[tuple[str, str], Message] = {}  # seen missing at the last look
+
+    def look(self, job_ids: Iterable[str] | None = None) -> list[Message]:
+        """One look: remember what is missing, send again what was missing last time too.
+        Returns the messages sent again."""
+        jobs = self._outbox.jobs() if job_ids is None else list(job_ids)
+        expected = {(job, agent): m for job in jobs for agent, m in self._outbox.messages(job).items()}
+        if not expected:
+            self._missing = {}
+            return []
+        seen = self._in_broker()
+        missing = {k: m for k, m in expected.items() if not any(m.seen_as(h) for h in seen.get(m.task_id, ()))}
+        lost = [m for k, m in missing.items() if self._missing.get(k) == m]
+        self._missing = missing
+        for message in lost:
+            log.warning("expected %s message %s is in no queue: sent again", message.name, message.task_id)
+            self._send(message)
+        return lost
+
+    def _in_broker(self) -> dict[str, list[dict[str, Any]]]:
+        """Task id -> headers of the messages queued or unacknowledged, read at one instant."""
+        with self._broker.pipeline(transaction=True) as pipe:
+            for queue in self._queues:
+                pipe.lrange(queue, 0, -1)
+            pipe.hvals(UNACKED)
+            *queued, unacked = pipe.execute()
+        found: dict[str, list[dict[str, Any]]] = {}
+        lists = [(raw, False) for q in queued for raw in q] + [(raw, True) for raw in unacked]
+        for raw, in_unacked in lists:
+            headers = _headers(raw, in_unacked)
+            found.setdefault(headers.get("id", ""), []).append(headers)
+        return found
+
+
+def _loop(settings: Settings, app: Celery) -> None:
+    store = redis.Redis.from_url(settings.redis_url, decode_responses=True)
+    broker = redis.Redis.from_url(settings.broker, decode_responses=True)
+    reconciler = Reconciler(store, broker, [settings.queue], lambda m: send(app, m))
+    token, lock = uuid.uuid4().hex, keys.reconciler_lock()
+    while True:
+        time.sleep(settings.reconcile_seconds)
+        try:
+            mine = store.get(lock) == token
+            if store.set(lock, token, ex=keys.RECONCILE_LOCK_SECONDS, nx=not mine, xx=mine):
+                reconciler.look()
+        except Exception:  # Redis away, a malformed entry: look again next time, say why now
+            log.exception("reconciler: this look failed")
+
+
+@worker_ready.connect
+def _start(sender: Any = None, **_: Any) -> None:
+    """A thread per worker: its own connections, made in the process that runs it."""
+    settings = get_settings()
+    if not settings.broker.startswith(("redis://", "rediss://", "unix://")):
+        return  # another broker acknowledges its deliveries: nothing is lost at a pop
+    app = sender.app
+    threading.Thread(target=_loop, args=(settings, app), name="covey-reconciler", daemon=True).start()
