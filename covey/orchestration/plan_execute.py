@@ -44,7 +44,7 @@ from covey.orchestration.prompts import opening
 from covey.orchestration.states import Run, StrategyState
 from covey.results import AgentResult
 from covey.status import AgentStatus
-from covey.tools.builtin import FINISH_TOOL, SPAWN_TOOLS, TOOL_SCHEMAS
+from covey.tools.builtin import TOOL_SCHEMAS, WORKER_TOOLS
 from covey.tools.registry import offered
 
 if TYPE_CHECKING:
@@ -55,8 +55,6 @@ SCHEMA_NAME = "plan"
 STEP_STRATEGY = "react"
 AUDIT_CHARS = 200  # an audit record keeps the start of a step's input, output and error
 RESULT_CHARS = 2000  # what the planner and the synthesiser read of one step's result
-# Tools a step runs directly; control tools are an agent's Actions, not step work.
-WORKER_TOOLS = frozenset(name for name in TOOL_SCHEMAS if name not in SPAWN_TOOLS and name != FINISH_TOOL)
 
 
 class Options(BaseModel):
