@@ -15,6 +15,7 @@ from collections.abc import Callable
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from importlib.resources import files
+from typing import Any
 
 import redis
 
@@ -104,7 +105,7 @@ class RedisLedger:
             raise LedgerError(f"job {job_id}: {_str(rest[0])}")
         if status == 0:
             return Opened(ok=False, budget=None, reason=_str(rest[0]), cause=_short(CauseKind.BUDGET, *rest[1:]))
-        fields = dict(zip(("max_tokens", "max_cycles", "max_agents", "max_depth"), map(_int, rest[:4])))
+        fields: dict[str, Any] = dict(zip(("max_tokens", "max_cycles", "max_agents", "max_depth"), map(_int, rest[:4])))
         fields["deadline"] = _deadline(rest[4])
         # A clamp may leave 0 tokens or cycles: the child's first reserve is then refused.
         return Opened(ok=True, budget=Budget(**fields), reason=None)
@@ -166,7 +167,8 @@ class RedisLedger:
             return Grant(ok=False, tokens=0, reason=_str(reason), cause=Cause(kind=CauseKind.CANCELLED))
         if status == 2:  # a full window: the next minute's is empty
             retry_after = (minute + 1) * keys.WINDOW_SECONDS - now
-            cause = _short(CauseKind.RATE_LIMITED, *rest, retry_after=retry_after)
+            row, name, resource = rest[:3]
+            cause = _short(CauseKind.RATE_LIMITED, row, name, resource, retry_after=retry_after)
             return Grant(ok=False, tokens=0, reason=_str(reason), cause=cause)
         if status != 1:
             return Grant(ok=False, tokens=0, reason=_str(reason), cause=_short(CauseKind.BUDGET, *rest))
@@ -330,8 +332,14 @@ def _short(
     kind: CauseKind, row: str | bytes, name: str | bytes, resource: str | bytes, retry_after: float | None = None
 ) -> Cause:
     """A refusal's cause from a script's answer: the short row ('agent' or 'scope'), its name, and what it lacks."""
-    where = "agent_id" if _str(row) == "agent" else "scope"
-    return Cause(kind=kind, resource=Resource(_str(resource)), retry_after=retry_after, **{where: _str(name)})
+    short, agent = _str(name), _str(row) == "agent"
+    return Cause(
+        kind=kind,
+        resource=Resource(_str(resource)),
+        retry_after=retry_after,
+        agent_id=short if agent else None,
+        scope=None if agent else short,
+    )
 
 
 def _member(job_id: str, reservation_id: str) -> str:
@@ -395,6 +403,8 @@ def _fields(raw: dict) -> dict[str, str]:
 
 def _agent_row(agent_id: str, raw: dict) -> AgentRow:
     f = _fields(raw)
+    counts: dict[str, Any] = {k: int(f.get(k, 0)) for k in _COUNTS}
+    limits: dict[str, Any] = {k: _int(f.get(k)) for k in _LIMITS}
     return AgentRow(
         agent_id=agent_id,
         depth=int(f["depth"]),
@@ -406,9 +416,9 @@ def _agent_row(agent_id: str, raw: dict) -> AgentRow:
         scopes=json.loads(f["scopes"]) if f.get("scopes") else None,
         digest=f.get("digest") or None,
         ancestors=json.loads(f.get("ancestors") or "[]"),
-        **{k: int(f.get(k, 0)) for k in _COUNTS},
+        **counts,
         tokens_reserved=_reserved(f),
-        **{k: _int(f.get(k)) for k in _LIMITS},
+        **limits,
     )
 
 

@@ -89,7 +89,7 @@ def _job_options(fn):
     return fn
 
 
-def _spec(client, task: str, o: dict[str, Any]):
+def _spec(client, task: str | None, o: dict[str, Any]):
     budget = {k: o[k] for k in ("max_tokens", "max_cycles", "max_agents", "max_depth") if o[k] is not None}
     if o["timeout"] is not None:
         budget["deadline"] = datetime.now(UTC) + timedelta(seconds=o["timeout"])
@@ -113,7 +113,8 @@ def _task(task: str | None, task_file) -> str:
     if (task is None) == (task_file is None):
         raise click.UsageError("give the task as TASK, as - (read from standard input) or with --task-file, once")
     if task_file is not None:
-        return task_file.read()
+        return str(task_file.read())
+    assert task is not None  # exactly one of the two was given
     return sys.stdin.read() if task == "-" else task
 
 

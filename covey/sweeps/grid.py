@@ -60,7 +60,7 @@ class StrategyEntry(BaseModel):
 class GridFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    models: list[str | None] = Field(default_factory=lambda: [None], min_length=1)
+    models: list[str | None] = Field(default=[None], min_length=1)  # pydantic copies a mutable default
     strategies: list[StrategyEntry] = Field(default_factory=lambda: [StrategyEntry(name="react")], min_length=1)
     budgets: list[Limits] = Field(default_factory=lambda: [Limits()], min_length=1)
     repeats: int = Field(default=1, ge=1, le=1000)

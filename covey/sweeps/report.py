@@ -166,25 +166,26 @@ def write_chart(rows: list[ConfigSummary], path: Path, title: str = "") -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    shown = [r for r in rows if r.accuracy is not None and r.mean_tokens is not None]
+    # (row, accuracy, mean tokens) of the rows that have both
+    shown = [(r, r.accuracy, r.mean_tokens) for r in rows if r.accuracy is not None and r.mean_tokens is not None]
     fig, ax = plt.subplots(figsize=(9, 5.5), dpi=120)
-    colors = plt.get_cmap("tab10").colors
-    for i, r in enumerate(shown):
+    colors = [plt.get_cmap("tab10")(i) for i in range(10)]
+    for i, (r, accuracy, tokens) in enumerate(shown):
         color = colors[i % len(colors)]
         ax.errorbar(
-            r.mean_tokens,
-            100 * r.accuracy,
+            tokens,
+            100 * accuracy,
             yerr=100 * (r.stderr or 0),
             fmt="o",
             markersize=10,
             capsize=6,
             color=color,
-            label=f"{r.config}  ({100 * r.accuracy:.1f}% of {r.ran}, {r.mean_tokens:.0f} tok)",
+            label=f"{r.config}  ({100 * accuracy:.1f}% of {r.ran}, {tokens:.0f} tok)",
         )
         # Right of the point, staggered so neighbours' labels do not sit on each other.
         ax.annotate(
             r.config,
-            (r.mean_tokens, 100 * r.accuracy),
+            (tokens, 100 * accuracy),
             textcoords="offset points",
             xytext=(12, 10 * (i % 3 - 1)),
             ha="left",
@@ -194,7 +195,7 @@ def write_chart(rows: list[ConfigSummary], path: Path, title: str = "") -> bool:
             fontweight="bold",
             bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.8},
         )
-    most = max((r.mean_tokens for r in shown), default=1.0) or 1.0
+    most = max((tokens for _, _, tokens in shown), default=1.0) or 1.0
     ax.set_xlim(-0.04 * most, most * 1.3)
     ax.set_ylim(0, 115)
     ax.set_yticks(range(0, 101, 20))

@@ -250,7 +250,7 @@ def _fill(run: _Run) -> bool:
         moved = True
         if take.outcome == "done":
             run.done += 1
-        elif take.outcome == "adopt" and run.client.redis.exists(keys.submitted(take.job_id)):
+        elif take.outcome == "adopt" and take.job_id and run.client.redis.exists(keys.submitted(take.job_id)):
             run.adopted += 1
             _fly(run, Flight(unit, take.job_id, time.monotonic()))
         else:  # ours; or adopted from a submitter killed before it sent the job: send it now
@@ -332,8 +332,8 @@ def _ended(run: _Run, flight: Flight, result: AgentResult | str) -> None:
         record.judge_job_id = judge_id
         _fly(run, Flight(unit, judge_id, time.monotonic(), judging=record))
         return
-    if result.ok:
-        _score(run, record, unit.sample)
+    if result.ok and not isinstance(run.scorer, ModelJudge):
+        _score(run.scorer, record, unit.sample)
     _finish(run, flight, record)
 
 
@@ -352,9 +352,9 @@ def _judged(run: _Run, flight: Flight, result: AgentResult | str) -> None:
     _finish(run, Flight(flight.unit, record.job_id or flight.job_id, flight.sent), record)
 
 
-def _score(run: _Run, record: Record, sample: Sample) -> None:
+def _score(scorer: Scorer, record: Record, sample: Sample) -> None:
     try:
-        record.score = run.scorer.score(record.output, sample)
+        record.score = scorer.score(record.output, sample)
     except Exception as e:
         record.score, record.score_error = 0.0, f"{type(e).__name__}: {e}"
 

@@ -11,7 +11,7 @@ from typing import Any
 SPAWN_TOOLS = frozenset({"spawn_agents", "delegate"})
 FINISH_TOOL = "finish"
 
-_CHILD = {
+_CHILD: dict[str, Any] = {
     "type": "object",
     "properties": {
         "task": {"type": "string", "description": "what the sub-agent must do"},

@@ -103,7 +103,7 @@ def run_job(self, spec: Any) -> dict[str, Any]:
         )
         deps.ledger.open_root(ctx.job_id, ROOT_AGENT_ID, job.budget, terms)
         row = deps.ledger.agent(ctx.job_id, ROOT_AGENT_ID)
-        if row.digest != digest:
+        if row is None or row.digest != digest:
             raise loop.NotOpened(f"job {ctx.job_id} already runs another spec: a run_job reusing its id is refused")
         return loop.begin(deps, ctx, agent_spec, task_id=self.request.id, row=row)
 
