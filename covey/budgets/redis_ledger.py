@@ -31,6 +31,7 @@ from covey.budgets.ledger import (
     Opened,
     ScopeRow,
 )
+from covey.errors import StateLost
 from covey.status import Cause, CauseKind, Resource
 
 _LUA = {
@@ -102,7 +103,7 @@ class RedisLedger:
         row_keys = [keys.agent(job_id, child_id), keys.agents(job_id), *(keys.agent(job_id, a) for a in chain)]
         status, *rest = self._scripts["open"](keys=row_keys, args=args)
         if status == -2:
-            raise LedgerError(f"job {job_id}: {_str(rest[0])}")
+            raise _lost(job_id, rest[0])
         if status == 0:
             return Opened(ok=False, budget=None, reason=_str(rest[0]), cause=_short(CauseKind.BUDGET, *rest[1:]))
         fields: dict[str, Any] = dict(zip(("max_tokens", "max_cycles", "max_agents", "max_depth"), map(_int, rest[:4])))
@@ -162,7 +163,7 @@ class RedisLedger:
         ]
         status, granted, reason, *rest = self._scripts["reserve"](keys=row_keys, args=args)
         if status == -2:
-            raise LedgerError(f"job {job_id}: {_str(reason)}")
+            raise _lost(job_id, reason)
         if status == -1:
             return Grant(ok=False, tokens=0, reason=_str(reason), cause=Cause(kind=CauseKind.CANCELLED))
         if status == 2:  # a full window: the next minute's is empty
@@ -186,7 +187,8 @@ class RedisLedger:
     ) -> bool:
         """Charge ``tokens`` (the actual usage) and keep ``record`` for a replay.
         Pass the chain and scopes given to ``reserve``; a mismatch raises
-        ``LedgerError`` rather than skew the counts."""
+        ``LedgerError`` rather than skew the counts, and rows gone from Redis
+        ``StateLost`` rather than come back uncapped and without their TTL."""
         if tokens < 0:
             raise ValueError(f"tokens used cannot be negative, got {tokens}")
         row_keys = [
@@ -205,7 +207,9 @@ class RedisLedger:
             len(chain),
             *scopes,
         ]
-        status = self._scripts["settle"](keys=row_keys, args=args)
+        status, reason = self._scripts["settle"](keys=row_keys, args=args)
+        if status == -3:
+            raise _lost(job_id, reason)
         if status == -2:
             raise LedgerError(
                 f"job {job_id}: settle of {reservation_id} names another chain or scopes than its reserve"
@@ -340,6 +344,12 @@ def _short(
         agent_id=short if agent else None,
         scope=None if agent else short,
     )
+
+
+def _lost(job_id: str, reason: str | bytes) -> StateLost:
+    """A script found a row it needs missing: never opened (a caller's bug) or, for an
+    agent that is running, gone from Redis with the rest of its job's records."""
+    return StateLost(f"job {job_id}: {_str(reason)} (never opened, or gone from Redis: wiped or expired)")
 
 
 def _member(job_id: str, reservation_id: str) -> str:

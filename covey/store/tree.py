@@ -143,14 +143,11 @@ class JobTree:
         if not nodes:
             return
         key, mapping = keys.nodes(job_id), {n.agent_id: pack(n) for n in nodes}
-        root = any(n.depth == 0 for n in nodes)
-        if not root and not retire:  # the hash keeps the TTL the root's records gave it
-            self._redis.hset(key, mapping=mapping)
-            return
         with self._redis.pipeline(transaction=False) as pipe:
             pipe.hset(key, mapping=mapping)
-            if root:  # the root's records (its start, and its end) set the job's retention
-                pipe.expire(key, self._job_ttl)
+            # Every write sets the job's retention: a node written after its job's
+            # records vanished (a wipe) must not make the hash again without a TTL.
+            pipe.expire(key, self._job_ttl)
             if retire:
                 pipe.delete(*retire)
             pipe.execute()

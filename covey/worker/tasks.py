@@ -26,13 +26,14 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from covey import keys, wire
 from covey.budgets.ledger import AgentTerms, unknown_scope
 from covey.context import ROOT_AGENT_ID, RunContext
+from covey.errors import StateLost
 from covey.models.catalog import UnservableModel
 from covey.orchestration.actions import Action, to_json
 from covey.results import AgentResult, Usage
 from covey.spec import AgentSpec, InvalidSpec, JobSpec
 from covey.status import AgentStatus, Cause, CauseKind
 from covey.store.tree import Node, preview
-from covey.worker import loop, signing
+from covey.worker import loop, lost, signing
 from covey.worker.agent_state import AgentState, UnreadableCheckpoint, dump_checkpoint, load_checkpoint
 from covey.worker.app import app
 from covey.worker.deps import Deps, worker_deps
@@ -165,14 +166,14 @@ def _checkpointed(
     what = f"{counter.replace('_', ' ')} {expected}"
     saved = worker_deps().checkpoints.load(job_id, agent_id)
     if saved is None:
-        raise LookupError(f"checkpoint of agent {agent_id} lost; cannot resume {what}")
+        raise StateLost(f"checkpoint of agent {agent_id} lost; cannot resume {what}")
     state = load_checkpoint(saved.state)
     found = getattr(state, counter)
     if found > expected or moved_on(state):
         log.info("agent %s of job %s is past %s: stale task ignored", agent_id, job_id, what)
         raise Ignore()
     if found < expected:
-        raise LookupError(f"checkpoint of {what} lost ({counter.replace('_', ' ')} {found} found)")
+        raise StateLost(f"checkpoint of {what} lost ({counter.replace('_', ' ')} {found} found)")
     return state
 
 
@@ -189,11 +190,15 @@ def _guarded(task, job_id: str, agent_id: str, step: Step) -> dict[str, Any]:
         raise
     except OUTAGES as e:
         _hand_back(job_id, agent_id, e)
-    except UnreadableCheckpoint as e:
-        # The checkpoint is there but not this worker's to read: the agent fails
-        # saying so, and what its node recorded it spent stays charged.
+    except (UnreadableCheckpoint, StateLost) as e:
+        # Its records are gone (a Redis wiped, keys expired) or its checkpoint is not
+        # this worker's to read: the agent fails saying so, in one line, keeping what
+        # it spent, and nothing it needed is written again.
         log.warning("agent %s of job %s: %s", agent_id, job_id, e)
-        return _crashed(job_id, agent_id, str(e), None, CauseKind.STATE_LOST)
+        reported = _crashed(job_id, agent_id, str(e), state.usage if state else None, CauseKind.STATE_LOST)
+        if agent_id != ROOT_AGENT_ID:
+            lost.end_if_lost(worker_deps(), task.backend, job_id, redact(str(e)))
+        return reported
     except loop.NotOpened as e:
         # Nothing is written, not even a result under this task's id: the message
         # was not one of the job's own, and its task id may be another job's.

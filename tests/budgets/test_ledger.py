@@ -12,6 +12,7 @@ from covey import keys
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentTerms, Ledger, LedgerError
 from covey.budgets.redis_ledger import RedisLedger
+from covey.errors import StateLost
 from covey.status import Cause, CauseKind, Resource
 
 
@@ -342,9 +343,9 @@ def test_bad_calls_raise_clear_errors(ledger, job):
         ledger.open(job, [], "c1", Budget())
     with pytest.raises(ValueError, match="own ancestor"):
         ledger.open(job, ["root"], "root", Budget())
-    with pytest.raises(LedgerError, match="agent ghost was never opened"):
+    with pytest.raises(StateLost, match="the ledger row of agent ghost is missing"):
         ledger.open(job, ["root", "ghost"], "c1", Budget())
-    with pytest.raises(LedgerError, match="agent ghost was never opened"):
+    with pytest.raises(StateLost, match="the ledger row of agent ghost is missing"):
         ledger.reserve(job, ["root", "ghost"], [], "ghost:0", 10, 1)
     with pytest.raises(ValueError, match="min_tokens"):
         ledger.reserve(job, ["root"], [], "root:0", 10, 11)
