@@ -11,26 +11,7 @@ import pytest
 
 from covey import keys
 from covey.budgets.budget import Budget
-from covey.budgets.redis_ledger import RedisLedger
 from covey.errors import StateLost
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-def clock():
-    return Clock()
-
-
-@pytest.fixture
-def ledger(redis_client, clock):
-    return RedisLedger(redis_client, keys.DEFAULT_JOB_TTL_SECONDS, clock=clock)
 
 
 @pytest.fixture
