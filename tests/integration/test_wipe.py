@@ -14,6 +14,7 @@ import redis
 
 from covey import keys
 from covey.client import Client
+from covey.client.errors import JobTimeout
 from covey.config.settings import Settings
 from covey.status import CauseKind
 from tests.integration.conftest import ROOT, start_worker, stop_worker, wait_for_worker, worker_env
@@ -66,3 +67,40 @@ def test_a_job_whose_records_are_wiped_ends_failed_state_lost_and_clients_say_so
         assert untimed == []
         log = worker.log_path.read_text()
         assert "Traceback" not in log and "crashed" not in log
+
+
+def test_a_job_wiped_with_its_message_before_it_started_is_said_to_be_lost():
+    """Nothing runs a job whose message went with the wipe: the clients say its
+    records are gone instead of waiting in silence."""
+    with RedisServer() as server:
+        client = Client(Settings(redis_url=server.url, model="sim"))
+        r = redis.Redis.from_url(server.url, decode_responses=True)
+        worker = start_worker(server.url)  # one slot, which the busy job holds
+        try:
+            wait_for_worker(client, worker)
+            busy = client.submit(client.spec(LEAF))
+            queued = client.submit(client.spec("What is 1 + 1?"))
+            wait_until(lambda: live_calls(r, busy.id) == 1, "the busy job's call in flight")
+            r.flushall()  # this test's own Redis: the queued job's message goes with it
+            assert busy.result(timeout=60).cause.kind is CauseKind.STATE_LOST
+            with pytest.raises(JobTimeout) as waited:
+                queued.result(timeout=5)
+            cli = subprocess.run(
+                [sys.executable, "-m", "covey", "result", queued.id, "--timeout", "5"],
+                env=worker_env(server.url),
+                capture_output=True,
+                text=True,
+                timeout=120,
+                cwd=ROOT,
+            )
+        finally:
+            stop_worker(worker)
+            client.close()
+            r.close()
+        assert waited.value.reason == (
+            f"job {queued.id} has no records in Redis (wiped, expired or never submitted) and no message "
+            "in the broker: it will not finish"
+        )
+        assert cli.returncode == 1 and cli.stderr.splitlines() == [
+            f"Error: unknown job {queued.id}: never submitted, expired, or lost (a Redis restart without persistence)"
+        ], cli.stderr
