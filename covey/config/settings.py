@@ -96,7 +96,7 @@ class Settings(BaseSettings):
         gt=0,
         le=MAX_SECONDS,
         description="how long a worker waits out an unreachable Redis (or broker) before a step gives up "
-        "and is handed back to the broker",
+        "and is handed back to the broker, and a client waiting on a job before it reports the outage",
     )
     redelivery_check_seconds: float = Field(
         default=60.0,
