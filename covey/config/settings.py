@@ -32,6 +32,10 @@ class Settings(BaseSettings):
     broker_url: str | None = Field(default=None, description="defaults to redis_url")
     result_backend: str | None = Field(default=None, description="defaults to redis_url")
     queue: str = "covey"
+    sweep_queue: str = Field(
+        default="covey-sweeps",
+        description="COVEY_SWEEP_QUEUE: where `covey sweep` sends its jobs; a default worker reads it too",
+    )
     secret: str | None = Field(
         default=None, repr=False, description="signs the messages between workers (see covey.worker.signing)"
     )

@@ -39,7 +39,6 @@ from covey.sweeps.records import REFUSED, SKIPPED_BUDGET, Record, RecordUsage, R
 from covey.sweeps.scorers import ModelJudge, Scorer
 from covey.sweeps.window import Window
 
-DEFAULT_QUEUE = "covey-sweeps"
 POLL_SECONDS = 0.05  # between two looks at the in-flight results
 RENEW_SECONDS = 1.0  # lease renewal; well inside keys.SWEEP_OWNER_TTL_SECONDS
 BUSY_RECHECK_SECONDS = 1.0  # how soon a unit another submitter holds is looked at again
@@ -82,6 +81,7 @@ class SweepOutcome:
     window_low: int
     dry: bool  # the sweep's cap ran out
     progress: SweepProgress | None = None
+    timed_out: bool = False  # ``timeout`` ran out with units unrecorded; a rerun resumes them
 
 
 @dataclass
@@ -137,8 +137,9 @@ def run_sweep(
     retries: int = 0,
     max_tokens_total: int | None = None,
     max_cycles_total: int | None = None,
-    queue: str = DEFAULT_QUEUE,
+    queue: str | None = None,
     observer: Callable[[SweepProgress], None] | None = None,
+    timeout: float | None = None,
 ) -> SweepOutcome:
     """Run (or resume) the sweep in ``out``; returns when every unit is recorded.
 
@@ -146,6 +147,8 @@ def run_sweep(
     rerun with the same ``out`` skips what a rerun keeps (``records.KEPT``), runs
     the rest again with ``retries`` more attempts each, and follows the jobs a
     killed submitter left running instead of running their samples again.
+    Past ``timeout`` seconds it stops waiting (``timed_out``): the jobs in
+    flight go on, and a rerun follows them.
     """
     if retries < 0:
         raise ValueError(f"retries cannot be negative, got {retries}")
@@ -160,7 +163,8 @@ def run_sweep(
         max_tokens_total,
         max_cycles_total,
     )
-    client = Client((settings or get_settings()).model_copy(update={"queue": queue}))
+    settings = settings or get_settings()
+    client = Client(settings.model_copy(update={"queue": queue or settings.sweep_queue}))
     client.redis.ping()
     client.ledger.set_scope(manifest.scope, manifest.max_tokens_total, manifest.max_cycles_total)
     log = ResultsLog(out)
@@ -182,6 +186,7 @@ def run_sweep(
     del units
     run.claims.renew()
     renewed = time.monotonic()
+    timed_out = False
     try:
         while True:
             if time.monotonic() - renewed >= RENEW_SECONDS:
@@ -193,6 +198,9 @@ def run_sweep(
             if observer is not None:
                 observer(run.progress())
             if not run.flights and not run.busy and not _has_pending(run):
+                break
+            if timeout is not None and time.monotonic() - run.started >= timeout:
+                timed_out = True
                 break
             if not moved:
                 time.sleep(POLL_SECONDS)
@@ -211,6 +219,7 @@ def run_sweep(
         window_low=run.window.low,
         dry=run.dry,
         progress=run.progress(),
+        timed_out=timed_out,
     )
 
 

@@ -33,7 +33,7 @@ def sweep_redis():
 
 @pytest.fixture(scope="module")
 def sweep_worker(sweep_redis):
-    """``covey worker --queues covey,covey-sweeps`` with four threads."""
+    """``covey worker`` with four threads, reading its default queues: ``covey`` and ``covey-sweeps``."""
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -44,8 +44,6 @@ def sweep_worker(sweep_redis):
             "4",
             "--pool",
             "threads",
-            "--queues",
-            "covey,covey-sweeps",
             "--loglevel",
             "warning",
         ],
@@ -260,3 +258,20 @@ def test_rate_limited_jobs_narrow_the_window_and_are_retried(sweep_redis, db, tm
         latest[str(i)]["cause"]["kind"] == "rate_limited" and latest[str(i)]["cause"]["status"] == 429 for i in range(4)
     )
     assert all(latest[str(i)]["status"] == "completed" for i in range(4, 12))
+
+
+def test_a_sweep_with_samples_that_did_not_complete_says_how_many_and_exits_1(sweep_redis, tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps({"id": i, "input": f"What is {i} + 1? {'[sim:fail 500]' if i < 2 else ''}", "target": i + 1})
+            + "\n"
+            for i in range(5)
+        )
+    )
+    grid = tmp_path / "g.toml"
+    grid.write_text('strategies = ["single"]\nscorer = "numeric"\n')
+    proc = covey(sweep_redis, "sweep", str(path), "--grid", str(grid), "--out", str(tmp_path / "out"))
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 1, stderr
+    assert stdout.strip().splitlines()[-1] == "2 of 5 units did not complete (2 failed)"
