@@ -67,12 +67,14 @@ def sweep(
     """
     from covey.client import Client
     from covey.sweeps import SweepInputError, load_dataset, load_grid, run_sweep
+    from covey.sweeps.served import check_models
 
+    settings = get_settings()
     try:  # checked here, before any connection; run_sweep reads them again from the same files
-        load_dataset(dataset), load_grid(grid_path)
+        load_dataset(dataset)
+        check_models(load_grid(grid_path), settings, Path(grid_path).name)
     except SweepInputError as e:
         raise _BadInput(str(e)) from None
-    settings = get_settings()
     queue = queue or settings.sweep_queue
     settings = settings.model_copy(update={"queue": queue})
     probe = Client(settings)

@@ -37,6 +37,7 @@ from covey.sweeps.manifest import Manifest
 from covey.sweeps.progress import SweepProgress
 from covey.sweeps.records import REFUSED, SKIPPED_BUDGET, Record, RecordUsage, ResultsLog
 from covey.sweeps.scorers import ModelJudge, Scorer
+from covey.sweeps.served import check_models
 from covey.sweeps.window import Window
 
 POLL_SECONDS = 0.05  # between two looks at the in-flight results
@@ -152,8 +153,11 @@ def run_sweep(
     """
     if retries < 0:
         raise ValueError(f"retries cannot be negative, got {retries}")
+    settings = settings or get_settings()
     samples = dataset if isinstance(dataset, list) else load_dataset(dataset)
+    grid_name = "grid" if isinstance(grid, Grid) else Path(grid).name
     grid = grid if isinstance(grid, Grid) else load_grid(grid)
+    check_models(grid, settings, grid_name)
     scorer = grid.scorer.build()
     out = Path(out)
     manifest = Manifest.open(
@@ -163,7 +167,6 @@ def run_sweep(
         max_tokens_total,
         max_cycles_total,
     )
-    settings = settings or get_settings()
     client = Client(settings.model_copy(update={"queue": queue or settings.sweep_queue}))
     client.redis.ping()
     client.ledger.set_scope(manifest.scope, manifest.max_tokens_total, manifest.max_cycles_total)

@@ -260,7 +260,7 @@ def test_rate_limited_jobs_narrow_the_window_and_are_retried(sweep_redis, db, tm
     assert all(latest[str(i)]["status"] == "completed" for i in range(4, 12))
 
 
-def test_a_sweep_with_samples_that_did_not_complete_says_how_many_and_exits_1(sweep_redis, tmp_path):
+def test_a_sweep_with_samples_that_did_not_complete_says_how_many_and_exits_1(sweep_redis, sweep_worker, tmp_path):
     path = tmp_path / "d.jsonl"
     path.write_text(
         "".join(
@@ -275,3 +275,18 @@ def test_a_sweep_with_samples_that_did_not_complete_says_how_many_and_exits_1(sw
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 1, stderr
     assert stdout.strip().splitlines()[-1] == "2 of 5 units did not complete (2 failed)"
+
+
+def test_labelled_budgets_and_model_params_name_short_configurations(sweep_redis, sweep_worker, tmp_path):
+    grid = tmp_path / "g.toml"
+    grid.write_text(
+        'strategies = ["single"]\nscorer = "numeric"\nmodel_params = {temperature = 0.2, seed = 7}\n'
+        'budgets = [{max_tokens = 20000, max_cycles = 6, seconds = 120, label = "small"},\n'
+        "  {max_tokens = 40000, max_cycles = 6, seconds = 120}]\n"
+    )
+    proc = covey(sweep_redis, "sweep", dataset(tmp_path, 3), "--grid", str(grid), "--out", str(tmp_path / "out"))
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    assert {r["config"] for r in results(tmp_path / "out")} == {"default/single/small", "default/single/tok=40k"}
+    table = [line for line in stdout.splitlines() if line.startswith(("configuration", "default/"))]
+    assert len(table) == 3 and max(len(line) for line in table) < 120

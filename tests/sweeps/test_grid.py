@@ -20,8 +20,8 @@ def test_every_model_strategy_and_budget_is_a_configuration(tmp_path):
         "budgets = [{max_tokens = 100}, {max_tokens = 200, seconds = 5}]\nrepeats = 3\n",
     )
     assert len(g.configs) == 8 and g.repeats == 3
-    assert g.configs[0].name == "sim/react/max_tokens=100"
-    assert "other/one/max_tokens=200,seconds=5.0" in [c.name for c in g.configs]
+    assert g.configs[0].name == "sim/react/tok=100"
+    assert "other/one/tok=200,s=5" in [c.name for c in g.configs]
     assert len({c.key for c in g.configs}) == 8
 
 
@@ -40,6 +40,35 @@ def test_a_configuration_makes_the_job_of_a_sample(tmp_path):
     assert spec.strategy == "single" and spec.max_call_tokens == 64 and spec.budget.max_tokens == 500
     assert spec.budget.deadline == datetime(2030, 1, 1, 0, 0, 30, tzinfo=UTC)
     assert spec.scopes() == ["global", "sweep:sw1"]
+
+
+def test_budgets_are_named_by_their_label_or_by_the_caps_that_differ_abbreviated(tmp_path):
+    g = grid(
+        tmp_path,
+        'budgets = [{max_tokens = 20000, max_cycles = 6, seconds = 120, label = "small"},\n'
+        "  {max_tokens = 1500000, max_cycles = 6, seconds = 120},\n"
+        "  {max_tokens = 20000, max_cycles = 12, seconds = 120}]\n",
+    )
+    assert [c.name for c in g.configs] == [
+        "default/react/small",
+        "default/react/tok=1.5M,cyc=6",
+        "default/react/tok=20k,cyc=12",
+    ]
+    assert "label" not in g.configs[0].spec(Sample(id="1", input="x"), "sw", datetime.now(UTC)).budget.model_dump()
+
+
+def test_a_budget_label_and_a_rename_keep_the_configuration_key(tmp_path):
+    a = grid(tmp_path, 'budgets = [{max_tokens = 100, label = "a"}, {max_tokens = 200}]\n').configs[0]
+    b = grid(tmp_path, "budgets = [{max_tokens = 100}, {max_tokens = 200}]\n").configs[0]
+    assert a.key == b.key and a.name != b.name
+
+
+def test_model_params_reach_every_job_and_are_checked_by_the_spec(tmp_path):
+    g = grid(tmp_path, "model_params = {temperature = 0.2, seed = 7}\n")
+    spec = g.configs[0].spec(Sample(id="1", input="x"), "sw", datetime.now(UTC))
+    assert spec.model_params is not None and spec.model_params.temperature == 0.2 and spec.model_params.seed == 7
+    with pytest.raises(SweepInputError, match="model_params.temperature: Input should be less than or equal to 2"):
+        grid(tmp_path, "model_params = {temperature = 9}\n")
 
 
 def test_a_configuration_key_survives_a_rename(tmp_path):
