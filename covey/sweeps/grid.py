@@ -7,7 +7,7 @@
     budgets = [{max_tokens = 4000, max_cycles = 4, seconds = 60, label = "small"}]
     model_params = {temperature = 0.2}     # optional: every job's model_params
     repeats = 1
-    scorer = "numeric"                     # or {kind = "numeric", tolerance = 0.01}
+    scorer = "numeric"                     # or {kind = "numeric", tolerance = 0.01}, or a list of them
 
 Every model x strategy x budget is one configuration; every sample x
 configuration x repeat is one covey job. A budget here is per sample (the job's
@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from covey.spec import InvalidSpec, JobSpec, describe
 from covey.sweeps.dataset import Sample
 from covey.sweeps.errors import SweepInputError
-from covey.sweeps.scorers import ScorerSpec
+from covey.sweeps.scorers import ScorerSpec, Scoring
 
 
 class Limits(BaseModel):
@@ -77,7 +77,7 @@ class GridFile(BaseModel):
     strategies: list[StrategyEntry] = Field(default_factory=lambda: [StrategyEntry(name="react")], min_length=1)
     budgets: list[Limits] = Field(default_factory=lambda: [Limits()], min_length=1)
     repeats: int = Field(default=1, ge=1, le=1000)
-    scorer: ScorerSpec = Field(default_factory=ScorerSpec)
+    scorer: list[ScorerSpec] = Field(default_factory=lambda: [ScorerSpec()], min_length=1)
     instructions: str = ""
     model_params: dict[str, Any] = Field(default_factory=dict)
 
@@ -89,8 +89,10 @@ class GridFile(BaseModel):
 
     @field_validator("scorer", mode="before")
     @classmethod
-    def _kind_is_a_spec(cls, value: Any) -> Any:
-        return {"kind": value} if isinstance(value, str) else value
+    def _kinds_are_specs(cls, value: Any) -> Any:
+        """``"numeric"`` is short for ``[{kind = "numeric"}]``; one scorer needs no list."""
+        listed = value if isinstance(value, list) else [value]
+        return [{"kind": v} if isinstance(v, str) else v for v in listed]
 
 
 class Config(BaseModel):
@@ -141,7 +143,7 @@ class Config(BaseModel):
 class Grid(BaseModel):
     configs: list[Config]
     repeats: int
-    scorer: ScorerSpec
+    scorers: list[ScorerSpec]
 
 
 def load_grid(path: str | Path) -> Grid:
@@ -155,10 +157,10 @@ def load_grid(path: str | Path) -> Grid:
     except ValidationError as e:
         raise SweepInputError(f"{path.name}: {describe(e)}") from None
     try:
-        grid.scorer.build()
+        Scoring.build(grid.scorer)
     except ValueError as e:
         raise SweepInputError(f"{path.name}: scorer: {e}") from None
-    return Grid(configs=_configs(path.name, grid), repeats=grid.repeats, scorer=grid.scorer)
+    return Grid(configs=_configs(path.name, grid), repeats=grid.repeats, scorers=grid.scorer)
 
 
 def _read(path: Path) -> Any:

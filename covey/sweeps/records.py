@@ -50,7 +50,8 @@ class Record(BaseModel):
     status: str
     output: str | None = None
     target: Any = None
-    score: float | None = None
+    score: float | None = None  # the primary (first) scorer's
+    scores: dict[str, float] = Field(default_factory=dict)  # every scorer's, by name
     score_error: str | None = None
     error: str | None = None
     cause: Cause | None = None  # the job's, when it did not complete

@@ -36,7 +36,7 @@ from covey.sweeps.grid import Config, Grid, load_grid
 from covey.sweeps.manifest import Manifest
 from covey.sweeps.progress import SweepProgress
 from covey.sweeps.records import REFUSED, SKIPPED_BUDGET, Record, RecordUsage, ResultsLog
-from covey.sweeps.scorers import ModelJudge, Scorer
+from covey.sweeps.scorers import Scorer, Scoring
 from covey.sweeps.served import check_models
 from covey.sweeps.window import Window
 
@@ -91,7 +91,7 @@ class _Run:
 
     client: Client
     manifest: Manifest
-    scorer: Scorer | ModelJudge
+    scoring: Scoring
     log: ResultsLog
     claims: Claims
     window: Window
@@ -158,7 +158,7 @@ def run_sweep(
     grid_name = "grid" if isinstance(grid, Grid) else Path(grid).name
     grid = grid if isinstance(grid, Grid) else load_grid(grid)
     check_models(grid, settings, grid_name)
-    scorer = grid.scorer.build()
+    scoring = Scoring.build(grid.scorers)
     out = Path(out)
     manifest = Manifest.open(
         out,
@@ -176,7 +176,7 @@ def run_sweep(
     run = _Run(
         client=client,
         manifest=manifest,
-        scorer=scorer,
+        scoring=scoring,
         log=log,
         claims=Claims(client.redis, manifest.id, client.settings.job_ttl),
         window=Window(max_in_flight),
@@ -338,37 +338,49 @@ def _ended(run: _Run, flight: Flight, result: AgentResult | str) -> None:
     elif result.ok:
         run.window.succeeded()
     record = _record(unit, flight, result.status.value, result=result)
-    if result.ok and isinstance(run.scorer, ModelJudge):
+    if result.ok:
+        for scorer in run.scoring.local:
+            _score(scorer, record, unit.sample)
+        record.score = record.scores.get(run.scoring.primary)
+    judge = run.scoring.judge
+    if result.ok and judge is not None:
         judge_id = uuid()
-        _send(run, judge_id, run.scorer.spec(unit.sample, result.output or "", run.manifest.id))
+        _send(run, judge_id, judge.spec(unit.sample, result.output or "", run.manifest.id))
         record.judge_job_id = judge_id
         _fly(run, Flight(unit, judge_id, time.monotonic(), judging=record))
         return
-    if result.ok and not isinstance(run.scorer, ModelJudge):
-        _score(run.scorer, record, unit.sample)
     _finish(run, flight, record)
 
 
 def _judged(run: _Run, flight: Flight, result: AgentResult | str) -> None:
     record = flight.judging
     assert record is not None
+    judge = run.scoring.judge
+    assert judge is not None
     if isinstance(result, str):
-        record.score_error = f"judge refused: {result}"
+        _score_failed(record, judge.name, f"judge refused: {result}")
     else:
         record.judge_tokens = result.usage.total_tokens
         run.tokens += record.judge_tokens
         try:
-            record.score = ModelJudge.verdict(result)
+            record.scores[judge.name] = judge.verdict(result)
         except ValueError as e:
-            record.score_error = str(e)
+            _score_failed(record, judge.name, str(e))
+    record.score = record.scores.get(run.scoring.primary)
     _finish(run, Flight(flight.unit, record.job_id or flight.job_id, flight.sent), record)
 
 
 def _score(scorer: Scorer, record: Record, sample: Sample) -> None:
     try:
-        record.score = scorer.score(record.output, sample)
+        record.scores[scorer.name] = scorer.score(record.output, sample)
     except Exception as e:
-        record.score, record.score_error = 0.0, f"{type(e).__name__}: {e}"
+        record.scores[scorer.name] = 0.0
+        _score_failed(record, scorer.name, f"{type(e).__name__}: {e}")
+
+
+def _score_failed(record: Record, name: str, why: str) -> None:
+    """Note why a scorer gave no score, beside any other scorer's reason."""
+    record.score_error = "; ".join(filter(None, [record.score_error, f"{name}: {why}"]))
 
 
 def _record(

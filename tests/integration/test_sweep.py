@@ -290,3 +290,16 @@ def test_labelled_budgets_and_model_params_name_short_configurations(sweep_redis
     assert {r["config"] for r in results(tmp_path / "out")} == {"default/single/small", "default/single/tok=40k"}
     table = [line for line in stdout.splitlines() if line.startswith(("configuration", "default/"))]
     assert len(table) == 3 and max(len(line) for line in table) < 120
+
+
+def test_several_scorers_are_reported_side_by_side(sweep_redis, sweep_worker, tmp_path):
+    grid = tmp_path / "g.toml"
+    grid.write_text('strategies = ["single"]\nscorer = ["numeric", {kind = "exact", name = "verbatim"}]\n')
+    out = tmp_path / "out"
+    proc = covey(sweep_redis, "sweep", dataset(tmp_path, 3), "--grid", str(grid), "--out", str(out))
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    assert all(set(r["scores"]) == {"numeric", "verbatim"} and r["score"] == 1.0 for r in results(out))
+    header = stdout.splitlines()[1].split()
+    assert header[:4] == ["configuration", "accuracy", "numeric", "verbatim"]
+    assert "score_numeric" in (out / "summary.csv").read_text().splitlines()[0]

@@ -5,6 +5,7 @@ import pytest
 from covey.sweeps.dataset import Sample
 from covey.sweeps.errors import SweepInputError
 from covey.sweeps.grid import load_grid
+from covey.sweeps.scorers import Scoring
 
 
 def grid(tmp_path, text, name="g.toml"):
@@ -118,3 +119,23 @@ def test_a_sweep_name_is_checked_like_a_tenant():
     assert JobSpec.parse({"task": "x", "tenant": "a", "sweep": "s1"}).scopes() == ["global", "tenant:a", "sweep:s1"]
     with pytest.raises(InvalidSpec, match="sweep:"):
         JobSpec.parse({"task": "x", "sweep": "a b"})
+
+
+def test_a_list_of_scorers_is_accepted_the_first_being_the_primary(tmp_path):
+    g = grid(tmp_path, 'scorer = ["numeric", {kind = "includes", name = "has", ignore_case = true}]\n')
+    scoring = Scoring.build(g.scorers)
+    assert [s.name for s in scoring.local] == ["numeric", "has"] and scoring.primary == "numeric"
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('scorer = ["exact", "exact"]', "scorer: two scorers are named 'exact'"),
+        ('scorer = ["exact", "model", {kind = "model", name = "judge2"}]', "scorer: at most one model judge"),
+        ('scorer = ["exact", "fuzzy"]', "scorer: 1: unknown kind 'fuzzy'"),
+        ("scorer = []", "scorer: List should have at least 1 item"),
+    ],
+)
+def test_a_bad_scorer_list_names_the_scorer(tmp_path, text, message):
+    with pytest.raises(SweepInputError, match=message):
+        grid(tmp_path, text + "\n")
