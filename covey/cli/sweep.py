@@ -56,9 +56,24 @@ class _Unfinished(click.ClickException):
 @click.option(
     "--timeout", type=Seconds(), default=None, help="seconds to wait for every sample; then exit 3 (the jobs go on)"
 )
+@click.option("--limit", type=click.IntRange(1), default=None, help="run the first N samples (after --shuffle)")
+@click.option("--sample-id", "sample_ids", multiple=True, help="run only this sample (repeatable)")
+@click.option("--shuffle", type=int, default=None, metavar="SEED", help="run the samples in an order shuffled by SEED")
 @click.option("--json", "as_json", is_flag=True, help="print the summary rows as JSON")
 def sweep(
-    dataset, grid_path, out, max_in_flight, retries, max_tokens_total, max_cycles_total, queue, timeout, as_json
+    dataset,
+    grid_path,
+    out,
+    max_in_flight,
+    retries,
+    max_tokens_total,
+    max_cycles_total,
+    queue,
+    timeout,
+    limit,
+    sample_ids,
+    shuffle,
+    as_json,
 ) -> None:
     """Run every sample of DATASET through every configuration of the grid, as covey jobs.
 
@@ -67,12 +82,18 @@ def sweep(
     """
     from covey.client import Client
     from covey.sweeps import SweepInputError, load_dataset, load_grid, run_sweep
+    from covey.sweeps.dataset import digest
+    from covey.sweeps.manifest import Manifest
+    from covey.sweeps.selection import Selection
     from covey.sweeps.served import check_models
 
     settings = get_settings()
+    selection = Selection(tuple(sample_ids), shuffle, limit)
     try:  # checked here, before any connection; run_sweep reads them again from the same files
-        load_dataset(dataset)
-        check_models(load_grid(grid_path), settings, Path(grid_path).name)
+        samples, grid = load_dataset(dataset), load_grid(grid_path)
+        selection.apply(samples, Path(dataset).name)
+        check_models(grid, settings, Path(grid_path).name)
+        Manifest.check(Path(out), digest(samples), grid.digest)
     except SweepInputError as e:
         raise _BadInput(str(e)) from None
     queue = queue or settings.sweep_queue
@@ -98,6 +119,7 @@ def sweep(
             queue=queue,
             observer=show,
             timeout=timeout,
+            selection=selection,
         )
     except SweepInputError as e:  # a file changed since it was checked
         raise _BadInput(str(e)) from None

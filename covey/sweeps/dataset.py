@@ -7,6 +7,7 @@ before its first job. Errors name the file, the line and the field.
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,6 +57,12 @@ def load_dataset(path: str | Path) -> list[Sample]:
     if not samples:
         raise SweepInputError(f"dataset {path.name}: no samples")
     return samples
+
+
+def digest(samples: list[Sample]) -> str:
+    """A fingerprint of the samples' content, whatever file or order of keys held them."""
+    body = json.dumps([s.model_dump(mode="json") for s in samples], sort_keys=True)
+    return hashlib.sha256(body.encode()).hexdigest()[:16]
 
 
 def _jsonl_rows(path: Path) -> Iterator[tuple[int, Any]]:

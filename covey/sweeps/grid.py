@@ -145,6 +145,27 @@ class Grid(BaseModel):
     repeats: int
     scorers: list[ScorerSpec]
 
+    def as_run(self) -> dict[str, Any]:
+        """What ``sweep.json`` records: every configuration with its key, the repeats, the scorers."""
+        return {
+            "configurations": [
+                {**c.model_dump(mode="json", exclude_defaults=True), "key": c.key} for c in self.configs
+            ],
+            "repeats": self.repeats,
+            "scorers": [s.model_dump(mode="json", exclude_defaults=True) for s in self.scorers],
+        }
+
+    @property
+    def digest(self) -> str:
+        """What makes two grids the same sweep: their configurations' keys, repeats and
+        scorers (names and labels left out, as in ``Config.key``)."""
+        body = {
+            "keys": sorted(c.key for c in self.configs),
+            "repeats": self.repeats,
+            "scorers": [s.model_dump(mode="json", exclude={"name"}) for s in self.scorers],
+        }
+        return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
+
 
 def load_grid(path: str | Path) -> Grid:
     """The grid in ``path`` (``.toml``, ``.yaml``/``.yml``), checked in full."""

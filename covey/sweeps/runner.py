@@ -31,12 +31,13 @@ from covey.results import AgentResult
 from covey.spec import JobSpec
 from covey.status import AgentStatus, CauseKind
 from covey.sweeps.claims import Claims
-from covey.sweeps.dataset import Sample, load_dataset
+from covey.sweeps.dataset import Sample, digest, load_dataset
 from covey.sweeps.grid import Config, Grid, load_grid
 from covey.sweeps.manifest import Manifest
 from covey.sweeps.progress import SweepProgress
 from covey.sweeps.records import REFUSED, SKIPPED_BUDGET, Record, RecordUsage, ResultsLog
 from covey.sweeps.scorers import Scorer, Scoring
+from covey.sweeps.selection import Selection
 from covey.sweeps.served import check_models
 from covey.sweeps.window import Window
 
@@ -141,6 +142,7 @@ def run_sweep(
     queue: str | None = None,
     observer: Callable[[SweepProgress], None] | None = None,
     timeout: float | None = None,
+    selection: Selection | None = None,
 ) -> SweepOutcome:
     """Run (or resume) the sweep in ``out``; returns when every unit is recorded.
 
@@ -148,24 +150,32 @@ def run_sweep(
     rerun with the same ``out`` skips what a rerun keeps (``records.KEPT``), runs
     the rest again with ``retries`` more attempts each, and follows the jobs a
     killed submitter left running instead of running their samples again.
-    Past ``timeout`` seconds it stops waiting (``timed_out``): the jobs in
-    flight go on, and a rerun follows them.
+    ``selection`` narrows this run to some samples. ``SweepMismatch`` when
+    ``out`` holds a sweep of another dataset or grid. Past ``timeout`` seconds
+    it stops waiting (``timed_out``): the jobs in flight go on, and a rerun
+    follows them.
     """
     if retries < 0:
         raise ValueError(f"retries cannot be negative, got {retries}")
     settings = settings or get_settings()
-    samples = dataset if isinstance(dataset, list) else load_dataset(dataset)
+    every = dataset if isinstance(dataset, list) else load_dataset(dataset)
+    dataset_name = "samples" if isinstance(dataset, list) else Path(dataset).name
+    samples = (selection or Selection()).apply(every, dataset_name)
     grid_name = "grid" if isinstance(grid, Grid) else Path(grid).name
+    grid_path = "grid" if isinstance(grid, Grid) else str(grid)
     grid = grid if isinstance(grid, Grid) else load_grid(grid)
     check_models(grid, settings, grid_name)
     scoring = Scoring.build(grid.scorers)
     out = Path(out)
     manifest = Manifest.open(
         out,
-        str(dataset if not isinstance(dataset, list) else "<samples>"),
-        str(grid if not isinstance(grid, Grid) else "<grid>"),
+        "samples" if isinstance(dataset, list) else str(dataset),
+        grid_path,
         max_tokens_total,
         max_cycles_total,
+        dataset_digest=digest(every),
+        grid_digest=grid.digest,
+        grid_run=grid.as_run(),
     )
     client = Client(settings.model_copy(update={"queue": queue or settings.sweep_queue}))
     client.redis.ping()

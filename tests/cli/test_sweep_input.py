@@ -8,6 +8,7 @@ import json
 import redis
 
 from tests.cli.test_cli import covey
+from tests.redis_server import RedisServer
 
 
 def files(tmp_path, grid: str, rows: str | None = None, name: str = "d.jsonl") -> tuple[str, str]:
@@ -32,3 +33,28 @@ def test_a_model_no_endpoint_serves_is_refused_with_the_closest_name(redis_serve
     assert line.startswith("Error: g.toml: configuration simm/single: model 'simm': no endpoint")
     assert line.endswith("did you mean 'sim'?")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_sample_id_the_dataset_lacks_is_refused_naming_it(redis_server, tmp_path):
+    data, grid = files(tmp_path, 'strategies = ["single"]\n')
+    line = refused(redis_server, tmp_path, data, grid, "--sample-id", "1", "--sample-id", "nope")
+    assert line == "Error: sample id 'nope': no sample of d.jsonl has it"
+
+
+def test_reusing_out_with_another_dataset_or_grid_is_refused_naming_which(tmp_path):
+    """The first run (no worker: it stops at its timeout) leaves sweep.json; a second
+    run on the same --out with other content is refused before it sends anything."""
+    with RedisServer() as server:
+        data, grid = files(tmp_path, 'strategies = ["single"]\n')
+        out = str(tmp_path / "out")
+        first = covey("sweep", data, "--grid", grid, "--out", out, "--timeout", "0.5", redis_url=server.url)
+        assert first.returncode == 3, first.stderr
+        manifest = json.loads((tmp_path / "out" / "sweep.json").read_text())
+        assert [c["strategy"] for c in manifest["grid_run"]["configurations"]] == ["single"]
+        other = tmp_path / "other.jsonl"
+        other.write_text(json.dumps({"id": 1, "input": "What is 2 + 2?", "target": 4}) + "\n")
+        line = refused(server, tmp_path, str(other), grid)
+        assert line.startswith(f"Error: {out} holds sweep {manifest['id']} of another dataset ({data} as it was then)")
+        (tmp_path / "g.toml").write_text('strategies = ["react"]\n')
+        line = refused(server, tmp_path, data, grid)
+        assert f"of another grid ({grid} as it was then): give another --out, or the same grid" in line

@@ -303,3 +303,20 @@ def test_several_scorers_are_reported_side_by_side(sweep_redis, sweep_worker, tm
     header = stdout.splitlines()[1].split()
     assert header[:4] == ["configuration", "accuracy", "numeric", "verbatim"]
     assert "score_numeric" in (out / "summary.csv").read_text().splitlines()[0]
+
+
+def test_limit_shuffle_and_sample_ids_choose_the_samples_a_run_takes(sweep_redis, sweep_worker, tmp_path):
+    data, grid = dataset(tmp_path, 10), tmp_path / "g.toml"
+    grid.write_text('strategies = ["single"]\nscorer = "numeric"\n')
+
+    def ran(out: str, *selection: str) -> list[str]:
+        proc = covey(sweep_redis, "sweep", data, "--grid", str(grid), "--out", str(tmp_path / out), *selection)
+        _, stderr = proc.communicate(timeout=120)
+        assert proc.returncode == 0, stderr
+        return [r["sample_id"] for r in results(tmp_path / out)]
+
+    assert sorted(ran("ids", "--sample-id", "7", "--sample-id", "2")) == ["2", "7"]
+    first = ran("a", "--shuffle", "5", "--limit", "3")
+    assert len(first) == 3 and sorted(first) != ["0", "1", "2"]  # seed 5 takes others than the first three
+    assert sorted(ran("b", "--shuffle", "5", "--limit", "3")) == sorted(first)  # the seed picks the same ones
+    assert sorted(ran("a"), key=int) == [str(i) for i in range(10)]  # a full rerun runs only the other 7
