@@ -168,11 +168,12 @@ def sweep_report(directory, as_json) -> None:
 
 def _report(directory: Path, as_json: bool, lead: str | None = None) -> list[ConfigSummary]:
     """Rebuild and print the summary; returns its rows."""
+    from covey.sweeps import SweepInputError
     from covey.sweeps.report import SUMMARY_CSV, SUMMARY_PNG, build_report, table
 
     try:
         rows, drawn = build_report(directory)
-    except FileNotFoundError as e:
+    except (FileNotFoundError, SweepInputError) as e:
         raise _BadInput(str(e)) from None
     if as_json:
         click.echo(json.dumps([r.model_dump(mode="json") for r in rows], indent=2))

@@ -33,6 +33,14 @@ class Sample(BaseModel):
         """Numeric ids are common in datasets; keep them, as text."""
         return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
+    @field_validator("input")
+    @classmethod
+    def _has_text(cls, value: str) -> str:
+        """A blank task would run, and cost, a job that can answer nothing."""
+        if not value.strip():
+            raise ValueError("only whitespace: give the task some text")
+        return value
+
 
 def load_dataset(path: str | Path) -> list[Sample]:
     """Every sample of ``path`` (``.jsonl``/``.json`` lines or ``.csv``), or
@@ -83,13 +91,15 @@ def _csv_rows(path: Path) -> Iterator[tuple[int, Any]]:
     """CSV rows; a ``metadata`` column holds JSON, every other extra column goes into metadata."""
     with path.open(encoding="utf-8", newline="") as f:
         reader = csv.DictReader(f)
-        missing = [c for c in ("id", "input") if c not in (reader.fieldnames or [])]
+        missing = [c for c in ("id", "input", "target") if c not in (reader.fieldnames or [])]
         if missing:
             raise SweepInputError(f"{path.name} line 1: header lacks column {missing[0]!r} (needs id, input, target)")
         for row in reader:
             line = reader.line_num
             if None in row:
                 raise SweepInputError(f"{path.name} line {line}: more cells than header columns")
+            if not row["target"]:  # a short row's missing cells read None, an empty cell ""
+                raise SweepInputError(f"{path.name} line {line}: target: missing (every CSV row needs one)")
             metadata: dict[str, Any] = {}
             if row.get("metadata"):
                 try:

@@ -173,6 +173,8 @@ def load_grid(path: str | Path) -> Grid:
     if not path.is_file():
         raise SweepInputError(f"grid {path}: no such file")
     raw = _read(path)
+    if not raw:
+        raise SweepInputError(f"{path.name}: empty grid: give at least strategies (or models, budgets, scorer)")
     try:
         grid = GridFile.model_validate(raw)
     except ValidationError as e:

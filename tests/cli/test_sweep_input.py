@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import redis
 
 from tests.cli.test_cli import covey
@@ -58,3 +59,32 @@ def test_reusing_out_with_another_dataset_or_grid_is_refused_naming_which(tmp_pa
         (tmp_path / "g.toml").write_text('strategies = ["react"]\n')
         line = refused(server, tmp_path, data, grid)
         assert f"of another grid ({grid} as it was then): give another --out, or the same grid" in line
+
+
+@pytest.mark.parametrize(
+    "name, rows, grid, message",
+    [
+        ("d.csv", "id,input,target\n1,What is 1 + 1?,\n", 'strategies = ["single"]\n', "d.csv line 2: target: missing"),
+        (
+            "d.jsonl",
+            '{"id": 1, "input": "   "}\n',
+            'strategies = ["single"]\n',
+            "d.jsonl line 1: input: only whitespace",
+        ),
+        ("d.jsonl", None, "", "g.toml: empty grid"),
+    ],
+)
+def test_a_row_without_a_target_a_blank_task_or_an_empty_grid_is_refused(
+    redis_server, tmp_path, name, rows, grid, message
+):
+    data, grid_path = files(tmp_path, grid, rows, name)
+    assert refused(redis_server, tmp_path, data, grid_path).startswith(f"Error: {message}")
+
+
+def test_a_report_on_a_corrupt_results_line_names_it(redis_server, tmp_path):
+    (tmp_path / "results.jsonl").write_text('{"unit": "a"}\n')
+    proc = covey("sweep-report", str(tmp_path), redis_url=redis_server.url)
+    assert proc.returncode == 2
+    line = proc.stderr.strip()
+    assert line.startswith(f"Error: {tmp_path / 'results.jsonl'} line 1: sample_id: Field required;")
+    assert len(line.splitlines()) == 1

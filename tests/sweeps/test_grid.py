@@ -27,7 +27,7 @@ def test_every_model_strategy_and_budget_is_a_configuration(tmp_path):
 
 
 def test_defaults_are_one_react_configuration_on_the_workers_model(tmp_path):
-    (config,) = grid(tmp_path, "").configs
+    (config,) = grid(tmp_path, 'scorer = "exact"\n').configs
     assert (config.name, config.model, config.strategy) == ("default/react", None, "react")
 
 
@@ -119,6 +119,12 @@ def test_a_sweep_name_is_checked_like_a_tenant():
     assert JobSpec.parse({"task": "x", "tenant": "a", "sweep": "s1"}).scopes() == ["global", "tenant:a", "sweep:s1"]
     with pytest.raises(InvalidSpec, match="sweep:"):
         JobSpec.parse({"task": "x", "sweep": "a b"})
+
+
+@pytest.mark.parametrize("name, text", [("g.toml", ""), ("g.toml", "# nothing\n"), ("g.yaml", "{}\n")])
+def test_an_empty_grid_is_refused(tmp_path, name, text):
+    with pytest.raises(SweepInputError, match=f"{name}: empty grid: give at least strategies"):
+        grid(tmp_path, text, name)
 
 
 def test_a_list_of_scorers_is_accepted_the_first_being_the_primary(tmp_path):
