@@ -10,7 +10,7 @@ import click
 
 from covey.budgets.budget import MAX_COUNT
 from covey.cli import render
-from covey.cli.app import cli, connect, print_json
+from covey.cli.app import cli, connect, interrupted, print_json
 from covey.cli.options import Seconds
 from covey.orchestration import registry
 from covey.spec import MAX_CALL_TOKENS
@@ -116,7 +116,13 @@ def run(task: str | None, as_json: bool, **options: Any) -> None:
     from covey.cli.waiting import wait
 
     timeout = options["timeout"]
-    _finish(wait(handle, None if timeout is None else timeout + REPORT_GRACE_SECONDS, _live(as_json)), as_json)
+    try:
+        done = wait(handle, None if timeout is None else timeout + REPORT_GRACE_SECONDS, _live(as_json))
+    except KeyboardInterrupt:
+        interrupted(
+            f"job {handle.id} goes on: `covey cancel {handle.id}` stops it, `covey result {handle.id}` waits again"
+        )
+    _finish(done, as_json)
 
 
 @cli.command()
@@ -165,10 +171,12 @@ def result(job_id: str, timeout: float | None, as_json: bool) -> None:
 @click.option("--watch", is_flag=True, help="redraw the tree until the job ends (on a terminal)")
 def tree(job_id: str, as_json: bool, watch: bool) -> None:
     """Show every agent of the job: status, role, tokens, cycles, elapsed, task."""
-    handle = connect().job(job_id)
+    client = connect()
+    handle = client.job(job_id)
     if watch:
         from covey.cli.waiting import watch_tree
 
+        _known(job_id, client)  # a watch on an id nobody sent would redraw an empty tree forever
         watch_tree(handle, live=not as_json and sys.stdout.isatty())
     nodes = handle.tree()
     if not nodes:

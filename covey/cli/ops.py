@@ -185,7 +185,8 @@ def flower(port: int, address: str, basic_auth: str | None) -> None:
 
     try:
         covey_flower.check(address, basic_auth)
-    except covey_flower.Exposed as e:
+        covey_flower.check_port(address, port)
+    except (covey_flower.Exposed, covey_flower.PortBusy) as e:
         click.echo(f"Error: {e}", err=True)
         sys.exit(2)
     covey_flower.configure()

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from covey.cli.app import cli
+from covey.cli.app import cli, interrupted
 from covey.cli.options import Seconds
 from covey.config.settings import get_settings
 from covey.status import AgentStatus
@@ -123,6 +123,14 @@ def sweep(
         )
     except SweepInputError as e:  # a file changed since it was checked
         raise _BadInput(str(e)) from None
+    except KeyboardInterrupt:
+        show.close()
+        found = Manifest.check(Path(out), None, None)
+        scope = f"sweep:{found.id}" if found else "sweep:<id>"
+        interrupted(
+            f"the sweep's jobs in flight go on: rerun the same command to resume (it follows them), "
+            f"or stop them with `covey scope {scope} --max-cycles 0`"
+        )
     finally:
         show.close()
     if outcome.timed_out:
@@ -222,5 +230,7 @@ class _Lines:
             click.echo(progress.line(), err=True)
 
     def close(self) -> None:
+        """Print the last line once, however often it is called."""
         if self._last is not None:
             click.echo(self._last.line(), err=True)
+            self._last = None

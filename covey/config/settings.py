@@ -6,7 +6,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, model_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from covey.budgets.budget import MAX_COUNT, MAX_SECONDS, Budget
@@ -108,6 +108,14 @@ class Settings(BaseSettings):
         le=MAX_SECONDS,
         description="how often a worker looks for a dead worker's tasks to redeliver",
     )
+
+    @field_validator("redis_url", "broker_url", "result_backend")
+    @classmethod
+    def _has_a_scheme(cls, url: str | None) -> str | None:
+        """``localhost:6379`` would reach redis-py as a URL of scheme ``localhost``, a traceback deep in a client."""
+        if url is not None and "://" not in url:
+            raise ValueError(f"{url!r} has no scheme: write it as redis://{url}/0 (or rediss://, amqp://, unix://)")
+        return url
 
     @property
     def worker_slots(self) -> int:

@@ -320,3 +320,24 @@ def test_limit_shuffle_and_sample_ids_choose_the_samples_a_run_takes(sweep_redis
     assert len(first) == 3 and sorted(first) != ["0", "1", "2"]  # seed 5 takes others than the first three
     assert sorted(ran("b", "--shuffle", "5", "--limit", "3")) == sorted(first)  # the seed picks the same ones
     assert sorted(ran("a"), key=int) == [str(i) for i in range(10)]  # a full rerun runs only the other 7
+
+
+def test_ctrl_c_on_a_sweep_says_its_jobs_go_on_and_how_to_resume_and_exits_130(sweep_redis, sweep_worker, tmp_path):
+    data, out = dataset(tmp_path, 40, "[sim:latency 100]"), tmp_path / "stopped"
+    args = ("sweep", data, "--grid", str(GRID), "--out", str(out), "--max-in-flight", "4")
+    proc = covey(sweep_redis, *args)
+    while not (out / "results.jsonl").exists():
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    sweep_id = Manifest.model_validate_json((out / "sweep.json").read_text()).id
+    assert stderr.strip().splitlines()[-1] == (
+        "interrupted: the sweep's jobs in flight go on: rerun the same command to resume (it follows them), "
+        f"or stop them with `covey scope sweep:{sweep_id} --max-cycles 0`"
+    )
+    again = covey(sweep_redis, *args)
+    _, stderr = again.communicate(timeout=120)
+    assert again.returncode == 0, stderr
+    assert len({r["unit"] for r in results(out) if r["status"] == "completed"}) == 80
