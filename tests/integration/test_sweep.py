@@ -90,12 +90,23 @@ def results(directory) -> list[dict]:
     return [json.loads(line) for line in (directory / "results.jsonl").read_text().splitlines()]
 
 
-def dataset(tmp_path, n: int, suffix: str = "") -> str:
+def dataset(tmp_path, n: int, suffix: str = "", first: int | None = None) -> str:
+    """``n`` arithmetic samples, ``suffix`` (a sim directive) on the ``first`` of them (default all)."""
     path = tmp_path / "d.jsonl"
+    marked = n if first is None else first
     path.write_text(
-        "".join(json.dumps({"id": i, "input": f"What is {i} + 1? {suffix}", "target": i + 1}) + "\n" for i in range(n))
+        "".join(
+            json.dumps({"id": i, "input": f"What is {i} + 1? {suffix if i < marked else ''}", "target": i + 1}) + "\n"
+            for i in range(n)
+        )
     )
     return str(path)
+
+
+def single_grid(tmp_path) -> str:
+    grid = tmp_path / "g.toml"
+    grid.write_text('strategies = ["single"]\nscorer = "numeric"\n')
+    return str(grid)
 
 
 def test_arithmetic_across_two_configurations_scores_full_marks_within_the_window(settings, db, tmp_path):
@@ -236,18 +247,14 @@ def test_rate_limited_jobs_narrow_the_window_and_are_retried(sweep_redis, db, tm
     try:
         settings = Settings(redis_url=sweep_redis.url, queue="covey-429")
         wait_for_worker(Client(settings), worker)
-        path = tmp_path / "d.jsonl"
-        path.write_text(
-            "".join(
-                json.dumps({"id": i, "input": f"What is {i} + 1? {'[sim:fail 429]' if i < 4 else ''}", "target": i + 1})
-                + "\n"
-                for i in range(12)
-            )
-        )
-        grid = tmp_path / "g.toml"
-        grid.write_text('strategies = ["single"]\nscorer = "numeric"\n')
         outcome = run_sweep(
-            str(path), str(grid), tmp_path / "limited", settings=settings, queue="covey-429", max_in_flight=8, retries=1
+            dataset(tmp_path, 12, "[sim:fail 429]", first=4),
+            single_grid(tmp_path),
+            tmp_path / "limited",
+            settings=settings,
+            queue="covey-429",
+            max_in_flight=8,
+            retries=1,
         )
     finally:
         stop_worker(worker)
@@ -261,17 +268,8 @@ def test_rate_limited_jobs_narrow_the_window_and_are_retried(sweep_redis, db, tm
 
 
 def test_a_sweep_with_samples_that_did_not_complete_says_how_many_and_exits_1(sweep_redis, sweep_worker, tmp_path):
-    path = tmp_path / "d.jsonl"
-    path.write_text(
-        "".join(
-            json.dumps({"id": i, "input": f"What is {i} + 1? {'[sim:fail 500]' if i < 2 else ''}", "target": i + 1})
-            + "\n"
-            for i in range(5)
-        )
-    )
-    grid = tmp_path / "g.toml"
-    grid.write_text('strategies = ["single"]\nscorer = "numeric"\n')
-    proc = covey(sweep_redis, "sweep", str(path), "--grid", str(grid), "--out", str(tmp_path / "out"))
+    data, grid = dataset(tmp_path, 5, "[sim:fail 500]", first=2), single_grid(tmp_path)
+    proc = covey(sweep_redis, "sweep", data, "--grid", grid, "--out", str(tmp_path / "out"))
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 1, stderr
     assert stdout.strip().splitlines()[-1] == "2 of 5 units did not complete (2 failed)"
@@ -306,11 +304,10 @@ def test_several_scorers_are_reported_side_by_side(sweep_redis, sweep_worker, tm
 
 
 def test_limit_shuffle_and_sample_ids_choose_the_samples_a_run_takes(sweep_redis, sweep_worker, tmp_path):
-    data, grid = dataset(tmp_path, 10), tmp_path / "g.toml"
-    grid.write_text('strategies = ["single"]\nscorer = "numeric"\n')
+    data, grid = dataset(tmp_path, 10), single_grid(tmp_path)
 
     def ran(out: str, *selection: str) -> list[str]:
-        proc = covey(sweep_redis, "sweep", data, "--grid", str(grid), "--out", str(tmp_path / out), *selection)
+        proc = covey(sweep_redis, "sweep", data, "--grid", grid, "--out", str(tmp_path / out), *selection)
         _, stderr = proc.communicate(timeout=120)
         assert proc.returncode == 0, stderr
         return [r["sample_id"] for r in results(tmp_path / out)]

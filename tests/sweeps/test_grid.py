@@ -94,6 +94,10 @@ def test_yaml_grids_read_as_toml_ones():
         ('scorer = "fuzzy"', "scorer: unknown kind 'fuzzy'"),
         ('scorer = "nowhere_module:fn"', "scorer: cannot import 'nowhere_module'"),
         ('scorer = {kind = "regex", pattern = "("}', "scorer: pattern:"),
+        ('scorer = ["exact", "exact"]', "scorer: two scorers are named 'exact'"),
+        ('scorer = ["exact", "model", {kind = "model", name = "judge2"}]', "scorer: at most one model judge"),
+        ('scorer = ["exact", "fuzzy"]', "scorer: 1: unknown kind 'fuzzy'"),
+        ("scorer = []", "scorer: List should have at least 1 item"),
         ('strategies = ["react", "react"]', "configuration default/react#2 is the same as default/react#1"),
         ("models = [", "g.toml: not valid TOML"),
     ],
@@ -131,17 +135,3 @@ def test_a_list_of_scorers_is_accepted_the_first_being_the_primary(tmp_path):
     g = grid(tmp_path, 'scorer = ["numeric", {kind = "includes", name = "has", ignore_case = true}]\n')
     scoring = Scoring.build(g.scorers)
     assert [s.name for s in scoring.local] == ["numeric", "has"] and scoring.primary == "numeric"
-
-
-@pytest.mark.parametrize(
-    "text, message",
-    [
-        ('scorer = ["exact", "exact"]', "scorer: two scorers are named 'exact'"),
-        ('scorer = ["exact", "model", {kind = "model", name = "judge2"}]', "scorer: at most one model judge"),
-        ('scorer = ["exact", "fuzzy"]', "scorer: 1: unknown kind 'fuzzy'"),
-        ("scorer = []", "scorer: List should have at least 1 item"),
-    ],
-)
-def test_a_bad_scorer_list_names_the_scorer(tmp_path, text, message):
-    with pytest.raises(SweepInputError, match=message):
-        grid(tmp_path, text + "\n")
