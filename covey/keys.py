@@ -3,6 +3,11 @@
 A job's keys share the ``{job_id}`` hash tag, so they sit in one Redis Cluster slot
 and one Lua script may touch a whole ancestor chain. Global scopes are not per job
 and carry no tag.
+
+Every key is written with a TTL, and a script that finds a row it must charge
+missing (a Redis wiped) refuses rather than make it again without one. The one
+exception is on purpose: a scope's caps (``scope``, ``scopes_index``), which an
+operator sets and which must not lapse.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ class Usage(BaseModel):
     cycles: int = 0
     agents: int = Field(default=0, description="sub-agents started below this agent")
 
-    @computed_field
+    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented form
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens

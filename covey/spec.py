@@ -95,6 +95,14 @@ class JobSpec(AgentSpec):
     )
     child_fraction: Number = Field(default=0.5, gt=0, le=1, description="share of a budget each child asks for")
 
+    @field_validator("tenant", mode="before")
+    @classmethod
+    def _bare_tenant(cls, value: Any) -> Any:
+        """The scope is ``tenant:<name>``; the field is the name alone, and a pattern would not say so."""
+        if isinstance(value, str) and value.startswith(scopes.TENANT + ":"):
+            raise ValueError(f"give the name without its prefix: {value.removeprefix(scopes.TENANT + ':')!r}")
+        return value
+
     @classmethod
     def parse(cls, data: Any) -> JobSpec:
         """Validate wire data, raising ``InvalidSpec`` with one line per bad field."""

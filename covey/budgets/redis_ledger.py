@@ -15,6 +15,7 @@ from collections.abc import Callable
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from importlib.resources import files
+from typing import Any
 
 import redis
 
@@ -30,6 +31,7 @@ from covey.budgets.ledger import (
     Opened,
     ScopeRow,
 )
+from covey.errors import StateLost
 from covey.status import Cause, CauseKind, Resource
 
 _LUA = {
@@ -101,10 +103,10 @@ class RedisLedger:
         row_keys = [keys.agent(job_id, child_id), keys.agents(job_id), *(keys.agent(job_id, a) for a in chain)]
         status, *rest = self._scripts["open"](keys=row_keys, args=args)
         if status == -2:
-            raise LedgerError(f"job {job_id}: {_str(rest[0])}")
+            raise _lost(job_id, rest[0])
         if status == 0:
             return Opened(ok=False, budget=None, reason=_str(rest[0]), cause=_short(CauseKind.BUDGET, *rest[1:]))
-        fields = dict(zip(("max_tokens", "max_cycles", "max_agents", "max_depth"), map(_int, rest[:4])))
+        fields: dict[str, Any] = dict(zip(("max_tokens", "max_cycles", "max_agents", "max_depth"), map(_int, rest[:4])))
         fields["deadline"] = _deadline(rest[4])
         # A clamp may leave 0 tokens or cycles: the child's first reserve is then refused.
         return Opened(ok=True, budget=Budget(**fields), reason=None)
@@ -161,12 +163,13 @@ class RedisLedger:
         ]
         status, granted, reason, *rest = self._scripts["reserve"](keys=row_keys, args=args)
         if status == -2:
-            raise LedgerError(f"job {job_id}: {_str(reason)}")
+            raise _lost(job_id, reason)
         if status == -1:
             return Grant(ok=False, tokens=0, reason=_str(reason), cause=Cause(kind=CauseKind.CANCELLED))
         if status == 2:  # a full window: the next minute's is empty
             retry_after = (minute + 1) * keys.WINDOW_SECONDS - now
-            cause = _short(CauseKind.RATE_LIMITED, *rest, retry_after=retry_after)
+            row, name, resource = rest[:3]
+            cause = _short(CauseKind.RATE_LIMITED, row, name, resource, retry_after=retry_after)
             return Grant(ok=False, tokens=0, reason=_str(reason), cause=cause)
         if status != 1:
             return Grant(ok=False, tokens=0, reason=_str(reason), cause=_short(CauseKind.BUDGET, *rest))
@@ -184,7 +187,8 @@ class RedisLedger:
     ) -> bool:
         """Charge ``tokens`` (the actual usage) and keep ``record`` for a replay.
         Pass the chain and scopes given to ``reserve``; a mismatch raises
-        ``LedgerError`` rather than skew the counts."""
+        ``LedgerError`` rather than skew the counts, and rows gone from Redis
+        ``StateLost`` rather than come back uncapped and without their TTL."""
         if tokens < 0:
             raise ValueError(f"tokens used cannot be negative, got {tokens}")
         row_keys = [
@@ -203,7 +207,9 @@ class RedisLedger:
             len(chain),
             *scopes,
         ]
-        status = self._scripts["settle"](keys=row_keys, args=args)
+        status, reason = self._scripts["settle"](keys=row_keys, args=args)
+        if status == -3:
+            raise _lost(job_id, reason)
         if status == -2:
             raise LedgerError(
                 f"job {job_id}: settle of {reservation_id} names another chain or scopes than its reserve"
@@ -330,8 +336,20 @@ def _short(
     kind: CauseKind, row: str | bytes, name: str | bytes, resource: str | bytes, retry_after: float | None = None
 ) -> Cause:
     """A refusal's cause from a script's answer: the short row ('agent' or 'scope'), its name, and what it lacks."""
-    where = "agent_id" if _str(row) == "agent" else "scope"
-    return Cause(kind=kind, resource=Resource(_str(resource)), retry_after=retry_after, **{where: _str(name)})
+    short, agent = _str(name), _str(row) == "agent"
+    return Cause(
+        kind=kind,
+        resource=Resource(_str(resource)),
+        retry_after=retry_after,
+        agent_id=short if agent else None,
+        scope=None if agent else short,
+    )
+
+
+def _lost(job_id: str, reason: str | bytes) -> StateLost:
+    """A script found a row it needs missing: never opened (a caller's bug) or, for an
+    agent that is running, gone from Redis with the rest of its job's records."""
+    return StateLost(f"job {job_id}: {_str(reason)} (never opened, or gone from Redis: wiped or expired)")
 
 
 def _member(job_id: str, reservation_id: str) -> str:
@@ -395,6 +413,8 @@ def _fields(raw: dict) -> dict[str, str]:
 
 def _agent_row(agent_id: str, raw: dict) -> AgentRow:
     f = _fields(raw)
+    counts: dict[str, Any] = {k: int(f.get(k, 0)) for k in _COUNTS}
+    limits: dict[str, Any] = {k: _int(f.get(k)) for k in _LIMITS}
     return AgentRow(
         agent_id=agent_id,
         depth=int(f["depth"]),
@@ -406,9 +426,9 @@ def _agent_row(agent_id: str, raw: dict) -> AgentRow:
         scopes=json.loads(f["scopes"]) if f.get("scopes") else None,
         digest=f.get("digest") or None,
         ancestors=json.loads(f.get("ancestors") or "[]"),
-        **{k: int(f.get(k, 0)) for k in _COUNTS},
+        **counts,
         tokens_reserved=_reserved(f),
-        **{k: _int(f.get(k)) for k in _LIMITS},
+        **limits,
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import NoReturn
 
 import click
 import redis
@@ -59,6 +60,15 @@ def main() -> None:
         _fail(str(StoreUnavailable(REDIS, get_settings().redis_url, e)), 2)
     except OperationalError as e:
         _fail(str(StoreUnavailable(BROKER, get_settings().broker, e)), 2)
+
+
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
+
+
+def interrupted(what_goes_on: str) -> NoReturn:
+    """Ctrl-C stops this command, never the work it sent: say so and what to do."""
+    click.echo(f"interrupted: {what_goes_on}", err=True)
+    sys.exit(EXIT_INTERRUPTED)
 
 
 def _fail(message: str, code: int) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import ipaddress
+import socket
 
 # What the tasks page shows, in order: the result opens with the AgentResult's status, so
 # outcomes differ at a glance beside Celery's state (SUCCESS for every agent that reported);
@@ -19,6 +20,24 @@ TASK_COLUMNS = "name,state,result,kwargs,uuid,received,runtime,worker"
 
 class Exposed(ValueError):
     """Flower would answer a network without a password, or the password is malformed."""
+
+
+class PortBusy(OSError):
+    """Another process holds the port Flower would listen on."""
+
+
+def check_port(address: str, port: int) -> None:
+    """Raise ``PortBusy`` naming the port: Tornado would find it busy only after
+    Celery's start-up, as a traceback."""
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as Tornado binds: a closing socket is no holder
+        try:
+            probe.bind((address.strip("[]") or "", port))
+        except OSError as e:
+            raise PortBusy(
+                f"--port {port}: {address or '*'}:{port} is in use ({e.strerror}); give another --port"
+            ) from None
 
 
 def is_loopback(address: str) -> bool:

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import math
 import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import click
 
-from covey.budgets.budget import MAX_COUNT, MAX_SECONDS
+from covey.budgets.budget import MAX_COUNT
 from covey.cli import render
-from covey.cli.app import cli, connect, print_json
+from covey.cli.app import cli, connect, interrupted, print_json
+from covey.cli.options import Seconds
 from covey.orchestration import registry
 from covey.spec import MAX_CALL_TOKENS
 from covey.status import JobStatus
@@ -33,20 +33,6 @@ REPORT_GRACE_SECONDS = 2.0  # after its deadline, for a job's agents to report t
 def _live(as_json: bool) -> bool:
     """Draw live progress only for a person at a terminal."""
     return not as_json and sys.stderr.isatty()
-
-
-class _Seconds(click.FloatRange):
-    """Seconds: a finite number above 0, at most ``MAX_SECONDS`` (``nan`` passes a
-    plain FloatRange, since it compares false both ways)."""
-
-    def __init__(self) -> None:
-        super().__init__(0, MAX_SECONDS, min_open=True)
-
-    def convert(self, value, param, ctx):
-        seconds = super().convert(value, param, ctx)
-        if math.isnan(seconds):
-            self.fail(f"{value!r} is not a number of seconds", param, ctx)
-        return seconds
 
 
 _CAP = click.IntRange(0, MAX_COUNT)
@@ -73,7 +59,7 @@ def _job_options(fn):
             default=None,
             help="model calls each agent may make on its own (default 20)",
         ),
-        click.option("--timeout", type=_Seconds(), default=None, help="seconds the job may run"),
+        click.option("--timeout", type=Seconds(), default=None, help="seconds the job may run"),
         click.option(
             "--tenant",
             default=None,
@@ -89,7 +75,7 @@ def _job_options(fn):
     return fn
 
 
-def _spec(client, task: str, o: dict[str, Any]):
+def _spec(client, task: str | None, o: dict[str, Any]):
     budget = {k: o[k] for k in ("max_tokens", "max_cycles", "max_agents", "max_depth") if o[k] is not None}
     if o["timeout"] is not None:
         budget["deadline"] = datetime.now(UTC) + timedelta(seconds=o["timeout"])
@@ -113,7 +99,8 @@ def _task(task: str | None, task_file) -> str:
     if (task is None) == (task_file is None):
         raise click.UsageError("give the task as TASK, as - (read from standard input) or with --task-file, once")
     if task_file is not None:
-        return task_file.read()
+        return str(task_file.read())
+    assert task is not None  # exactly one of the two was given
     return sys.stdin.read() if task == "-" else task
 
 
@@ -129,7 +116,13 @@ def run(task: str | None, as_json: bool, **options: Any) -> None:
     from covey.cli.waiting import wait
 
     timeout = options["timeout"]
-    _finish(wait(handle, None if timeout is None else timeout + REPORT_GRACE_SECONDS, _live(as_json)), as_json)
+    try:
+        done = wait(handle, None if timeout is None else timeout + REPORT_GRACE_SECONDS, _live(as_json))
+    except KeyboardInterrupt:
+        interrupted(
+            f"job {handle.id} goes on: `covey cancel {handle.id}` stops it, `covey result {handle.id}` waits again"
+        )
+    _finish(done, as_json)
 
 
 @cli.command()
@@ -163,7 +156,7 @@ def status(job_id: str, as_json: bool) -> None:
 
 @cli.command()
 @click.argument("job_id")
-@click.option("--timeout", type=_Seconds(), default=None, help="seconds to wait (default: until done)")
+@click.option("--timeout", type=Seconds(), default=None, help="seconds to wait (default: until done)")
 @click.option("--json", "as_json", is_flag=True, help="print the root AgentResult as JSON")
 def result(job_id: str, timeout: float | None, as_json: bool) -> None:
     """Wait for the job's result; exit 0 only when it completed, 3 when the wait ran out."""
@@ -178,10 +171,12 @@ def result(job_id: str, timeout: float | None, as_json: bool) -> None:
 @click.option("--watch", is_flag=True, help="redraw the tree until the job ends (on a terminal)")
 def tree(job_id: str, as_json: bool, watch: bool) -> None:
     """Show every agent of the job: status, role, tokens, cycles, elapsed, task."""
-    handle = connect().job(job_id)
+    client = connect()
+    handle = client.job(job_id)
     if watch:
         from covey.cli.waiting import watch_tree
 
+        _known(job_id, client)  # a watch on an id nobody sent would redraw an empty tree forever
         watch_tree(handle, live=not as_json and sys.stdout.isatty())
     nodes = handle.tree()
     if not nodes:

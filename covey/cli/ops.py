@@ -37,7 +37,10 @@ from covey.config.settings import MAX_CONCURRENCY, MAX_PROCESSES, get_settings
 @click.option("--loglevel", "-l", default="info", show_default=True)
 @click.option("--hostname", "-n", default=None, help="worker name, as Celery's -n (each process adds -1, -2, ...)")
 @click.option(
-    "--queues", "-Q", default=None, help="comma-separated queues to read (default COVEY_QUEUE), e.g. covey,covey-sweeps"
+    "--queues",
+    "-Q",
+    default=None,
+    help="comma-separated queues to read, in order (default COVEY_QUEUE then COVEY_SWEEP_QUEUE: covey,covey-sweeps)",
 )
 def worker(
     processes: int | None,
@@ -59,7 +62,8 @@ def worker(
     except signing.SecretRequired as e:
         raise click.ClickException(str(e)) from None
     pool = pool or s.worker_pool
-    names = [q.strip() for q in (queues or s.queue).split(",") if q.strip()]
+    given = queues.split(",") if queues is not None else [s.queue, s.sweep_queue]
+    names = list(dict.fromkeys(q.strip() for q in given if q.strip()))
     if not names:
         raise click.BadParameter("name at least one queue", param_hint="--queues")
     count = processes or s.worker_processes or (1 if pool == "prefork" else os.cpu_count() or 1)
@@ -181,7 +185,8 @@ def flower(port: int, address: str, basic_auth: str | None) -> None:
 
     try:
         covey_flower.check(address, basic_auth)
-    except covey_flower.Exposed as e:
+        covey_flower.check_port(address, port)
+    except (covey_flower.Exposed, covey_flower.PortBusy) as e:
         click.echo(f"Error: {e}", err=True)
         sys.exit(2)
     covey_flower.configure()

@@ -6,12 +6,19 @@ import json
 import signal
 import sys
 import time
+from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from covey.cli.app import cli
+from covey.cli.app import cli, interrupted
+from covey.cli.options import Seconds
 from covey.config.settings import get_settings
+from covey.status import AgentStatus
+
+if TYPE_CHECKING:
+    from covey.sweeps.report import ConfigSummary
 
 PLAIN_EVERY_SECONDS = 5.0  # how often a plain (non-terminal) progress line is printed
 BAR_WIDTH = 30
@@ -19,6 +26,12 @@ BAR_WIDTH = 30
 
 class _BadInput(click.ClickException):
     exit_code = 2
+
+
+class _Unfinished(click.ClickException):
+    """``--timeout`` ran out first, as for ``covey run``."""
+
+    exit_code = 3
 
 
 @cli.command()
@@ -37,26 +50,59 @@ class _BadInput(click.ClickException):
 )
 @click.option("--max-tokens-total", type=click.IntRange(1), default=None, help="token cap of the whole sweep")
 @click.option("--max-cycles-total", type=click.IntRange(1), default=None, help="model-call cap of the whole sweep")
-@click.option("--queue", default="covey-sweeps", show_default=True, help="the queue the sweep's jobs go to")
+@click.option(
+    "--queue", default=None, help="the queue the sweep's jobs go to (default COVEY_SWEEP_QUEUE, covey-sweeps)"
+)
+@click.option(
+    "--timeout", type=Seconds(), default=None, help="seconds to wait for every sample; then exit 3 (the jobs go on)"
+)
+@click.option("--limit", type=click.IntRange(1), default=None, help="run the first N samples (after --shuffle)")
+@click.option("--sample-id", "sample_ids", multiple=True, help="run only this sample (repeatable)")
+@click.option("--shuffle", type=int, default=None, metavar="SEED", help="run the samples in an order shuffled by SEED")
 @click.option("--json", "as_json", is_flag=True, help="print the summary rows as JSON")
-def sweep(dataset, grid_path, out, max_in_flight, retries, max_tokens_total, max_cycles_total, queue, as_json) -> None:
-    """Run every sample of DATASET through every configuration of the grid, as covey jobs."""
+def sweep(
+    dataset,
+    grid_path,
+    out,
+    max_in_flight,
+    retries,
+    max_tokens_total,
+    max_cycles_total,
+    queue,
+    timeout,
+    limit,
+    sample_ids,
+    shuffle,
+    as_json,
+) -> None:
+    """Run every sample of DATASET through every configuration of the grid, as covey jobs.
+
+    Exits 0 when every sample completed, 1 when any ended otherwise, 2 for bad
+    input, 3 when --timeout ran out first.
+    """
     from covey.client import Client
     from covey.sweeps import SweepInputError, load_dataset, load_grid, run_sweep
+    from covey.sweeps.dataset import digest
+    from covey.sweeps.manifest import Manifest
+    from covey.sweeps.selection import Selection
+    from covey.sweeps.served import check_models
 
+    settings = get_settings()
+    selection = Selection(tuple(sample_ids), shuffle, limit)
     try:  # checked here, before any connection; run_sweep reads them again from the same files
-        load_dataset(dataset), load_grid(grid_path)
+        samples, grid = load_dataset(dataset), load_grid(grid_path)
+        selection.apply(samples, Path(dataset).name)
+        check_models(grid, settings, Path(grid_path).name)
+        Manifest.check(Path(out), digest(samples), grid.digest)
     except SweepInputError as e:
         raise _BadInput(str(e)) from None
-    settings = get_settings().model_copy(update={"queue": queue})
+    queue = queue or settings.sweep_queue
+    settings = settings.model_copy(update={"queue": queue})
     probe = Client(settings)
     probe.redis.ping()
-    if not probe.queue_has_worker():
-        click.echo(
-            f"warning: no worker reads queue {queue} yet: start one with `covey worker --queues covey,{queue}`",
-            err=True,
-        )
-    probe.close()
+    unread = not probe.queue_has_worker()
+    if unread:
+        click.echo(f"warning: {_no_worker(queue)}", err=True)
     # A terminated submitter gives up its lease at once, so a rerun adopts its jobs without waiting.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     show = _Bar() if sys.stderr.isatty() and not as_json else _Lines()
@@ -72,19 +118,52 @@ def sweep(dataset, grid_path, out, max_in_flight, retries, max_tokens_total, max
             max_cycles_total=max_cycles_total,
             queue=queue,
             observer=show,
+            timeout=timeout,
+            selection=selection,
         )
     except SweepInputError as e:  # a file changed since it was checked
         raise _BadInput(str(e)) from None
+    except KeyboardInterrupt:
+        show.close()
+        found = Manifest.check(Path(out), None, None)
+        scope = f"sweep:{found.id}" if found else "sweep:<id>"
+        interrupted(
+            f"the sweep's jobs in flight go on: rerun the same command to resume (it follows them), "
+            f"or stop them with `covey scope {scope} --max-cycles 0`"
+        )
     finally:
         show.close()
+    if outcome.timed_out:
+        unread = unread and not probe.queue_has_worker()
+        probe.close()
+        left = outcome.total - (outcome.progress.finished if outcome.progress else 0)
+        why = f": {_no_worker(queue)}" if unread else ""
+        raise _Unfinished(
+            f"sweep {outcome.sweep_id}: {left} of {outcome.total} units unfinished after {timeout:g}s{why}; "
+            "rerun the same command to resume"
+        )
+    probe.close()
     if outcome.dry:
         click.echo("the sweep's cap ran out: the samples it left are recorded skipped_budget", err=True)
-    _report(
+    rows = _report(
         Path(out),
         as_json,
         lead=f"sweep {outcome.sweep_id}: {outcome.total} units, {outcome.submitted} jobs "
         f"sent, {outcome.adopted} adopted, peak in flight {outcome.peak_in_flight}",
     )
+    others: Counter[str] = Counter()
+    for r in rows:
+        others.update({s: n for s, n in r.statuses.items() if s != AgentStatus.COMPLETED})
+    if others:
+        counts = ", ".join(f"{n} {s}" for s, n in sorted(others.items()))
+        units = sum(r.units for r in rows)
+        click.echo(f"{others.total()} of {units} units did not complete ({counts})", err=as_json)
+        sys.exit(1)
+
+
+def _no_worker(queue: str) -> str:
+    hint = "covey worker" if queue == get_settings().sweep_queue else f"covey worker --queues covey,{queue}"
+    return f"no worker reads queue {queue}: start one with `{hint}`"
 
 
 @cli.command("sweep-report")
@@ -95,16 +174,18 @@ def sweep_report(directory, as_json) -> None:
     _report(Path(directory), as_json)
 
 
-def _report(directory: Path, as_json: bool, lead: str | None = None) -> None:
+def _report(directory: Path, as_json: bool, lead: str | None = None) -> list[ConfigSummary]:
+    """Rebuild and print the summary; returns its rows."""
+    from covey.sweeps import SweepInputError
     from covey.sweeps.report import SUMMARY_CSV, SUMMARY_PNG, build_report, table
 
     try:
         rows, drawn = build_report(directory)
-    except FileNotFoundError as e:
+    except (FileNotFoundError, SweepInputError) as e:
         raise _BadInput(str(e)) from None
     if as_json:
         click.echo(json.dumps([r.model_dump(mode="json") for r in rows], indent=2))
-        return
+        return rows
     if lead:
         click.echo(lead)
     click.echo(table(rows))
@@ -112,6 +193,7 @@ def _report(directory: Path, as_json: bool, lead: str | None = None) -> None:
     click.echo("wrote " + ", ".join(str(f) for f in files))
     if not drawn:
         click.echo("no chart: matplotlib is not installed (pip install 'covey[sweeps]')", err=True)
+    return rows
 
 
 class _Bar:
@@ -148,5 +230,7 @@ class _Lines:
             click.echo(progress.line(), err=True)
 
     def close(self) -> None:
+        """Print the last line once, however often it is called."""
         if self._last is not None:
             click.echo(self._last.line(), err=True)
+            self._last = None

@@ -4,7 +4,8 @@ On a terminal a live line (rich, on standard error) shows the agents done,
 running, waiting and queued and the spend against the caps; elsewhere, or with
 ``--json``, nothing is drawn and only the final result is printed. Either way,
 a job that has not finished after a few seconds is looked at, and what keeps it
-(no worker, the wrong queue, agents whose worker died) is said once.
+(no worker, the wrong queue, agents whose worker died) is said once. A store that
+goes away meanwhile is waited out up to ``COVEY_REDIS_OUTAGE_SECONDS``, saying so.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def _quiet(handle: JobHandle, timeout: float | None) -> AgentResult:
     started = time.monotonic()
     first = NO_WORKER_HINT_SECONDS if timeout is None else min(timeout, NO_WORKER_HINT_SECONDS)
     try:
-        return handle.result(timeout=first)
+        return handle.result(timeout=first, waiting=_warn)
     except JobTimeout as e:
         if timeout is not None and timeout <= first:
             raise
@@ -44,7 +45,7 @@ def _quiet(handle: JobHandle, timeout: float | None) -> AgentResult:
     if remaining is not None and remaining <= 0:
         raise JobTimeout(handle.id, time.monotonic() - started, reason)
     try:
-        return handle.result(timeout=remaining, diagnose=False)
+        return handle.result(timeout=remaining, diagnose=False, waiting=_warn)
     except JobTimeout:
         waited = time.monotonic() - started
         raise JobTimeout(handle.id, waited, handle.why_stuck()) from None
@@ -54,17 +55,20 @@ def _live(handle: JobHandle, timeout: float | None) -> AgentResult:
     console = Console(stderr=True)
     hinted, waited = False, 0.0
     with Live(console=console, transient=True, refresh_per_second=4) as line:
-        for progress in handle.watch(timeout=timeout):
+
+        def say(reason: str | None) -> None:
+            if reason:
+                line.console.print(f"warning: {reason}", style="yellow", highlight=False)
+
+        for progress in handle.watch(timeout=timeout, waiting=say):
             line.update(Text(progress.line()))
             waited = progress.elapsed
             if not hinted and waited >= NO_WORKER_HINT_SECONDS and not handle.done():
                 hinted = True
-                reason = handle.why_stuck()
-                if reason:
-                    line.console.print(f"warning: {reason}", style="yellow", highlight=False)
+                say(handle.why_stuck())
     if not handle.done():
         raise JobTimeout(handle.id, waited, handle.why_stuck())
-    return handle.result(timeout=RESULT_FETCH_SECONDS, diagnose=False)
+    return handle.result(timeout=RESULT_FETCH_SECONDS, diagnose=False, waiting=_warn)
 
 
 def _warn(reason: str | None) -> None:

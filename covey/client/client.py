@@ -7,6 +7,7 @@ the job's Redis keys, so it needs no worker code and no model credentials.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,6 +25,7 @@ from covey.budgets.ledger import LedgerSnapshot, unknown_scope
 from covey.budgets.redis_ledger import RedisLedger
 from covey.client import waits
 from covey.client.errors import BROKER, REDIS, RESULT_STORE, JobRefused, JobTimeout, StoreUnavailable
+from covey.client.outages import Outage, Waiting
 from covey.client.progress import Progress
 from covey.config import connections
 from covey.config.celery import create_app
@@ -36,8 +38,8 @@ from covey.store.tree import JobTree, Node
 
 WATCH_INTERVAL_SECONDS = 0.5  # how often a watcher reads the tree and the ledger
 RESULT_FETCH_SECONDS = 30.0  # fetching a result already marked ready: bounded, never forever
-# A store away longer than this is reported, not waited on: a worker rides out an
-# outage, but a person at a prompt wants the one line within seconds.
+# One try of a store gives up after this: a one-shot command reports an outage
+# within seconds; a wait on a job tries again (covey.client.outages).
 CLIENT_OUTAGE_SECONDS = 2.0
 
 # What redis-py, kombu and Celery raise for a store they cannot reach (or that is no Redis).
@@ -72,6 +74,7 @@ class Client:
             socket_timeout=connections.SOCKET_TIMEOUT_SECONDS,
         )
         self.ledger = RedisLedger(self.redis, self.settings.job_ttl)
+        self.resubscribe = False  # the result store went away under a wait: subscribe again first
         self.tree = JobTree(self.redis, self.settings.job_ttl)
 
     def spec(self, task: str, **fields: Any) -> JobSpec:
@@ -197,17 +200,26 @@ class JobHandle:
     def progress(self, elapsed: float = 0.0) -> Progress:
         return Progress.of(self.id, self.tree(), self.ledger(), elapsed)
 
-    def watch(self, interval: float = WATCH_INTERVAL_SECONDS, timeout: float | None = None) -> Iterator[Progress]:
+    def watch(
+        self, interval: float = WATCH_INTERVAL_SECONDS, timeout: float | None = None, waiting: Waiting | None = None
+    ) -> Iterator[Progress]:
         """Yield the job's progress every ``interval`` seconds until it ends (the
-        last one yielded is final) or ``timeout`` runs out; then fetch ``result()``."""
+        last one yielded is final) or ``timeout`` runs out; then fetch ``result()``.
+        A store away meanwhile is waited out (``covey.client.outages``), ``waiting`` told."""
         started = time.monotonic()
+        outage = Outage(self._client.settings.redis_outage_seconds, waiting)
         while True:
             elapsed = time.monotonic() - started
-            ended = self.done()
-            yield self.progress(elapsed)
+            ended, progress = outage.ride(functools.partial(self._look, elapsed))
+            yield progress
             if ended or (timeout is not None and elapsed >= timeout):
                 return
             time.sleep(interval if timeout is None else max(0.0, min(interval, timeout - elapsed)))
+
+    def _look(self, elapsed: float) -> tuple[bool, Progress]:
+        """Whether the job ended, and its progress, read in that order (so a final
+        progress follows ``True``)."""
+        return self.done(), self.progress(elapsed)
 
     async def aresult(self, timeout: float | None = None, interval: float = WATCH_INTERVAL_SECONDS) -> AgentResult:
         """``result()`` for asyncio services: waits without blocking the event loop."""
@@ -228,19 +240,42 @@ class JobHandle:
             self._client.ping()  # it reads the tree from Redis too: blame Redis if that is what is down
             raise
 
-    def result(self, timeout: float | None = None, diagnose: bool = True) -> AgentResult:
+    def result(
+        self, timeout: float | None = None, diagnose: bool = True, waiting: Waiting | None = None
+    ) -> AgentResult:
         """Wait for the root's result; raises ``JobTimeout`` (saying why the job is
-        stuck, when ``diagnose`` and that is known) or ``JobRefused``."""
+        stuck, when ``diagnose`` and that is known) or ``JobRefused``. A result store
+        away meanwhile is waited out (``covey.client.outages``), ``waiting`` told:
+        ``StoreUnavailable`` once away too long, ``JobTimeout`` if ``timeout`` ends first."""
         started = time.monotonic()
-        try:
+        deadline = None if timeout is None else started + timeout
+
+        def fetch() -> Any:
             # Not propagated: rebuilt here, the worker's own error (a Redis it could not
             # reach, say) would read as this client's.
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
             with self._client._reaching(RESULT_STORE):
-                raw = self._async.get(timeout=timeout, propagate=False)
+                try:
+                    if self._client.resubscribe:
+                        # Celery's result consumer, once its one reconnect failed, no
+                        # longer listens; reconnecting reads the results missed meanwhile.
+                        self._async.backend.result_consumer._reconnect()
+                        self._client.resubscribe = False
+                    return self._async.get(timeout=left, propagate=False)
+                except Exception as e:
+                    self._client.resubscribe = self._client.resubscribe or _outage(e) is not None
+                    raise
+
+        try:
+            raw = Outage(self._client.settings.redis_outage_seconds, waiting).ride(fetch, deadline)
         except CeleryTimeout as e:
             self._stop_waiting()
             waited = time.monotonic() - started
             raise JobTimeout(self.id, waited, self.why_stuck() if diagnose else None) from e
+        except StoreUnavailable as e:
+            if deadline is None or time.monotonic() < deadline:
+                raise  # away past COVEY_REDIS_OUTAGE_SECONDS
+            raise JobTimeout(self.id, time.monotonic() - started, str(e)) from e  # the wait ran out first
         except KeyboardInterrupt:
             self._stop_waiting()
             raise

@@ -5,7 +5,8 @@ queue no covey worker reads, no worker reads covey's queue at all, a message its
 outbox expects was lost (it is sent again here, as the workers' reconciler does),
 or the worker running some of its agents died and the broker has not handed their
 tasks to another one yet. Each is found from the broker, the workers' own answers
-and the job's tree, and said in one line naming what is stuck.
+and the job's tree, and said in one line naming what is stuck; so is a job whose
+records and messages are gone (a Redis wiped), which nothing will ever finish.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import redis
 
+from covey import keys
 from covey.status import AgentStatus
 from covey.store.outbox import Message
 from covey.store.tree import Node
@@ -99,6 +101,15 @@ def why_stuck(client: Client, job_id: str) -> str | None:
         if not client.queue_has_worker():
             return (
                 f"no worker reads queue {client.settings.queue!r}; job {job_id} waits until one starts (covey worker)"
+            )
+        if (
+            queue is None
+            and not client.redis.exists(keys.submitted(job_id))
+            and job_id not in (live_task_ids(client) or ())
+        ):
+            return (
+                f"job {job_id} has no records in Redis (wiped, expired or never submitted) and no message "
+                "in the broker: it will not finish"
             )
         return None
     lost = resend_lost(client, job_id)

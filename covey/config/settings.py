@@ -6,7 +6,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, model_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from covey.budgets.budget import MAX_COUNT, MAX_SECONDS, Budget
@@ -32,6 +32,10 @@ class Settings(BaseSettings):
     broker_url: str | None = Field(default=None, description="defaults to redis_url")
     result_backend: str | None = Field(default=None, description="defaults to redis_url")
     queue: str = "covey"
+    sweep_queue: str = Field(
+        default="covey-sweeps",
+        description="COVEY_SWEEP_QUEUE: where `covey sweep` sends its jobs; a default worker reads it too",
+    )
     secret: str | None = Field(
         default=None, repr=False, description="signs the messages between workers (see covey.worker.signing)"
     )
@@ -96,7 +100,7 @@ class Settings(BaseSettings):
         gt=0,
         le=MAX_SECONDS,
         description="how long a worker waits out an unreachable Redis (or broker) before a step gives up "
-        "and is handed back to the broker",
+        "and is handed back to the broker, and a client waiting on a job before it reports the outage",
     )
     redelivery_check_seconds: float = Field(
         default=60.0,
@@ -114,6 +118,14 @@ class Settings(BaseSettings):
     fault: str | None = Field(
         default=None, description="kill the worker at named points, for tests (covey.config.faults)"
     )
+
+    @field_validator("redis_url", "broker_url", "result_backend")
+    @classmethod
+    def _has_a_scheme(cls, url: str | None) -> str | None:
+        """``localhost:6379`` would reach redis-py as a URL of scheme ``localhost``, a traceback deep in a client."""
+        if url is not None and "://" not in url:
+            raise ValueError(f"{url!r} has no scheme: write it as redis://{url}/0 (or rediss://, amqp://, unix://)")
+        return url
 
     @property
     def worker_slots(self) -> int:

@@ -48,6 +48,15 @@ class UnservableModel(CoveyError, ValueError):
     """A model name this worker has no usable endpoint for; says what to configure."""
 
 
+class UnknownModel(UnservableModel):
+    """A name no endpoint serves at all (not a key left unset): a typo, most often.
+    ``known`` lists the names that are served, for a caller to suggest one."""
+
+    def __init__(self, message: str, name: str, known: list[str]) -> None:
+        super().__init__(message)
+        self.name, self.known = name, known
+
+
 class ModelParams(BaseModel):
     """Request parameters passed to the provider as they are. A job's override the
     models file's; the sim ignores them."""
@@ -139,9 +148,11 @@ class Catalog:
                 raise UnservableModel(f"model {name!r}: its key variable {endpoint.key_env} is not set on this worker")
             return endpoint
         if self._default is None:
-            raise UnservableModel(
+            raise UnknownModel(
                 f"model {name!r}: no endpoint on this worker serves it; add it to the models file (COVEY_MODELS), "
-                "or set COVEY_OPENAI_BASE_URL or OPENAI_API_KEY for a default endpoint"
+                "or set COVEY_OPENAI_BASE_URL or OPENAI_API_KEY for a default endpoint",
+                name,
+                [SIM_MODEL, *sorted(self._named)],
             )
         return replace(self._default, model=name)
 

@@ -130,17 +130,28 @@ class LLM:
 
     def _make(self, endpoint: Endpoint) -> openai.OpenAI:
         s = self._settings
-        common = {"max_retries": s.model_retries, "timeout": s.model_timeout}
         if endpoint.in_process:
             http = httpx2.Client(transport=sim.transport(latency_ms=s.sim_latency_ms))
-            return openai.OpenAI(api_key="sim", base_url=SIM_BASE_URL, http_client=http, **common)
+            return openai.OpenAI(
+                api_key="sim",
+                base_url=SIM_BASE_URL,
+                http_client=http,
+                max_retries=s.model_retries,
+                timeout=s.model_timeout,
+            )
         # The SDK's pool (1000 connections, 100 kept alive) is not capped at
         # COVEY_WORKER_CONCURRENCY: `covey worker --concurrency` may run more threads,
         # and a thread waiting for a pooled connection would spend its call's timeout.
         http = openai.DefaultHttpxClient(transport=self._transport)
         # A local endpoint may take no key, but the SDK insists on one.
         api_key = endpoint.api_key or "none"
-        return openai.OpenAI(api_key=api_key, base_url=endpoint.base_url, http_client=http, **common)
+        return openai.OpenAI(
+            api_key=api_key,
+            base_url=endpoint.base_url,
+            http_client=http,
+            max_retries=s.model_retries,
+            timeout=s.model_timeout,
+        )
 
 
 def _status_cause(error: openai.APIStatusError) -> Cause:
@@ -219,10 +230,12 @@ def _usage(completion: Any, messages: list[dict[str, Any]], tools: list[dict[str
     usage = getattr(completion, "usage", None)
     if usage is None:  # some endpoints omit usage: charge the worst case the call was allowed
         return _worst(messages, tools, max_tokens)
-    counts = {name: getattr(usage, name, None) for name in ("prompt_tokens", "completion_tokens")}
-    for name, count in counts.items():
+    counts: dict[str, int] = {}
+    for name in ("prompt_tokens", "completion_tokens"):
+        count = getattr(usage, name, None)
         if type(count) is not int or not 0 <= count <= MAX_COUNT:
             raise ValueError(f"{name}={count!r}")
+        counts[name] = count
     return Usage(**counts, cycles=1)
 
 

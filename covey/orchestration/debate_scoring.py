@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 PRECISION = 6  # decimal places of a combined score
 
@@ -48,7 +48,7 @@ def valid_scores(raw: Any, critic: int, targets: Iterable[int]) -> dict[int, flo
     return kept
 
 
-def _is_score(value: Any) -> bool:
+def _is_score(value: Any) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and 0 <= value <= 1
 
 

@@ -27,6 +27,7 @@ from covey.orchestration.specialists import BUILTIN, Kind, Specialist, duplicate
 from covey.orchestration.states import Run, StrategyState
 from covey.results import AgentResult
 from covey.status import AgentStatus
+from covey.wire import cut
 
 if TYPE_CHECKING:
     from covey.spec import AgentSpec
@@ -222,11 +223,7 @@ def _report(result: AgentResult, chars: int) -> Report:
         text = summary.output or ("" if summary.data is None else json.dumps(summary.data))
     else:
         text = f"{summary.status.value}: {summary.error or 'no error given'}"
-    return Report(agent_id=summary.agent_id, status=summary.status, report=_cut(text, chars))
-
-
-def _cut(text: str, chars: int) -> str:
-    return text if len(text) <= chars else text[: chars - 1] + "…"
+    return Report(agent_id=summary.agent_id, status=summary.status, report=cut(text, chars))
 
 
 def _reports(state: State) -> list[dict[str, Any]]:

@@ -44,8 +44,9 @@ from covey.orchestration.prompts import opening
 from covey.orchestration.states import Run, StrategyState
 from covey.results import AgentResult
 from covey.status import AgentStatus
-from covey.tools.builtin import FINISH_TOOL, SPAWN_TOOLS, TOOL_SCHEMAS
+from covey.tools.builtin import TOOL_SCHEMAS, WORKER_TOOLS
 from covey.tools.registry import offered
+from covey.wire import cut
 
 if TYPE_CHECKING:
     from covey.spec import AgentSpec
@@ -55,8 +56,6 @@ SCHEMA_NAME = "plan"
 STEP_STRATEGY = "react"
 AUDIT_CHARS = 200  # an audit record keeps the start of a step's input, output and error
 RESULT_CHARS = 2000  # what the planner and the synthesiser read of one step's result
-# Tools a step runs directly; control tools are an agent's Actions, not step work.
-WORKER_TOOLS = frozenset(name for name in TOOL_SCHEMAS if name not in SPAWN_TOOLS and name != FINISH_TOOL)
 
 
 class Options(BaseModel):
@@ -196,7 +195,7 @@ def _failure_prompt(state: State, failed: list[StepRecord]) -> str:
     done, failed_ids = state.results, {r.id for r in failed}
     lines = ["Steps failed:", *(f"- {r.id} ({_kind(r)}): {r.status.value}: {r.error}" for r in failed)]
     lines.append("Completed steps, whose results you may reference as {{id.result}}; do not plan them again:")
-    lines += [f"- {step_id}: {_cut(result, RESULT_CHARS)}" for step_id, result in done.items()] or ["- none"]
+    lines += [f"- {step_id}: {cut(result, RESULT_CHARS)}" for step_id, result in done.items()] or ["- none"]
     left = [s.id for s in state.steps if s.id not in done and s.id not in failed_ids]
     lines += [f"Steps that did not run: {', '.join(left) or 'none'}.", "Plan only what is left."]
     return "\n".join(lines)
@@ -298,9 +297,9 @@ def _record(
             role=step.role,
             tool=step.tool,
             status=status,
-            input=_cut(_wave(state).inputs[step.id], AUDIT_CHARS),
-            output=_cut(output, AUDIT_CHARS),
-            error=_cut(error, AUDIT_CHARS),
+            input=cut(_wave(state).inputs[step.id], AUDIT_CHARS),
+            output=output and cut(output, AUDIT_CHARS),
+            error=error and cut(error, AUDIT_CHARS),
             agent_id=child.agent_id if child else None,
             started_at=started.isoformat() if started else None,
             finished_at=finished.isoformat() if finished else None,
@@ -315,7 +314,7 @@ def _synthesise(run: Run[Options], state: State) -> CallModel:
     """The last call reads the task and the results, not the planning talk."""
     state.phase = "answer"
     lines = [
-        f"- {r.id} ({_kind(r)}): {_cut(state.results[r.id], RESULT_CHARS)}"
+        f"- {r.id} ({_kind(r)}): {cut(state.results[r.id], RESULT_CHARS)}"
         for r in state.records
         if r.status is AgentStatus.COMPLETED
     ]
@@ -353,9 +352,3 @@ def _by_id(state: State) -> dict[str, plan.Step]:
 
 def _kind(record: StepRecord) -> str:
     return f"role {record.role}" if record.role else f"tool {record.tool}"
-
-
-def _cut(text: str | None, chars: int) -> str | None:
-    if text is None or len(text) <= chars:
-        return text
-    return text[: chars - 1] + "…"

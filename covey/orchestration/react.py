@@ -31,8 +31,8 @@ from covey.orchestration.actions import (
 from covey.orchestration.prompts import opening
 from covey.orchestration.states import Run, StrategyState
 from covey.status import AgentStatus, Cause, CauseKind
-from covey.tools.builtin import FINISH_TOOL, SPAWN_TOOLS, TOOL_SCHEMAS
-from covey.tools.registry import offered
+from covey.tools.builtin import FINISH_TOOL, SPAWN_TOOLS
+from covey.tools.registry import check_known, offered
 
 if TYPE_CHECKING:  # the spec validates strategy names against this package
     from covey.spec import AgentSpec
@@ -144,8 +144,10 @@ def _child(item: Any) -> ChildRequest:
     if not isinstance(item, dict) or not isinstance(item.get("task"), str) or not item["task"].strip():
         raise ValueError("each agent needs a non-empty 'task'")
     tools = item.get("tools")
-    if tools is not None and (not isinstance(tools, list) or any(t not in TOOL_SCHEMAS for t in tools)):
-        raise ValueError(f"'tools' must list known tools: {', '.join(TOOL_SCHEMAS)}")
+    if tools is not None:
+        if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
+            raise ValueError("'tools' must be a list of tool names")
+        check_known(tools)
     strategy = item.get("strategy")
     if strategy is not None and not isinstance(strategy, str):
         raise ValueError("'strategy' must be a strategy's name")

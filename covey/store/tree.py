@@ -151,7 +151,7 @@ class JobTree:
         """Write ``nodes``, but none over a final one; returns how many were written."""
         if not nodes:
             return 0
-        args: list[Any] = [self._ttl(*nodes), _FINALS]
+        args: list[Any] = [self._job_ttl, _FINALS]
         for n in nodes:
             args += [n.agent_id, pack(n)]
         return int(self._record(keys=[keys.nodes(job_id)], args=args))
@@ -167,13 +167,9 @@ class JobTree:
         pending = keys.pending(job_id, parent or node.agent_id)
         written, *resume = self._finish(
             keys=[keys.nodes(job_id), keys.expected(job_id), pending, keys.joins(job_id), *retire],
-            args=[node.agent_id, pack(node), self._ttl(node), parent, _FINALS],
+            args=[node.agent_id, pack(node), self._job_ttl, parent, _FINALS],
         )
         return bool(written), (resume[0] if resume else None)
-
-    def _ttl(self, *nodes: Node) -> int:
-        """The root's records (its start, and its end) set the job's retention; others keep it."""
-        return self._job_ttl if any(n.depth == 0 for n in nodes) else 0
 
     def nodes(self, job_id: str) -> list[Node]:
         raw = self._redis.hgetall(keys.nodes(job_id))

@@ -7,6 +7,7 @@ before its first job. Errors name the file, the line and the field.
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,6 +32,14 @@ class Sample(BaseModel):
     def _id_as_text(cls, value: Any) -> Any:
         """Numeric ids are common in datasets; keep them, as text."""
         return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @field_validator("input")
+    @classmethod
+    def _has_text(cls, value: str) -> str:
+        """A blank task would run, and cost, a job that can answer nothing."""
+        if not value.strip():
+            raise ValueError("only whitespace: give the task some text")
+        return value
 
 
 def load_dataset(path: str | Path) -> list[Sample]:
@@ -58,6 +67,12 @@ def load_dataset(path: str | Path) -> list[Sample]:
     return samples
 
 
+def digest(samples: list[Sample]) -> str:
+    """A fingerprint of the samples' content, whatever file or order of keys held them."""
+    body = json.dumps([s.model_dump(mode="json") for s in samples], sort_keys=True)
+    return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+
 def _jsonl_rows(path: Path) -> Iterator[tuple[int, Any]]:
     with path.open(encoding="utf-8") as f:
         for line, text in enumerate(f, start=1):
@@ -76,13 +91,15 @@ def _csv_rows(path: Path) -> Iterator[tuple[int, Any]]:
     """CSV rows; a ``metadata`` column holds JSON, every other extra column goes into metadata."""
     with path.open(encoding="utf-8", newline="") as f:
         reader = csv.DictReader(f)
-        missing = [c for c in ("id", "input") if c not in (reader.fieldnames or [])]
+        missing = [c for c in ("id", "input", "target") if c not in (reader.fieldnames or [])]
         if missing:
             raise SweepInputError(f"{path.name} line 1: header lacks column {missing[0]!r} (needs id, input, target)")
         for row in reader:
             line = reader.line_num
             if None in row:
                 raise SweepInputError(f"{path.name} line {line}: more cells than header columns")
+            if not row["target"]:  # a short row's missing cells read None, an empty cell ""
+                raise SweepInputError(f"{path.name} line {line}: target: missing (every CSV row needs one)")
             metadata: dict[str, Any] = {}
             if row.get("metadata"):
                 try:

@@ -4,9 +4,10 @@
 
     models = ["sim"]                       # default: the worker's COVEY_MODEL
     strategies = ["react", {name = "single", label = "one-shot"}]
-    budgets = [{max_tokens = 4000, max_cycles = 4, seconds = 60}]
+    budgets = [{max_tokens = 4000, max_cycles = 4, seconds = 60, label = "small"}]
+    model_params = {temperature = 0.2}     # optional: every job's model_params
     repeats = 1
-    scorer = "numeric"                     # or {kind = "numeric", tolerance = 0.01}
+    scorer = "numeric"                     # or {kind = "numeric", tolerance = 0.01}, or a list of them
 
 Every model x strategy x budget is one configuration; every sample x
 configuration x repeat is one covey job. A budget here is per sample (the job's
@@ -30,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from covey.spec import InvalidSpec, JobSpec, describe
 from covey.sweeps.dataset import Sample
 from covey.sweeps.errors import SweepInputError
-from covey.sweeps.scorers import ScorerSpec
+from covey.sweeps.scorers import ScorerSpec, Scoring
 
 
 class Limits(BaseModel):
@@ -44,9 +45,21 @@ class Limits(BaseModel):
     max_depth: int | None = Field(default=None, ge=0)
     max_call_tokens: int | None = Field(default=None, ge=1)
     seconds: float | None = Field(default=None, gt=0)
+    label: str | None = Field(default=None, min_length=1, max_length=40)  # names it; no part of the job
 
-    def label(self) -> str:
-        return ",".join(f"{k}={v}" for k, v in self.model_dump(exclude_none=True).items()) or "defaults"
+    def caps(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True, exclude={"label"})
+
+
+# How a budget's name abbreviates each cap, so names stay short enough for a table.
+SHORT = {
+    "max_tokens": "tok",
+    "max_cycles": "cyc",
+    "max_agents": "agents",
+    "max_depth": "depth",
+    "max_call_tokens": "call",
+    "seconds": "s",
+}
 
 
 class StrategyEntry(BaseModel):
@@ -60,12 +73,13 @@ class StrategyEntry(BaseModel):
 class GridFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    models: list[str | None] = Field(default_factory=lambda: [None], min_length=1)
+    models: list[str | None] = Field(default=[None], min_length=1)  # pydantic copies a mutable default
     strategies: list[StrategyEntry] = Field(default_factory=lambda: [StrategyEntry(name="react")], min_length=1)
     budgets: list[Limits] = Field(default_factory=lambda: [Limits()], min_length=1)
     repeats: int = Field(default=1, ge=1, le=1000)
-    scorer: ScorerSpec = Field(default_factory=ScorerSpec)
+    scorer: list[ScorerSpec] = Field(default_factory=lambda: [ScorerSpec()], min_length=1)
     instructions: str = ""
+    model_params: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("strategies", mode="before")
     @classmethod
@@ -75,8 +89,10 @@ class GridFile(BaseModel):
 
     @field_validator("scorer", mode="before")
     @classmethod
-    def _kind_is_a_spec(cls, value: Any) -> Any:
-        return {"kind": value} if isinstance(value, str) else value
+    def _kinds_are_specs(cls, value: Any) -> Any:
+        """``"numeric"`` is short for ``[{kind = "numeric"}]``; one scorer needs no list."""
+        listed = value if isinstance(value, list) else [value]
+        return [{"kind": v} if isinstance(v, str) else v for v in listed]
 
 
 class Config(BaseModel):
@@ -90,16 +106,20 @@ class Config(BaseModel):
     options: dict[str, Any]
     limits: Limits
     instructions: str = ""
+    model_params: dict[str, Any] = Field(default_factory=dict)
 
     @property
     def key(self) -> str:
-        """Stable across runs and machines: resume and claims find a unit by it."""
-        body = self.model_dump(mode="json", exclude={"name"})
+        """Stable across runs and machines: resume and claims find a unit by it.
+        Names and labels are left out, so renaming a configuration keeps its results."""
+        body = self.model_dump(mode="json", exclude={"name": True, "limits": {"label"}})
+        if not self.model_params:  # a grid without model_params keeps the keys it had before they existed
+            del body["model_params"]
         return hashlib.sha1(json.dumps(body, sort_keys=True).encode()).hexdigest()[:12]
 
     def spec(self, sample: Sample, sweep_id: str, now: datetime) -> JobSpec:
         """The job for one sample; ``seconds`` becomes a deadline from ``now``."""
-        budget = self.limits.model_dump(exclude_none=True, exclude={"seconds", "max_call_tokens"})
+        budget = {k: v for k, v in self.limits.caps().items() if k not in ("seconds", "max_call_tokens")}
         if self.limits.seconds is not None:
             budget["deadline"] = now + timedelta(seconds=self.limits.seconds)
         fields: dict[str, Any] = {
@@ -115,13 +135,36 @@ class Config(BaseModel):
             fields["max_call_tokens"] = self.limits.max_call_tokens
         if self.instructions:
             fields["instructions"] = self.instructions
+        if self.model_params:
+            fields["model_params"] = self.model_params
         return JobSpec.parse(fields)
 
 
 class Grid(BaseModel):
     configs: list[Config]
     repeats: int
-    scorer: ScorerSpec
+    scorers: list[ScorerSpec]
+
+    def as_run(self) -> dict[str, Any]:
+        """What ``sweep.json`` records: every configuration with its key, the repeats, the scorers."""
+        return {
+            "configurations": [
+                {**c.model_dump(mode="json", exclude_defaults=True), "key": c.key} for c in self.configs
+            ],
+            "repeats": self.repeats,
+            "scorers": [s.model_dump(mode="json", exclude_defaults=True) for s in self.scorers],
+        }
+
+    @property
+    def digest(self) -> str:
+        """What makes two grids the same sweep: their configurations' keys, repeats and
+        scorers (names and labels left out, as in ``Config.key``)."""
+        body = {
+            "keys": sorted(c.key for c in self.configs),
+            "repeats": self.repeats,
+            "scorers": [s.model_dump(mode="json", exclude={"name"}) for s in self.scorers],
+        }
+        return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def load_grid(path: str | Path) -> Grid:
@@ -130,15 +173,17 @@ def load_grid(path: str | Path) -> Grid:
     if not path.is_file():
         raise SweepInputError(f"grid {path}: no such file")
     raw = _read(path)
+    if not raw:
+        raise SweepInputError(f"{path.name}: empty grid: give at least strategies (or models, budgets, scorer)")
     try:
         grid = GridFile.model_validate(raw)
     except ValidationError as e:
         raise SweepInputError(f"{path.name}: {describe(e)}") from None
     try:
-        grid.scorer.build()
+        Scoring.build(grid.scorer)
     except ValueError as e:
         raise SweepInputError(f"{path.name}: scorer: {e}") from None
-    return Grid(configs=_configs(path.name, grid), repeats=grid.repeats, scorer=grid.scorer)
+    return Grid(configs=_configs(path.name, grid), repeats=grid.repeats, scorers=grid.scorer)
 
 
 def _read(path: Path) -> Any:
@@ -163,9 +208,12 @@ def _read(path: Path) -> Any:
 
 def _configs(filename: str, grid: GridFile) -> list[Config]:
     labels = _strategy_labels(grid.strategies)
+    budget_names = _budget_names(grid.budgets)
     configs = []
-    for model, (si, entry), budget in itertools.product(grid.models, enumerate(grid.strategies), grid.budgets):
-        parts = [model or "default", labels[si]] + ([budget.label()] if len(grid.budgets) > 1 else [])
+    for model, (si, entry), (bi, budget) in itertools.product(
+        grid.models, enumerate(grid.strategies), enumerate(grid.budgets)
+    ):
+        parts = [model or "default", labels[si]] + ([budget_names[bi]] if len(grid.budgets) > 1 else [])
         config = Config(
             name="/".join(parts),
             model=model,
@@ -173,6 +221,7 @@ def _configs(filename: str, grid: GridFile) -> list[Config]:
             options=entry.options,
             limits=budget,
             instructions=grid.instructions,
+            model_params=grid.model_params,
         )
         try:  # the wire's own checks: strategy name, its options, model name
             config.spec(Sample(id="check", input="check"), "check", datetime.now().astimezone())
@@ -188,8 +237,29 @@ def _configs(filename: str, grid: GridFile) -> list[Config]:
             )
         first[c.key] = c.name
     if len({c.name for c in configs}) != len(configs):
-        raise SweepInputError(f"{filename}: two configurations share a name; give each strategy a distinct label")
+        raise SweepInputError(
+            f"{filename}: two configurations share a name; give each strategy and budget a distinct label"
+        )
     return configs
+
+
+def _budget_names(budgets: list[Limits]) -> list[str]:
+    """Each budget's label, else the caps in which the grid's budgets differ, abbreviated:
+    ``tok=20k,cyc=6``, never the whole budget."""
+    caps = [b.caps() for b in budgets]
+    varying = [k for k in SHORT if len({c.get(k) for c in caps}) > 1]
+    return [
+        b.label or ",".join(f"{SHORT[k]}={_short(c[k])}" for k in varying if k in c) or "defaults"
+        for b, c in zip(budgets, caps)
+    ]
+
+
+def _short(value: float) -> str:
+    """``20000`` as ``20k``, ``1500000`` as ``1.5M``, ``120.0`` as ``120``."""
+    for scale, suffix in ((1_000_000, "M"), (1_000, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:g}{suffix}"
+    return f"{value:g}"
 
 
 def _strategy_labels(entries: list[StrategyEntry]) -> list[str]:

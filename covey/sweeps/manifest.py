@@ -2,7 +2,10 @@
 
 The id names the ledger scope ``sweep:<id>`` and the claims of every unit; a rerun
 with the same DIR reads it back and so charges the same scope and finds the same
-claims. Its total caps are kept too: a rerun that gives none keeps them.
+claims. Its total caps are kept too: a rerun that gives none keeps them. It
+records the grid as it was run (every configuration, its key, the scorers) and a
+digest of the dataset and of the grid, so a rerun with another dataset or grid is
+refused instead of merging its results into this sweep's.
 """
 
 from __future__ import annotations
@@ -10,12 +13,22 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
 from covey.budgets import scopes
+from covey.sweeps.errors import SweepInputError
 
 MANIFEST_FILE = "sweep.json"
+
+
+class SweepMismatch(SweepInputError):
+    """The directory holds a sweep of another dataset or grid; ``which`` says which."""
+
+    def __init__(self, message: str, which: str) -> None:  # "dataset" or "grid"
+        super().__init__(message)
+        self.which = which
 
 
 class Manifest(BaseModel):
@@ -25,29 +38,64 @@ class Manifest(BaseModel):
     grid: str
     max_tokens_total: int | None = None
     max_cycles_total: int | None = None
+    dataset_digest: str | None = None  # None in a manifest older than digests: taken from the next run
+    grid_digest: str | None = None
+    grid_run: dict[str, Any] | None = None  # the grid as run: configurations with their keys, repeats, scorers
 
     @property
     def scope(self) -> str:
         return scopes.sweep(self.id)
 
     @classmethod
-    def open(
-        cls, directory: Path, dataset: str, grid: str, max_tokens_total: int | None, max_cycles_total: int | None
-    ) -> Manifest:
-        """The directory's manifest, created on a first run; caps given now replace the kept ones."""
+    def check(cls, directory: Path, dataset_digest: str | None, grid_digest: str | None) -> Manifest | None:
+        """The directory's manifest, if it has one, after making sure its sweep ran this
+        dataset and grid (``SweepMismatch`` naming which it did not)."""
         path = Path(directory) / MANIFEST_FILE
-        if path.exists():
-            try:
-                found = cls.model_validate_json(path.read_text(encoding="utf-8"))
-            except ValidationError as e:
-                raise ValueError(f"{path}: not a covey sweep manifest ({e.error_count()} errors)") from None
-        else:
-            found = cls(id=uuid.uuid4().hex[:12], created=datetime.now(UTC), dataset=dataset, grid=grid)
-        update = {
-            k: v
-            for k, v in (("max_tokens_total", max_tokens_total), ("max_cycles_total", max_cycles_total))
-            if v is not None
-        }
+        if not path.exists():
+            return None
+        try:
+            found = cls.model_validate_json(path.read_text(encoding="utf-8"))
+        except ValidationError as e:
+            raise SweepInputError(f"{path}: not a covey sweep manifest ({e.error_count()} errors)") from None
+        for which, kept, given, name in (
+            ("dataset", found.dataset_digest, dataset_digest, found.dataset),
+            ("grid", found.grid_digest, grid_digest, found.grid),
+        ):
+            if kept is not None and given is not None and kept != given:
+                raise SweepMismatch(
+                    f"{path.parent} holds sweep {found.id} of another {which} ({name} as it was then): "
+                    f"give another --out, or the same {which}",
+                    which,
+                )
+        return found
+
+    @classmethod
+    def open(
+        cls,
+        directory: Path,
+        dataset: str,
+        grid: str,
+        max_tokens_total: int | None,
+        max_cycles_total: int | None,
+        *,
+        dataset_digest: str | None = None,
+        grid_digest: str | None = None,
+        grid_run: dict[str, Any] | None = None,
+    ) -> Manifest:
+        """The directory's manifest, created on a first run; caps given now replace the kept ones.
+        ``SweepMismatch`` when the directory's sweep ran another dataset or grid."""
+        path = Path(directory) / MANIFEST_FILE
+        found = cls.check(directory, dataset_digest, grid_digest) or cls(
+            id=uuid.uuid4().hex[:12], created=datetime.now(UTC), dataset=dataset, grid=grid
+        )
+        given_now = (
+            ("max_tokens_total", max_tokens_total),
+            ("max_cycles_total", max_cycles_total),
+            ("dataset_digest", dataset_digest),
+            ("grid_digest", grid_digest),
+            ("grid_run", grid_run),
+        )
+        update = {k: v for k, v in given_now if v is not None}
         manifest = found.model_copy(update={"dataset": dataset, "grid": grid, **update})
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")

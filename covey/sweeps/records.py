@@ -3,7 +3,8 @@
 The file is the sweep's durable log: a rerun reads it to skip what is done, and
 ``covey sweep-report`` rebuilds the summary from it alone. A submitter killed
 mid-write leaves a torn last line; it is skipped on reading and closed off with
-a newline before the next append, so one torn line never spoils the next.
+a newline and a marker line before the next append, so one torn line never spoils
+the next. Any other line that is no record is refused, naming it.
 """
 
 from __future__ import annotations
@@ -15,9 +16,14 @@ from typing import IO, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from covey.spec import describe
 from covey.status import AgentStatus, Cause, JobStatus
+from covey.sweeps.errors import SweepInputError
 
 RESULTS_FILE = "results.jsonl"
+# The line the writer puts after a torn one (a submitter killed mid-write) before its
+# next append, so the torn line is known for one and never taken for corruption.
+TORN = '{"torn": "the line above was cut short"}'
 
 # A sample's outcome when the sweep's scope ran dry before it could finish.
 SKIPPED_BUDGET = "skipped_budget"
@@ -50,7 +56,8 @@ class Record(BaseModel):
     status: str
     output: str | None = None
     target: Any = None
-    score: float | None = None
+    score: float | None = None  # the primary (first) scorer's
+    scores: dict[str, float] = Field(default_factory=dict)  # every scorer's, by name
     score_error: str | None = None
     error: str | None = None
     cause: Cause | None = None  # the job's, when it did not complete
@@ -74,16 +81,22 @@ class ResultsLog:
         self._file: IO[str] | None = None
 
     def records(self) -> list[Record]:
-        """Every readable record in file order; a torn or foreign line is skipped."""
+        """Every record in file order. A torn line (the last one, or one the writer
+        closed off) is skipped; any other line that is no record is refused."""
         if not self.path.exists():
             return []
+        lines = self.path.read_text(encoding="utf-8").split("\n")
         found = []
-        with self.path.open(encoding="utf-8") as f:
-            for text in f:
-                try:
-                    found.append(Record.model_validate(json.loads(text)))
-                except (ValueError, ValidationError):
-                    continue
+        for number, text in enumerate(lines, start=1):
+            if not text or text == TORN:
+                continue
+            try:
+                found.append(Record.model_validate(json.loads(text)))
+            except (ValueError, ValidationError) as e:
+                torn = number == len(lines) or lines[number] == TORN  # the last line has no newline after it
+                if not torn:
+                    why = describe(e) if isinstance(e, ValidationError) else f"not valid JSON: {e}"
+                    raise SweepInputError(f"{self.path} line {number}: {why}") from None
         return found
 
     def latest(self) -> dict[str, Record]:
@@ -101,7 +114,7 @@ class ResultsLog:
         torn = self.path.exists() and _last_byte(self.path) not in (b"", b"\n")
         f = self.path.open("a", encoding="utf-8")
         if torn:
-            f.write("\n")
+            f.write("\n" + TORN + "\n")
         return f
 
     def close(self) -> None:

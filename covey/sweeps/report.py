@@ -2,7 +2,8 @@
 
 Accuracy is the mean score over the units that ran (a failed or unscored unit
 scores 0; ``skipped_budget`` ones did not run and are only counted), with its
-standard error. Tokens, cycles and latency are the sample jobs' own (a judge's
+standard error; with several scorers, the first is the accuracy and each one's
+mean score is reported beside it. Tokens, cycles and latency are the sample jobs' own (a judge's
 tokens are reported apart). The same rows go to a table, ``summary.csv`` and
 ``summary.png``, a chart of accuracy against tokens per sample.
 """
@@ -27,8 +28,9 @@ class ConfigSummary(BaseModel):
     config: str
     units: int  # recorded, whatever their status
     ran: int  # all but skipped_budget
-    accuracy: float | None  # 0..1
+    accuracy: float | None  # 0..1, the primary scorer's
     stderr: float | None
+    scores: dict[str, float]  # each scorer's mean, by name, when there are several
     mean_tokens: float | None
     total_tokens: int
     judge_tokens: int
@@ -53,6 +55,7 @@ def summarize(records: list[Record]) -> list[ConfigSummary]:
 def _summary(name: str, rows: list[Record]) -> ConfigSummary:
     ran = [r for r in rows if r.status != SKIPPED_BUDGET]
     scores = [r.score or 0.0 for r in ran]
+    names = sorted({n for r in ran for n in r.scores}) if any(len(r.scores) > 1 for r in ran) else []
     latencies = sorted(r.latency for r in ran if r.latency is not None)
     tokens = [r.usage.total_tokens for r in ran]
     return ConfigSummary(
@@ -61,6 +64,7 @@ def _summary(name: str, rows: list[Record]) -> ConfigSummary:
         ran=len(ran),
         accuracy=_mean(scores),
         stderr=_stderr(scores),
+        scores={n: sum(r.scores.get(n, 0.0) for r in ran) / len(ran) for n in names},
         mean_tokens=_mean(tokens),
         total_tokens=sum(tokens),
         judge_tokens=sum(r.judge_tokens for r in ran),
@@ -97,12 +101,14 @@ def _percentile(ordered: list[float], q: float) -> float | None:
 
 
 def table(rows: list[ConfigSummary]) -> str:
+    scorers = _scorers(rows)
     return wire.table(
-        ["configuration", "accuracy", "ran", "mean tok", "total tok", "cycles", "p50 s", "p95 s", "statuses"],
+        ["configuration", "accuracy", *scorers, "ran", "mean tok", "total tok", "cycles", "p50 s", "p95 s", "statuses"],
         [
             [
                 r.config,
                 _accuracy(r),
+                *(_percent(r.scores.get(n)) for n in scorers),
                 r.ran,
                 _fixed(r.mean_tokens, 0),
                 r.total_tokens,
@@ -120,6 +126,15 @@ def _accuracy(r: ConfigSummary) -> str | None:
     if r.accuracy is None:
         return None
     return f"{r.accuracy:.1%} ± {r.stderr or 0:.1%}"
+
+
+def _scorers(rows: list[ConfigSummary]) -> list[str]:
+    """The scorers reported side by side: every name any row has."""
+    return sorted({n for r in rows for n in r.scores})
+
+
+def _percent(value: float | None) -> str | None:
+    return None if value is None else f"{value:.1%}"
 
 
 def _fixed(value: float | None, places: int) -> str | None:
@@ -142,14 +157,20 @@ CSV_COLUMNS = [
 
 
 def write_csv(rows: list[ConfigSummary], path: Path) -> None:
-    """One row per configuration; a ``status_<name>`` column per status seen."""
+    """One row per configuration; a ``score_<scorer>`` column per scorer when there are
+    several, and a ``status_<name>`` column per status seen."""
     statuses = sorted({s for r in rows for s in r.statuses})
+    scorers = _scorers(rows)
     with path.open("w", encoding="utf-8", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(CSV_COLUMNS + [f"status_{s}" for s in statuses])
+        writer.writerow(CSV_COLUMNS + [f"score_{n}" for n in scorers] + [f"status_{s}" for s in statuses])
         for r in rows:
             values = r.model_dump(include=set(CSV_COLUMNS))
-            writer.writerow([_cell(values[c]) for c in CSV_COLUMNS] + [r.statuses.get(s, 0) for s in statuses])
+            writer.writerow(
+                [_cell(values[c]) for c in CSV_COLUMNS]
+                + [_cell(r.scores.get(n)) for n in scorers]
+                + [r.statuses.get(s, 0) for s in statuses]
+            )
 
 
 def _cell(value: object) -> object:
@@ -166,25 +187,26 @@ def write_chart(rows: list[ConfigSummary], path: Path, title: str = "") -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    shown = [r for r in rows if r.accuracy is not None and r.mean_tokens is not None]
+    # (row, accuracy, mean tokens) of the rows that have both
+    shown = [(r, r.accuracy, r.mean_tokens) for r in rows if r.accuracy is not None and r.mean_tokens is not None]
     fig, ax = plt.subplots(figsize=(9, 5.5), dpi=120)
-    colors = plt.get_cmap("tab10").colors
-    for i, r in enumerate(shown):
+    colors = [plt.get_cmap("tab10")(i) for i in range(10)]
+    for i, (r, accuracy, tokens) in enumerate(shown):
         color = colors[i % len(colors)]
         ax.errorbar(
-            r.mean_tokens,
-            100 * r.accuracy,
+            tokens,
+            100 * accuracy,
             yerr=100 * (r.stderr or 0),
             fmt="o",
             markersize=10,
             capsize=6,
             color=color,
-            label=f"{r.config}  ({100 * r.accuracy:.1f}% of {r.ran}, {r.mean_tokens:.0f} tok)",
+            label=f"{r.config}  ({100 * accuracy:.1f}% of {r.ran}, {tokens:.0f} tok)",
         )
         # Right of the point, staggered so neighbours' labels do not sit on each other.
         ax.annotate(
             r.config,
-            (r.mean_tokens, 100 * r.accuracy),
+            (tokens, 100 * accuracy),
             textcoords="offset points",
             xytext=(12, 10 * (i % 3 - 1)),
             ha="left",
@@ -194,7 +216,7 @@ def write_chart(rows: list[ConfigSummary], path: Path, title: str = "") -> bool:
             fontweight="bold",
             bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.8},
         )
-    most = max((r.mean_tokens for r in shown), default=1.0) or 1.0
+    most = max((tokens for _, _, tokens in shown), default=1.0) or 1.0
     ax.set_xlim(-0.04 * most, most * 1.3)
     ax.set_ylim(0, 115)
     ax.set_yticks(range(0, 101, 20))

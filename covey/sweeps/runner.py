@@ -31,15 +31,16 @@ from covey.results import AgentResult
 from covey.spec import JobSpec
 from covey.status import AgentStatus, CauseKind
 from covey.sweeps.claims import Claims
-from covey.sweeps.dataset import Sample, load_dataset
+from covey.sweeps.dataset import Sample, digest, load_dataset
 from covey.sweeps.grid import Config, Grid, load_grid
 from covey.sweeps.manifest import Manifest
 from covey.sweeps.progress import SweepProgress
 from covey.sweeps.records import REFUSED, SKIPPED_BUDGET, Record, RecordUsage, ResultsLog
-from covey.sweeps.scorers import ModelJudge, Scorer
+from covey.sweeps.scorers import Scorer, Scoring
+from covey.sweeps.selection import Selection
+from covey.sweeps.served import check_models
 from covey.sweeps.window import Window
 
-DEFAULT_QUEUE = "covey-sweeps"
 POLL_SECONDS = 0.05  # between two looks at the in-flight results
 RENEW_SECONDS = 1.0  # lease renewal; well inside keys.SWEEP_OWNER_TTL_SECONDS
 BUSY_RECHECK_SECONDS = 1.0  # how soon a unit another submitter holds is looked at again
@@ -82,6 +83,7 @@ class SweepOutcome:
     window_low: int
     dry: bool  # the sweep's cap ran out
     progress: SweepProgress | None = None
+    timed_out: bool = False  # ``timeout`` ran out with units unrecorded; a rerun resumes them
 
 
 @dataclass
@@ -90,7 +92,7 @@ class _Run:
 
     client: Client
     manifest: Manifest
-    scorer: Scorer | ModelJudge
+    scoring: Scoring
     log: ResultsLog
     claims: Claims
     window: Window
@@ -137,8 +139,10 @@ def run_sweep(
     retries: int = 0,
     max_tokens_total: int | None = None,
     max_cycles_total: int | None = None,
-    queue: str = DEFAULT_QUEUE,
+    queue: str | None = None,
     observer: Callable[[SweepProgress], None] | None = None,
+    timeout: float | None = None,
+    selection: Selection | None = None,
 ) -> SweepOutcome:
     """Run (or resume) the sweep in ``out``; returns when every unit is recorded.
 
@@ -146,21 +150,34 @@ def run_sweep(
     rerun with the same ``out`` skips what a rerun keeps (``records.KEPT``), runs
     the rest again with ``retries`` more attempts each, and follows the jobs a
     killed submitter left running instead of running their samples again.
+    ``selection`` narrows this run to some samples. ``SweepMismatch`` when
+    ``out`` holds a sweep of another dataset or grid. Past ``timeout`` seconds
+    it stops waiting (``timed_out``): the jobs in flight go on, and a rerun
+    follows them.
     """
     if retries < 0:
         raise ValueError(f"retries cannot be negative, got {retries}")
-    samples = dataset if isinstance(dataset, list) else load_dataset(dataset)
+    settings = settings or get_settings()
+    every = dataset if isinstance(dataset, list) else load_dataset(dataset)
+    dataset_name = "samples" if isinstance(dataset, list) else Path(dataset).name
+    samples = (selection or Selection()).apply(every, dataset_name)
+    grid_name = "grid" if isinstance(grid, Grid) else Path(grid).name
+    grid_path = "grid" if isinstance(grid, Grid) else str(grid)
     grid = grid if isinstance(grid, Grid) else load_grid(grid)
-    scorer = grid.scorer.build()
+    check_models(grid, settings, grid_name)
+    scoring = Scoring.build(grid.scorers)
     out = Path(out)
     manifest = Manifest.open(
         out,
-        str(dataset if not isinstance(dataset, list) else "<samples>"),
-        str(grid if not isinstance(grid, Grid) else "<grid>"),
+        "samples" if isinstance(dataset, list) else str(dataset),
+        grid_path,
         max_tokens_total,
         max_cycles_total,
+        dataset_digest=digest(every),
+        grid_digest=grid.digest,
+        grid_run=grid.as_run(),
     )
-    client = Client((settings or get_settings()).model_copy(update={"queue": queue}))
+    client = Client(settings.model_copy(update={"queue": queue or settings.sweep_queue}))
     client.redis.ping()
     client.ledger.set_scope(manifest.scope, manifest.max_tokens_total, manifest.max_cycles_total)
     log = ResultsLog(out)
@@ -169,7 +186,7 @@ def run_sweep(
     run = _Run(
         client=client,
         manifest=manifest,
-        scorer=scorer,
+        scoring=scoring,
         log=log,
         claims=Claims(client.redis, manifest.id, client.settings.job_ttl),
         window=Window(max_in_flight),
@@ -182,6 +199,7 @@ def run_sweep(
     del units
     run.claims.renew()
     renewed = time.monotonic()
+    timed_out = False
     try:
         while True:
             if time.monotonic() - renewed >= RENEW_SECONDS:
@@ -193,6 +211,9 @@ def run_sweep(
             if observer is not None:
                 observer(run.progress())
             if not run.flights and not run.busy and not _has_pending(run):
+                break
+            if timeout is not None and time.monotonic() - run.started >= timeout:
+                timed_out = True
                 break
             if not moved:
                 time.sleep(POLL_SECONDS)
@@ -211,6 +232,7 @@ def run_sweep(
         window_low=run.window.low,
         dry=run.dry,
         progress=run.progress(),
+        timed_out=timed_out,
     )
 
 
@@ -250,7 +272,7 @@ def _fill(run: _Run) -> bool:
         moved = True
         if take.outcome == "done":
             run.done += 1
-        elif take.outcome == "adopt" and run.client.redis.exists(keys.submitted(take.job_id)):
+        elif take.outcome == "adopt" and take.job_id and run.client.redis.exists(keys.submitted(take.job_id)):
             run.adopted += 1
             _fly(run, Flight(unit, take.job_id, time.monotonic()))
         else:  # ours; or adopted from a submitter killed before it sent the job: send it now
@@ -326,37 +348,49 @@ def _ended(run: _Run, flight: Flight, result: AgentResult | str) -> None:
     elif result.ok:
         run.window.succeeded()
     record = _record(unit, flight, result.status.value, result=result)
-    if result.ok and isinstance(run.scorer, ModelJudge):
+    if result.ok:
+        for scorer in run.scoring.local:
+            _score(scorer, record, unit.sample)
+        record.score = record.scores.get(run.scoring.primary)
+    judge = run.scoring.judge
+    if result.ok and judge is not None:
         judge_id = uuid()
-        _send(run, judge_id, run.scorer.spec(unit.sample, result.output or "", run.manifest.id))
+        _send(run, judge_id, judge.spec(unit.sample, result.output or "", run.manifest.id))
         record.judge_job_id = judge_id
         _fly(run, Flight(unit, judge_id, time.monotonic(), judging=record))
         return
-    if result.ok:
-        _score(run, record, unit.sample)
     _finish(run, flight, record)
 
 
 def _judged(run: _Run, flight: Flight, result: AgentResult | str) -> None:
     record = flight.judging
     assert record is not None
+    judge = run.scoring.judge
+    assert judge is not None
     if isinstance(result, str):
-        record.score_error = f"judge refused: {result}"
+        _score_failed(record, judge.name, f"judge refused: {result}")
     else:
         record.judge_tokens = result.usage.total_tokens
         run.tokens += record.judge_tokens
         try:
-            record.score = ModelJudge.verdict(result)
+            record.scores[judge.name] = judge.verdict(result)
         except ValueError as e:
-            record.score_error = str(e)
+            _score_failed(record, judge.name, str(e))
+    record.score = record.scores.get(run.scoring.primary)
     _finish(run, Flight(flight.unit, record.job_id or flight.job_id, flight.sent), record)
 
 
-def _score(run: _Run, record: Record, sample: Sample) -> None:
+def _score(scorer: Scorer, record: Record, sample: Sample) -> None:
     try:
-        record.score = run.scorer.score(record.output, sample)
+        record.scores[scorer.name] = scorer.score(record.output, sample)
     except Exception as e:
-        record.score, record.score_error = 0.0, f"{type(e).__name__}: {e}"
+        record.scores[scorer.name] = 0.0
+        _score_failed(record, scorer.name, f"{type(e).__name__}: {e}")
+
+
+def _score_failed(record: Record, name: str, why: str) -> None:
+    """Note why a scorer gave no score, beside any other scorer's reason."""
+    record.score_error = "; ".join(filter(None, [record.score_error, f"{name}: {why}"]))
 
 
 def _record(

@@ -5,6 +5,7 @@ and the target. ``model`` asks a judge model: it is a covey job of its own,
 charged to the same sweep scope, so judging counts against the sweep's cap. Any
 other kind names a Python callable ``module:function`` taking
 ``(output, target, sample)`` and returning a bool or a number in [0, 1].
+A grid may list several; each sample is scored by all of them, side by side.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import os
 import re
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -43,20 +45,25 @@ class ScorerSpec(BaseModel):
     tolerance: float = Field(default=1e-6, ge=0, description="numeric: absolute tolerance")
     relative_tolerance: float = Field(default=0.0, ge=0, description="numeric: relative tolerance")
     model: str | None = Field(default=None, min_length=1, description="model: the judge's model")
+    name: str | None = Field(default=None, min_length=1, max_length=40, description="its column; default its kind")
+
+    @property
+    def title(self) -> str:
+        return self.name or self.kind
 
     def build(self) -> Scorer | ModelJudge:
         """The scorer, or ``ValueError`` naming what is wrong (an unknown kind, a
         bad pattern, a callable that cannot be imported)."""
         if self.kind == "model":
-            return ModelJudge(self.model)
+            return ModelJudge(self.model, self.title)
         if self.kind in BUILT_IN:
             if self.pattern is not None:
                 try:
                     re.compile(self.pattern)
                 except re.error as e:
                     raise ValueError(f"pattern: {e}") from None
-            return Scorer(self.kind, getattr(self, f"_{self.kind}"))
-        return Scorer(self.kind, _imported(self.kind))
+            return Scorer(self.title, getattr(self, f"_{self.kind}"))
+        return Scorer(self.title, _imported(self.kind))
 
     def _exact(self, output: str, target: Any, sample: Sample) -> float:
         return float(_fold(output.strip(), self.ignore_case) == _fold(str(target).strip(), self.ignore_case))
@@ -106,10 +113,8 @@ class Scorer:
 class ModelJudge:
     """A judge model asked whether the output answers the sample as its target does."""
 
-    name = "model"
-
-    def __init__(self, model: str | None) -> None:
-        self.model = model
+    def __init__(self, model: str | None, name: str = "model") -> None:
+        self.model, self.name = model, name
 
     def spec(self, sample: Sample, output: str, sweep_id: str) -> JobSpec:
         task = (
@@ -133,6 +138,36 @@ class ModelJudge:
         if not result.ok or not isinstance(result.data, dict):
             raise ValueError(f"judge {result.status.value}: {result.error or 'no verdict'}")
         return float(result.data.get("correct") is True)
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """A grid's scorers, built: the local ones score at once, the judge (one at most)
+    as a job of its own. The first scorer listed is the primary: its score is a
+    record's ``score`` and the report's accuracy."""
+
+    local: list[Scorer]
+    judge: ModelJudge | None
+    primary: str
+
+    @classmethod
+    def build(cls, specs: list[ScorerSpec]) -> Scoring:
+        """``ValueError`` naming the scorer at fault (by its position) or a name used twice."""
+        built: list[Scorer | ModelJudge] = []
+        for i, spec in enumerate(specs):
+            try:
+                built.append(spec.build())
+            except ValueError as e:
+                raise ValueError(f"{i}: {e}" if len(specs) > 1 else str(e)) from None
+        names = [s.name for s in built]
+        repeated = next((n for n in names if names.count(n) > 1), None)
+        if repeated is not None:
+            raise ValueError(f"two scorers are named {repeated!r}; give one a distinct name")
+        judges = [s for s in built if isinstance(s, ModelJudge)]
+        if len(judges) > 1:
+            raise ValueError("at most one model judge")
+        local = [s for s in built if isinstance(s, Scorer)]
+        return cls(local=local, judge=judges[0] if judges else None, primary=names[0])
 
 
 def _fold(text: str, ignore_case: bool) -> str:

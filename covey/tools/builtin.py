@@ -11,7 +11,7 @@ from typing import Any
 SPAWN_TOOLS = frozenset({"spawn_agents", "delegate"})
 FINISH_TOOL = "finish"
 
-_CHILD = {
+_CHILD: dict[str, Any] = {
     "type": "object",
     "properties": {
         "task": {"type": "string", "description": "what the sub-agent must do"},
@@ -30,7 +30,13 @@ def _fn(name: str, description: str, properties: dict[str, Any], required: list[
         "function": {
             "name": name,
             "description": description,
-            "parameters": {"type": "object", "properties": properties, "required": required},
+            # No other fields: a call is checked against this before it runs (covey.tools.arguments).
+            "parameters": {
+                "type": "object",
+                "properties": properties,
+                "required": required,
+                "additionalProperties": False,
+            },
         },
     }
 
@@ -63,3 +69,6 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
         ["path", "content"],
     ),
 }
+
+# Tools the worker runs itself (covey.worker.tools); control tools are an agent's Actions.
+WORKER_TOOLS = frozenset(name for name in TOOL_SCHEMAS if name not in SPAWN_TOOLS and name != FINISH_TOOL)

@@ -98,6 +98,8 @@ def call_model(deps: Deps, state: AgentState, action: CallModel, seconds_left: f
         state.usage += record.usage or Usage(cycles=1)
         # A record settled by a worker that kept no cause (an older version) is a model error.
         return Stop(record.cause or Cause(kind=CauseKind.MODEL_ERROR), record.error)
+    if record.usage is None:  # never: a reply is settled with its usage
+        raise ValueError(f"call {rid} was settled without its usage")
     state.usage += record.usage
     _show_spend(deps, state)
     over = _over_reserved(record.usage, estimate, max_tokens)

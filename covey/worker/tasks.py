@@ -33,6 +33,7 @@ from covey import keys, wire
 from covey.budgets.ledger import AgentTerms, unknown_scope
 from covey.config import faults
 from covey.context import ROOT_AGENT_ID, RunContext
+from covey.errors import StateLost
 from covey.models.catalog import UnservableModel
 from covey.orchestration.actions import Action, to_json
 from covey.results import AgentResult, Usage
@@ -40,7 +41,7 @@ from covey.spec import AgentSpec, InvalidSpec, JobSpec
 from covey.status import AgentStatus, Cause, CauseKind
 from covey.store.outbox import Message
 from covey.store.tree import Node, preview
-from covey.worker import handover, loop, reconciler, signing
+from covey.worker import handover, loop, lost, reconciler, signing
 from covey.worker.agent_state import AgentState, UnreadableCheckpoint, dump_checkpoint, load_checkpoint
 from covey.worker.app import app
 from covey.worker.deps import Deps, worker_deps
@@ -110,7 +111,7 @@ def run_job(self, spec: Any) -> dict[str, Any] | str:
         )
         deps.ledger.open_root(ctx.job_id, ROOT_AGENT_ID, job.budget, terms)
         row = deps.ledger.agent(ctx.job_id, ROOT_AGENT_ID)
-        if row.digest != digest:
+        if row is None or row.digest != digest:
             raise loop.NotOpened(f"job {ctx.job_id} already runs another spec: a run_job reusing its id is refused")
         return loop.begin(deps, ctx, agent_spec, task_id=self.request.id, row=row)
 
@@ -170,14 +171,14 @@ def _checkpointed(
     what = f"{counter.replace('_', ' ')} {expected}"
     saved = worker_deps().checkpoints.load(job_id, agent_id)
     if saved is None:
-        raise LookupError(f"checkpoint of agent {agent_id} lost; cannot resume {what}")
+        raise StateLost(f"checkpoint of agent {agent_id} lost; cannot resume {what}")
     state = load_checkpoint(saved.state)
     found = getattr(state, counter)
     if found > expected or moved_on(state):
         log.info("agent %s of job %s is past %s: stale task ignored", agent_id, job_id, what)
         raise Ignore()
     if found < expected:
-        raise LookupError(f"checkpoint of {what} lost ({counter.replace('_', ' ')} {found} found)")
+        raise StateLost(f"checkpoint of {what} lost ({counter.replace('_', ' ')} {found} found)")
     return state
 
 
@@ -196,11 +197,15 @@ def _guarded(task, job_id: str, agent_id: str, step: Step) -> dict[str, Any] | s
         raise
     except OUTAGES as e:
         _hand_back(job_id, agent_id, e)
-    except UnreadableCheckpoint as e:
-        # The checkpoint is there but not this worker's to read: the agent fails
-        # saying so, and what its node recorded it spent stays charged.
+    except (UnreadableCheckpoint, StateLost) as e:
+        # Its records are gone (a Redis wiped, keys expired) or its checkpoint is not
+        # this worker's to read: the agent fails saying so, in one line, keeping what
+        # it spent, and nothing it needed is written again.
         log.warning("agent %s of job %s: %s", agent_id, job_id, e)
-        return _crashed(job_id, agent_id, str(e), None, CauseKind.STATE_LOST)
+        reported = _crashed(job_id, agent_id, str(e), state.usage if state else None, CauseKind.STATE_LOST)
+        if agent_id != ROOT_AGENT_ID:
+            lost.end_if_lost(worker_deps(), task.backend, job_id, redact(str(e)))
+        return reported
     except loop.Unfinished as e:
         log.warning("job %s: %s; dropped", job_id, e)
         raise Ignore() from None
@@ -219,13 +224,16 @@ def _taken_up(task, job_id: str, agent_id: str) -> str | None:
     """The expected message this delivery is, as stored, or ``Ignore`` (nothing read
     or written) for any other: a duplicate of a step its agent has gone on from, a
     replay, a stale redelivery. A root's first ``run_job`` is expected by none (any
-    Celery client sends it) and is taken up until the root saves a checkpoint."""
+    Celery client sends it) and is taken up until the root saves a checkpoint. A
+    job whose records are gone (a wipe) has no outbox either: ``StateLost``."""
     deps, request = worker_deps(), task.request
     stored = deps.outbox.expected(job_id, agent_id)
     if stored is not None and Message.loads(stored).carried_by(task.name, request.id, request.kwargs):
         return stored
     if stored is None and task.name == wire.RUN_JOB and deps.checkpoints.load(job_id, agent_id) is None:
         return None
+    if stored is None and deps.ledger.agent(job_id, ROOT_AGENT_ID) is None:  # the outbox went with them
+        raise StateLost(f"the records of job {job_id} are gone from Redis; cannot take up agent {agent_id}")
     log.info("agent %s of job %s does not expect this %s message: dropped", agent_id, job_id, task.name)
     raise Ignore()
 

@@ -7,13 +7,14 @@ try again another way.
 from __future__ import annotations
 
 import ast
-import json
 import operator
 from collections.abc import Callable
 
 from covey.context import RunContext
 from covey.models.replies import ToolCall
 from covey.store.workspace import Workspace, WorkspaceError
+from covey.tools import arguments
+from covey.tools.builtin import WORKER_TOOLS
 
 _BINARY: dict[type, Callable[[float, float], float]] = {
     ast.Add: operator.add,
@@ -65,18 +66,18 @@ def _bounded(value: float) -> float:
 
 
 def run_tool(call: ToolCall, ctx: RunContext, workspace: Workspace) -> str:
-    """Run one tool call; the text returned is what the model sees."""
-    try:
-        args = json.loads(call.arguments or "{}")
-        if call.name == "calculator":
-            return calculate(str(args["expression"]))
-        if call.name == "read_file":
-            return workspace.read(str(args["path"]))
-        if call.name == "write_file":
-            written = workspace.write(ctx.subroot, str(args["path"]), str(args["content"]))
-            return f"wrote {written}"
+    """Run one tool call; the text returned is what the model sees. Its arguments are
+    checked against the tool's schema first, so a tool only ever gets the fields it
+    declares, of their declared types."""
+    if call.name not in WORKER_TOOLS:
         return f"error: tool {call.name!r} does not run in the worker"
-    except KeyError as e:
-        return f"error: missing argument {e.args[0]!r}"
+    try:
+        args = arguments.parse(call.name, call.arguments)
+        if call.name == "calculator":
+            return calculate(args["expression"])
+        if call.name == "read_file":
+            return workspace.read(args["path"])
+        written = workspace.write(ctx.subroot, args["path"], args["content"])
+        return f"wrote {written}"
     except (WorkspaceError, ValueError, ArithmeticError, SyntaxError, RecursionError, MemoryError) as e:
         return f"error: {type(e).__name__}: {e}" if isinstance(e, (RecursionError, MemoryError)) else f"error: {e}"

@@ -8,9 +8,8 @@ import pytest
 
 from covey import keys
 from covey.budgets.budget import Budget
-from covey.budgets.redis_ledger import RedisLedger
 from covey.status import Cause, CauseKind, Resource
-from tests.budgets.test_ledger import Clock
+from tests.budgets.conftest import Clock
 
 MINUTE_START = 60 * 20_000  # an epoch minute's first second
 
@@ -18,11 +17,6 @@ MINUTE_START = 60 * 20_000  # an epoch minute's first second
 @pytest.fixture
 def clock():
     return Clock(MINUTE_START + 10)
-
-
-@pytest.fixture
-def ledger(redis_client, clock):
-    return RedisLedger(redis_client, keys.DEFAULT_JOB_TTL_SECONDS, clock=clock)
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from celery import Celery
 from covey import keys
 from covey.client import Client
 from covey.config.settings import Settings
-from tests.integration.conftest import start_worker, stop_worker, wait_for_worker
+from tests.integration.conftest import ROOT, start_worker, stop_worker, wait_for_worker, worker_env
 from tests.redis_server import RedisServer
 
 
@@ -88,3 +88,27 @@ def test_a_wait_on_a_job_whose_worker_died_names_the_stalled_agents(tmp_path):
         assert re.search(r"not finished after 4\.\ds", proc.stderr)
         assert client.redis.exists(keys.nodes(handle.id))
         stop_worker(worker)
+
+
+def test_ctrl_c_on_run_says_the_job_goes_on_and_how_to_cancel_it_and_exits_130(client, redis_server):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "covey", "run", "[sim:loop] [sim:latency 50] keep going"],
+        env=worker_env(redis_server.url),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    job_id = proc.stderr.readline().split()[1]  # "job <id>", printed once the job is sent
+    while client.job(job_id).status() not in ("running", "waiting"):
+        assert proc.poll() is None
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert stderr.strip().splitlines()[-1] == (
+        f"interrupted: job {job_id} goes on: `covey cancel {job_id}` stops it, `covey result {job_id}` waits again"
+    )
+    assert not client.job(job_id).status().final  # it went on
+    client.job(job_id).cancel()
+    assert client.job(job_id).result(timeout=60).status == "cancelled"

@@ -1,12 +1,15 @@
-"""Redis, the broker or the result store down, each alone: the client says which in
-one line within seconds, and marks nothing as submitted that it did not send."""
+"""Redis, the broker or the result store down, each alone, when a command starts: the
+client says which in one line within seconds, and marks nothing as submitted that it
+did not send. An outage met while waiting on a job is waited out instead."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -14,7 +17,10 @@ from covey import keys
 from covey.client import Client
 from covey.client.errors import BROKER, REDIS, RESULT_STORE, StoreUnavailable
 from covey.config.settings import Settings
-from tests.redis_server import free_port
+from tests.integration.conftest import ROOT, start_worker, stop_worker, wait_for_worker, worker_env
+from tests.integration.test_durability import wait_until
+from tests.integration.test_outage import DOWN_SECONDS
+from tests.redis_server import AofRedis, free_port
 
 FEW_SECONDS = 10  # python's start included; the client itself gives up after CLIENT_OUTAGE_SECONDS
 PASSWORD = "hunter2"
@@ -72,3 +78,42 @@ def test_the_python_client_raises_store_unavailable_and_leaves_nothing(redis_ser
     assert (raised.value.store, raised.value.url) == (store, dead_url.replace(PASSWORD, "***"))
     assert isinstance(raised.value, ConnectionError)
     assert submitted(redis_client) == before
+
+
+def test_a_wait_on_a_job_rides_out_a_redis_restart_and_says_it_waits(caplog):
+    """``covey result`` and ``JobHandle.result``, waiting when Redis stops for a few
+    seconds, wait for it (up to ``COVEY_REDIS_OUTAGE_SECONDS``), saying so, and get
+    the job's result once it is back; the one-shot commands above still report at once."""
+    with AofRedis() as server:
+        client = Client(Settings(redis_url=server.url, model="sim", redis_outage_seconds=60))
+        worker = start_worker(server.url)
+        try:
+            wait_for_worker(client, worker)
+            handle = client.submit(client.spec("[sim:latency 6000] What is 2 + 3?"))  # subscribed to its result
+            waited = ThreadPoolExecutor(1).submit(handle.result, timeout=120)
+            cli = subprocess.Popen(
+                [sys.executable, "-m", "covey", "result", handle.id, "--timeout", "120", "--json"],
+                env=worker_env(server.url, COVEY_REDIS_OUTAGE_SECONDS="60"),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                cwd=ROOT,
+            )
+            channel = f"celery-task-meta-{handle.id}"
+            wait_until(lambda: client.redis.pubsub_numsub(channel)[0][1] >= 2, "the CLI waiting on the result")
+            server.halt()
+            time.sleep(DOWN_SECONDS)  # both waits meet a dead Redis meanwhile
+            server.start()
+            stdout, stderr = cli.communicate(timeout=120)
+            result = waited.result(timeout=120)
+        finally:
+            stop_worker(worker)
+            client.close()
+        assert cli.returncode == 0, stderr
+        assert (result.status, result.output) == ("completed", "5"), result.error
+        said = [r.getMessage() for r in caplog.records if r.name == "covey.client.outages"]
+        assert said and said[0].startswith("waiting up to 60s for the result store to come back: cannot reach ")
+        assert cli.returncode == 0, stderr
+        assert json.loads(stdout)["output"] == "5"
+        assert "warning: waiting up to 60s for the result store to come back: cannot reach " in stderr, stderr
+        assert "Traceback" not in stderr

@@ -62,3 +62,19 @@ def test_a_tight_token_cap_is_never_overspent(cli):
     ledger = json.loads(cli("ledger", result["job_id"], "--json").stdout)
     assert 0 < ledger["tokens_used"] <= cap
     assert result["usage"]["total_tokens"] == ledger["tokens_used"]
+
+
+def test_a_tool_step_whose_input_is_json_but_no_object_fails_as_a_step_and_is_replanned(client):
+    """A model-written plan may give ``write_file`` a JSON list: the step fails with the
+    tool's own error (checked against its schema before the call) and the job goes on."""
+    handle = client.submit(client.spec("[sim:plan write] What is 6 * 7?", strategy="plan_execute"))
+    result = handle.result(timeout=60)
+    assert result.ok, result.error
+    assert result.output == "42"
+    assert result.data["errors"] == ["step notes failed: tool 'write_file': arguments must be a JSON object, not list"]
+    assert [(s["id"], s["status"]) for s in result.data["steps"]] == [
+        ("notes", "failed"),
+        ("step_1", "completed"),
+        ("step_2", "completed"),
+    ]
+    assert handle.tree()[0].status == "completed"

@@ -33,7 +33,7 @@ def sweep_redis():
 
 @pytest.fixture(scope="module")
 def sweep_worker(sweep_redis):
-    """``covey worker --queues covey,covey-sweeps`` with four threads."""
+    """``covey worker`` with four threads, reading its default queues: ``covey`` and ``covey-sweeps``."""
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -44,8 +44,6 @@ def sweep_worker(sweep_redis):
             "4",
             "--pool",
             "threads",
-            "--queues",
-            "covey,covey-sweeps",
             "--loglevel",
             "warning",
         ],
@@ -92,12 +90,23 @@ def results(directory) -> list[dict]:
     return [json.loads(line) for line in (directory / "results.jsonl").read_text().splitlines()]
 
 
-def dataset(tmp_path, n: int, suffix: str = "") -> str:
+def dataset(tmp_path, n: int, suffix: str = "", first: int | None = None) -> str:
+    """``n`` arithmetic samples, ``suffix`` (a sim directive) on the ``first`` of them (default all)."""
     path = tmp_path / "d.jsonl"
+    marked = n if first is None else first
     path.write_text(
-        "".join(json.dumps({"id": i, "input": f"What is {i} + 1? {suffix}", "target": i + 1}) + "\n" for i in range(n))
+        "".join(
+            json.dumps({"id": i, "input": f"What is {i} + 1? {suffix if i < marked else ''}", "target": i + 1}) + "\n"
+            for i in range(n)
+        )
     )
     return str(path)
+
+
+def single_grid(tmp_path) -> str:
+    grid = tmp_path / "g.toml"
+    grid.write_text('strategies = ["single"]\nscorer = "numeric"\n')
+    return str(grid)
 
 
 def test_arithmetic_across_two_configurations_scores_full_marks_within_the_window(settings, db, tmp_path):
@@ -238,18 +247,14 @@ def test_rate_limited_jobs_narrow_the_window_and_are_retried(sweep_redis, db, tm
     try:
         settings = Settings(redis_url=sweep_redis.url, queue="covey-429")
         wait_for_worker(Client(settings), worker)
-        path = tmp_path / "d.jsonl"
-        path.write_text(
-            "".join(
-                json.dumps({"id": i, "input": f"What is {i} + 1? {'[sim:fail 429]' if i < 4 else ''}", "target": i + 1})
-                + "\n"
-                for i in range(12)
-            )
-        )
-        grid = tmp_path / "g.toml"
-        grid.write_text('strategies = ["single"]\nscorer = "numeric"\n')
         outcome = run_sweep(
-            str(path), str(grid), tmp_path / "limited", settings=settings, queue="covey-429", max_in_flight=8, retries=1
+            dataset(tmp_path, 12, "[sim:fail 429]", first=4),
+            single_grid(tmp_path),
+            tmp_path / "limited",
+            settings=settings,
+            queue="covey-429",
+            max_in_flight=8,
+            retries=1,
         )
     finally:
         stop_worker(worker)
@@ -260,3 +265,76 @@ def test_rate_limited_jobs_narrow_the_window_and_are_retried(sweep_redis, db, tm
         latest[str(i)]["cause"]["kind"] == "rate_limited" and latest[str(i)]["cause"]["status"] == 429 for i in range(4)
     )
     assert all(latest[str(i)]["status"] == "completed" for i in range(4, 12))
+
+
+def test_a_sweep_with_samples_that_did_not_complete_says_how_many_and_exits_1(sweep_redis, sweep_worker, tmp_path):
+    data, grid = dataset(tmp_path, 5, "[sim:fail 500]", first=2), single_grid(tmp_path)
+    proc = covey(sweep_redis, "sweep", data, "--grid", grid, "--out", str(tmp_path / "out"))
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 1, stderr
+    assert stdout.strip().splitlines()[-1] == "2 of 5 units did not complete (2 failed)"
+
+
+def test_labelled_budgets_and_model_params_name_short_configurations(sweep_redis, sweep_worker, tmp_path):
+    grid = tmp_path / "g.toml"
+    grid.write_text(
+        'strategies = ["single"]\nscorer = "numeric"\nmodel_params = {temperature = 0.2, seed = 7}\n'
+        'budgets = [{max_tokens = 20000, max_cycles = 6, seconds = 120, label = "small"},\n'
+        "  {max_tokens = 40000, max_cycles = 6, seconds = 120}]\n"
+    )
+    proc = covey(sweep_redis, "sweep", dataset(tmp_path, 3), "--grid", str(grid), "--out", str(tmp_path / "out"))
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    assert {r["config"] for r in results(tmp_path / "out")} == {"default/single/small", "default/single/tok=40k"}
+    table = [line for line in stdout.splitlines() if line.startswith(("configuration", "default/"))]
+    assert len(table) == 3 and max(len(line) for line in table) < 120
+
+
+def test_several_scorers_are_reported_side_by_side(sweep_redis, sweep_worker, tmp_path):
+    grid = tmp_path / "g.toml"
+    grid.write_text('strategies = ["single"]\nscorer = ["numeric", {kind = "exact", name = "verbatim"}]\n')
+    out = tmp_path / "out"
+    proc = covey(sweep_redis, "sweep", dataset(tmp_path, 3), "--grid", str(grid), "--out", str(out))
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    assert all(set(r["scores"]) == {"numeric", "verbatim"} and r["score"] == 1.0 for r in results(out))
+    header = stdout.splitlines()[1].split()
+    assert header[:4] == ["configuration", "accuracy", "numeric", "verbatim"]
+    assert "score_numeric" in (out / "summary.csv").read_text().splitlines()[0]
+
+
+def test_limit_shuffle_and_sample_ids_choose_the_samples_a_run_takes(sweep_redis, sweep_worker, tmp_path):
+    data, grid = dataset(tmp_path, 10), single_grid(tmp_path)
+
+    def ran(out: str, *selection: str) -> list[str]:
+        proc = covey(sweep_redis, "sweep", data, "--grid", grid, "--out", str(tmp_path / out), *selection)
+        _, stderr = proc.communicate(timeout=120)
+        assert proc.returncode == 0, stderr
+        return [r["sample_id"] for r in results(tmp_path / out)]
+
+    assert sorted(ran("ids", "--sample-id", "7", "--sample-id", "2")) == ["2", "7"]
+    first = ran("a", "--shuffle", "5", "--limit", "3")
+    assert len(first) == 3 and sorted(first) != ["0", "1", "2"]  # seed 5 takes others than the first three
+    assert sorted(ran("b", "--shuffle", "5", "--limit", "3")) == sorted(first)  # the seed picks the same ones
+    assert sorted(ran("a"), key=int) == [str(i) for i in range(10)]  # a full rerun runs only the other 7
+
+
+def test_ctrl_c_on_a_sweep_says_its_jobs_go_on_and_how_to_resume_and_exits_130(sweep_redis, sweep_worker, tmp_path):
+    data, out = dataset(tmp_path, 40, "[sim:latency 100]"), tmp_path / "stopped"
+    args = ("sweep", data, "--grid", str(GRID), "--out", str(out), "--max-in-flight", "4")
+    proc = covey(sweep_redis, *args)
+    while not (out / "results.jsonl").exists():
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    sweep_id = Manifest.model_validate_json((out / "sweep.json").read_text()).id
+    assert stderr.strip().splitlines()[-1] == (
+        "interrupted: the sweep's jobs in flight go on: rerun the same command to resume (it follows them), "
+        f"or stop them with `covey scope sweep:{sweep_id} --max-cycles 0`"
+    )
+    again = covey(sweep_redis, *args)
+    _, stderr = again.communicate(timeout=120)
+    assert again.returncode == 0, stderr
+    assert len({r["unit"] for r in results(out) if r["status"] == "completed"}) == 80

@@ -54,7 +54,21 @@ def test_csv_without_an_input_column_is_refused(tmp_path):
 
 def test_csv_bad_metadata_names_its_line(tmp_path):
     with pytest.raises(SweepInputError, match="d.csv line 3: metadata: not valid JSON"):
-        load_dataset(write(tmp_path, "d.csv", "id,input,metadata\n1,x,{}\n2,y,{oops\n"))
+        load_dataset(write(tmp_path, "d.csv", "id,input,target,metadata\n1,x,1,{}\n2,y,2,{oops\n"))
+
+
+@pytest.mark.parametrize(
+    "name, text, message",
+    [
+        ("d.csv", "id,input\n1,x\n", "d.csv line 1: header lacks column 'target'"),
+        ("d.csv", "id,input,target\n1,x,1\n2,y,\n", "d.csv line 3: target: missing"),
+        ("d.csv", "id,input,target\n1,x\n", "d.csv line 2: target: missing"),
+        ("d.jsonl", '{"id": 1, "input": "  \\n\\t"}\n', "d.jsonl line 1: input: only whitespace"),
+    ],
+)
+def test_a_row_without_a_target_or_a_blank_task_is_refused_naming_its_line(tmp_path, name, text, message):
+    with pytest.raises(SweepInputError, match=message):
+        load_dataset(write(tmp_path, name, text))
 
 
 def test_an_empty_or_missing_file_is_refused(tmp_path):

@@ -5,6 +5,7 @@ import pytest
 from covey.sweeps.dataset import Sample
 from covey.sweeps.errors import SweepInputError
 from covey.sweeps.grid import load_grid
+from covey.sweeps.scorers import Scoring
 
 
 def grid(tmp_path, text, name="g.toml"):
@@ -20,13 +21,13 @@ def test_every_model_strategy_and_budget_is_a_configuration(tmp_path):
         "budgets = [{max_tokens = 100}, {max_tokens = 200, seconds = 5}]\nrepeats = 3\n",
     )
     assert len(g.configs) == 8 and g.repeats == 3
-    assert g.configs[0].name == "sim/react/max_tokens=100"
-    assert "other/one/max_tokens=200,seconds=5.0" in [c.name for c in g.configs]
+    assert g.configs[0].name == "sim/react/tok=100"
+    assert "other/one/tok=200,s=5" in [c.name for c in g.configs]
     assert len({c.key for c in g.configs}) == 8
 
 
 def test_defaults_are_one_react_configuration_on_the_workers_model(tmp_path):
-    (config,) = grid(tmp_path, "").configs
+    (config,) = grid(tmp_path, 'scorer = "exact"\n').configs
     assert (config.name, config.model, config.strategy) == ("default/react", None, "react")
 
 
@@ -40,6 +41,35 @@ def test_a_configuration_makes_the_job_of_a_sample(tmp_path):
     assert spec.strategy == "single" and spec.max_call_tokens == 64 and spec.budget.max_tokens == 500
     assert spec.budget.deadline == datetime(2030, 1, 1, 0, 0, 30, tzinfo=UTC)
     assert spec.scopes() == ["global", "sweep:sw1"]
+
+
+def test_budgets_are_named_by_their_label_or_by_the_caps_that_differ_abbreviated(tmp_path):
+    g = grid(
+        tmp_path,
+        'budgets = [{max_tokens = 20000, max_cycles = 6, seconds = 120, label = "small"},\n'
+        "  {max_tokens = 1500000, max_cycles = 6, seconds = 120},\n"
+        "  {max_tokens = 20000, max_cycles = 12, seconds = 120}]\n",
+    )
+    assert [c.name for c in g.configs] == [
+        "default/react/small",
+        "default/react/tok=1.5M,cyc=6",
+        "default/react/tok=20k,cyc=12",
+    ]
+    assert "label" not in g.configs[0].spec(Sample(id="1", input="x"), "sw", datetime.now(UTC)).budget.model_dump()
+
+
+def test_a_budget_label_and_a_rename_keep_the_configuration_key(tmp_path):
+    a = grid(tmp_path, 'budgets = [{max_tokens = 100, label = "a"}, {max_tokens = 200}]\n').configs[0]
+    b = grid(tmp_path, "budgets = [{max_tokens = 100}, {max_tokens = 200}]\n").configs[0]
+    assert a.key == b.key and a.name != b.name
+
+
+def test_model_params_reach_every_job_and_are_checked_by_the_spec(tmp_path):
+    g = grid(tmp_path, "model_params = {temperature = 0.2, seed = 7}\n")
+    spec = g.configs[0].spec(Sample(id="1", input="x"), "sw", datetime.now(UTC))
+    assert spec.model_params is not None and spec.model_params.temperature == 0.2 and spec.model_params.seed == 7
+    with pytest.raises(SweepInputError, match="model_params.temperature: Input should be less than or equal to 2"):
+        grid(tmp_path, "model_params = {temperature = 9}\n")
 
 
 def test_a_configuration_key_survives_a_rename(tmp_path):
@@ -64,6 +94,10 @@ def test_yaml_grids_read_as_toml_ones():
         ('scorer = "fuzzy"', "scorer: unknown kind 'fuzzy'"),
         ('scorer = "nowhere_module:fn"', "scorer: cannot import 'nowhere_module'"),
         ('scorer = {kind = "regex", pattern = "("}', "scorer: pattern:"),
+        ('scorer = ["exact", "exact"]', "scorer: two scorers are named 'exact'"),
+        ('scorer = ["exact", "model", {kind = "model", name = "judge2"}]', "scorer: at most one model judge"),
+        ('scorer = ["exact", "fuzzy"]', "scorer: 1: unknown kind 'fuzzy'"),
+        ("scorer = []", "scorer: List should have at least 1 item"),
         ('strategies = ["react", "react"]', "configuration default/react#2 is the same as default/react#1"),
         ("models = [", "g.toml: not valid TOML"),
     ],
@@ -89,3 +123,15 @@ def test_a_sweep_name_is_checked_like_a_tenant():
     assert JobSpec.parse({"task": "x", "tenant": "a", "sweep": "s1"}).scopes() == ["global", "tenant:a", "sweep:s1"]
     with pytest.raises(InvalidSpec, match="sweep:"):
         JobSpec.parse({"task": "x", "sweep": "a b"})
+
+
+@pytest.mark.parametrize("name, text", [("g.toml", ""), ("g.toml", "# nothing\n"), ("g.yaml", "{}\n")])
+def test_an_empty_grid_is_refused(tmp_path, name, text):
+    with pytest.raises(SweepInputError, match=f"{name}: empty grid: give at least strategies"):
+        grid(tmp_path, text, name)
+
+
+def test_a_list_of_scorers_is_accepted_the_first_being_the_primary(tmp_path):
+    g = grid(tmp_path, 'scorer = ["numeric", {kind = "includes", name = "has", ignore_case = true}]\n')
+    scoring = Scoring.build(g.scorers)
+    assert [s.name for s in scoring.local] == ["numeric", "has"] and scoring.primary == "numeric"

@@ -1,4 +1,6 @@
-from covey.sweeps.manifest import Manifest
+import pytest
+
+from covey.sweeps.manifest import Manifest, SweepMismatch
 
 
 def test_a_rerun_is_the_same_sweep_and_keeps_its_caps(tmp_path):
@@ -12,3 +14,12 @@ def test_another_directory_is_another_sweep(tmp_path):
     a = Manifest.open(tmp_path / "a", "d", "g", None, None)
     b = Manifest.open(tmp_path / "b", "d", "g", None, None)
     assert a.id != b.id
+
+
+def test_a_manifest_older_than_digests_takes_them_from_the_next_run(tmp_path):
+    old = Manifest.open(tmp_path, "d", "g", None, None)
+    again = Manifest.open(tmp_path, "d", "g", None, None, dataset_digest="a", grid_digest="b")
+    assert again.id == old.id and (again.dataset_digest, again.grid_digest) == ("a", "b")
+    with pytest.raises(SweepMismatch) as refused:
+        Manifest.open(tmp_path, "d", "g", None, None, dataset_digest="a", grid_digest="other")
+    assert refused.value.which == "grid"

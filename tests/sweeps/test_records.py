@@ -1,3 +1,6 @@
+import pytest
+
+from covey.sweeps.errors import SweepInputError
 from covey.sweeps.records import Record, ResultsLog
 
 
@@ -27,3 +30,22 @@ def test_a_torn_last_line_is_skipped_and_closed_off(tmp_path):
     log.append(record("c"))
     log.close()
     assert list(ResultsLog(tmp_path).latest()) == ["a", "c"]
+    log = ResultsLog(tmp_path)  # killed mid-write a second time
+    with log.path.open("a") as f:
+        f.write('{"unit": "d"')
+    log.append(record("e"))
+    log.close()
+    assert list(ResultsLog(tmp_path).latest()) == ["a", "c", "e"]
+
+
+@pytest.mark.parametrize("line, why", [("garbage", "not valid JSON"), ('{"unit": "b"}', "sample_id: Field required")])
+def test_a_corrupt_line_other_than_a_torn_one_is_refused_naming_it(tmp_path, line, why):
+    log = ResultsLog(tmp_path)
+    log.append(record("a"))
+    log.close()
+    with log.path.open("a") as f:
+        f.write(line + "\n")
+    log.append(record("c"))
+    log.close()
+    with pytest.raises(SweepInputError, match=f"results.jsonl line 2: {why}"):
+        ResultsLog(tmp_path).records()

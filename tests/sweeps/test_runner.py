@@ -13,7 +13,7 @@ from covey.sweeps import runner
 from covey.sweeps.dataset import Sample
 from covey.sweeps.grid import Config, Limits
 from covey.sweeps.records import SKIPPED_BUDGET
-from covey.sweeps.scorers import ScorerSpec
+from covey.sweeps.scorers import ScorerSpec, Scoring
 from covey.sweeps.window import Window
 
 SCOPE = "sweep:s1"
@@ -39,7 +39,7 @@ def run():
     return runner._Run(
         client=None,
         manifest=SimpleNamespace(scope=SCOPE, id="s1"),
-        scorer=ScorerSpec().build(),
+        scoring=Scoring.build([ScorerSpec()]),
         log=noted,
         claims=noted,
         window=Window(8),

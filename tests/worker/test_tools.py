@@ -66,7 +66,36 @@ def test_a_child_cannot_write_into_a_sibling_or_the_root(job):
 def test_missing_file_and_argument_are_tool_errors(job):
     root, _, ws = job
     assert "no file" in run_tool(call("read_file", path="nope.txt"), root, ws)
-    assert "missing argument 'path'" in run_tool(call("read_file"), root, ws)
+    assert run_tool(call("read_file"), root, ws) == "error: tool 'read_file': 'path' is a required property"
+
+
+@pytest.mark.parametrize(
+    "arguments, said",
+    [
+        ('["notes.md", "hi"]', "arguments must be a JSON object, not list"),
+        ('"notes.md"', "arguments must be a JSON object, not str"),
+        ("null", "arguments must be a JSON object, not NoneType"),
+        ('{"path": "notes.md"}', "'content' is a required property"),
+        ('{"path": 7, "content": "hi"}', "argument path: 7 is not of type 'string'"),
+        ('{"path": "notes.md", "content": ["h", "i"]}', "argument content: ['h', 'i'] is not of type 'string'"),
+        (
+            '{"path": "notes.md", "content": "hi", "mode": "a"}',
+            "Additional properties are not allowed ('mode' was unexpected)",
+        ),
+        (
+            '{"path": "notes.md", "content": "hi',
+            "arguments are not JSON: Unterminated string starting at: line 1 column 33 (char 32)",
+        ),
+    ],
+    ids=["list", "string", "null", "missing-field", "wrong-type", "wrong-type-nested", "extra-field", "not-json"],
+)
+def test_arguments_off_the_schema_are_the_tools_error_and_nothing_runs(job, arguments, said):
+    root, _, ws = job
+    assert (
+        run_tool(ToolCall(id="c", name="write_file", arguments=arguments), root, ws)
+        == f"error: tool 'write_file': {said}"
+    )
+    assert ws.files() == []
 
 
 def test_normalise_keeps_paths_inside_the_root():

@@ -16,7 +16,8 @@
 -- Returns {1, tokens, cycles, agents, depth_limit, deadline} ('' = unlimited/none),
 -- the stored limits if the child is already open; {0, reason, 'agent', id, resource}
 -- when refused: the ancestor whose cap was reached and which ('depth' or 'agents');
--- {-2, reason} when an ancestor was never opened.
+-- {-2, reason} when an ancestor's row is missing (never opened, or gone from Redis):
+-- nothing is written.
 
 local function num(v)
   if v == false or v == nil or v == '' then return nil end
@@ -47,7 +48,7 @@ local rows = {}
 for i = 1, n do
   rows[i] = redis.call('HMGET', KEYS[2 + i], 'tokens_limit', 'tokens_held', 'cycles_limit', 'cycles_used',
     'agents_limit', 'agents_spawned', 'depth_limit', 'depth')
-  if not rows[i][8] then return {-2, 'agent ' .. ARGV[12 + i] .. ' was never opened'} end
+  if not rows[i][8] then return {-2, 'the ledger row of agent ' .. ARGV[12 + i] .. ' is missing'} end
 end
 
 if n > 0 then
@@ -93,5 +94,6 @@ if n > 0 then table.insert(fields, 'ancestors'); table.insert(fields, cjson.enco
 redis.call('HSET', child, unpack(fields))
 redis.call('EXPIRE', child, ttl)
 redis.call('SADD', KEYS[2], ARGV[1])
-if n == 0 then redis.call('EXPIRE', KEYS[2], ttl) end  -- the set was made with the root's row
+-- made with the root's row; made again with its TTL if it alone was lost
+if n == 0 or redis.call('TTL', KEYS[2]) < 0 then redis.call('EXPIRE', KEYS[2], ttl) end
 return {1, tokens or '', cycles or '', agents or '', depth_limit, ARGV[6]}

@@ -8,6 +8,7 @@
 -- ARGV[4]      this reservation's member in the index of live reservations
 -- Returns 1 if released; 0 if the id is no longer live, not yet expired, or its
 -- data changed since the caller read it (settled and reserved again meanwhile).
+-- A row gone from Redis (its job wiped or expired) is left gone, not made again.
 
 local rid = ARGV[1]
 local expiry = redis.call('ZSCORE', KEYS[#KEYS], ARGV[4])
@@ -16,8 +17,10 @@ local data = redis.call('HGET', KEYS[1], rid)
 if data ~= ARGV[3] then return 0 end  -- settled meanwhile (settle dropped the index entry)
 local granted = cjson.decode(data).tokens
 for i = 2, #KEYS - 1 do
-  redis.call('HINCRBY', KEYS[i], 'tokens_held', -granted)
-  redis.call('HINCRBY', KEYS[i], 'cycles_used', -1)
+  if redis.call('EXISTS', KEYS[i]) == 1 then
+    redis.call('HINCRBY', KEYS[i], 'tokens_held', -granted)
+    redis.call('HINCRBY', KEYS[i], 'cycles_used', -1)
+  end
 end
 redis.call('HDEL', KEYS[1], rid)
 redis.call('ZREM', KEYS[#KEYS], ARGV[4])

@@ -24,14 +24,16 @@
 -- its agent id or scope name, and what it is short of ('tokens', 'cycles',
 -- 'tokens_per_minute', 'requests_per_minute'); {2, 0, reason, row, name, resource}
 -- when a scope's window of this minute is full: ask again next minute.
--- {-1, 0, 'job cancelled'}, {-2, 0, reason} for an unopened agent.
+-- {-1, 0, 'job cancelled'}, {-2, 0, reason} when an agent row is missing (never
+-- opened, or gone from Redis): nothing is written.
 -- A row counts tokens_held (used plus held for calls in flight) and cycles_used (a
 -- call in flight counts): one field each to check and charge. Settle moves the
 -- tokens a call did not use out of tokens_held and adds what it used to tokens_used.
 -- A scope with no cap is not charged: a scope every job names (global) is then
 -- no key that every call in the fleet writes. A charged scope joins the job's set.
 -- A window counts the tokens granted (not those used later) and one request.
--- Rows keep the TTL their open gave them; settle gives the calls hash the job's TTL.
+-- Rows keep the TTL their open gave them; the calls hash gets the job's TTL, and the
+-- index of live reservations at least as long.
 
 local rid = ARGV[1]
 if redis.call('EXISTS', KEYS[1]) == 1 then return {-1, 0, 'job cancelled'} end
@@ -60,7 +62,7 @@ for _, i in ipairs(order) do
   local r = redis.call('HMGET', KEYS[3 + i], 'tokens_limit', 'tokens_held', 'cycles_limit', 'cycles_used',
     'depth', 'agent_cycles_limit', 'tpm_limit', 'rpm_limit')
   rows[i] = r
-  if i <= n and not r[5] then return {-2, 0, label(i) .. ' was never opened'} end
+  if i <= n and not r[5] then return {-2, 0, 'the ledger row of ' .. label(i) .. ' is missing'} end
   if i == n and ARGV[8] ~= '' and r[6] and tonumber(ARGV[8]) > tonumber(r[6]) then
     return refuse(0, i, 'cycles', 'cycle cap reached: max_cycles=' .. r[6] .. ' for this agent')
   end
@@ -123,6 +125,8 @@ for _, i in ipairs(charged) do
   end
 end
 redis.call('ZADD', KEYS[#KEYS], ARGV[4], ARGV[7])
+if redis.call('TTL', KEYS[#KEYS]) < tonumber(ARGV[10]) then redis.call('EXPIRE', KEYS[#KEYS], ARGV[10]) end
 local data = '{"tokens":' .. granted .. ',"chain":' .. ARGV[6] .. ',"scopes":[' .. table.concat(scopes, ',') .. ']}'
 redis.call('HSET', KEYS[2], rid, data)
+redis.call('EXPIRE', KEYS[2], ARGV[10])
 return {1, granted, '', ''}

@@ -12,8 +12,10 @@
 -- ARGV[6]      the call's outcome, kept for a replay of this step ('' = none)
 -- ARGV[7]      n, the number of agent rows
 -- ARGV[8..]    the m scope names, in KEYS order
--- Returns 1 if it charged, 0 if the id was already settled, -2 if the chain or
--- scopes differ from the reservation's.
+-- Returns {1, ''} if it charged, {0, ''} if the id was already settled, {-2, ''} if
+-- the chain or scopes differ from the reservation's, {-3, reason} if a row it must
+-- charge is missing (gone from Redis): then nothing is written, so no row comes back
+-- without its TTL.
 -- It charges the rows its reserve charged: the chain and the scopes with a cap.
 -- Their tokens_held keeps what was used, not what was granted; the cycle was
 -- taken by the reserve. A reservation already released as stale is still charged
@@ -21,7 +23,7 @@
 
 local rid = ARGV[1]
 local data = redis.call('HGET', KEYS[1], rid)
-if data and string.sub(data, 1, 1) ~= '{' then return 0 end
+if data and string.sub(data, 1, 1) ~= '{' then return {0, ''} end
 local n = tonumber(ARGV[7])
 local m = #KEYS - 3 - n
 local used = tonumber(ARGV[2])
@@ -32,13 +34,13 @@ for i = 1, n do table.insert(rows, KEYS[1 + i]) end
 local granted = nil
 if data then
   local held = cjson.decode(data)
-  if not string.find(data, ',"chain":' .. ARGV[4] .. ',', 1, true) then return -2 end
+  if not string.find(data, ',"chain":' .. ARGV[4] .. ',', 1, true) then return {-2, ''} end
   for _, name in ipairs(held.scopes) do
     local found = nil
     for j = 1, m do
       if ARGV[7 + j] == name then found = j end
     end
-    if not found then return -2 end
+    if not found then return {-2, ''} end
     table.insert(rows, KEYS[1 + n + found])
   end
   granted = held.tokens
@@ -49,6 +51,12 @@ else
   end
 end
 
+for i, key in ipairs(rows) do
+  if redis.call('EXISTS', key) == 0 then
+    local name = i <= n and ('agent ' .. cjson.decode(ARGV[4])[i]) or 'a scope'
+    return {-3, 'the ledger row of ' .. name .. ' is missing'}
+  end
+end
 for _, key in ipairs(rows) do
   if granted then
     if granted ~= used then redis.call('HINCRBY', key, 'tokens_held', used - granted) end
@@ -68,4 +76,4 @@ if ARGV[6] ~= '' then
   redis.call('HSET', KEYS[#KEYS - 1], rid, ARGV[6])
   redis.call('EXPIRE', KEYS[#KEYS - 1], tonumber(ARGV[3]))
 end
-return 1
+return {1, ''}

@@ -7,7 +7,7 @@
 -- KEYS[5..] keys the agent's end makes obsolete (its checkpoint, stored replies)
 -- ARGV[1]  the agent id
 -- ARGV[2]  its final node, packed
--- ARGV[3]  TTL in seconds to set on the nodes hash, or 0 to keep its own
+-- ARGV[3]  TTL in seconds, set on the nodes hash
 -- ARGV[4]  the parent's agent id, or '' for a root
 -- ARGV[5]  the final statuses, each between commas (",completed,failed,")
 -- Returns {0} if the node was already final (nothing written); {1} if written;
@@ -17,7 +17,7 @@
 local existing = redis.call('HGET', KEYS[1], ARGV[1])
 if existing and string.find(ARGV[5], ',' .. cjson.decode(existing)['s'] .. ',', 1, true) then return {0} end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-if tonumber(ARGV[3]) > 0 then redis.call('EXPIRE', KEYS[1], ARGV[3]) end
+redis.call('EXPIRE', KEYS[1], ARGV[3])
 redis.call('HDEL', KEYS[2], ARGV[1])
 for i = 5, #KEYS do redis.call('DEL', KEYS[i]) end
 local parent = ARGV[4]

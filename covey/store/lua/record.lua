@@ -1,6 +1,6 @@
 -- record.lua: write tree nodes, but never over a final one.
 -- KEYS[1]  the job's nodes hash (agent id -> packed node JSON)
--- ARGV[1]  TTL in seconds to set on the hash, or 0 to keep its own
+-- ARGV[1]  TTL in seconds, set on the hash at every write (no node outlives its job's retention)
 -- ARGV[2]  the final statuses, each between commas (",completed,failed,")
 -- ARGV[3..] agent id, packed node: the nodes to write
 -- Returns how many nodes were written (a node already final is left as it is:
@@ -14,5 +14,5 @@ for i = 3, #ARGV, 2 do
     written = written + 1
   end
 end
-if tonumber(ARGV[1]) > 0 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
+redis.call('EXPIRE', KEYS[1], ARGV[1])
 return written

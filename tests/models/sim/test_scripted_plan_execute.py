@@ -65,7 +65,7 @@ def test_fail_makes_the_first_plans_agent_steps_fail_and_the_replan_retries_only
 
 
 def test_an_unknown_scenario_fails_loudly():
-    with pytest.raises(DirectiveError, match=r"\[sim:plan typo\]: expected cycle, fail or nothing"):
+    with pytest.raises(DirectiveError, match=r"\[sim:plan typo\]: expected cycle, fail, write or nothing"):
         planned("[sim:plan typo] What is 1 + 1?")
 
 
@@ -79,3 +79,10 @@ def test_the_sim_answers_a_plan_schema_call_with_the_script():
     )
     steps = json.loads(response.choices[0].message.content)["steps"]
     assert steps[0]["input"] == "2 + 3" and steps[1]["role"] == "checker"
+
+
+def test_write_makes_the_first_plan_a_write_file_step_given_a_json_list_and_the_replan_usual():
+    task = "[sim:plan write] What is 6 * 7?"
+    (step,) = planned(task)
+    assert (step["tool"], json.loads(step["input"])) == ("write_file", ["notes.md", task])
+    assert planned(task, last="Steps failed: ...") == planned("What is 6 * 7?")

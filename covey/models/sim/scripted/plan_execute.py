@@ -17,28 +17,34 @@ message is still the task (every replan adds a user message after it). ARG is on
 - ``fail``: the first plan's agent steps carry ``[sim:fail 500]`` in their input, so
   their children fail; the replan, which sees the failure, is the usual plan's
   agent steps alone (its tool steps completed and are not planned again).
+- ``write``: the plan is one ``write_file`` step whose input is JSON but not an
+  object (``["notes.md", "<the task>"]``), as a model may write it, so the step
+  fails with the tool's error; the replan is the usual plan.
 
 Nothing (``[sim:plan]``) is the usual plan. Any other ARG raises ``DirectiveError``.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
 from covey.models.sim.directives import DirectiveError
 from covey.models.sim.scripted.prompt import Prompt
 
-SCENARIOS = frozenset({"", "cycle", "fail"})
+SCENARIOS = frozenset({"", "cycle", "fail", "write"})
 FAIL = "[sim:fail 500]"
 
 
 def plan(prompt: Prompt) -> dict[str, Any]:
     scenario = prompt.directives.scripted.get("plan", "")
     if scenario not in SCENARIOS:
-        raise DirectiveError(f"[sim:plan {scenario}]: expected cycle, fail or nothing")
+        raise DirectiveError(f"[sim:plan {scenario}]: expected cycle, fail, write or nothing")
     steps = _usual(prompt)
     first = prompt.last == prompt.task
+    if scenario == "write" and first:
+        return {"steps": [_step("notes", "keep notes", json.dumps(["notes.md", prompt.task]), tool="write_file")]}
     if scenario == "cycle" and first:
         return {"steps": _cycled(steps)}
     if scenario == "fail" and first:

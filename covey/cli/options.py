@@ -1,0 +1,23 @@
+"""Option types that more than one command takes."""
+
+from __future__ import annotations
+
+import math
+
+import click
+
+from covey.budgets.budget import MAX_SECONDS
+
+
+class Seconds(click.FloatRange):
+    """Seconds: a finite number above 0, at most ``MAX_SECONDS`` (``nan`` passes a
+    plain FloatRange, since it compares false both ways)."""
+
+    def __init__(self) -> None:
+        super().__init__(0, MAX_SECONDS, min_open=True)
+
+    def convert(self, value, param, ctx):
+        seconds = super().convert(value, param, ctx)
+        if math.isnan(seconds):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        return seconds

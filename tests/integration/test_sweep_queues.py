@@ -1,0 +1,78 @@
+"""Which queues a default ``covey worker`` reads, and in what order: sweeps and
+interactive jobs share it, and neither waits for the other's backlog."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from covey.client import Client
+from covey.config.settings import Settings
+from tests.integration.conftest import ROOT, start_covey_worker, stop_worker, wait_for_worker, worker_env
+from tests.redis_server import RedisServer
+
+
+def covey(redis_url: str, *args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "covey", *args],
+        env=worker_env(redis_url),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def sweep_files(tmp_path, n: int) -> tuple[str, str]:
+    data, grid = tmp_path / "d.jsonl", tmp_path / "g.toml"
+    data.write_text(
+        "".join(json.dumps({"id": i, "input": f"What is {i} + 1?", "target": i + 1}) + "\n" for i in range(n))
+    )
+    grid.write_text('strategies = ["single"]\nscorer = "numeric"\n')
+    return str(data), str(grid)
+
+
+def test_an_interactive_job_sent_after_a_sweep_backlog_runs_before_it(tmp_path):
+    """A sweep fills ``covey-sweeps`` while no worker runs, then ``covey submit``
+    sends one job to ``covey``. A default worker with one slot reads ``covey``
+    first (kombu's Redis transport pops the queues in the order given, rotating
+    the one that delivered to the back, and a slot prefetches one message), so the
+    interactive job starts before all but at most one of the sweep's jobs."""
+    with RedisServer() as server:
+        data, grid = sweep_files(tmp_path, 8)
+        out = tmp_path / "out"
+        sweep = covey(server.url, "sweep", data, "--grid", grid, "--out", str(out), "--max-in-flight", "8")
+        settings = Settings(redis_url=server.url)
+        sweeps = Client(settings.model_copy(update={"queue": settings.sweep_queue}))
+        while sweeps.redis.llen(settings.sweep_queue) < 8:
+            assert sweep.poll() is None, sweep.communicate()
+        submitted = covey(server.url, "submit", "What is 6 * 7?")
+        job_id = submitted.communicate(timeout=60)[0].strip()
+        worker = start_covey_worker(server.url, ["--processes", "1", "--concurrency", "1", "--loglevel", "info"])
+        try:
+            client = Client(settings)
+            wait_for_worker(client, worker)
+            interactive = client.job(job_id).result(timeout=120)
+            _, stderr = sweep.communicate(timeout=120)
+            assert sweep.returncode == 0, stderr
+            ids = [json.loads(line)["job_id"] for line in (out / "results.jsonl").read_text().splitlines()]
+            started = [sweeps.job(i).result(timeout=10).started_at for i in ids]
+        finally:
+            stop_worker(worker)
+        assert interactive.ok
+        assert sum(1 for s in started if s < interactive.started_at) <= 1
+
+
+def test_a_sweep_whose_queue_no_worker_reads_says_so_and_exits_3_after_its_timeout(tmp_path):
+    with RedisServer() as server:
+        data, grid = sweep_files(tmp_path, 2)
+        sweep = covey(server.url, "sweep", data, "--grid", grid, "--out", str(tmp_path / "out"), "--timeout", "2")
+        _, stderr = sweep.communicate(timeout=60)
+    assert sweep.returncode == 3, stderr
+    lines = stderr.strip().splitlines()
+    assert lines[0] == "warning: no worker reads queue covey-sweeps: start one with `covey worker`"
+    assert lines[-1].startswith("Error: sweep ") and "2 of 2 units unfinished after 2s" in lines[-1]
+    assert lines[-1].endswith(
+        "no worker reads queue covey-sweeps: start one with `covey worker`; rerun the same command to resume"
+    )

@@ -1,0 +1,106 @@
+"""A Redis wiped while a job runs (``FLUSHALL`` on the test's own server): the job's
+records are gone, so it ends ``failed`` with cause ``state_lost`` in one line, never
+``internal``, and the clients say so instead of waiting. Nothing written after the
+wipe is left without a TTL."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import redis
+
+from covey import keys
+from covey.client import Client
+from covey.client.errors import JobTimeout
+from covey.config.settings import Settings
+from covey.status import CauseKind
+from tests.integration.conftest import ROOT, start_worker, stop_worker, wait_for_worker, worker_env
+from tests.integration.test_durability import wait_until
+from tests.redis_server import RedisServer
+
+LEAF = "[sim:latency 3000] What is 2 + 3?"
+TREE = "[sim:spawn width=2 depth=1] [sim:latency 3000] What is 2 + 3?"
+
+
+def live_calls(r: redis.Redis, job_id: str) -> int:
+    """Reservations of the job held by a model call in flight (not yet settled)."""
+    return sum(v.startswith("{") for v in r.hvals(keys.calls(job_id)))
+
+
+@pytest.mark.parametrize(
+    "task, in_flight",
+    [(LEAF, 1), (TREE, 2)],
+    ids=["an agent mid-call", "children mid-call under a waiting root"],
+)
+def test_a_job_whose_records_are_wiped_ends_failed_state_lost_and_clients_say_so(task, in_flight):
+    with RedisServer() as server:
+        client = Client(Settings(redis_url=server.url, model="sim"))
+        r = redis.Redis.from_url(server.url, decode_responses=True)
+        worker = start_worker(server.url, concurrency=2)
+        try:
+            wait_for_worker(client, worker)
+            handle = client.submit(client.spec(task, budget={"max_depth": 2}))
+            wait_until(lambda: live_calls(r, handle.id) == in_flight, f"{in_flight} model call(s) in flight")
+            r.flushall()  # this test's own Redis, while the calls are in flight
+            result = handle.result(timeout=60)
+            cli = subprocess.run(
+                [sys.executable, "-m", "covey", "result", handle.id, "--timeout", "60", "--json"],
+                env=worker_env(server.url),
+                capture_output=True,
+                text=True,
+                timeout=120,
+                cwd=ROOT,
+            )
+            untimed = [k for k in r.scan_iter() if r.ttl(k) < 0]
+        finally:
+            stop_worker(worker)
+            client.close()
+            r.close()
+        assert (result.status, result.cause.kind) == ("failed", CauseKind.STATE_LOST), result.error
+        assert "internal" not in result.error and "\n" not in result.error
+        assert "is missing" in result.error or "lost" in result.error
+        shown = json.loads(cli.stdout)
+        assert (shown["status"], shown["cause"]["kind"]) == ("failed", "state_lost"), cli.stderr
+        assert untimed == []
+        log = worker.log_path.read_text()
+        assert "Traceback" not in log and "crashed" not in log
+
+
+def test_a_job_wiped_with_its_message_before_it_started_is_said_to_be_lost():
+    """Nothing runs a job whose message went with the wipe: the clients say its
+    records are gone instead of waiting in silence."""
+    with RedisServer() as server:
+        client = Client(Settings(redis_url=server.url, model="sim"))
+        r = redis.Redis.from_url(server.url, decode_responses=True)
+        worker = start_worker(server.url)  # one slot, which the busy job holds
+        try:
+            wait_for_worker(client, worker)
+            busy = client.submit(client.spec(LEAF))
+            queued = client.submit(client.spec("What is 1 + 1?"))
+            wait_until(lambda: live_calls(r, busy.id) == 1, "the busy job's call in flight")
+            r.flushall()  # this test's own Redis: the queued job's message goes with it
+            assert busy.result(timeout=60).cause.kind is CauseKind.STATE_LOST
+            with pytest.raises(JobTimeout) as waited:
+                queued.result(timeout=5)
+            cli = subprocess.run(
+                [sys.executable, "-m", "covey", "result", queued.id, "--timeout", "5"],
+                env=worker_env(server.url),
+                capture_output=True,
+                text=True,
+                timeout=120,
+                cwd=ROOT,
+            )
+        finally:
+            stop_worker(worker)
+            client.close()
+            r.close()
+        assert waited.value.reason == (
+            f"job {queued.id} has no records in Redis (wiped, expired or never submitted) and no message "
+            "in the broker: it will not finish"
+        )
+        assert cli.returncode == 1 and cli.stderr.splitlines() == [
+            f"Error: unknown job {queued.id}: never submitted, expired, or lost (a Redis restart without persistence)"
+        ], cli.stderr
