@@ -90,7 +90,8 @@ def joins(job_id: str) -> str:
 
 def expecting() -> str:
     """Set across jobs of the job ids whose outbox (``expected``) may hold messages,
-    so the reconciler looks at those jobs only; a member whose outbox is gone is dropped."""
+    so the reconciler looks at those jobs only; a member whose outbox is gone is dropped.
+    It lives as long as the newest job added to it (a job's TTL)."""
     return f"{PREFIX}:expecting"
 
 

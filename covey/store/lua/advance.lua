@@ -42,5 +42,8 @@ end
 if redis.call('EXISTS', KEYS[2]) == 1 then
   redis.call('EXPIRE', KEYS[2], ttl)
   redis.call('SADD', KEYS[5], ARGV[4])
+  -- The index lives as long as the newest job in it: no key without a TTL, and a
+  -- member whose outbox expired is dropped by the reconciler's next pass.
+  redis.call('EXPIRE', KEYS[5], ttl)
 end
 return 1
