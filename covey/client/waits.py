@@ -34,7 +34,7 @@ LOOKS_APART_SECONDS = 1.0  # a message missing at two looks this far apart was l
 
 
 def _redis_broker(client: Client) -> redis.Redis | None:
-    if not client.settings.broker.startswith(("redis://", "rediss://", "unix://")):
+    if not client.settings.redis_broker:
         return None
     return redis.Redis.from_url(client.settings.broker, decode_responses=True)
 

@@ -168,6 +168,12 @@ class Settings(BaseSettings):
         return self.broker_url or self.redis_url
 
     @property
+    def redis_broker(self) -> bool:
+        """Whether the broker is a Redis, whose queues and unacknowledged deliveries
+        covey can read (to find a job's message, or one that was lost)."""
+        return self.broker.startswith(("redis://", "rediss://", "unix://"))
+
+    @property
     def backend(self) -> str:
         return self.result_backend or self.redis_url
 

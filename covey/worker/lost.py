@@ -1,7 +1,8 @@
 """A job whose records vanished from Redis (a wipe): ended at its root, as lost.
 
-A wipe takes the chords' counters with the job's keys, so a waiting parent's
-callback never comes and its root would wait forever. An agent that finds its
+A wipe takes each waiting parent's join (its pending children and the resume
+its last child sends) with the job's keys, so no resume comes and its root would
+wait forever. An agent that finds its
 job's root row gone therefore ends the root itself: ``failed`` with cause
 ``state_lost``, in the tree and in the result store, where clients read it.
 """

@@ -112,7 +112,7 @@ def _loop(settings: Settings, app: Celery) -> None:
 def _start(sender: Any = None, **_: Any) -> None:
     """A thread per worker: its own connections, made in the process that runs it."""
     settings = get_settings()
-    if not settings.broker.startswith(("redis://", "rediss://", "unix://")):
+    if not settings.redis_broker:
         return  # another broker acknowledges its deliveries: nothing is lost at a pop
     app = sender.app
     threading.Thread(target=_loop, args=(settings, app), name="covey-reconciler", daemon=True).start()
