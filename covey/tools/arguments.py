@@ -15,6 +15,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
 from covey.tools.registry import schema
+from covey.wire import cut
 
 MESSAGE_CHARS = 200  # a bad value is quoted in the line; a 10 MB one is not
 
@@ -45,5 +46,5 @@ def _said(error: ValidationError) -> str:
     if error.validator == "type" and not error.absolute_path:
         return f"arguments must be a JSON object, not {type(error.instance).__name__}"
     where = "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
-    text = error.message if len(error.message) <= MESSAGE_CHARS else error.message[:MESSAGE_CHARS] + "..."
+    text = cut(error.message, MESSAGE_CHARS)
     return f"argument {where}: {text}" if where else text
