@@ -22,6 +22,9 @@ _LAZY = {
     "SweepInputError": "covey.sweeps.errors",
     "WorkspaceError": "covey.store.workspace",
     "InvalidSchema": "covey.models.structured",
+    "tool": "covey.tools.function",
+    "Tool": "covey.tools.tool",
+    "ToolContext": "covey.tools.tool",
     "SchemaMismatch": "covey.models.structured",
 }
 
@@ -47,11 +50,14 @@ __all__ = [
     "Resource",
     "SchemaMismatch",
     "StoreUnavailable",
+    "Tool",
+    "ToolContext",
     "SweepInputError",
     "UnknownStrategy",
     "UnservableModel",
     "Usage",
     "WorkspaceError",
+    "tool",
 ]
 
 

@@ -44,6 +44,10 @@ class Settings(BaseSettings):
     models: Path | None = Field(
         default=None, description="COVEY_MODELS: a TOML file mapping model names to endpoints (covey.models.catalog)"
     )
+    tools: str | None = Field(
+        default=None,
+        description="COVEY_TOOLS: comma-separated `module` or `module:object` paths of tools a worker serves",
+    )
     openai_base_url: str | None = None
     openai_api_key: str | None = Field(
         default=None, validation_alias=AliasChoices("COVEY_OPENAI_API_KEY", "OPENAI_API_KEY")

@@ -41,6 +41,7 @@ from covey.spec import AgentSpec, InvalidSpec, JobSpec
 from covey.status import AgentStatus, Cause, CauseKind
 from covey.store.outbox import Message
 from covey.store.tree import Node, preview
+from covey.tools.registry import NotServed, check_served
 from covey.worker import handover, loop, lost, reconciler, signing
 from covey.worker.agent_state import AgentState, UnreadableCheckpoint, dump_checkpoint, load_checkpoint
 from covey.worker.app import app
@@ -72,6 +73,10 @@ def _valid_job(deps: Deps, spec: Any) -> JobSpec:
     unknown = unknown_scope(deps.ledger, job.scopes())
     if unknown:
         raise InvalidSpec(f"invalid job spec: {unknown}")
+    try:
+        check_served(job.tools or [])
+    except NotServed as e:
+        raise InvalidSpec(f"invalid job spec: tools: {e}") from e
     return job
 
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from covey.tools.builtin import TOOL_SCHEMAS
-from covey.tools.registry import offered, schemas
+from covey.tools.registry import offered, schema, schemas
 
 
 def test_spawn_tools_say_how_many_agents_may_still_be_opened():
@@ -11,12 +10,12 @@ def test_spawn_tools_say_how_many_agents_may_still_be_opened():
     assert spawn["function"]["parameters"]["properties"]["agents"]["maxItems"] == 3
     assert "may open 3 more sub-agent(s)" in spawn["function"]["description"]
     assert "may open 3 more sub-agent(s)" in delegate["function"]["description"]
-    assert calc == TOOL_SCHEMAS["calculator"]
-    assert "maxItems" not in TOOL_SCHEMAS["spawn_agents"]["function"]["parameters"]["properties"]["agents"]
+    assert calc == schema("calculator")
+    assert "maxItems" not in schema("spawn_agents")["function"]["parameters"]["properties"]["agents"]
 
 
 def test_without_a_cap_the_schemas_are_the_plain_ones():
-    assert schemas(["spawn_agents"], agents_left=None) == [TOOL_SCHEMAS["spawn_agents"]]
+    assert schemas(["spawn_agents"], agents_left=None) == [schema("spawn_agents")]
 
 
 def test_deny_rules_win_over_the_allow_list():

@@ -9,7 +9,8 @@ from covey.budgets.budget import Budget
 from covey.context import RunContext
 from covey.models.replies import ToolCall
 from covey.store.workspace import Workspace, WorkspaceError, normalise
-from covey.worker.tools import calculate, run_tool
+from covey.tools.calculator import calculate
+from covey.worker.tools import run_tool
 
 
 @pytest.fixture

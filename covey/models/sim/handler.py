@@ -27,7 +27,7 @@ import httpx2
 
 from covey.models.sim import directives as sim_directives
 from covey.models.sim import structured
-from covey.models.sim.directives import DirectiveError, Directives
+from covey.models.sim.directives import Call, DirectiveError, Directives
 from covey.models.sim.scripted import SCRIPTS, Prompt
 from covey.models.tokens import prompt_text
 
@@ -176,7 +176,7 @@ def make_handler(
                 return _completion(chat, failed, directives)
         try:
             reply = _decide(chat, directives)
-        except DirectiveError as e:  # a strategy script's malformed [sim:NAME ARGS]
+        except (_BadRequest, DirectiveError) as e:  # a strategy script's malformed [sim:NAME ARGS], a call not offered
             return _error(400, f"sim: {e}", "invalid_request_error", "invalid_request")
         return _completion(chat, reply, directives)
 
@@ -229,9 +229,11 @@ def _fail(kind: str, request: httpx2.Request) -> httpx2.Response | _Reply | None
 
 def _decide(chat: _Chat, directives: Directives) -> _Reply:
     """The reply when no failure applies:
-    structured output > loop > spawn > delegate > write > arithmetic > answer > leaf."""
+    structured output > loop > call > spawn > delegate > write > arithmetic > answer > leaf."""
     if chat.output != "text":
         return _Reply(content=json.dumps(_document(chat, directives)))
+    if directives.call:
+        return _called(chat, directives.call)
     if directives.loop:
         return _Reply(tool_calls=[("calculator", json.dumps({"expression": "1+1"}))])
     if directives.spawn and "spawn_agents" in chat.tool_names:
@@ -261,6 +263,17 @@ def _decide(chat: _Chat, directives: Directives) -> _Reply:
             return _Reply(tool_calls=[("calculator", json.dumps({"expression": directives.expression}))])
         return _finish(chat, results[-1])
     return _finish(chat, _plain_answer(directives))
+
+
+def _called(chat: _Chat, call: Call) -> _Reply:
+    """Call the tool a ``[sim:call]`` names, then answer what it said."""
+    if call.name not in chat.tool_names:
+        offered = ", ".join(sorted(n for n in chat.tool_names if n)) or "none"
+        raise _BadRequest(f"[sim:call {call.name}]: tool {call.name!r} is not offered; offered: {offered}")
+    results = chat.results_of(call.name)
+    if not results:
+        return _Reply(tool_calls=[(call.name, call.arguments)])
+    return _finish(chat, results[-1])
 
 
 def _plain_answer(directives: Directives) -> str:
