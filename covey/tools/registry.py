@@ -132,7 +132,7 @@ def _imported(path: str) -> Any:
     try:
         found: Any = importlib.import_module(module_name)
     except Exception as e:
-        raise ToolsError(f"COVEY_TOOLS: cannot import {module_name!r} of {path!r}: {type(e).__name__}: {e}") from None
+        raise ToolsError(f"COVEY_TOOLS: cannot import {path!r}: {type(e).__name__}: {e}") from None
     for part in filter(None, attr.split(".")):
         if not hasattr(found, part):
             raise ToolsError(f"COVEY_TOOLS: {path!r}: module {module_name!r} has no {attr!r}")
