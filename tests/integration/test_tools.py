@@ -24,7 +24,16 @@ from covey.config.settings import Settings
 from covey.status import CauseKind, Resource
 from covey.tools.policy import capped
 from covey.tools.tool import DEFAULT_MAX_OUTPUT
-from tests.integration.conftest import ROOT, start_worker, stop_worker, wait_for_worker, worker_env
+from tests.integration.conftest import (
+    ROOT,
+    SIMHTTP,
+    served_over_http,
+    start_sim_server,
+    start_worker,
+    stop_worker,
+    wait_for_worker,
+    worker_env,
+)
 from tests.integration.served_tools import HUGE_BYTES
 from tests.redis_server import RedisServer
 
@@ -59,8 +68,15 @@ def server():
 
 
 @pytest.fixture(scope="module")
-def tools_env(example) -> dict[str, str]:
-    return {"COVEY_TOOLS": SERVED, "PYTHONPATH": example}
+def tools_env(example, server, tmp_path_factory):
+    """The worker's tools, and ``simhttp``: the sim served over HTTP by ``covey sim-server``."""
+    sim, base_url = start_sim_server(server.url)
+    yield {
+        "COVEY_TOOLS": SERVED,
+        "PYTHONPATH": example,
+        **served_over_http(tmp_path_factory.mktemp("models"), base_url),
+    }
+    stop_worker(sim)
 
 
 @pytest.fixture(scope="module")
@@ -164,6 +180,38 @@ def test_a_tool_no_worker_serves_is_refused_at_the_worker_naming_it(client, serv
     assert handle.tree() == []  # no agent ran
     proc = covey(server, "run", "x", "--tools", "lookup_tides")
     assert proc.returncode != 0 and "tool 'lookup_tides' not served here" in proc.stderr
+
+
+def test_the_sim_over_http_refuses_a_call_of_a_tool_it_was_not_offered_naming_it(client):
+    spec = client.spec(WEATHER, model=SIMHTTP, deny=["lookup_weather"])
+    result = client.submit(spec).result(timeout=90)
+    assert result.status == "failed"
+    assert "tool 'lookup_weather' is not offered" in result.error
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["-m", "covey", "worker"], ["-m", "celery", "-A", "covey", "worker", "--pool", "solo"]],
+    ids=["covey-worker", "celery-worker"],
+)
+def test_a_worker_whose_tools_do_not_import_stops_with_one_line_naming_the_path(server, command):
+    proc = subprocess.run(
+        [sys.executable, *command],
+        env=worker_env(server.url, COVEY_TOOLS="calculator_extras,tests.integration.served_tools"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    assert (
+        proc.stderr.strip()
+        .splitlines()[-1]
+        .endswith(
+            "COVEY_TOOLS: cannot import 'calculator_extras': ModuleNotFoundError: No module named 'calculator_extras'"
+        )
+    )
 
 
 def test_a_jobs_tool_call_cap_stops_it_budget_exceeded(client):

@@ -422,3 +422,33 @@ def test_delegate_directive_hands_the_task_to_one_child_and_answers_its_output()
     failed = {**summary, "status": "budget_exceeded", "output": None, "error": "agent cap"}
     done = ask(task, tools=tools, history=answered(first, json.dumps(failed)))
     assert json.loads(call_of(done)[1])["answer"] == "delegate budget_exceeded: agent cap"
+
+
+def test_call_directive_calls_the_named_tool_then_answers_what_it_said():
+    weather = {
+        "type": "function",
+        "function": {"name": "lookup_weather", "description": "", "parameters": {"type": "object"}},
+    }
+    tools = [weather, schema("finish")]
+    task = 'Weather? [sim:call lookup_weather {"city": "Paris"}]'
+    first = ask(task, tools=tools)
+    name, arguments = call_of(first)
+    assert (name, json.loads(arguments)) == ("lookup_weather", {"city": "Paris"})
+    done = ask(task, tools=tools, history=answered(first, "cloudy"))
+    assert json.loads(call_of(done)[1])["answer"] == "cloudy"
+    assert call_of(ask("[sim:call finish]", tools=tools)) == ("finish", "{}")  # no arguments: {}
+
+
+@pytest.mark.parametrize(
+    "task, named",
+    [
+        ('[sim:call lookup_weather {"city": "Paris"}]', "tool 'lookup_weather' is not offered; offered: calculator"),
+        ("[sim:call lookup_weather [1]]", "[sim:call lookup_weather [1]"),
+        ("[sim:call lookup_weather {nope}]", "the arguments are not JSON"),
+        ("[sim:call]", "expected a tool name"),
+    ],
+)
+def test_a_call_of_a_tool_not_offered_or_malformed_is_a_400_naming_it(task, named):
+    with pytest.raises(openai.BadRequestError) as caught:
+        ask(task, tools=[schema("calculator")])
+    assert named in caught.value.body["message"]
