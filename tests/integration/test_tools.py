@@ -11,6 +11,8 @@ each test reads what the model was handed.
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -23,7 +25,7 @@ from covey.client.errors import JobRefused
 from covey.config.settings import Settings
 from covey.status import CauseKind, Resource
 from covey.tools.policy import capped
-from covey.tools.tool import DEFAULT_MAX_OUTPUT
+from covey.tools.tool import DEFAULT_MAX_OUTPUT, ToolContext
 from tests.integration.conftest import (
     ROOT,
     SIMHTTP,
@@ -250,3 +252,42 @@ def test_a_tool_called_before_a_kill_runs_once(tmp_path, example):
     assert (job_id, agent_id) == (handle.id, "root")
     assert result.ok and result.output == f"tallied {call_id}"
     assert result.usage.tool_calls == 1
+
+
+def readme_section() -> str:
+    text = (ROOT / "README.md").read_text()
+    return text.split("## Your own tools\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_readme_commands_work_as_written(tmp_path):
+    """The section's shell block, line by line; only ``pip install`` goes to a
+    directory of its own (``--target``), not the environment every test shares."""
+    install, start, run = re.search(r"```sh\n(.*?)```", readme_section(), re.S)[1].strip().splitlines()
+    assert install == "pip install ./examples/tools" and start == "covey worker &"
+    subprocess.run(f"{install} -q --no-deps --target {tmp_path}", shell=True, cwd=ROOT, check=True, timeout=300)
+    with RedisServer() as server:
+        env = worker_env(server.url, PYTHONPATH=f"{tmp_path}:{ROOT}")
+        worker = subprocess.Popen(shlex.split(start.removesuffix("&")), env=env, cwd=ROOT)
+        try:
+            proc = subprocess.run(run, shell=True, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
+        finally:
+            stop_worker(worker)
+    assert proc.returncode == 0, proc.stderr
+    assert dict(line.split(None, 1) for line in proc.stdout.splitlines())["output"] == PARIS
+
+
+def test_the_readme_tool_counts_words_of_the_workspace(tmp_path):
+    source = re.search(r"```python\n(.*?)```", readme_section(), re.S)[1]
+    (tmp_path / "readme_tools.py").write_text(source)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        from readme_tools import word_count  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(tmp_path))
+
+    class Files:
+        def read(self, path: str) -> str:
+            return {"notes.md": "three short words"}[path]
+
+    assert word_count.timeout == 10 and list(word_count.parameters["properties"]) == ["path"]
+    assert word_count.run({"path": "notes.md"}, ToolContext("j", "root", "c", Files())) == '{"words":3}'
