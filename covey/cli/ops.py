@@ -59,7 +59,7 @@ def worker(
     s = get_settings()
     Catalog.from_settings(s)  # a bad models file stops the worker here, not at its first job
     try:
-        registry.load(s.tools)  # as may a tool that cannot load, before any process starts
+        registry.load(s.tools, s.tool_timeouts)  # as may a tool that cannot load, before any process starts
     except registry.ToolsError as e:
         raise click.ClickException(str(e)) from None
     try:

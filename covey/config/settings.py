@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -47,6 +47,10 @@ class Settings(BaseSettings):
     tools: str | None = Field(
         default=None,
         description="COVEY_TOOLS: comma-separated `module` or `module:object` paths of tools a worker serves",
+    )
+    tool_timeouts: dict[str, Annotated[float, Field(gt=0, le=MAX_SECONDS)]] = Field(
+        default_factory=dict,
+        description='COVEY_TOOL_TIMEOUTS: JSON {"tool": seconds}, over the timeouts the tools were registered with',
     )
     openai_base_url: str | None = None
     openai_api_key: str | None = Field(

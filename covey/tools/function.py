@@ -37,6 +37,10 @@ class FunctionTool(Tool):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.function(*args, **kwargs)
 
+    def retimed(self, timeout: float) -> FunctionTool:
+        """The same tool under another timeout (an async one is cancelled at it)."""
+        return _function_tool(self.function, self.name, self.description, timeout, self.max_output)
+
 
 @typing.overload
 def tool(fn: Callable[..., Any], /) -> FunctionTool: ...

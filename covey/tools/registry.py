@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import copy
 import importlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from importlib.metadata import entry_points
 from types import ModuleType
 from typing import Any, overload
@@ -28,6 +29,7 @@ from typing import Any, overload
 from covey.errors import CoveyError
 from covey.tools import builtin
 from covey.tools.builtin import SPAWN_TOOLS
+from covey.tools.function import FunctionTool
 from covey.tools.tool import NAME, Tool
 
 ENTRY_POINT_GROUP = "covey.tools"
@@ -106,11 +108,12 @@ def check_served(tools: Iterable[str]) -> None:
         raise NotServed(missing, names())
 
 
-def load(paths: str | None) -> None:
+def load(paths: str | None, timeouts: Mapping[str, float] | None = None) -> None:
     """Fill the registry at worker start: the ``covey.tools`` entry points, then
-    ``paths`` (``COVEY_TOOLS``: comma-separated ``module`` or ``module:object``).
-    ``ToolsError`` naming the entry point or path that fails. Once per process:
-    later calls do nothing."""
+    ``paths`` (``COVEY_TOOLS``: comma-separated ``module`` or ``module:object``),
+    then set the ``timeouts`` (``COVEY_TOOL_TIMEOUTS``) of the tools they name.
+    ``ToolsError`` naming the entry point, path or tool that fails. Once per
+    process: later calls do nothing."""
     global _loaded
     if _loaded:
         return
@@ -124,6 +127,11 @@ def load(paths: str | None) -> None:
     for path in (p.strip() for p in (paths or "").split(",")):
         if path:
             add(_tools_of(_imported(path), f"COVEY_TOOLS {path}"))
+    for name, seconds in (timeouts or {}).items():
+        if name not in _served:
+            raise ToolsError(f"COVEY_TOOL_TIMEOUTS: no tool {name!r} is served; served: {', '.join(names())}")
+        found = _served[name]
+        _served[name] = found.retimed(seconds) if isinstance(found, FunctionTool) else replace(found, timeout=seconds)
     _loaded = True
 
 

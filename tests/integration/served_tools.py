@@ -30,9 +30,9 @@ def explode(reason: str) -> str:
     raise RuntimeError(f"exploded: {reason} with api_key=sk-secret123456789")
 
 
-@tool(timeout=1.0)
+@tool  # the test worker's COVEY_TOOL_TIMEOUTS gives it one second
 def hang(seconds: float) -> str:
-    """Sleep far past this tool's timeout of one second."""
+    """Sleep far past this tool's timeout."""
     time.sleep(seconds)
     return "woke"
 

@@ -75,6 +75,7 @@ def tools_env(example, server, tmp_path_factory):
     sim, base_url = start_sim_server(server.url)
     yield {
         "COVEY_TOOLS": SERVED,
+        "COVEY_TOOL_TIMEOUTS": '{"hang": 1}',
         "PYTHONPATH": example,
         **served_over_http(tmp_path_factory.mktemp("models"), base_url),
     }
@@ -137,6 +138,7 @@ def test_the_same_job_from_a_bare_celery_client(client, server):
     [
         # the exception's type and message, redacted, never a traceback
         ('explode {"reason": "boom"}', "error: RuntimeError: exploded: boom with api_key=***"),
+        # its timeout is the worker's COVEY_TOOL_TIMEOUTS, not the 30 s it was registered with
         ('hang {"seconds": 600}', "error: ToolTimeout: tool 'hang' did not return within its timeout of 1s"),
         ('add {"a": "one", "b": 2}', "error: tool 'add': argument a: 'one' is not of type 'integer'"),
         ('add {"a": 1}', "error: tool 'add': 'b' is a required property"),

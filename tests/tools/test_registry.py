@@ -108,3 +108,23 @@ def test_load_takes_every_tool_of_a_module_or_the_one_named(served):
     registry.load("tests.tools.test_registry:forecast, tests.integration.served_tools")
     assert {"forecast", "tally", "explode", "hang", "huge", "add"} <= set(registry.names())
     registry.load("nope_no_such_module")  # once per process: a second load does nothing
+
+
+def test_configured_timeouts_replace_the_registered_ones(served):
+    @tool(timeout=0.05)
+    async def doze(seconds: float) -> str:
+        """Sleep."""
+        import asyncio
+
+        await asyncio.sleep(seconds)
+        return "rested"
+
+    registry.add([doze])
+    registry.load(None, {"doze": 2, "calculator": 5})
+    assert (registry.get("doze").timeout, registry.get("calculator").timeout) == (2, 5)
+    assert registry.get("doze").run({"seconds": 0.1}, None) == "rested"  # no longer cancelled at 0.05 s
+
+
+def test_a_configured_timeout_for_a_tool_not_served_stops_the_load(served):
+    with pytest.raises(registry.ToolsError, match="COVEY_TOOL_TIMEOUTS: no tool 'lookup_tides' is served; served: "):
+        registry.load(None, {"lookup_tides": 5})
