@@ -19,8 +19,9 @@ class ToolTimeout(TimeoutError):
     """The tool did not return within its timeout."""
 
 
-def run(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str:
-    """The tool's text, cut to its ``max_output``; raises what the tool raised, or ``ToolTimeout``."""
+def run(tool: Tool, args: dict[str, Any], ctx: ToolContext, seconds_left: float | None = None) -> str:
+    """The tool's text, cut to its ``max_output``; raises what the tool raised, or
+    ``ToolTimeout`` past its timeout or the ``seconds_left`` before the agent's deadline."""
     outcome: dict[str, Any] = {}
 
     def call() -> None:
@@ -32,9 +33,12 @@ def run(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str:
             outcome["error"] = RuntimeError(f"the tool raised {type(e).__name__}: {e}")
 
     thread = threading.Thread(target=call, name=f"covey-tool-{tool.name}", daemon=True)
+    deadline_first = seconds_left is not None and seconds_left < tool.timeout
     thread.start()
-    thread.join(tool.timeout)
+    thread.join(seconds_left if deadline_first else tool.timeout)
     if thread.is_alive():
+        if deadline_first:
+            raise ToolTimeout(f"tool {tool.name!r} did not return in the {seconds_left:.3g}s left before a deadline")
         raise ToolTimeout(f"tool {tool.name!r} did not return within its timeout of {tool.timeout:g}s")
     if "error" in outcome:
         raise outcome["error"]

@@ -14,7 +14,7 @@ from covey.models.replies import ToolCall
 from covey.orchestration.actions import ToolResults
 from covey.results import Usage
 from covey.worker.agent_state import AgentState
-from covey.worker.calls import Stop
+from covey.worker.calls import Stop, seconds_left
 from covey.worker.deps import Deps
 from covey.worker.tools import run_tool
 
@@ -35,7 +35,8 @@ def run_tools(deps: Deps, state: AgentState, calls: list[ToolCall]) -> ToolResul
         if grant.record is not None:
             results[call.id] = grant.record
             continue
-        results[call.id] = run_tool(call, ctx, workspace)
+        left = seconds_left(deps.now(), state.deadline, ctx.budget.deadline)
+        results[call.id] = run_tool(call, ctx, workspace, left)
         deps.ledger.record_tool_call(ctx.job_id, ctx.agent_id, rid, results[call.id])
         faults.at("after_tool")
     return ToolResults(results)

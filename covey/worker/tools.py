@@ -41,10 +41,11 @@ class AgentWorkspace:
         return self.workspace.own(self.subroot, path)
 
 
-def run_tool(call: ToolCall, ctx: RunContext, workspace: Workspace) -> str:
+def run_tool(call: ToolCall, ctx: RunContext, workspace: Workspace, seconds_left: float | None = None) -> str:
     """Run one tool call; the text returned is what the model sees. Its arguments are
     checked against the tool's schema first, so a tool only ever gets the fields it
-    declares, of their declared types."""
+    declares, of their declared types. It gets no longer than its timeout, nor than
+    ``seconds_left`` before the agent's nearest deadline."""
     if call.name in CONTROL_TOOLS or call.name not in registry.names():
         return f"error: tool {call.name!r} does not run in the worker"
     tool = registry.get(call.name)
@@ -54,7 +55,7 @@ def run_tool(call: ToolCall, ctx: RunContext, workspace: Workspace) -> str:
         return f"error: {e}"
     context = ToolContext(ctx.job_id, ctx.agent_id, call.id, AgentWorkspace(workspace, ctx.subroot))
     try:
-        return policy.run(tool, args, context)
+        return policy.run(tool, args, context, seconds_left)
     except Exception as e:
         message = redact(str(e))[:MAX_ERROR_CHARS]
         return f"error: {type(e).__name__}: {message}" if message else f"error: {type(e).__name__}"

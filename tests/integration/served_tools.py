@@ -54,3 +54,10 @@ def huge() -> str:
 def add(a: int, b: int) -> dict[str, int]:
     """Add two whole numbers."""
     return {"sum": a + b}
+
+
+@tool
+def slumber(seconds: float) -> str:
+    """Sleep, under the default timeout of 30 s."""
+    time.sleep(seconds)
+    return "woke"

@@ -163,6 +163,14 @@ def test_an_async_tool_past_its_timeout_is_cancelled_and_the_agent_goes_on(clien
     assert output.startswith("error: ") and "Timeout" in output
 
 
+def test_a_tool_call_does_not_outlive_the_agents_timeout(client):
+    """The tool may take 30 s; the agent has 2: the call is cut then, and the agent ends timed out."""
+    result = client.submit(client.spec('Nap. [sim:call slumber {"seconds": 600}]', timeout=2)).result(timeout=90)
+    assert result.status == "timed_out"
+    assert result.error == "agent timeout of 2.0s passed"
+    assert result.usage.tool_calls == 1
+
+
 def test_ten_megabytes_come_back_cut_to_the_tools_cap_with_a_note(client):
     output, _ = answer(client, "Try it. [sim:call huge]", max_call_tokens=20_000)  # the sim answers all it read
     assert output == capped("x" * HUGE_BYTES, DEFAULT_MAX_OUTPUT)

@@ -46,3 +46,10 @@ def test_output_past_the_cap_is_cut_on_a_character_with_a_note():
 def test_a_result_that_is_not_text_is_an_error():
     with pytest.raises(TypeError, match="returned int, not text"):
         run(a_tool(lambda args, ctx: 3), {}, CTX)
+
+
+def test_a_deadline_nearer_than_the_timeout_cuts_the_call_first():
+    release = threading.Event()
+    with pytest.raises(ToolTimeout, match="tool 't' did not return in the 0.05s left before a deadline"):
+        run(a_tool(lambda args, ctx: release.wait(60) and "late", timeout=30), {}, CTX, seconds_left=0.05)
+    release.set()
