@@ -69,6 +69,13 @@ def checkpoint(job_id: str, agent_id: str) -> str:
     return f"{_job(job_id)}:state:{agent_id}"
 
 
+def transcript(job_id: str, agent_id: str) -> str:
+    """Hash: entry key -> JSON of one model call (the messages it sent, its reply) or
+    tool call, plus the cap's counters (``covey.store.transcripts``). Kept for the
+    job's TTL after the agent ends, unlike its replies."""
+    return f"{_job(job_id)}:transcript:{agent_id}"
+
+
 def expected(job_id: str) -> str:
     """Hash: agent id -> JSON of the one message its next step is (name, task id,
     kwargs, options), recorded before it is sent: the job's outbox. A step whose

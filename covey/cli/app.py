@@ -1,7 +1,8 @@
 """The ``covey`` command: the click group, shared helpers and one-line errors.
 
-Commands live beside it: ``jobs`` (run, submit, follow and stop jobs) and
-``ops`` (worker, Flower, the sim server, the demo, ledger scopes).
+Commands live beside it: ``jobs`` (run, submit, follow and stop jobs),
+``transcripts`` (what each agent said and did) and ``ops`` (worker, Flower, the
+sim server, the demo, ledger scopes).
 """
 
 from __future__ import annotations
@@ -77,4 +78,4 @@ def _fail(message: str, code: int) -> None:
     sys.exit(code)
 
 
-from covey.cli import jobs, models, ops, sweep  # noqa: E402,F401 - registers the commands on `cli`
+from covey.cli import jobs, models, ops, sweep, transcripts  # noqa: E402,F401 - registers the commands on `cli`

@@ -34,6 +34,7 @@ from covey.context import ROOT_AGENT_ID
 from covey.results import AgentResult
 from covey.spec import InvalidSpec, JobSpec
 from covey.status import Cause, CauseKind, JobStatus
+from covey.store.transcripts import Transcript, Transcripts
 from covey.store.tree import JobTree, Node
 
 WATCH_INTERVAL_SECONDS = 0.5  # how often a watcher reads the tree and the ledger
@@ -76,6 +77,7 @@ class Client:
         self.ledger = RedisLedger(self.redis, self.settings.job_ttl)
         self.resubscribe = False  # the result store went away under a wait: subscribe again first
         self.tree = JobTree(self.redis, self.settings.job_ttl)
+        self.transcripts = Transcripts(self.redis)
 
     def spec(self, task: str, **fields: Any) -> JobSpec:
         """A validated JobSpec; what it leaves unset the worker fills from its
@@ -296,6 +298,13 @@ class JobHandle:
     def ledger(self) -> LedgerSnapshot:
         with self._client._reaching(REDIS):
             return self._client.ledger.snapshot(self.id)
+
+    def transcript(self, agent: str = ROOT_AGENT_ID) -> Transcript | None:
+        """What ``agent`` sent and got back, call by call, as its worker recorded it
+        (``COVEY_TRANSCRIPTS``); None when it has none: it made no call yet, its
+        worker records none, or the job's records expired (``COVEY_JOB_TTL``)."""
+        with self._client._reaching(REDIS):
+            return self._client.transcripts.read(self.id, agent)
 
     def cancel(self) -> None:
         """Every agent of the job stops at its next cycle and reports ``cancelled``."""

@@ -123,6 +123,17 @@ class Settings(BaseSettings):
         description="how often one of the workers sends again the expected messages found in no queue "
         "(covey.worker.reconciler); a message is looked for only once it is this old",
     )
+    transcripts: bool = Field(
+        default=True,
+        description="COVEY_TRANSCRIPTS: record every agent's messages, model calls and tool calls (off: none)",
+    )
+    transcript_bytes: int = Field(
+        default=256 * 1024,
+        ge=1024,
+        le=MAX_COUNT,
+        description="COVEY_TRANSCRIPT_BYTES: the most one agent's transcript keeps; later entries are cut, "
+        "and the transcript says from where and how much",
+    )
     fault: str | None = Field(
         default=None, description="kill the worker at named points, for tests (covey.config.faults)"
     )

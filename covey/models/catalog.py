@@ -156,6 +156,11 @@ class Catalog:
             )
         return replace(self._default, model=name)
 
+    def api_keys(self) -> list[str]:
+        """The keys this catalog sends: a worker keeps each out of what people read."""
+        endpoints = [*self._named.values(), *([self._default] if self._default else [])]
+        return [e.api_key for e in endpoints if e.api_key]
+
     def served(self) -> list[ServedModel]:
         """``sim``, every named model, and ``*`` (any other name) when a default endpoint is set."""
         rows = [

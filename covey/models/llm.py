@@ -81,9 +81,7 @@ class LLM:
         except UnservableModel as e:
             raise ModelError(str(e), Cause(kind=CauseKind.INVALID_SPEC)) from e
         client = self._client(endpoint)
-        kwargs: dict[str, Any] = {**endpoint.params.request(), **(params.request() if params else {})}
-        # max_completion_tokens: OpenAI's current name; reasoning models refuse max_tokens.
-        kwargs.update(model=endpoint.model, max_completion_tokens=max_tokens, **_as_json(messages, tools))
+        kwargs = {**_parameters(endpoint, params, max_tokens), **_as_json(messages, tools)}
         if schema is not None:
             kwargs["response_format"] = response_format(schema, schema_name)
         # Never wait past the model timeout, even with a far deadline: a reservation
@@ -120,6 +118,14 @@ class LLM:
             return _reply(completion), usage
         except (AttributeError, TypeError, ValueError) as e:
             raise ModelError(f"model returned a malformed reply: {e}", malformed, usage) from e
+
+    def parameters(self, model: str, params: ModelParams | None, max_tokens: int) -> dict[str, Any]:
+        """What a call of ``model`` sends besides its messages and tools (the provider's
+        model id and the request parameters); empty for a model this worker cannot serve."""
+        try:
+            return _parameters(self.catalog.endpoint(model), params, max_tokens)
+        except UnservableModel:
+            return {}
 
     def _client(self, endpoint: Endpoint) -> openai.OpenAI:
         key = (endpoint.base_url, endpoint.key_env)
@@ -210,6 +216,13 @@ def _text_or_none(value: Any, what: str) -> str | None:
     if value is not None and not isinstance(value, str):
         raise TypeError(f"{what} is a {type(value).__name__}, not text")
     return value
+
+
+def _parameters(endpoint: Endpoint, params: ModelParams | None, max_tokens: int) -> dict[str, Any]:
+    """A job's parameters over the models file's; max_completion_tokens is OpenAI's
+    current name (reasoning models refuse max_tokens)."""
+    given = {**endpoint.params.request(), **(params.request() if params else {})}
+    return {**given, "model": endpoint.model, "max_completion_tokens": max_tokens}
 
 
 def _as_json(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib.resources import files
 
 import redis
 
 from covey import keys
+from covey.store import transcripts
 from covey.store.outbox import Message
+from covey.store.transcripts import Entries
 
-_SAVE = (files("covey.store") / "lua" / "advance.lua").read_text(encoding="utf-8")
+_SAVE = transcripts.script("advance.lua")
 
 
 @dataclass(frozen=True)
@@ -42,11 +43,13 @@ class Checkpoints:
         then: Message | None = None,
         resume: Message | None = None,
         children: Sequence[tuple[str, Message]] = (),
+        transcript: Entries | None = None,
     ) -> bool:
         """Store ``state`` for ``step`` and, in the same script, the messages the step
         sends: ``then`` (the agent's continuation), or ``children`` (agent id, message)
-        and the ``resume`` the last of them sends. ``taken`` is the expected message
-        the step took up, as stored (None: it took up none).
+        and the ``resume`` the last of them sends, and the agent's ``transcript``
+        entries so far. ``taken`` is the expected message the step took up, as
+        stored (None: it took up none).
 
         False, with nothing written, if a newer step is stored or ``taken`` is no
         longer expected: the step is stale and must send nothing."""
@@ -63,7 +66,10 @@ class Checkpoints:
         for child_id, message in children:
             args += [child_id, message.dumps()]
         job_keys = [keys.checkpoint(job_id, agent_id), keys.expected(job_id), keys.pending(job_id, agent_id)]
-        return bool(self._save(keys=[*job_keys, keys.joins(job_id), keys.expecting()], args=args))
+        more_keys, more_args = transcripts.tail(transcript)
+        return bool(
+            self._save(keys=[*job_keys, keys.joins(job_id), keys.expecting(), *more_keys], args=[*args, *more_args])
+        )
 
     def load(self, job_id: str, agent_id: str) -> Checkpoint | None:
         spawn_round, state = self._redis.hmget(keys.checkpoint(job_id, agent_id), "round", "state")

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
-from importlib.resources import files
 from typing import Any
 
 import redis
@@ -25,9 +24,11 @@ from pydantic import BaseModel
 from covey import keys, wire
 from covey.results import AgentResult, ChildSummary, Usage
 from covey.status import AgentStatus, Cause
+from covey.store import transcripts
+from covey.store.transcripts import Entries
 
-_RECORD = (files("covey.store") / "lua" / "record.lua").read_text(encoding="utf-8")
-_FINISH = (files("covey.store") / "lua" / "finish.lua").read_text(encoding="utf-8")
+_RECORD = transcripts.script("record.lua")
+_FINISH = transcripts.script("finish.lua")
 _FINALS = "," + ",".join(s.value for s in AgentStatus if s.final) + ","  # what the scripts never write over
 
 TASK_PREVIEW_CHARS = 80  # a node keeps the start of its task: enough to tell siblings apart
@@ -147,27 +148,33 @@ class JobTree:
         self._record = client.register_script(_RECORD)
         self._finish = client.register_script(_FINISH)
 
-    def record(self, job_id: str, *nodes: Node) -> int:
-        """Write ``nodes``, but none over a final one; returns how many were written."""
+    def record(self, job_id: str, *nodes: Node, transcript: Entries | None = None) -> int:
+        """Write ``nodes``, but none over a final one, and append ``transcript``;
+        returns how many nodes were written."""
         if not nodes:
             return 0
         args: list[Any] = [self._job_ttl, _FINALS]
         for n in nodes:
             args += [n.agent_id, pack(n)]
-        return int(self._record(keys=[keys.nodes(job_id)], args=args))
+        more_keys, more_args = transcripts.tail(transcript)
+        return int(self._record(keys=[keys.nodes(job_id), *more_keys], args=[*args, *more_args]))
 
-    def finish(self, job_id: str, node: Node, retire: Sequence[str] = ()) -> tuple[bool, str | None]:
+    def finish(
+        self, job_id: str, node: Node, retire: Sequence[str] = (), transcript: Entries | None = None
+    ) -> tuple[bool, str | None]:
         """Write an agent's final ``node`` once, and delete ``retire`` (keys its end
-        makes obsolete: its checkpoint, its stored replies), and its expected message.
+        makes obsolete: its checkpoint, its stored replies), and its expected message;
+        append its last ``transcript`` entries.
 
         Returns whether it was written (False: the agent had already finished), and
         the parent's resume message when this was the last child the parent waited
         on: the caller sends it."""
         parent = node.parent_id or ""
         pending = keys.pending(job_id, parent or node.agent_id)
+        more_keys, more_args = transcripts.tail(transcript)
         written, *resume = self._finish(
-            keys=[keys.nodes(job_id), keys.expected(job_id), pending, keys.joins(job_id), *retire],
-            args=[node.agent_id, pack(node), self._job_ttl, parent, _FINALS],
+            keys=[keys.nodes(job_id), keys.expected(job_id), pending, keys.joins(job_id), *retire, *more_keys],
+            args=[node.agent_id, pack(node), self._job_ttl, parent, _FINALS, *more_args],
         )
         return bool(written), (resume[0] if resume else None)
 

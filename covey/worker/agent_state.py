@@ -14,7 +14,7 @@ import json
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, PrivateAttr, ValidationError
 
 from covey.context import RunContext
 from covey.orchestration import registry
@@ -31,6 +31,16 @@ class PendingChild(BaseModel):
 
     agent_id: str
     refused: AgentResult | None = None
+
+
+class TranscriptCursor(BaseModel):
+    """How far the agent's transcript has come (``covey.worker.transcript``): the
+    messages its last model call sent (their count and digest), so the next call
+    records only what it adds, and the entries its step has not yet written."""
+
+    sent: int = 0
+    digest: str = ""
+    _pending: list[tuple[str, str]] = PrivateAttr(default_factory=list)  # never checkpointed: written with it
 
 
 class AgentState(BaseModel):
@@ -53,6 +63,7 @@ class AgentState(BaseModel):
         default=None, description="the Action a paused agent takes when its next task starts"
     )
     recorded_at: datetime | None = Field(default=None, description="when its running node was last written")
+    transcript: TranscriptCursor = Field(default_factory=TranscriptCursor)
 
     def node(self, status: AgentStatus) -> Node:
         """The agent's tree node as it stands: its usage so far, for readers and the crash path."""

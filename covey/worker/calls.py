@@ -14,6 +14,7 @@ makes the agent wait for the next minute, unless that passes its deadline.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -27,6 +28,7 @@ from covey.results import Usage
 from covey.status import AgentStatus, Cause, CauseKind, Resource
 from covey.tools.builtin import SPAWN_TOOLS
 from covey.tools.registry import narrow, offered, schemas
+from covey.worker import transcript
 from covey.worker.agent_state import AgentState
 from covey.worker.deps import Deps
 from covey.worker.redaction import redact
@@ -94,6 +96,7 @@ def call_model(deps: Deps, state: AgentState, action: CallModel, seconds_left: f
         record = CallRecord.model_validate_json(grant.record)
     else:
         record = _call(deps, state, rid, action, tools, max_tokens, seconds_left)
+    transcript.model_call(deps, state, action, names, record, max_tokens)
     if record.error is not None:
         state.usage += record.usage or Usage(cycles=1)
         # A record settled by a worker that kept no cause (an older version) is a model error.
@@ -118,11 +121,12 @@ def _agents_left(state: AgentState) -> int | None:
 
 
 def _show_spend(deps: Deps, state: AgentState) -> None:
-    """Readers see a running agent's spend as it settles: written at most once per
-    ``SPEND_RECORD_SECONDS``, since an agent's end writes its node anyway."""
+    """Readers see a running agent's spend as it settles, and its transcript so far:
+    written at most once per ``SPEND_RECORD_SECONDS``, since an agent's end writes
+    its node (and the rest of its transcript) anyway."""
     now = deps.now()
     if state.recorded_at is None or (now - state.recorded_at).total_seconds() >= SPEND_RECORD_SECONDS:
-        deps.tree.record(state.ctx.job_id, state.node(AgentStatus.RUNNING))
+        deps.tree.record(state.ctx.job_id, state.node(AgentStatus.RUNNING), transcript=transcript.take(deps, state))
         state.recorded_at = now
 
 
@@ -141,6 +145,7 @@ def _call(
     live: a rerun of the step is granted it again and settles what it spends, and
     a step never rerun has its hold released when the reservation expires."""
     ctx = state.ctx
+    at, started = deps.now(), time.perf_counter()
     try:
         reply, usage = deps.llm.call(
             state.spec.model,
@@ -153,11 +158,14 @@ def _call(
             params=state.spec.model_params,
         )
     except ModelError as e:  # charged what an answer that cannot be used cost (e.usage), else nothing
-        record = CallRecord(error=redact(str(e)), cause=e.cause, usage=e.usage)  # kept for a replay: the error
+        # Kept for a replay: the error.
+        record = CallRecord(
+            error=redact(str(e)), cause=e.cause, usage=e.usage, at=at, latency_ms=transcript.elapsed_ms(started)
+        )
         spent = e.usage.total_tokens if e.usage else 0
         deps.ledger.settle(ctx.job_id, ctx.chain, ctx.scopes, rid, tokens=spent, record=record.model_dump_json())
         return record
-    record = CallRecord.of_reply(reply, usage)
+    record = CallRecord.of_reply(reply, usage, at, transcript.elapsed_ms(started))
     deps.ledger.settle(
         ctx.job_id, ctx.chain, ctx.scopes, rid, tokens=usage.total_tokens, record=record.model_dump_json()
     )

@@ -46,6 +46,12 @@ class Deps:
         """What signs and checks the messages between workers (``covey.worker.signing``)."""
         return signing.shared_secret(self.settings.secret, self.settings.broker)
 
+    @cached_property
+    def secrets(self) -> tuple[str, ...]:
+        """Every secret this worker holds, so none is kept where people read (transcripts)."""
+        held = [self.settings.secret, self.settings.openai_api_key, self.secret.decode("utf-8", "replace")]
+        return tuple(s for s in {*held, *self.llm.catalog.api_keys()} if s)
+
     @classmethod
     def from_settings(cls, settings: Settings) -> Deps:
         client = connections.patient_client(settings.redis_url, settings.worker_slots, settings.redis_outage_seconds)

@@ -31,6 +31,7 @@ from covey.results import AgentResult, ChildSummary, Usage
 from covey.spec import AgentSpec
 from covey.status import AgentStatus, Cause, CauseKind
 from covey.tools.registry import narrow
+from covey.worker import transcript
 from covey.worker.agent_state import AgentState
 from covey.worker.calls import Stop, call_model, seconds_left
 from covey.worker.deps import Deps
@@ -284,7 +285,7 @@ def _finish(
         )
         if kept
     ]
-    written, resume = deps.tree.finish(ctx.job_id, node, retire)
+    written, resume = deps.tree.finish(ctx.job_id, node, retire, transcript=transcript.take(deps, state))
     if not written:  # a duplicate of a step that already ended: the first end stands
         node = deps.tree.node(ctx.job_id, ctx.agent_id) or node
     agent_event("finished", state, status)

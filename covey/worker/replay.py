@@ -9,6 +9,7 @@ parent makes the same decisions (the same children) as the first run.
 from __future__ import annotations
 
 from dataclasses import asdict
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel
@@ -19,16 +20,21 @@ from covey.status import Cause
 
 
 class CallRecord(BaseModel):
-    """A reply with its usage, or the error (and its cause) that ended the call."""
+    """A reply with its usage, or the error (and its cause) that ended the call; when
+    the call started and how long it took, so its transcript reads the same replayed."""
 
     reply: dict[str, Any] | None = None
     usage: Usage | None = None
     error: str | None = None
     cause: Cause | None = None
+    at: datetime | None = None
+    latency_ms: float | None = None
 
     @classmethod
-    def of_reply(cls, reply: ModelReply, usage: Usage) -> CallRecord:
-        return cls(reply=asdict(reply), usage=usage)
+    def of_reply(
+        cls, reply: ModelReply, usage: Usage, at: datetime | None = None, latency_ms: float | None = None
+    ) -> CallRecord:
+        return cls(reply=asdict(reply), usage=usage, at=at, latency_ms=latency_ms)
 
     def model_reply(self) -> ModelReply:
         if self.reply is None:

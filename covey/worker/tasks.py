@@ -40,9 +40,10 @@ from covey.results import AgentResult, Usage
 from covey.spec import AgentSpec, InvalidSpec, JobSpec
 from covey.status import AgentStatus, Cause, CauseKind
 from covey.store.outbox import Message
+from covey.store.transcripts import Entries
 from covey.store.tree import Node, preview
 from covey.tools.registry import NotServed, check_served
-from covey.worker import handover, loop, lost, reconciler, signing
+from covey.worker import handover, loop, lost, reconciler, signing, transcript
 from covey.worker.agent_state import AgentState, UnreadableCheckpoint, dump_checkpoint, load_checkpoint
 from covey.worker.app import app
 from covey.worker.deps import Deps, worker_deps
@@ -222,7 +223,8 @@ def _guarded(task, job_id: str, agent_id: str, step: Step) -> dict[str, Any] | s
     except Exception as e:
         log.exception("agent %s of job %s crashed", agent_id, job_id)
         spent = state.usage if state is not None else None
-        return _crashed(job_id, agent_id, f"internal error: {type(e).__name__}: {e}", spent)
+        entries = transcript.take(worker_deps(), state) if state is not None else None
+        return _crashed(job_id, agent_id, f"internal error: {type(e).__name__}: {e}", spent, entries=entries)
 
 
 def _taken_up(task, job_id: str, agent_id: str) -> str | None:
@@ -272,11 +274,17 @@ def _finished_before(task, job_id: str, agent_id: str) -> dict[str, Any] | None:
 
 
 def _crashed(
-    job_id: str, agent_id: str, error: str, spent: Usage | None, cause: CauseKind = CauseKind.INTERNAL
+    job_id: str,
+    agent_id: str,
+    error: str,
+    spent: Usage | None,
+    cause: CauseKind = CauseKind.INTERNAL,
+    entries: Entries | None = None,
 ) -> dict[str, Any]:
-    """Fail the agent, keeping what it spent: the running step's usage, else the
-    usage its node last recorded. When Redis cannot be written, its message stays
-    expected in the outbox, and the reconciler sends it again."""
+    """Fail the agent, keeping what it spent (the running step's usage, else the
+    usage its node last recorded) and its transcript's last ``entries``. When Redis
+    cannot be written, its message stays expected in the outbox, and the
+    reconciler sends it again."""
     deps = worker_deps()
     error = redact(error)  # an exception's text may quote a key
     node = _failed(Node(agent_id=agent_id), error, spent, cause)
@@ -285,7 +293,10 @@ def _crashed(
         if known is not None:
             node = _failed(known, error, spent, cause)
         _, resume = deps.tree.finish(
-            job_id, node, retire=[keys.checkpoint(job_id, agent_id), keys.replies(job_id, agent_id)]
+            job_id,
+            node,
+            retire=[keys.checkpoint(job_id, agent_id), keys.replies(job_id, agent_id)],
+            transcript=entries,
         )
         _send(resume)
     except Exception:
@@ -335,8 +346,9 @@ def _drive(task, state: AgentState, action: Action, taken: str | None) -> dict[s
     else:
         resume = _resume_message(deps.secret, request.id, ctx, state.spawn_round, len(outcome.children), carried)
         children = [(c.agent_id, _agent_message(deps.secret, c, s)) for c, s in outcome.children]
+    entries = transcript.take(deps, state)
     saved = deps.checkpoints.save(
-        ctx.job_id, ctx.agent_id, state.step, dump_checkpoint(state), taken, then, resume, children
+        ctx.job_id, ctx.agent_id, state.step, dump_checkpoint(state), taken, then, resume, children, entries
     )
     if not saved:
         log.info("agent %s of job %s is past step %s: stale task ignored", ctx.agent_id, ctx.job_id, state.step)

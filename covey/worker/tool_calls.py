@@ -9,10 +9,13 @@ its result was kept, runs again with the same ``ToolContext.call_id``.
 
 from __future__ import annotations
 
+import time
+
 from covey.config import faults
 from covey.models.replies import ToolCall
 from covey.orchestration.actions import ToolResults
 from covey.results import Usage
+from covey.worker import transcript
 from covey.worker.agent_state import AgentState
 from covey.worker.calls import Stop, seconds_left
 from covey.worker.deps import Deps
@@ -24,7 +27,7 @@ def run_tools(deps: Deps, state: AgentState, calls: list[ToolCall]) -> ToolResul
     ctx = state.ctx
     workspace = deps.workspace(ctx.job_id)
     results: dict[str, str] = {}
-    for call in calls:
+    for index, call in enumerate(calls):
         # The model's call id is unique in its reply, which is itself replayed: with the cycle, unique in the job.
         rid = f"{ctx.agent_id}:{state.cycle}:tool:{call.id}"
         grant = deps.ledger.count_tool_call(ctx.job_id, ctx.chain, rid)
@@ -34,9 +37,12 @@ def run_tools(deps: Deps, state: AgentState, calls: list[ToolCall]) -> ToolResul
         state.usage += Usage(tool_calls=1)
         if grant.record is not None:
             results[call.id] = grant.record
+            transcript.tool_call(deps, state, index, call, grant.record)
             continue
-        left = seconds_left(deps.now(), state.deadline, ctx.budget.deadline)
+        at, started = deps.now(), time.perf_counter()
+        left = seconds_left(at, state.deadline, ctx.budget.deadline)
         results[call.id] = run_tool(call, ctx, workspace, left)
+        transcript.tool_call(deps, state, index, call, results[call.id], at, transcript.elapsed_ms(started))
         deps.ledger.record_tool_call(ctx.job_id, ctx.agent_id, rid, results[call.id])
         faults.at("after_tool")
     return ToolResults(results)

@@ -153,6 +153,9 @@ class CountingLLM:
     def __init__(self, llm, die_at: int | None = None) -> None:
         self.llm, self.die_at, self.calls = llm, die_at, 0
 
+    def __getattr__(self, name):  # the rest is the real LLM's
+        return getattr(self.llm, name)
+
     def call(self, *args, **kwargs):
         self.calls += 1
         if self.calls == self.die_at:
@@ -271,6 +274,9 @@ class Clock:
 class SlowLLM:
     def __init__(self, llm, clock: Clock) -> None:
         self.llm, self.clock = llm, clock
+
+    def __getattr__(self, name):  # the rest is the real LLM's
+        return getattr(self.llm, name)
 
     def call(self, *args, **kwargs):
         reply = self.llm.call(*args, **kwargs)

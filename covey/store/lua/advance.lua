@@ -15,6 +15,7 @@
 -- ARGV[7]  the agent's next message (a continuation), or '' (it waits, or ends)
 -- ARGV[8]  the resume its last child sends, or '' (no fan-out)
 -- ARGV[9..] child agent id, child message: the fan-out's children
+-- then the agent's transcript entries so far (transcript.lua)
 -- Returns 1 if saved; 0 if the stored step is newer, or the message taken up is no
 -- longer the expected one (a duplicate already went on): the caller sends nothing.
 
@@ -33,7 +34,7 @@ if ARGV[8] ~= '' then
   redis.call('HSET', KEYS[4], agent, ARGV[8])
   redis.call('EXPIRE', KEYS[4], ttl)
   redis.call('DEL', KEYS[3])
-  for i = 9, #ARGV, 2 do
+  for i = 9, NARGV, 2 do
     redis.call('SADD', KEYS[3], ARGV[i])
     redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
   end
@@ -46,4 +47,5 @@ if redis.call('EXISTS', KEYS[2]) == 1 then
   -- member whose outbox expired is dropped by the reconciler's next pass.
   redis.call('EXPIRE', KEYS[5], ttl)
 end
+append_transcript(ttl)
 return 1

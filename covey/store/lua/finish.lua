@@ -10,6 +10,7 @@
 -- ARGV[3]  TTL in seconds, set on the nodes hash
 -- ARGV[4]  the parent's agent id, or '' for a root
 -- ARGV[5]  the final statuses, each between commas (",completed,failed,")
+-- then the agent's last transcript entries (transcript.lua)
 -- Returns {0} if the node was already final (nothing written); {1} if written;
 -- {1, resume} if this was the parent's last pending child: ``resume`` (the
 -- parent's resume message, now its expected one) is the caller's to send.
@@ -19,7 +20,8 @@ if existing and string.find(ARGV[5], ',' .. cjson.decode(existing)['s'] .. ',', 
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 redis.call('HDEL', KEYS[2], ARGV[1])
-for i = 5, #KEYS do redis.call('DEL', KEYS[i]) end
+for i = 5, NKEYS do redis.call('DEL', KEYS[i]) end
+append_transcript(ARGV[3])
 local parent = ARGV[4]
 if parent ~= '' and redis.call('SREM', KEYS[3], ARGV[1]) == 1 and redis.call('SCARD', KEYS[3]) == 0 then
   local resume = redis.call('HGET', KEYS[4], parent)

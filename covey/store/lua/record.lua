@@ -3,11 +3,12 @@
 -- ARGV[1]  TTL in seconds, set on the hash at every write (no node outlives its job's retention)
 -- ARGV[2]  the final statuses, each between commas (",completed,failed,")
 -- ARGV[3..] agent id, packed node: the nodes to write
+-- then an agent's transcript entries (transcript.lua)
 -- Returns how many nodes were written (a node already final is left as it is:
 -- a stale or duplicate step must not take back an agent's end).
 
 local written = 0
-for i = 3, #ARGV, 2 do
+for i = 3, NARGV, 2 do
   local existing = redis.call('HGET', KEYS[1], ARGV[i])
   if not (existing and string.find(ARGV[2], ',' .. cjson.decode(existing)['s'] .. ',', 1, true)) then
     redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
@@ -15,4 +16,5 @@ for i = 3, #ARGV, 2 do
   end
 end
 redis.call('EXPIRE', KEYS[1], ARGV[1])
+append_transcript(ARGV[1])
 return written

@@ -1,0 +1,131 @@
+"""What an agent's step adds to its transcript (``covey.store.transcripts``).
+
+Each model call and tool call becomes an event kept on the agent's state until
+the next store write of its step carries it (``take``): no round trip of its
+own. Events are rebuilt the same on a redelivered step (its calls replay their
+settled records), so the store's skip of a key it holds is all that keeps them
+single. Every text is redacted and every secret this worker holds (its signing
+secret, its model keys) is masked before it is kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from covey import keys
+from covey.models.replies import ToolCall
+from covey.orchestration.actions import CallModel
+from covey.store.transcripts import Entries, ModelCallEvent, ToolCallEvent, entry_key
+from covey.tools.policy import capped
+from covey.worker.agent_state import AgentState
+from covey.worker.deps import Deps
+from covey.worker.redaction import MASK, redact
+from covey.worker.replay import CallRecord
+
+# A tool's result is in full in the messages the next call sends; its event keeps
+# the start of it, so a long result does not take the transcript's cap twice.
+TOOL_RESULT_BYTES = 2048
+# A secret shorter than this is no secret worth masking everywhere (``none``, ``sim``).
+MIN_SECRET_CHARS = 8
+ERROR_PREFIX = "error: "  # how a tool call's text reports a failure (``covey.worker.tools``)
+
+
+def model_call(
+    deps: Deps, state: AgentState, action: CallModel, tools: list[str], record: CallRecord, max_tokens: int
+) -> None:
+    """Keep the call of ``state.cycle``: the messages it added to the conversation and its outcome."""
+    if not deps.settings.transcripts:
+        return
+    cursor, messages = state.transcript, action.messages
+    continues = 0 < cursor.sent <= len(messages) and _digest(messages[: cursor.sent]) == cursor.digest
+    sent = messages[cursor.sent :] if continues else messages
+    cursor.sent, cursor.digest = len(messages), _digest(messages)
+    reply = record.reply
+    event = ModelCallEvent(
+        cycle=state.cycle,
+        sent=_clean(deps, sent),
+        continues=continues,
+        model=state.spec.model,
+        params=deps.llm.parameters(state.spec.model, state.spec.model_params, max_tokens),
+        tools=tools,
+        reply=_clean(deps, reply) if reply is not None else None,
+        finish_reason=reply.get("finish_reason") if reply is not None else None,
+        usage=record.usage,
+        error=_clean(deps, record.error) if record.error is not None else None,
+        latency_ms=record.latency_ms,
+        at=record.at,
+    )
+    _keep(state, entry_key(event), event.model_dump_json(exclude_none=True))
+
+
+def tool_call(
+    deps: Deps,
+    state: AgentState,
+    index: int,
+    call: ToolCall,
+    text: str,
+    at: datetime | None = None,
+    latency_ms: float | None = None,
+) -> None:
+    """Keep the ``index``-th tool call of ``state.cycle`` and the text the model reads back."""
+    if not deps.settings.transcripts:
+        return
+    event = ToolCallEvent(
+        cycle=state.cycle,
+        call_id=call.id,
+        tool=call.name,
+        arguments=_clean(deps, call.arguments),
+        result=_clean(deps, capped(text, TOOL_RESULT_BYTES)),
+        error=text.startswith(ERROR_PREFIX),
+        latency_ms=latency_ms,
+        at=at,
+    )
+    _keep(state, entry_key(event, index), event.model_dump_json(exclude_none=True))
+
+
+def take(deps: Deps, state: AgentState) -> Entries | None:
+    """The events not yet written, handed to the write that carries them."""
+    pending = state.transcript._pending
+    if not pending:
+        return None
+    state.transcript._pending = []
+    key = keys.transcript(state.ctx.job_id, state.ctx.agent_id)
+    return Entries(key=key, cap=deps.settings.transcript_bytes, fields=pending)
+
+
+def elapsed_ms(started: float) -> float:
+    """Milliseconds since ``started`` (a ``time.perf_counter()``), to a tenth."""
+    return round((time.perf_counter() - started) * 1000, 1)
+
+
+def _keep(state: AgentState, key: str, entry: str) -> None:
+    state.transcript._pending.append((key, entry))
+
+
+def _digest(messages: list[dict[str, Any]]) -> str:
+    text = json.dumps(messages, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+
+
+def _clean(deps: Deps, value: Any) -> Any:
+    """``value`` with every text in it redacted and this worker's secrets masked."""
+    if isinstance(value, str):
+        text = redact(value)
+        for secret in _secrets(deps):
+            if secret in text:
+                text = text.replace(secret, MASK)
+        return text
+    if isinstance(value, dict):
+        return {k: _clean(deps, v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(deps, v) for v in value]
+    return value
+
+
+def _secrets(deps: Deps) -> Iterable[str]:
+    return [s for s in deps.secrets if len(s) >= MIN_SECRET_CHARS]
