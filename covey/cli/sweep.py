@@ -169,9 +169,65 @@ def _no_worker(queue: str) -> str:
 @cli.command("sweep-report")
 @click.argument("directory", type=click.Path(file_okay=False, exists=True))
 @click.option("--json", "as_json", is_flag=True, help="print the summary rows as JSON")
-def sweep_report(directory, as_json) -> None:
-    """Rebuild DIR/summary.csv and DIR/summary.png from DIR/results.jsonl and print the table."""
-    _report(Path(directory), as_json)
+@click.option("--sample", "sample_id", default=None, help="print this sample's transcripts instead of the summary")
+@click.option(
+    "--export",
+    "export",
+    is_flag=True,
+    help="write the sweep's transcripts to DIR/transcripts.jsonl, which outlives Redis",
+)
+def sweep_report(directory, as_json, sample_id, export) -> None:
+    """Rebuild DIR/summary.csv and DIR/summary.png from DIR/results.jsonl and print the table.
+
+    With --sample or --export, read the transcripts of the sweep's jobs instead,
+    while their records last in Redis (COVEY_JOB_TTL)."""
+    if sample_id is None and not export:
+        _report(Path(directory), as_json)
+        return
+    from covey.cli.app import connect
+    from covey.cli.transcripts import show
+    from covey.sweeps import SweepInputError
+    from covey.sweeps import transcripts as sweep_transcripts
+
+    client = connect()
+    try:
+        if export:
+            path, units = sweep_transcripts.export(Path(directory), client)
+            gone = sum(u.expired for u in units)
+            kept = sum(t is not None for u in units for _, t in u.agents)
+            click.echo(
+                f"wrote {path}: {len(units)} units, {kept} transcripts" + (f", {gone} jobs expired" if gone else "")
+            )
+        if sample_id is not None:
+            units = sweep_transcripts.of_sample(Path(directory), sample_id, client)
+            if as_json:
+                click.echo(json.dumps([u.line() for u in units], indent=2))
+            else:
+                show([line for u in units for line in _unit_lines(u)])
+    except SweepInputError as e:
+        raise _BadInput(str(e)) from None
+    finally:
+        client.close()
+
+
+def _unit_lines(unit):
+    from covey.cli.transcripts import lines_of
+
+    r = unit.record
+    lines = [("bold", f"unit {r.unit} · config {r.config} · repeat {r.repeat} · {r.status} · job {r.job_id or '-'}")]
+    if r.job_id is None:
+        lines.append(("dim", "  no job ran for it, so no transcript"))
+    elif unit.expired:
+        lines.append(
+            (
+                "yellow",
+                f"  the records of job {r.job_id} have expired from Redis (COVEY_JOB_TTL): no transcript left; "
+                "`covey sweep-report DIR --export` keeps them while they last",
+            )
+        )
+    else:
+        lines += lines_of(unit.agents)
+    return [*lines, ("", "")]
 
 
 def _report(directory: Path, as_json: bool, lead: str | None = None) -> list[ConfigSummary]:
