@@ -36,6 +36,7 @@ BENCHES: dict[str, list[str]] = {
     "scale": ["--repeats", "1"],
     "sweep": ["--samples", "2000"],
     "tools": [],
+    "transcripts": [],
 }
 
 

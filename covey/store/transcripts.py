@@ -20,7 +20,7 @@ from importlib.resources import files
 from typing import Annotated, Any, Literal
 
 import redis
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import BaseModel, Field
 
 from covey import keys
 from covey.results import Usage
@@ -72,7 +72,6 @@ class ToolCallEvent(BaseModel):
 
 
 Event = Annotated[ModelCallEvent | ToolCallEvent, Field(discriminator="kind")]
-_EVENT: TypeAdapter[ModelCallEvent | ToolCallEvent] = TypeAdapter(Event)
 
 
 def entry_key(event: ModelCallEvent | ToolCallEvent, index: int = 0) -> str:
@@ -80,6 +79,12 @@ def entry_key(event: ModelCallEvent | ToolCallEvent, index: int = 0) -> str:
     if isinstance(event, ModelCallEvent):
         return f"{event.cycle:08d}.m"
     return f"{event.cycle:08d}.t{index:04d}"
+
+
+def event_of(key: str, entry: str) -> ModelCallEvent | ToolCallEvent:
+    """An entry as stored: its key says its kind, so the entry leaves out every default."""
+    kind = ModelCallEvent if key.endswith(".m") else ToolCallEvent
+    return kind.model_validate_json(entry)
 
 
 def describe_key(key: str) -> str:
@@ -135,7 +140,7 @@ class Transcripts:
         if not raw:
             return None
         meta = {name: raw.pop(name, None) for name in _META}
-        events = [_EVENT.validate_json(raw[k]) for k in sorted(raw)]
+        events = [event_of(k, raw[k]) for k in sorted(raw)]
         cut = None
         if meta["cut_from"]:
             cut = Cut(

@@ -21,6 +21,8 @@ from covey.store.tree import JobTree
 from covey.store.workspace import Workspace
 from covey.worker import signing
 
+MIN_SECRET_CHARS = 8
+
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
@@ -48,9 +50,10 @@ class Deps:
 
     @cached_property
     def secrets(self) -> tuple[str, ...]:
-        """Every secret this worker holds, so none is kept where people read (transcripts)."""
+        """Every secret this worker holds, so none is kept where people read (transcripts).
+        One shorter than ``MIN_SECRET_CHARS`` is no secret worth masking everywhere (``none``)."""
         held = [self.settings.secret, self.settings.openai_api_key, self.secret.decode("utf-8", "replace")]
-        return tuple(s for s in {*held, *self.llm.catalog.api_keys()} if s)
+        return tuple(s for s in {*held, *self.llm.catalog.api_keys()} if s and len(s) >= MIN_SECRET_CHARS)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Deps:

@@ -31,8 +31,14 @@ _PATTERNS = [
 ]
 
 
+# Any of them, as one search: most texts hold none, and one search costs a fifth of five substitutions.
+_ANY = re.compile("|".join(f"(?:{pattern.pattern})" for pattern, _ in _PATTERNS), re.IGNORECASE)
+
+
 def redact(text: str) -> str:
     """``text`` with every credential it seems to hold replaced by ``***``."""
+    if not _ANY.search(text):
+        return text
     for pattern, replacement in _PATTERNS:
         text = pattern.sub(replacement, text)
     return text

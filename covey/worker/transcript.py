@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -30,8 +29,6 @@ from covey.worker.replay import CallRecord
 # A tool's result is in full in the messages the next call sends; its event keeps
 # the start of it, so a long result does not take the transcript's cap twice.
 TOOL_RESULT_BYTES = 2048
-# A secret shorter than this is no secret worth masking everywhere (``none``, ``sim``).
-MIN_SECRET_CHARS = 8
 ERROR_PREFIX = "error: "  # how a tool call's text reports a failure (``covey.worker.tools``)
 
 
@@ -45,7 +42,7 @@ def model_call(
     continues = 0 < cursor.sent <= len(messages) and _digest(messages[: cursor.sent]) == cursor.digest
     sent = messages[cursor.sent :] if continues else messages
     cursor.sent, cursor.digest = len(messages), _digest(messages)
-    reply = record.reply
+    reply = None if record.reply is None else {k: v for k, v in record.reply.items() if v not in (None, [])}
     event = ModelCallEvent(
         cycle=state.cycle,
         sent=_clean(deps, sent),
@@ -60,7 +57,7 @@ def model_call(
         latency_ms=record.latency_ms,
         at=record.at,
     )
-    _keep(state, entry_key(event), event.model_dump_json(exclude_none=True))
+    _keep(state, entry_key(event), _stored(event))
 
 
 def tool_call(
@@ -85,7 +82,7 @@ def tool_call(
         latency_ms=latency_ms,
         at=at,
     )
-    _keep(state, entry_key(event, index), event.model_dump_json(exclude_none=True))
+    _keep(state, entry_key(event, index), _stored(event))
 
 
 def take(deps: Deps, state: AgentState) -> Entries | None:
@@ -103,6 +100,11 @@ def elapsed_ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 1)
 
 
+def _stored(event: ModelCallEvent | ToolCallEvent) -> str:
+    """An entry as the transcript keeps it: no default (its key says its kind), for the cap's sake."""
+    return event.model_dump_json(exclude_defaults=True)
+
+
 def _keep(state: AgentState, key: str, entry: str) -> None:
     state.transcript._pending.append((key, entry))
 
@@ -116,7 +118,7 @@ def _clean(deps: Deps, value: Any) -> Any:
     """``value`` with every text in it redacted and this worker's secrets masked."""
     if isinstance(value, str):
         text = redact(value)
-        for secret in _secrets(deps):
+        for secret in deps.secrets:
             if secret in text:
                 text = text.replace(secret, MASK)
         return text
@@ -125,7 +127,3 @@ def _clean(deps: Deps, value: Any) -> Any:
     if isinstance(value, list):
         return [_clean(deps, v) for v in value]
     return value
-
-
-def _secrets(deps: Deps) -> Iterable[str]:
-    return [s for s in deps.secrets if len(s) >= MIN_SECRET_CHARS]
