@@ -42,7 +42,7 @@ class ModelCallEvent(BaseModel):
 
     kind: Literal["model"] = "model"
     cycle: int
-    sent: list[dict[str, Any]]
+    sent: list[dict[str, Any]] = Field(default_factory=list)
     continues: bool = False
     model: str
     params: dict[str, Any] = Field(default_factory=dict)
@@ -74,11 +74,10 @@ class ToolCallEvent(BaseModel):
 Event = Annotated[ModelCallEvent | ToolCallEvent, Field(discriminator="kind")]
 
 
-def entry_key(event: ModelCallEvent | ToolCallEvent, index: int = 0) -> str:
-    """Sorts as the events happened: a cycle's model call, then its tool calls in order."""
-    if isinstance(event, ModelCallEvent):
-        return f"{event.cycle:08d}.m"
-    return f"{event.cycle:08d}.t{index:04d}"
+def entry_key(cycle: int, tool_index: int | None = None) -> str:
+    """The key of a cycle's model call, or of its ``tool_index``-th tool call: keys
+    sort as the events happened, a cycle's model call before its tool calls."""
+    return f"{cycle:08d}.m" if tool_index is None else f"{cycle:08d}.t{tool_index:04d}"
 
 
 def event_of(key: str, entry: str) -> ModelCallEvent | ToolCallEvent:

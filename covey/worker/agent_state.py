@@ -35,8 +35,9 @@ class PendingChild(BaseModel):
 
 class TranscriptCursor(BaseModel):
     """How far the agent's transcript has come (``covey.worker.transcript``): the
-    messages its last model call sent (their count and digest), so the next call
-    records only what it adds, and the entries its step has not yet written."""
+    messages its last model call sent (their count, and the digest of the last),
+    so the next call records only what it adds, and the entries its step has not
+    yet written."""
 
     sent: int = 0
     digest: str = ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -53,7 +54,9 @@ class Deps:
         """Every secret this worker holds, so none is kept where people read (transcripts).
         One shorter than ``MIN_SECRET_CHARS`` is no secret worth masking everywhere (``none``)."""
         held = [self.settings.secret, self.settings.openai_api_key, self.secret.decode("utf-8", "replace")]
-        return tuple(s for s in {*held, *self.llm.catalog.api_keys()} if s and len(s) >= MIN_SECRET_CHARS)
+        found = {s for s in {*held, *self.llm.catalog.api_keys()} if s and len(s) >= MIN_SECRET_CHARS}
+        # As JSON text writes them too, so a look at an entry's JSON finds any of them.
+        return tuple(found | {json.dumps(s, ensure_ascii=False)[1:-1] for s in found})
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Deps:

@@ -31,13 +31,40 @@ _PATTERNS = [
 ]
 
 
-# Any of them, as one search: most texts hold none, and one search costs a fifth of five substitutions.
-_ANY = re.compile("|".join(f"(?:{pattern.pattern})" for pattern, _ in _PATTERNS), re.IGNORECASE)
+# Every pattern above needs one of these, in lower case: a text without any holds
+# no credential, and looking for them is a fraction of the patterns' cost.
+_HINTS = (
+    "authorization",
+    "api-key",
+    "bearer",
+    "basic",
+    "sk-",
+    "rk-",
+    "ghp_",
+    "gho_",
+    "ghs_",
+    "github_pat_",
+    "xox",
+    "aiza",
+    "hf_",
+    "akia",
+    "key=",
+    "token=",
+    "secret=",
+    "password=",
+    "://",
+)
+
+
+def suspect(text: str) -> bool:
+    """Whether ``text`` may hold a credential ``redact`` masks (False: it holds none)."""
+    low = text.lower()
+    return any(hint in low for hint in _HINTS)
 
 
 def redact(text: str) -> str:
     """``text`` with every credential it seems to hold replaced by ``***``."""
-    if not _ANY.search(text):
+    if not suspect(text):
         return text
     for pattern, replacement in _PATTERNS:
         text = pattern.sub(replacement, text)

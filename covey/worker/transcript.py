@@ -23,7 +23,7 @@ from covey.store.transcripts import Entries, ModelCallEvent, ToolCallEvent, entr
 from covey.tools.policy import capped
 from covey.worker.agent_state import AgentState
 from covey.worker.deps import Deps
-from covey.worker.redaction import MASK, redact
+from covey.worker.redaction import MASK, redact, suspect
 from covey.worker.replay import CallRecord
 
 # A tool's result is in full in the messages the next call sends; its event keeps
@@ -39,25 +39,27 @@ def model_call(
     if not deps.settings.transcripts:
         return
     cursor, messages = state.transcript, action.messages
-    continues = 0 < cursor.sent <= len(messages) and _digest(messages[: cursor.sent]) == cursor.digest
+    # Strategies append to a conversation or start one anew: the call continues the
+    # last one when the message that ended it is still in its place.
+    continues = 0 < cursor.sent <= len(messages) and _digest(messages[cursor.sent - 1]) == cursor.digest
     sent = messages[cursor.sent :] if continues else messages
-    cursor.sent, cursor.digest = len(messages), _digest(messages)
+    cursor.sent, cursor.digest = len(messages), _digest(messages[-1]) if messages else ""
     reply = None if record.reply is None else {k: v for k, v in record.reply.items() if v not in (None, [])}
-    event = ModelCallEvent(
+    event = ModelCallEvent.model_construct(  # the worker's own values: nothing to validate
         cycle=state.cycle,
-        sent=_clean(deps, sent),
+        sent=sent,
         continues=continues,
         model=state.spec.model,
         params=deps.llm.parameters(state.spec.model, state.spec.model_params, max_tokens),
         tools=tools,
-        reply=_clean(deps, reply) if reply is not None else None,
+        reply=reply,
         finish_reason=reply.get("finish_reason") if reply is not None else None,
         usage=record.usage,
-        error=_clean(deps, record.error) if record.error is not None else None,
+        error=record.error,
         latency_ms=record.latency_ms,
         at=record.at,
     )
-    _keep(state, entry_key(event), _stored(event))
+    _keep(deps, state, entry_key(state.cycle), event)
 
 
 def tool_call(
@@ -72,17 +74,17 @@ def tool_call(
     """Keep the ``index``-th tool call of ``state.cycle`` and the text the model reads back."""
     if not deps.settings.transcripts:
         return
-    event = ToolCallEvent(
+    event = ToolCallEvent.model_construct(
         cycle=state.cycle,
         call_id=call.id,
         tool=call.name,
-        arguments=_clean(deps, call.arguments),
-        result=_clean(deps, capped(text, TOOL_RESULT_BYTES)),
+        arguments=call.arguments,
+        result=capped(text, TOOL_RESULT_BYTES),
         error=text.startswith(ERROR_PREFIX),
         latency_ms=latency_ms,
         at=at,
     )
-    _keep(state, entry_key(event, index), _stored(event))
+    _keep(deps, state, entry_key(state.cycle, index), event)
 
 
 def take(deps: Deps, state: AgentState) -> Entries | None:
@@ -100,17 +102,19 @@ def elapsed_ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 1)
 
 
-def _stored(event: ModelCallEvent | ToolCallEvent) -> str:
-    """An entry as the transcript keeps it: no default (its key says its kind), for the cap's sake."""
-    return event.model_dump_json(exclude_defaults=True)
+def _keep(deps: Deps, state: AgentState, key: str, event: ModelCallEvent | ToolCallEvent) -> None:
+    """Hold ``event`` as the transcript keeps it: without its defaults (its key says
+    its kind), for the cap's sake, and with nothing secret. Most entries hold
+    nothing to mask: one look at the whole text tells, and only one that may is
+    walked text by text."""
+    text = event.model_dump_json(exclude_defaults=True)
+    if suspect(text) or any(secret in text for secret in deps.secrets):
+        text = json.dumps(_clean(deps, json.loads(text)), ensure_ascii=False, separators=(",", ":"))
+    state.transcript._pending.append((key, text))
 
 
-def _keep(state: AgentState, key: str, entry: str) -> None:
-    state.transcript._pending.append((key, entry))
-
-
-def _digest(messages: list[dict[str, Any]]) -> str:
-    text = json.dumps(messages, separators=(",", ":"), ensure_ascii=False, default=str)
+def _digest(message: dict[str, Any]) -> str:
+    text = json.dumps(message, separators=(",", ":"), ensure_ascii=False, default=str)
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
 
 

@@ -23,12 +23,12 @@ def job() -> str:
 
 def model(cycle: int, text: str = "hi") -> tuple[str, str]:
     event = ModelCallEvent(cycle=cycle, sent=[{"role": "user", "content": text}], model="sim")
-    return entry_key(event), event.model_dump_json()
+    return entry_key(cycle), event.model_dump_json()
 
 
 def tool(cycle: int, index: int, result: str = "42") -> tuple[str, str]:
     event = ToolCallEvent(cycle=cycle, call_id=f"c{index}", tool="calculator", arguments="{}", result=result)
-    return entry_key(event, index), event.model_dump_json()
+    return entry_key(cycle, index), event.model_dump_json()
 
 
 def entries(job: str, *fields: tuple[str, str], cap: int = 10_000) -> Entries:
