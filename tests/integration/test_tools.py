@@ -194,6 +194,15 @@ def test_a_tool_no_worker_serves_is_refused_at_the_worker_naming_it(client, serv
     assert proc.returncode != 0 and "tool 'lookup_tides' not served here" in proc.stderr
 
 
+@pytest.mark.parametrize("narrowed", [{"deny": ["lookup_weather"]}, {"tools": ["spawn_agents", "finish"]}])
+def test_a_child_gets_no_function_tool_its_parent_was_not_offered(client, narrowed):
+    """Deny rules are inherited and a child's tools are cut to its parent's, for a user's tool as for a built-in:
+    the child's model is not offered lookup_weather, so its call of it is refused (the sim's 400)."""
+    output, _ = answer(client, f"[sim:spawn width=1 depth=1] {WEATHER}", budget={"max_depth": 1}, **narrowed)
+    assert output.startswith("leaves=0 (1 not completed: ")
+    assert "tool 'lookup_weather' is not offered" in output
+
+
 def test_the_sim_over_http_refuses_a_call_of_a_tool_it_was_not_offered_naming_it(client):
     spec = client.spec(WEATHER, model=SIMHTTP, deny=["lookup_weather"])
     result = client.submit(spec).result(timeout=90)

@@ -229,11 +229,10 @@ def _fail(kind: str, request: httpx2.Request) -> httpx2.Response | _Reply | None
 
 def _decide(chat: _Chat, directives: Directives) -> _Reply:
     """The reply when no failure applies:
-    structured output > loop > call > spawn > delegate > write > arithmetic > answer > leaf."""
+    structured output > loop > spawn > call > delegate > write > arithmetic > answer > leaf
+    (a spawning agent's children, given its directives but the spawn, make the call)."""
     if chat.output != "text":
         return _Reply(content=json.dumps(_document(chat, directives)))
-    if directives.call:
-        return _called(chat, directives.call)
     if directives.loop:
         return _Reply(tool_calls=[("calculator", json.dumps({"expression": "1+1"}))])
     if directives.spawn and "spawn_agents" in chat.tool_names:
@@ -243,6 +242,8 @@ def _decide(chat: _Chat, directives: Directives) -> _Reply:
             agents = [{"task": t, "role": "worker"} for t in tasks]
             return _Reply(tool_calls=[("spawn_agents", json.dumps({"agents": agents}))])
         return _finish(chat, _count_leaves(results))
+    if directives.call:
+        return _called(chat, directives.call)
     if directives.delegate and "delegate" in chat.tool_names:
         results = chat.results_of("delegate")
         if not results:
