@@ -18,7 +18,7 @@ from covey.budgets import scopes
 from covey.budgets.budget import Budget, Count, Number, Seconds
 from covey.errors import CoveyError
 from covey.models.catalog import ModelParams
-from covey.tools.registry import check_known
+from covey.tools.tool import NAME
 
 DEFAULT_MAX_CALL_TOKENS = 4096  # what current models take for one reply
 # Far above any model's longest reply, and low enough that a reservation (prompt
@@ -79,8 +79,11 @@ class AgentSpec(BaseModel):
 
     @field_validator("tools", "deny")
     @classmethod
-    def _known_tools(cls, value: list[str] | None) -> list[str] | None:
-        check_known(value or [])
+    def _well_formed_tools(cls, value: list[str] | None) -> list[str] | None:
+        """Any well-formed name: which tools exist is what the workers serve (their catalog)."""
+        bad = [name for name in value or [] if not NAME.fullmatch(name)]
+        if bad:
+            raise ValueError(f"tool names must match {NAME.pattern}: {', '.join(map(repr, bad))}")
         return value
 
 

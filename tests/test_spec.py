@@ -13,7 +13,7 @@ from covey.spec import InvalidSpec, JobSpec
         ({"task": ""}, "task"),
         ({}, "task"),
         ({"task": "x", "budget": {"max_depth": "deep"}}, "budget.max_depth"),
-        ({"task": "x", "tools": ["rm_rf"]}, "tools"),
+        ({"task": "x", "tools": ["rm -rf"]}, "tools"),
         ({"task": "x", "surprise": 1}, "surprise"),
         ({"task": "x", "tenant": "a b"}, "tenant"),
     ],

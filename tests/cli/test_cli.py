@@ -100,7 +100,7 @@ def test_version_is_the_packages(redis_server):
         (("submit", "x", "--model", ""), "model:"),
         (("submit", "x", "--role", ""), "role:"),
         (("submit", "x", "--tenant", ""), "tenant:"),
-        (("submit", "x", "--tools", "calculator,teleport"), "tools:"),
+        (("submit", "x", "--tools", "calculator,rm -rf"), "tools:"),
         (("submit",), "give the task as TASK"),
         (("submit", "x", "--task-file", "/no/such/file"), "--task-file"),
     ],
