@@ -1,7 +1,8 @@
 """The Python client: submit jobs and follow them from any service.
 
-It talks to covey only through the wire contract (``covey.run_job`` by name) and
-the job's Redis keys, so it needs no worker code and no model credentials.
+It talks to covey only through the wire contract (``covey.run_job`` by name), the
+job's Redis keys and the workers' catalog, so it needs no worker code and no model
+credentials.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from covey.context import ROOT_AGENT_ID
 from covey.results import AgentResult
 from covey.spec import InvalidSpec, JobSpec
 from covey.status import Cause, CauseKind, JobStatus
-from covey.store.catalog import NotServed, WorkerCatalog, check_served
+from covey.store.catalog import NoWorkerServes, WorkerCatalog, check_workers_serve
 from covey.store.tree import JobTree, Node
 
 WATCH_INTERVAL_SECONDS = 0.5  # how often a watcher reads the tree and the ledger
@@ -105,8 +106,8 @@ class Client:
         if unknown:
             raise InvalidSpec(f"invalid job spec: {unknown}")
         try:
-            check_served(serving, spec.tools or [], self.settings.queue)
-        except NotServed as e:
+            check_workers_serve(serving, spec.tools or [], self.settings.queue)
+        except NoWorkerServes as e:
             raise InvalidSpec(f"invalid job spec: {e}") from None
         job_id = job_id or uuid()
         # send_task subscribes to the result, then publishes, with errors of the same

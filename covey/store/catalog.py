@@ -48,7 +48,7 @@ class WorkerEntry(BaseModel):
         return {row["name"] for row in self.models}
 
 
-class NotServed(CoveyError, ValueError):
+class NoWorkerServes(CoveyError, ValueError):
     """Names no worker on a queue serves: the message names them and lists what is served."""
 
 
@@ -132,8 +132,8 @@ def _queues(entries: list[WorkerEntry]) -> list[str]:
     return list(dict.fromkeys(q for entry in entries for q in entry.queues))
 
 
-def check_served(entries: list[WorkerEntry], tools: Iterable[str], queue: str) -> None:
-    """``NotServed`` naming each of ``tools`` that no entry serves, and listing what they
+def check_workers_serve(entries: list[WorkerEntry], tools: Iterable[str], queue: str) -> None:
+    """``NoWorkerServes`` naming each of ``tools`` that no entry serves, and listing what they
     do serve. No entries: nothing is known, so nothing is refused."""
     if not entries:
         return
@@ -141,7 +141,7 @@ def check_served(entries: list[WorkerEntry], tools: Iterable[str], queue: str) -
     missing = [name for name in dict.fromkeys(tools) if name not in served]
     if missing:
         named = ", ".join(repr(name) for name in missing)
-        raise NotServed(
+        raise NoWorkerServes(
             f"{'tool' if len(missing) == 1 else 'tools'} {named} {'is' if len(missing) == 1 else 'are'} "
             f"served by no worker on queue {queue!r}; served: {', '.join(served) or 'none'}"
         )

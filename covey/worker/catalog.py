@@ -22,7 +22,7 @@ from celery.signals import worker_ready, worker_shutdown
 from covey.config import connections
 from covey.config.settings import Settings, get_settings
 from covey.models.catalog import Catalog, ServedModel
-from covey.store.catalog import ServedTool, WorkerCatalog, WorkerEntry, check_served
+from covey.store.catalog import ServedTool, WorkerCatalog, WorkerEntry, check_workers_serve
 from covey.tools.builtin import TOOL_SCHEMAS
 from covey.tools.tool import Tool
 from covey.worker.redaction import redact
@@ -150,7 +150,7 @@ def _stop(**_: Any) -> None:
 
 
 def check_tools(client: redis.Redis, settings: Settings, tools: list[str] | None, queue: str) -> None:
-    """``NotServed`` naming each of ``tools`` that no live worker on ``queue`` serves.
+    """``NoWorkerServes`` naming each of ``tools`` that no live worker on ``queue`` serves.
     None (every tool) names none; with no worker publishing, nothing is known to refuse."""
     if tools:
-        check_served(WorkerCatalog(client, settings.catalog_ttl).entries(queue), tools, queue)
+        check_workers_serve(WorkerCatalog(client, settings.catalog_ttl).entries(queue), tools, queue)

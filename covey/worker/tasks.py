@@ -39,7 +39,7 @@ from covey.orchestration.actions import Action, to_json
 from covey.results import AgentResult, Usage
 from covey.spec import AgentSpec, InvalidSpec, JobSpec
 from covey.status import AgentStatus, Cause, CauseKind
-from covey.store.catalog import NotServed
+from covey.store.catalog import NoWorkerServes
 from covey.store.outbox import Message
 from covey.store.tree import Node, preview
 from covey.worker import catalog, handover, loop, lost, reconciler, signing
@@ -69,7 +69,7 @@ def _valid_job(deps: Deps, spec: Any, queue: str) -> JobSpec:
     try:
         deps.llm.catalog.endpoint(job.model)
         catalog.check_tools(deps.redis, deps.settings, job.tools, queue)
-    except (UnservableModel, NotServed) as e:
+    except (UnservableModel, NoWorkerServes) as e:
         raise InvalidSpec(f"invalid job spec: {e}") from e
     unknown = unknown_scope(deps.ledger, job.scopes())
     if unknown:

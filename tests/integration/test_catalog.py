@@ -21,14 +21,15 @@ from covey.config.settings import Settings
 from covey.spec import InvalidSpec
 from covey.status import CauseKind
 from covey.store.catalog import WorkerEntry
-from covey.tools.builtin import TOOL_SCHEMAS
+from covey.worker.catalog import served_tools
 from tests.integration.conftest import ROOT, served_over_http, start_covey_worker, stop_worker, wait_for_worker
 from tests.redis_server import RedisServer
 
 TTL = "1.5"  # seconds: an entry lapses this long after its worker's last heartbeat
 WORKER = "catalog-a@test"
 UNSERVED = "lookup_weather"
-SERVED = ", ".join(sorted(TOOL_SCHEMAS))
+TOOLS = {t.name: t for t in served_tools()}  # what a worker with no tools of a user's serves
+SERVED = ", ".join(sorted(TOOLS))
 
 
 def worker_flags(hostname: str, queues: str = "covey,covey-sweeps", pool: str = "threads") -> list[str]:
@@ -76,7 +77,7 @@ def test_a_running_worker_publishes_its_queues_tools_and_models(served):
     _, client = served
     entry = published(client, WORKER)
     assert entry.queues == ["covey", "covey-sweeps"]
-    assert [t.name for t in entry.tools] == list(TOOL_SCHEMAS)
+    assert [t.name for t in entry.tools] == list(TOOLS)
     assert {t.origin for t in entry.tools} == {"builtin"}
     assert entry.model_names() == {"sim", "simhttp", "nokey"}
 
@@ -114,10 +115,10 @@ def test_covey_tools_lists_each_tool_with_the_workers_serving_it(served):
     listed = covey(server.url, "tools", "--json")
     assert listed.returncode == 0, listed.stderr
     rows = json.loads(listed.stdout)
-    assert [r["name"] for r in rows] == sorted(TOOL_SCHEMAS)
+    assert [r["name"] for r in rows] == sorted(TOOLS)
     calculator = next(r for r in rows if r["name"] == "calculator")
     assert calculator["origin"] == "builtin" and calculator["workers"] == [WORKER]
-    assert calculator["description"] == TOOL_SCHEMAS["calculator"]["function"]["description"]
+    assert calculator["description"] == TOOLS["calculator"].description
     assert calculator["queues"] == ["covey", "covey-sweeps"] and len(calculator["digest"]) == 16
     text = covey(server.url, "tools")
     assert text.returncode == 0, text.stderr

@@ -9,11 +9,11 @@ import pytest
 
 from covey import keys
 from covey.store.catalog import (
-    NotServed,
+    NoWorkerServes,
     ServedTool,
     WorkerCatalog,
     WorkerEntry,
-    check_served,
+    check_workers_serve,
     listed_models,
     listed_tools,
     serves_model,
@@ -79,14 +79,14 @@ def test_a_withdrawn_entry_is_gone_at_once_and_an_unreadable_one_is_skipped(redi
 
 def test_a_tool_no_worker_on_the_queue_serves_is_named_with_what_is_served():
     entries = [entry("a@h", [tool("calculator"), tool("read_file")]), entry("b@h", [tool("lookup_weather")])]
-    check_served(entries, ["lookup_weather", "calculator"], "covey")
-    with pytest.raises(NotServed) as e:
-        check_served(entries, ["calculator", "teleport", "warp", "teleport"], "covey")
+    check_workers_serve(entries, ["lookup_weather", "calculator"], "covey")
+    with pytest.raises(NoWorkerServes) as e:
+        check_workers_serve(entries, ["calculator", "teleport", "warp", "teleport"], "covey")
     assert str(e.value) == (
         "tools 'teleport', 'warp' are served by no worker on queue 'covey'; "
         "served: calculator, lookup_weather, read_file"
     )
-    check_served([], ["teleport"], "covey")  # no worker publishing: nothing is known to refuse
+    check_workers_serve([], ["teleport"], "covey")  # no worker publishing: nothing is known to refuse
 
 
 def test_listing_groups_workers_by_tool_and_shows_two_schemas_of_one_name_apart():

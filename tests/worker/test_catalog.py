@@ -9,13 +9,14 @@ from covey import keys
 from covey.config.settings import Settings
 from covey.models.catalog import ServedModel
 from covey.store.catalog import WorkerCatalog
-from covey.tools.builtin import TOOL_SCHEMAS
 from covey.worker import catalog as worker_catalog
 from covey.worker.catalog import digest, entry, heartbeat, served_tools
 
+CALCULATOR = next(t for t in served_tools() if t.name == "calculator")
+
 
 def test_a_digest_tells_schemas_apart_whatever_their_key_order():
-    schema = TOOL_SCHEMAS["calculator"]
+    schema = CALCULATOR.schema()
     reordered = {"function": dict(reversed(list(schema["function"].items()))), "type": "function"}
     assert digest(reordered) == digest(schema)
     changed = {**schema, "function": {**schema["function"], "description": "something else"}}
@@ -34,8 +35,8 @@ def test_the_entry_lists_every_built_in_and_publishes_no_secret():
     published = entry("w@h", ["covey"], served_tools(), [model]).model_dump_json()
     assert "hunter22" not in published and "0123456789abcdef" not in published
     listed = entry("w@h", ["covey"], served_tools(), [model])
-    assert [t.name for t in listed.tools] == list(TOOL_SCHEMAS)
-    assert {t.digest for t in listed.tools if t.name == "calculator"} == {digest(TOOL_SCHEMAS["calculator"])}
+    assert [t.name for t in listed.tools] == [t.name for t in served_tools()]
+    assert {t.digest for t in listed.tools if t.name == "calculator"} == {digest(CALCULATOR.schema())}
     assert listed.models[0]["endpoint"] == "https://ops:***@models.internal/v1"
 
 
