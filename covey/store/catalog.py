@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from importlib.resources import files
 from typing import Any
 
 import redis
@@ -21,6 +22,7 @@ from pydantic import BaseModel, ConfigDict
 from covey import keys
 from covey.errors import CoveyError
 
+_PUBLISH = (files("covey.store") / "lua" / "publish.lua").read_text(encoding="utf-8")
 ANY_MODEL = "*"  # a served model row standing for any name (a worker's default endpoint)
 
 
@@ -57,16 +59,15 @@ class WorkerCatalog:
 
     def __init__(self, client: redis.Redis, ttl: float) -> None:
         self._redis, self._ttl_ms = client, max(1, round(ttl * 1000))
+        self._publish = client.register_script(_PUBLISH)
 
     def publish(self, entry: WorkerEntry) -> None:
         """Write (or refresh) ``entry`` for another ``ttl``, and drop from the index
         the workers whose entries lapsed."""
         index = keys.catalog_workers()
-        with self._redis.pipeline(transaction=True) as pipe:
-            pipe.set(keys.catalog_entry(entry.worker), entry.model_dump_json(), px=self._ttl_ms)
-            pipe.sadd(index, entry.worker)
-            pipe.pexpire(index, self._ttl_ms)
-            pipe.execute()
+        self._publish(
+            keys=[keys.catalog_entry(entry.worker), index], args=[entry.worker, entry.model_dump_json(), self._ttl_ms]
+        )
         workers = sorted(self._redis.smembers(index))
         gone = [w for w, raw in zip(workers, self._redis.mget([keys.catalog_entry(w) for w in workers])) if raw is None]
         if gone:

@@ -67,6 +67,20 @@ def test_publishing_drops_lapsed_workers_from_the_index(redis_client):
     assert "live@h" in index and "dead@h" not in index
 
 
+def test_a_worker_with_a_short_ttl_never_hides_one_with_a_long_ttl(redis_client):
+    long, short = WorkerCatalog(redis_client, ttl=30), WorkerCatalog(redis_client, ttl=0.1)
+    long.publish(entry("long@h", [tool("calculator")]))
+    short.publish(entry("short@h", [tool("calculator")]))
+    deadline = time.monotonic() + 30
+    while redis_client.exists(keys.catalog_entry("short@h")):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(0.2)  # past the short TTL again: an index that took it would be gone now
+    listed = mine(long)
+    long.withdraw("long@h")
+    assert listed == ["long@h"]
+
+
 def test_a_withdrawn_entry_is_gone_at_once_and_an_unreadable_one_is_skipped(redis_client):
     catalog = WorkerCatalog(redis_client, ttl=5)
     catalog.publish(entry("a@h", [tool("calculator")]))
