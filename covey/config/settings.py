@@ -10,7 +10,7 @@ from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from covey.budgets.budget import MAX_COUNT, MAX_SECONDS, Budget
-from covey.keys import DEFAULT_JOB_TTL_SECONDS, RESERVATION_TTL_SECONDS
+from covey.keys import DEFAULT_CATALOG_TTL_SECONDS, DEFAULT_JOB_TTL_SECONDS, RESERVATION_TTL_SECONDS
 
 SDK_MAX_BACKOFF_SECONDS = 8  # the openai SDK's longest wait between two retries
 REDELIVERY_MARGIN_SECONDS = 30  # beyond a task's longest run, before the broker redelivers it
@@ -122,6 +122,13 @@ class Settings(BaseSettings):
         le=MAX_SECONDS,
         description="how often one of the workers sends again the expected messages found in no queue "
         "(covey.worker.reconciler); a message is looked for only once it is this old",
+    )
+    catalog_ttl: float = Field(
+        default=DEFAULT_CATALOG_TTL_SECONDS,
+        gt=0,
+        le=MAX_SECONDS,
+        description="COVEY_CATALOG_TTL: seconds a worker's published catalog (its tools and models) outlives "
+        "its last heartbeat; it is refreshed every third of this",
     )
     fault: str | None = Field(
         default=None, description="kill the worker at named points, for tests (covey.config.faults)"
