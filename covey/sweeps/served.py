@@ -12,19 +12,27 @@ from __future__ import annotations
 import difflib
 
 from covey.config.settings import Settings
-from covey.models.catalog import Catalog, UnknownModel
+from covey.models.catalog import Catalog, UnknownModel, UnservableModel
 from covey.sweeps.errors import SweepInputError
 from covey.sweeps.grid import Grid
 
 
-def check_models(grid: Grid, settings: Settings, where: str) -> None:
+def check_models(grid: Grid, settings: Settings, where: str, priced: bool = False) -> None:
     """``SweepInputError`` naming ``where``, the first configuration whose model no endpoint here serves,
-    and the closest name that is served."""
+    and the closest name that is served; with ``priced`` (a cost cap), one whose model has no prices."""
     catalog = Catalog.from_settings(settings)
     for config in grid.configs:
+        model = config.model or settings.model
         try:
-            catalog.endpoint(config.model or settings.model)
+            endpoint = catalog.endpoint(model)
         except UnknownModel as e:
             close = difflib.get_close_matches(e.name, e.known, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise SweepInputError(f"{where}: configuration {config.name}: {e}{hint}") from None
+        except UnservableModel:  # its key may be set on the workers only: its prices are theirs to check
+            continue
+        if priced and endpoint.price is None:
+            raise SweepInputError(
+                f"{where}: configuration {config.name}: model {model!r} has no prices in the models file, "
+                "and --max-cost-total caps the sweep in dollars"
+            )

@@ -25,7 +25,7 @@ def test_run_tree_and_ledger_print_readable_tables(cli):
     assert re.fullmatch(r"\d+ tokens \(\d+ prompt, \d+ completion\), 2 cycles, 0 sub-agents", lines["usage"])
 
     tree = cli("tree", job_id).stdout.splitlines()
-    assert tree[0].split() == ["agent", "role", "status", "tokens", "cycles", "elapsed", "task"]
+    assert tree[0].split() == ["agent", "role", "status", "tokens", "cost", "cycles", "elapsed", "task"]
     assert tree[1].endswith("What is 2 + 2?")
     assert tree[1].split()[:3] == ["root", "root", "completed"]
 
