@@ -71,6 +71,36 @@ def test_a_missing_or_broken_tokenizer_stops_the_models_file_naming_the_model(tm
         Catalog.from_settings(models_file(tmp_path, "bad.json"), environ={})
 
 
+PLUGIN = """
+ENCODING_CONSTRUCTORS = {"covey_bytes": lambda: {
+    "name": "covey_bytes",
+    "pat_str": r"\\S+|\\s+",
+    "mergeable_ranks": {bytes([b]): b for b in range(256)} | {b"the": 256, b" the": 257},
+    "special_tokens": {"<|endoftext|>": 258},
+}}
+"""
+
+
+def test_a_tiktoken_encoding_that_loads_locally_counts_exactly(tmp_path, monkeypatch):
+    tiktoken = pytest.importorskip("tiktoken")
+    plugin = tmp_path / "tiktoken_ext"  # tiktoken's own plugin namespace: an encoding with no download
+    plugin.mkdir()
+    (plugin / "covey_test_plugin.py").write_text(PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    catalog = Catalog.from_settings(models_file(tmp_path, "tiktoken:covey_bytes"), environ={"FAST_KEY": "k"})
+    tokenizer = catalog.endpoint("fast").tokenizer
+    text = "the cat <|endoftext|> the"  # a special token's text in a message is counted as text
+    assert tokenizer.name == "tiktoken:covey_bytes"
+    assert tokenizer.count(text) == len(tiktoken.get_encoding("covey_bytes").encode(text, disallowed_special=()))
+    assert tokenizer.count("the the") == 3  # "the", " ", "the": fewer than its 7 bytes
+
+
+def test_a_tiktoken_encoding_that_does_not_load_stops_the_models_file(tmp_path):
+    pytest.importorskip("tiktoken")
+    with pytest.raises(ModelsFileError, match=r"model 'fast': tokenizer tiktoken:no_such_encoding: does not load"):
+        Catalog.from_settings(models_file(tmp_path, "tiktoken:no_such_encoding"), environ={})
+
+
 @pytest.mark.skipif(importlib.util.find_spec("tiktoken") is not None, reason="tiktoken is installed here")
 def test_a_tiktoken_encoding_without_tiktoken_says_what_to_install():
     with pytest.raises(TokenizerError, match=r"tiktoken:o200k_base: pip install 'covey\[tiktoken\]'"):
