@@ -33,6 +33,7 @@ BENCHES: dict[str, list[str]] = {
     "fanout": ["--repeats", "5"],
     "ledger": [],
     "memory": [],
+    "reservations": [],
     "scale": ["--repeats", "1"],
     "sweep": ["--samples", "2000"],
     "tools": [],

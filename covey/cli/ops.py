@@ -10,6 +10,7 @@ import click
 from covey.budgets.budget import MAX_COUNT
 from covey.cli import render
 from covey.cli.app import cli, connect, print_json
+from covey.cli.options import Dollars
 from covey.config.settings import MAX_CONCURRENCY, MAX_PROCESSES, get_settings
 
 
@@ -132,6 +133,15 @@ class _Cap(click.ParamType):
         self.fail(f"{value!r} is not a whole number from 0 to {MAX_COUNT}, nor 'none'", param, ctx)
 
 
+class _CostCap(click.ParamType):
+    """A cost cap in USD, or ``none`` to remove it."""
+
+    name = "USD|none"
+
+    def convert(self, value, param, ctx):
+        return value if value == _REMOVE else Dollars().convert(value, param, ctx)
+
+
 @cli.command()
 @click.argument("name")
 @click.option("--max-tokens", type=_Cap(), default=None, help="token cap across jobs ('none' removes it)")
@@ -148,14 +158,17 @@ class _Cap(click.ParamType):
     default=None,
     help="model calls per minute across jobs; a full minute makes agents wait ('none' removes it)",
 )
+@click.option(
+    "--max-cost", type=_CostCap(), default=None, help="USD across jobs, priced models only ('none' removes it)"
+)
 @click.option("--json", "as_json", is_flag=True, help="print the scope as JSON")
-def scope(name: str, max_tokens, max_cycles, tokens_per_minute, requests_per_minute, as_json: bool) -> None:
+def scope(name: str, max_tokens, max_cycles, tokens_per_minute, requests_per_minute, max_cost, as_json: bool) -> None:
     """Show a global ledger scope (global, tenant:<x>, sweep:<x>), creating it or changing the caps given."""
     ledger = connect().ledger
     current = next((row for row in ledger.scope_rows() if row.name == name), None)
-    given = (max_tokens, max_cycles, tokens_per_minute, requests_per_minute)
+    given = (max_tokens, max_cycles, tokens_per_minute, requests_per_minute, max_cost)
     if any(cap is not None for cap in given):
-        fields = ("tokens_limit", "cycles_limit", "tokens_per_minute", "requests_per_minute")
+        fields = ("tokens_limit", "cycles_limit", "tokens_per_minute", "requests_per_minute", "cost_limit")
         try:
             ledger.set_scope(
                 name, *(_cap(cap, getattr(current, f) if current else None) for cap, f in zip(given, fields))
@@ -165,13 +178,13 @@ def scope(name: str, max_tokens, max_cycles, tokens_per_minute, requests_per_min
         current = next(row for row in ledger.scope_rows() if row.name == name)
     if current is None:
         raise click.ClickException(
-            f"no scope {name} yet: give --max-tokens, --max-cycles, --tokens-per-minute "
-            "or --requests-per-minute to create it"
+            f"no scope {name} yet: give --max-tokens, --max-cycles, --tokens-per-minute, "
+            "--requests-per-minute or --max-cost to create it"
         )
     print_json(current) if as_json else click.echo(render.scopes([current]))
 
 
-def _cap(given, current: int | None) -> int | None:
+def _cap(given, current: float | None) -> float | None:
     """The cap to write: as given, removed for 'none', kept when not given."""
     return current if given is None else None if given == _REMOVE else given
 
