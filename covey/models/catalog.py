@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -31,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, fie
 from pydantic_core import PydanticCustomError
 
 from covey.budgets.budget import MAX_COUNT
+from covey.config.files import read_toml
 from covey.config.settings import Settings
 from covey.errors import CoveyError
 
@@ -180,12 +180,7 @@ class Catalog:
 
 def load(path: Path) -> dict[str, ModelEntry]:
     """The validated entries of a models file; ``ModelsFileError`` names what is wrong."""
-    try:
-        raw = tomllib.loads(path.read_text())
-    except OSError as e:
-        raise ModelsFileError(f"{path}: cannot read the models file (COVEY_MODELS): {e.strerror}") from e
-    except tomllib.TOMLDecodeError as e:
-        raise ModelsFileError(f"{path}: not valid TOML: {e}") from e
+    raw = read_toml(path, "the models file (COVEY_MODELS)", ModelsFileError)
     if isinstance(raw.get("models"), dict) and SIM_MODEL in raw["models"]:
         raise ModelsFileError(f"{path}: model 'sim' is built in and always in-process; give this endpoint another name")
     try:

@@ -1,0 +1,187 @@
+"""MCP servers' tools against real servers: one started over stdio by the session
+under test, one over streamable HTTP on loopback."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from covey.tools.mcp import McpToolFailed, McpUnavailable
+from covey.tools.mcp.servers import McpServers
+from covey.tools.tool import Tool
+from tests.tools.mcp.conftest import SERVER, TOKEN, TOKEN_ENV, http_table, stdio_table
+
+WAIT_SECONDS = 30  # for a call in flight to reach the server, or a killed one to answer
+
+
+@pytest.fixture
+def serve(tmp_path) -> Iterator:
+    """``serve(text, environ)``: the tools of a servers file, by name; every session is closed after the test."""
+    opened: list[McpServers] = []
+
+    def tools(text: str, environ: dict[str, str] | None = None) -> dict[str, Tool]:
+        path = tmp_path / "mcp.toml"
+        path.write_text(text)
+        servers = McpServers.load(path, {TOKEN_ENV: f"Bearer {TOKEN}"} if environ is None else environ)
+        opened.append(servers)
+        return {tool.name: tool for tool in servers.tools()}
+
+    yield tools
+    for servers in opened:
+        servers.close()
+
+
+@pytest.fixture(params=["stdio", "http"])
+def either(request) -> str:
+    """A servers file of one server named ``srv``, over each transport in turn."""
+    if request.param == "stdio":
+        return stdio_table("srv")
+    return http_table(request.getfixturevalue("http_server").url, "srv")
+
+
+def call(tool: Tool, **arguments) -> str:
+    return tool.run(arguments, None)  # type: ignore[arg-type]  # MCP tools do not read the context
+
+
+def server_pid(tools: dict[str, Tool], server: str) -> int:
+    return json.loads(call(tools[f"{server}__pid"]))["result"]
+
+
+def test_a_servers_tools_are_listed_and_called_under_its_name(serve, either):
+    tools = serve(either)
+    assert sorted(tools) == ["srv__echo", "srv__fail", "srv__hang", "srv__pid", "srv__weather"]
+    echo = tools["srv__echo"]
+    assert (echo.origin, echo.description, echo.timeout) == ("mcp srv", "Say the text back.", 30)
+    assert echo.parameters["properties"]["text"]["type"] == "string"
+    assert echo.parameters["required"] == ["text"]
+    assert json.loads(call(echo, text="héllo")) == {"result": "héllo"}
+
+
+def test_structured_content_becomes_its_json(serve, either):
+    assert json.loads(call(serve(either)["srv__weather"], city="Oslo")) == {"city": "Oslo", "celsius": 4}
+
+
+def test_an_error_result_raises_with_the_servers_message(serve, either):
+    tools = serve(either)
+    with pytest.raises(McpToolFailed, match="disk on fire"):
+        call(tools["srv__fail"], message="disk on fire")
+    assert json.loads(call(tools["srv__echo"], text="still here")) == {"result": "still here"}
+
+
+def test_arguments_the_server_refuses_raise_its_message_and_the_session_goes_on(serve):
+    tools = serve(stdio_table())
+    with pytest.raises(McpToolFailed, match="Field required"):
+        call(tools["local__echo"], wrong="argument")
+    assert json.loads(call(tools["local__echo"], text="ok")) == {"result": "ok"}
+
+
+def test_one_session_per_process_per_server(serve):
+    tools = serve(stdio_table())
+    first = server_pid(tools, "local")
+    results: list[str] = []
+    slots = [threading.Thread(target=lambda: results.append(call(tools["local__echo"], text="x"))) for _ in range(8)]
+    for slot in slots:
+        slot.start()
+    for slot in slots:
+        slot.join(WAIT_SECONDS)
+    assert results == ['{"result":"x"}'] * 8
+    assert server_pid(tools, "local") == first
+
+
+def in_flight(tool: Tool, marker: Path) -> tuple[threading.Thread, list[BaseException | str]]:
+    """A call to ``hang`` in a slot of its own, once the server has started it."""
+    outcome: list[BaseException | str] = []
+
+    def run() -> None:
+        try:
+            outcome.append(call(tool, marker=str(marker), seconds=WAIT_SECONDS * 2))
+        except BaseException as e:
+            outcome.append(e)
+
+    slot = threading.Thread(target=run)
+    slot.start()
+    deadline = time.monotonic() + WAIT_SECONDS
+    while not marker.exists():
+        assert time.monotonic() < deadline, "the hang tool never started"
+        time.sleep(0.02)
+    return slot, outcome
+
+
+def test_a_stdio_server_killed_mid_call_fails_the_call_and_the_next_call_restarts_it(serve, tmp_path):
+    tools = serve(stdio_table())
+    first = server_pid(tools, "local")
+    slot, outcome = in_flight(tools["local__hang"], tmp_path / "started")
+    os.kill(first, signal.SIGKILL)
+    slot.join(WAIT_SECONDS)
+    assert len(outcome) == 1 and isinstance(outcome[0], McpUnavailable), outcome
+    assert "connection was lost during the call" in str(outcome[0])
+    second = server_pid(tools, "local")
+    assert second != first
+    assert json.loads(call(tools["local__echo"], text="back")) == {"result": "back"}
+
+
+def test_an_http_server_killed_mid_call_fails_the_call_and_the_next_call_reopens(serve, http_server, tmp_path):
+    tools = serve(http_table(http_server.url))
+    first = server_pid(tools, "remote")
+    slot, outcome = in_flight(tools["remote__hang"], tmp_path / "started")
+    http_server.kill()
+    slot.join(WAIT_SECONDS)
+    assert len(outcome) == 1 and isinstance(outcome[0], McpUnavailable), outcome
+    http_server.start()
+    assert server_pid(tools, "remote") != first
+    assert json.loads(call(tools["remote__echo"], text="back")) == {"result": "back"}
+
+
+def test_a_server_that_cannot_start_serves_nothing_and_the_others_serve(serve, caplog):
+    text = '[servers.broken]\ncommand = "/nonexistent/mcp-server"\n' + stdio_table()
+    with caplog.at_level(logging.WARNING, logger="covey.tools.mcp"):
+        tools = serve(text)
+    assert sorted(tools) == ["local__echo", "local__fail", "local__hang", "local__pid", "local__weather"]
+    assert "MCP server 'broken' (stdio: /nonexistent/mcp-server) cannot be used: [Errno 2]" in caplog.text
+
+
+def test_a_server_that_cannot_restart_answers_its_calls_with_the_reason(serve, tmp_path):
+    script = tmp_path / "server.py"
+    shutil.copy(SERVER, script)
+    tools = serve(stdio_table(script=script, timeout=10))
+    os.kill(server_pid(tools, "local"), signal.SIGKILL)
+    script.unlink()
+    with pytest.raises(McpUnavailable, match="connection was lost"):  # the dead session, found by this call
+        call(tools["local__echo"], text="x")
+    with pytest.raises(McpUnavailable, match="MCP server 'local' is unavailable: "):
+        call(tools["local__echo"], text="x")
+
+
+def test_header_values_come_from_the_named_variables_and_are_never_logged(serve, http_server, caplog):
+    with caplog.at_level(logging.DEBUG):
+        tools = serve(http_table(http_server.url))
+        assert json.loads(call(tools["remote__echo"], text="in")) == {"result": "in"}
+        refused = serve(http_table(http_server.url, "wrong"), {TOKEN_ENV: "Bearer not-the-token"})
+    assert refused == {}
+    assert "MCP server 'wrong': HTTP 401" in caplog.text
+    assert TOKEN not in caplog.text and "not-the-token" not in caplog.text
+
+
+def test_an_unset_header_variable_makes_the_server_unavailable_naming_it(serve, http_server, caplog):
+    with caplog.at_level(logging.WARNING, logger="covey.tools.mcp"):
+        assert serve(http_table(http_server.url), environ={}) == {}
+    assert f"header Authorization: its variable {TOKEN_ENV} is not set on this worker" in caplog.text
+
+
+def test_an_http_server_restarted_between_calls_is_reached_again_without_an_error(serve, http_server):
+    tools = serve(http_table(http_server.url))
+    first = server_pid(tools, "remote")
+    http_server.kill()
+    http_server.start()
+    second = server_pid(tools, "remote")
+    assert second != first
+    assert server_pid(tools, "remote") == second
