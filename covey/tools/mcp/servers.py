@@ -106,7 +106,7 @@ def _run(session: Session, tool: str, arguments: dict[str, Any], context: ToolCo
     """One call: the result's text, or an exception whose message the model reads."""
     try:
         # Reopening a dropped session and the call itself are each bounded by the server's timeout.
-        result = loop.run(session.call(tool, arguments), 2 * session.server.timeout + MARGIN_SECONDS)
+        result = loop.run(session.call(tool, arguments, context.call_id), 2 * session.server.timeout + MARGIN_SECONDS)
     except loop.NoAnswer as e:
         raise McpToolFailed(f"MCP server {session.name!r}: {e}") from None
     if result.is_error:

@@ -17,7 +17,7 @@ import logging
 import os
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import httpx2
 import mcp_types as types
@@ -32,6 +32,9 @@ from covey.tools.mcp.config import HttpServer, Server, StdioServer
 
 log = logging.getLogger(__name__)
 
+# The request's `_meta` key that carries ToolContext.call_id, stable across a redelivered
+# step, so a server can make a tool idempotent (an MCP server gets no ToolContext).
+CALL_ID_META = "covey/call_id"
 MAX_TOOL_PAGES = 100  # pages of tools/list: a server that paginates forever cannot hang the worker's start
 HTTP_CONNECT_SECONDS = 30.0  # the SDK's own default for connect, write and pool; reads are bounded per call
 
@@ -68,13 +71,15 @@ class Session:
         """The server's tools, listed once per session."""
         return (await self._session()).tools
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    async def call(self, tool: str, arguments: dict[str, Any], call_id: str) -> types.CallToolResult:
         """The server's result of one call, error results included. ``McpUnavailable``
         when the server cannot be reached or dies during the call; ``McpToolFailed``
         when it refuses the request."""
         opened = await self._session()
         try:
-            return await opened.client.call_tool(tool, arguments, read_timeout_seconds=self.server.timeout)
+            return await opened.client.call_tool(
+                tool, arguments, read_timeout_seconds=self.server.timeout, meta=_meta(call_id)
+            )
         except MCPError as e:
             if e.code != CONNECTION_CLOSED:
                 raise McpToolFailed(f"MCP server {self.name!r}: {e.message}") from e
@@ -179,6 +184,11 @@ async def _list_tools(client: Client) -> list[types.Tool]:
         if cursor is None:
             break
     return tools
+
+
+def _meta(call_id: str) -> types.RequestParamsMeta:
+    # An open TypedDict (PEP 728's extra_items), whose extra keys mypy cannot check yet.
+    return cast(types.RequestParamsMeta, {CALL_ID_META: call_id})
 
 
 def _reason(e: BaseException) -> str:

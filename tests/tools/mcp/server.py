@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
 
@@ -48,6 +48,12 @@ def fail(message: str) -> str:
 def pid() -> int:
     """This server process's id, to tell a restarted server from the first."""
     return os.getpid()
+
+
+@server.tool()
+def call_id(ctx: Context) -> str:
+    """The call id covey sent in the request's ``_meta``."""
+    return str((ctx.request_context.meta or {}).get("covey/call_id"))
 
 
 @server.tool()

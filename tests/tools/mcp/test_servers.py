@@ -17,9 +17,10 @@ import pytest
 
 from covey.tools.mcp import McpToolFailed, McpUnavailable
 from covey.tools.mcp.servers import McpServers
-from covey.tools.tool import Tool
+from covey.tools.tool import Tool, ToolContext
 from tests.tools.mcp.conftest import SERVER, TOKEN, TOKEN_ENV, http_table, stdio_table
 
+SERVED = ["call_id", "echo", "fail", "hang", "pid", "weather"]  # the test server's tools, sorted
 WAIT_SECONDS = 30  # for a call in flight to reach the server, or a killed one to answer
 
 
@@ -48,8 +49,18 @@ def either(request) -> str:
     return http_table(request.getfixturevalue("http_server").url, "srv")
 
 
+class NoWorkspace:
+    """MCP tools never touch the agent's workspace: any use of it fails the test."""
+
+    def __getattr__(self, name: str):
+        raise AssertionError(f"an MCP tool used the workspace ({name})")
+
+
+CONTEXT = ToolContext(job_id="job-1", agent_id="job-1", call_id="call_abc123", workspace=NoWorkspace())
+
+
 def call(tool: Tool, **arguments) -> str:
-    return tool.run(arguments, None)  # type: ignore[arg-type]  # MCP tools do not read the context
+    return tool.run(arguments, CONTEXT)
 
 
 def server_pid(tools: dict[str, Tool], server: str) -> int:
@@ -58,12 +69,16 @@ def server_pid(tools: dict[str, Tool], server: str) -> int:
 
 def test_a_servers_tools_are_listed_and_called_under_its_name(serve, either):
     tools = serve(either)
-    assert sorted(tools) == ["srv__echo", "srv__fail", "srv__hang", "srv__pid", "srv__weather"]
+    assert sorted(tools) == [f"srv__{name}" for name in SERVED]
     echo = tools["srv__echo"]
     assert (echo.origin, echo.description, echo.timeout) == ("mcp srv", "Say the text back.", 30)
     assert echo.parameters["properties"]["text"]["type"] == "string"
     assert echo.parameters["required"] == ["text"]
     assert json.loads(call(echo, text="héllo")) == {"result": "héllo"}
+
+
+def test_the_call_id_reaches_the_server_in_the_requests_meta(serve, either):
+    assert json.loads(call(serve(either)["srv__call_id"])) == {"result": "call_abc123"}
 
 
 def test_structured_content_becomes_its_json(serve, either):
@@ -145,7 +160,7 @@ def test_a_server_that_cannot_start_serves_nothing_and_the_others_serve(serve, c
     text = '[servers.broken]\ncommand = "/nonexistent/mcp-server"\n' + stdio_table()
     with caplog.at_level(logging.WARNING, logger="covey.tools.mcp"):
         tools = serve(text)
-    assert sorted(tools) == ["local__echo", "local__fail", "local__hang", "local__pid", "local__weather"]
+    assert sorted(tools) == [f"local__{name}" for name in SERVED]
     assert "MCP server 'broken' (stdio: /nonexistent/mcp-server) cannot be used: [Errno 2]" in caplog.text
 
 
