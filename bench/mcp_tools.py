@@ -178,6 +178,13 @@ Command (from the repo root; it starts the servers it calls):
 """
 
 
+def _has_mcp_tools() -> bool:
+    try:
+        return importlib.util.find_spec("covey.tools.mcp") is not None
+    except ModuleNotFoundError:  # not even covey.tools
+        return False
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=300, help="calls of each way per round")
@@ -185,7 +192,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=30, help="calls of each way before the rounds")
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures as JSON to PATH")
     args = parser.parse_args()
-    if importlib.util.find_spec("covey.tools.mcp") is None:  # `bench/all.py --before` an older commit
+    if not _has_mcp_tools():  # `bench/all.py --before` an older commit
         print("this covey has no MCP tools", file=sys.stderr)
         if args.json:
             args.json.write_text("{}\n")

@@ -22,7 +22,7 @@ import mcp_types as types
 from covey.tools.mcp import loop
 from covey.tools.mcp.config import load
 from covey.tools.mcp.results import text
-from covey.tools.mcp.session import McpToolFailed, Session
+from covey.tools.mcp.session import OPEN_SECONDS, McpToolFailed, Session
 from covey.tools.tool import NAME, Tool, ToolContext
 
 log = logging.getLogger(__name__)
@@ -55,7 +55,7 @@ class McpServers:
         process's calls). A server that cannot be used is left out, its reason logged."""
         if not self.sessions:
             return []
-        bound = max(session.server.timeout for session in self.sessions) + MARGIN_SECONDS
+        bound = OPEN_SECONDS + MARGIN_SECONDS  # the servers open at once
         tools: list[Tool] = []
         for session, listed in zip(self.sessions, loop.run(_list_all(self.sessions), bound)):
             if not isinstance(listed, BaseException):  # the session logged why it cannot be used
@@ -105,8 +105,9 @@ def _tools(session: Session, listed: list[types.Tool]) -> list[Tool]:
 def _run(session: Session, tool: str, arguments: dict[str, Any], context: ToolContext) -> str:
     """One call: the result's text, or an exception whose message the model reads."""
     try:
-        # Reopening a dropped session and the call itself are each bounded by the server's timeout.
-        result = loop.run(session.call(tool, arguments, context.call_id), 2 * session.server.timeout + MARGIN_SECONDS)
+        # Reopening a dropped session and the call itself each have their own bound.
+        bound = OPEN_SECONDS + session.server.timeout + MARGIN_SECONDS
+        result = loop.run(session.call(tool, arguments, context.call_id), bound)
     except loop.NoAnswer as e:
         raise McpToolFailed(f"MCP server {session.name!r}: {e}") from None
     if result.is_error:

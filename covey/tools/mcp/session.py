@@ -29,14 +29,18 @@ from mcp_types import CONNECTION_CLOSED
 
 from covey.errors import CoveyError
 from covey.tools.mcp.config import HttpServer, Server, StdioServer
+from covey.tools.mcp.watch import watched
 
 log = logging.getLogger(__name__)
 
 # The request's `_meta` key that carries ToolContext.call_id, stable across a redelivered
 # step, so a server can make a tool idempotent (an MCP server gets no ToolContext).
 CALL_ID_META = "covey/call_id"
+# Starting a server and listing its tools, whatever its per-call timeout: a Python
+# stdio server spends a second or more importing the SDK on a busy machine.
+OPEN_SECONDS = 30.0
 MAX_TOOL_PAGES = 100  # pages of tools/list: a server that paginates forever cannot hang the worker's start
-HTTP_CONNECT_SECONDS = 30.0  # the SDK's own default for connect, write and pool; reads are bounded per call
+HTTP_CONNECT_SECONDS = 30.0  # the SDK's own default for connect, write and pool; a call's wait is bounded per call
 
 
 class McpUnavailable(CoveyError, ConnectionError):
@@ -55,6 +59,7 @@ class _Open:
     tools: list[types.Tool]
     stop: asyncio.Event  # set to close the session: the task that opened it must also close it
     closed: asyncio.Event  # set once it has (a stdio server stopped)
+    ended: asyncio.Event  # set when the server has gone: the session cannot serve another call
 
 
 class Session:
@@ -110,6 +115,9 @@ class Session:
             self._pid, self._open, self._opening = os.getpid(), None, asyncio.Lock()
         assert self._opening is not None
         async with self._opening:
+            if self._open is not None and self._open.ended.is_set():
+                log.info("MCP server %r: the connection ended between calls; opening a new session", self.name)
+                self._drop(self._open)
             if self._open is None:
                 self._open = await self._start()
             return self._open
@@ -118,20 +126,27 @@ class Session:
         ready: asyncio.Future[_Open] = asyncio.get_running_loop().create_future()
         holder = asyncio.create_task(self._hold(ready), name=f"covey-mcp-{self.name}")
         try:
-            return await asyncio.wait_for(asyncio.shield(ready), self.server.timeout)
+            return await asyncio.wait_for(asyncio.shield(ready), OPEN_SECONDS)
         except Exception as e:
             holder.cancel()
-            reason = f"no answer within {self.server.timeout:g}s" if isinstance(e, TimeoutError) else _reason(e)
+            reason = self._why_not_open(_first(e))
             log.warning("MCP server %r (%s) cannot be used: %s", self.name, self.server.describe(), reason)
             raise McpUnavailable(f"MCP server {self.name!r} is unavailable: {reason}") from e
+
+    def _why_not_open(self, cause: BaseException) -> str:
+        if isinstance(cause, TimeoutError):
+            return f"no answer within {OPEN_SECONDS:g}s"
+        if isinstance(cause, MCPError) and cause.code == CONNECTION_CLOSED and isinstance(self.server, StdioServer):
+            return "the process ended before it answered (what it said is on the worker's stderr)"
+        return _reason(cause)
 
     async def _hold(self, ready: asyncio.Future[_Open]) -> None:
         """Open the session, hand it over, and keep it open until it is dropped: the
         SDK's client must be entered and left by the same task."""
-        closed = asyncio.Event()
+        closed, ended = asyncio.Event(), asyncio.Event()
         try:
-            async with Client(self._transport(), read_timeout_seconds=self.server.timeout) as client:
-                opened = _Open(client, await _list_tools(client), asyncio.Event(), closed)
+            async with Client(watched(self._transport(), ended), read_timeout_seconds=OPEN_SECONDS) as client:
+                opened = _Open(client, await _list_tools(client), asyncio.Event(), closed, ended)
                 ready.set_result(opened)
                 await opened.stop.wait()
         except Exception as e:
@@ -168,7 +183,7 @@ async def _http(name: str, server: HttpServer, headers: dict[str, str]) -> Async
         if response.status_code >= 400:
             log.warning("MCP server %r: HTTP %d from %s", name, response.status_code, server.url)
 
-    timeout = httpx2.Timeout(HTTP_CONNECT_SECONDS, read=server.timeout)
+    timeout = httpx2.Timeout(HTTP_CONNECT_SECONDS, read=max(server.timeout, OPEN_SECONDS))
     async with httpx2.AsyncClient(headers=headers, timeout=timeout, event_hooks={"response": [refused]}) as http:
         async with streamable_http_client(str(server.url), http_client=http) as streams:
             yield streams
@@ -191,10 +206,15 @@ def _meta(call_id: str) -> types.RequestParamsMeta:
     return cast(types.RequestParamsMeta, {CALL_ID_META: call_id})
 
 
-def _reason(e: BaseException) -> str:
-    """One line for a log or a model: the exception's message, or its type when it has none.
-    An exception group (the SDK's task groups raise them) is read through to its first cause."""
+def _first(e: BaseException) -> BaseException:
+    """An exception group (the SDK's task groups raise them) read through to its first cause."""
     while isinstance(e, BaseExceptionGroup) and e.exceptions:
         e = e.exceptions[0]
+    return e
+
+
+def _reason(e: BaseException) -> str:
+    """One line for a log or a model: the exception's message, or its type when it has none."""
+    e = _first(e)
     text = str(e).strip().splitlines()
     return text[0] if text else type(e).__name__

@@ -25,28 +25,44 @@ WAIT_SECONDS = 30  # for a call in flight to reach the server, or a killed one t
 
 
 @pytest.fixture
-def serve(tmp_path) -> Iterator:
-    """``serve(text, environ)``: the tools of a servers file, by name; every session is closed after the test."""
+def served(tmp_path) -> Iterator:
+    """``served(text, environ)``: the servers of a servers file and their tools by name;
+    every session is closed after the test."""
     opened: list[McpServers] = []
 
-    def tools(text: str, environ: dict[str, str] | None = None) -> dict[str, Tool]:
+    def load(text: str, environ: dict[str, str] | None = None) -> tuple[McpServers, dict[str, Tool]]:
         path = tmp_path / "mcp.toml"
         path.write_text(text)
         servers = McpServers.load(path, {TOKEN_ENV: f"Bearer {TOKEN}"} if environ is None else environ)
         opened.append(servers)
-        return {tool.name: tool for tool in servers.tools()}
+        return servers, {tool.name: tool for tool in servers.tools()}
 
-    yield tools
+    yield load
     for servers in opened:
         servers.close()
 
 
+@pytest.fixture
+def serve(served):
+    """``serve(text, environ)``: the tools of a servers file, by name."""
+    return lambda text, environ=None: served(text, environ)[1]
+
+
+def one_server(request, timeout: float = 30) -> str:
+    """A servers file of one server named ``srv``, over the transport ``request.param``."""
+    if request.param == "stdio":
+        return stdio_table("srv", timeout=timeout)
+    return http_table(request.getfixturevalue("http_server").url, "srv", timeout=timeout)
+
+
 @pytest.fixture(params=["stdio", "http"])
 def either(request) -> str:
-    """A servers file of one server named ``srv``, over each transport in turn."""
-    if request.param == "stdio":
-        return stdio_table("srv")
-    return http_table(request.getfixturevalue("http_server").url, "srv")
+    return one_server(request)
+
+
+@pytest.fixture(params=["stdio", "http"])
+def either_timeout_1s(request) -> str:
+    return one_server(request, timeout=1)
 
 
 class NoWorkspace:
@@ -164,15 +180,32 @@ def test_a_server_that_cannot_start_serves_nothing_and_the_others_serve(serve, c
     assert "MCP server 'broken' (stdio: /nonexistent/mcp-server) cannot be used: [Errno 2]" in caplog.text
 
 
-def test_a_server_that_cannot_restart_answers_its_calls_with_the_reason(serve, tmp_path):
+def killed(servers: McpServers, pid: int) -> None:
+    """Kill the stdio server ``pid`` and wait, bounded, until its session has seen it go."""
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + WAIT_SECONDS
+    while not servers.sessions[0]._open.ended.is_set():  # type: ignore[union-attr]
+        assert time.monotonic() < deadline, "the session never saw its server go"
+        time.sleep(0.02)
+
+
+def test_a_stdio_server_that_died_between_calls_is_started_again_by_the_next_call(served):
+    servers, tools = served(stdio_table())
+    first = server_pid(tools, "local")
+    killed(servers, first)
+    second = server_pid(tools, "local")
+    assert second != first
+    assert json.loads(call(tools["local__echo"], text="back")) == {"result": "back"}
+
+
+def test_a_server_that_cannot_restart_answers_its_calls_with_the_reason(served, tmp_path):
     script = tmp_path / "server.py"
     shutil.copy(SERVER, script)
-    tools = serve(stdio_table(script=script, timeout=10))
-    os.kill(server_pid(tools, "local"), signal.SIGKILL)
+    servers, tools = served(stdio_table(script=script))
+    pid = server_pid(tools, "local")
     script.unlink()
-    with pytest.raises(McpUnavailable, match="connection was lost"):  # the dead session, found by this call
-        call(tools["local__echo"], text="x")
-    with pytest.raises(McpUnavailable, match="MCP server 'local' is unavailable: "):
+    killed(servers, pid)
+    with pytest.raises(McpUnavailable, match="MCP server .local. is unavailable: the process ended before it answered"):
         call(tools["local__echo"], text="x")
 
 
@@ -200,3 +233,11 @@ def test_an_http_server_restarted_between_calls_is_reached_again_without_an_erro
     second = server_pid(tools, "remote")
     assert second != first
     assert server_pid(tools, "remote") == second
+
+
+def test_a_call_past_the_servers_timeout_fails_and_the_session_goes_on(serve, either_timeout_1s, tmp_path):
+    tools = serve(either_timeout_1s)
+    first = server_pid(tools, "srv")
+    with pytest.raises(McpToolFailed, match="timed out"):
+        call(tools["srv__hang"], marker=str(tmp_path / "started"), seconds=WAIT_SECONDS)
+    assert server_pid(tools, "srv") == first
