@@ -44,6 +44,9 @@ class Settings(BaseSettings):
     models: Path | None = Field(
         default=None, description="COVEY_MODELS: a TOML file mapping model names to endpoints (covey.models.catalog)"
     )
+    mcp: Path | None = Field(
+        default=None, description="COVEY_MCP: a TOML file of MCP servers whose tools agents may use (covey.tools.mcp)"
+    )
     openai_base_url: str | None = None
     openai_api_key: str | None = Field(
         default=None, validation_alias=AliasChoices("COVEY_OPENAI_API_KEY", "OPENAI_API_KEY")

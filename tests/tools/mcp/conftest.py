@@ -15,6 +15,7 @@ import pytest
 
 from tests.redis_server import free_port
 
+ROOT = Path(__file__).resolve().parents[3]
 SERVER = Path(__file__).with_name("server.py")
 TOKEN_ENV = "MCP_TEST_TOKEN"  # the variable a servers file names for the Authorization header
 TOKEN = "s3cret-token-value"

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from covey.config.settings import Settings
 from covey.tools.mcp.config import HttpServer, McpFileError, StdioServer, load
 
 GOOD = """
@@ -92,3 +93,11 @@ def test_a_file_that_is_not_a_servers_file_says_what_it_is(tmp_path):
     assert "server 'files': must be a table" in refusal(tmp_path, 'servers = { files = "x" }\n')
     with pytest.raises(McpFileError, match="cannot read the MCP servers file"):
         load(tmp_path / "missing.toml")
+
+
+def test_covey_mcp_names_the_file(monkeypatch, tmp_path):
+    path = servers_file(tmp_path, GOOD)
+    monkeypatch.setenv("COVEY_MCP", str(path))
+    assert Settings().mcp == path
+    monkeypatch.delenv("COVEY_MCP")
+    assert Settings().mcp is None
