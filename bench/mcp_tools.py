@@ -100,6 +100,9 @@ def _seconds(call: Callable[[], object], calls: int) -> float:
 
 def measure(calls: int, rounds: int, warmup: int, logs: Path) -> dict:
     from covey.tools.mcp.servers import McpServers  # not in a tree from before MCP tools
+    from covey.tools.tool import ToolContext
+
+    context = ToolContext(job_id="bench", agent_id="bench", call_id="call", workspace=None)  # MCP tools read call_id
 
     forecast = _example_function()
     with ExitStack() as stack:
@@ -116,12 +119,12 @@ def measure(calls: int, rounds: int, warmup: int, logs: Path) -> dict:
             "direct": lambda: _seconds(lambda: forecast(**ARGUMENTS), calls),
             "sdk stdio": lambda: _sdk_seconds(stdio, calls, warmup),
             "sdk http": lambda: _sdk_seconds(url, calls, warmup),
-            "covey stdio": lambda: _seconds(lambda: tools["stdio__forecast"].run(ARGUMENTS, None), calls),  # type: ignore[arg-type]
-            "covey http": lambda: _seconds(lambda: tools["http__forecast"].run(ARGUMENTS, None), calls),  # type: ignore[arg-type]
+            "covey stdio": lambda: _seconds(lambda: tools["stdio__forecast"].run(ARGUMENTS, context), calls),
+            "covey http": lambda: _seconds(lambda: tools["http__forecast"].run(ARGUMENTS, context), calls),
         }
         for name in ("stdio__forecast", "http__forecast"):
             for _ in range(warmup):
-                tools[name].run(ARGUMENTS, None)  # type: ignore[arg-type]
+                tools[name].run(ARGUMENTS, context)
         samples: dict[str, list[float]] = {way: [] for way in WAYS}
         for i in range(rounds):
             order = WAYS[i % len(WAYS) :] + WAYS[: i % len(WAYS)]  # each way goes first in turn

@@ -65,6 +65,16 @@ class HttpServer(_Server):
     url: HttpUrl
     headers: dict[str, str] = Field(default_factory=dict)
 
+    @field_validator("url")
+    @classmethod
+    def _no_credentials(cls, url: HttpUrl) -> HttpUrl:
+        # The URL is logged and shown; a secret goes in a header, named by its variable.
+        if url.username or url.password:
+            raise PydanticCustomError(
+                "url_credentials", "must not hold credentials; send them in headers, named by their variables"
+            )
+        return url
+
     @field_validator("headers")
     @classmethod
     def _values_name_variables(cls, headers: dict[str, str]) -> dict[str, str]:

@@ -64,6 +64,7 @@ def test_an_empty_file_has_no_servers(tmp_path):
         ('command = "python"\nenv = { LEVEL = 3 }', "server 'files': env.LEVEL:"),
         ('command = "python"\ncwd = "/tmp"', "server 'files': cwd: Extra inputs are not permitted"),
         ('url = "not a url"', "server 'files': url:"),
+        ('url = "http://me:pw@h/mcp"', "server 'files': url: must not hold credentials"),
         ('url = "http://h/mcp"\nheaders = { Authorization = "Bearer abc123" }', "server 'files': headers:"),
         ('args = ["x"]', "server 'files': give either command (a stdio server) or url"),
         ('command = "python"\nurl = "http://h/mcp"', "server 'files': give either command"),

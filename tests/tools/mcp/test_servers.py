@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from covey.tools.mcp import McpToolFailed, McpUnavailable
-from covey.tools.mcp.servers import McpServers
+from covey.tools.mcp import McpServers, McpToolFailed, McpUnavailable
 from covey.tools.tool import Tool, ToolContext
 from tests.tools.mcp.conftest import SERVER, TOKEN, TOKEN_ENV, http_table, stdio_table
 
