@@ -7,9 +7,10 @@ ways: as a Python function; through the ``mcp`` SDK's own client in its own loop
 over stdio and over streamable HTTP on loopback (what the protocol and transport
 cost); and as the ``Tool`` covey's worker runs, over each transport (what an
 agent's call costs: the SDK's client plus covey's hop from the worker's sync slot
-to the sessions' loop). Each round times N calls of each way, the ways taking
-turns round by round after a warm-up; the figures are medians over rounds, so a
-slow spell on a shared machine falls on every way alike. The HTTP server is
+to the sessions' loop). Each round times N calls of each way after a warm-up, on a
+session of its own for the MCP ways (opened outside the timing), the ways taking
+turns going first; the figures are medians over rounds, so a slow spell on a
+shared machine falls on every way alike. The HTTP server is
 started here on a free port and stopped on exit, Ctrl-C or error.
 """
 
@@ -42,7 +43,7 @@ COMMAND = "python bench/mcp_tools.py"
 EXAMPLE = ROOT / "examples" / "tools" / "mcp_server.py"
 ARGUMENTS = {"city": "Lyon"}
 START_SECONDS = 30
-WAYS = ("direct", "sdk stdio", "sdk http", "covey stdio", "covey http")
+WAYS = ("direct", "hop", "sdk stdio", "sdk http", "covey stdio", "covey http")
 
 
 def _example_function() -> Callable[[str], str]:
@@ -76,56 +77,69 @@ def _http_server(stack: ExitStack, logs: Path) -> str:
             time.sleep(0.05)
 
 
-def _sdk_seconds(server: StdioServerParameters | str, calls: int, warmup: int) -> float:
+def _sdk_seconds(server: StdioServerParameters | str, calls: int, warmup: int) -> tuple[float, float]:
     """Seconds per call through the SDK's client alone, awaited in its own loop."""
 
-    async def run() -> float:
+    async def run() -> tuple[float, float]:
         async with Client(server) as client:
             for _ in range(warmup):
                 await client.call_tool("forecast", ARGUMENTS)
-            start = time.perf_counter()
+            wall, cpu = time.perf_counter(), time.process_time()
             for _ in range(calls):
                 await client.call_tool("forecast", ARGUMENTS)
-            return (time.perf_counter() - start) / calls
+            return (time.perf_counter() - wall) / calls, (time.process_time() - cpu) / calls
 
     return asyncio.run(run())
 
 
-def _seconds(call: Callable[[], object], calls: int) -> float:
-    start = time.perf_counter()
+async def _nothing() -> None:
+    """What the hop alone costs: a coroutine that does nothing, run on the sessions' loop."""
+
+
+def _seconds(call: Callable[[], object], calls: int) -> tuple[float, float]:
+    """Wall and CPU seconds (of this process: a server's own are not counted) per call."""
+    wall, cpu = time.perf_counter(), time.process_time()
     for _ in range(calls):
         call()
-    return (time.perf_counter() - start) / calls
+    return (time.perf_counter() - wall) / calls, (time.process_time() - cpu) / calls
 
 
 def measure(calls: int, rounds: int, warmup: int, logs: Path) -> dict:
-    from covey.tools.mcp.servers import McpServers  # not in a tree from before MCP tools
+    from covey.tools.mcp import loop  # not in a tree from before MCP tools
+    from covey.tools.mcp.servers import McpServers
     from covey.tools.tool import ToolContext
 
     context = ToolContext(job_id="bench", agent_id="bench", call_id="call", workspace=None)  # MCP tools read call_id
+
+    def covey_seconds(table: str) -> tuple[float, float]:
+        """Seconds per call of the server's tool as covey's worker runs it; like the SDK's
+        way, each round opens its own session (outside the timing)."""
+        path = logs / "mcp.toml"
+        path.write_text(table)
+        servers = McpServers.load(path)
+        try:
+            (tool,) = servers.tools()
+            for _ in range(warmup):
+                tool.run(ARGUMENTS, context)
+            return _seconds(lambda: tool.run(ARGUMENTS, context), calls)
+        finally:
+            servers.close()
 
     forecast = _example_function()
     with ExitStack() as stack:
         url = _http_server(stack, logs)
         stdio = StdioServerParameters(command=sys.executable, args=[str(EXAMPLE)])
-        servers_file = logs / "mcp.toml"
-        servers_file.write_text(
-            f'[servers.stdio]\ncommand = "{sys.executable}"\nargs = ["{EXAMPLE}"]\n\n[servers.http]\nurl = "{url}"\n'
-        )
-        servers = McpServers.load(servers_file)
-        stack.callback(servers.close)
-        tools = {tool.name: tool for tool in servers.tools()}
-        ways: dict[str, Callable[[], float]] = {
-            "direct": lambda: _seconds(lambda: forecast(**ARGUMENTS), calls),
+        ways: dict[str, Callable[[], tuple[float, float]]] = {
+            "direct": lambda: _seconds(lambda: forecast(**ARGUMENTS), calls * 100),  # too quick to time a few
+            "hop": lambda: _seconds(lambda: loop.run(_nothing(), START_SECONDS), calls),
             "sdk stdio": lambda: _sdk_seconds(stdio, calls, warmup),
             "sdk http": lambda: _sdk_seconds(url, calls, warmup),
-            "covey stdio": lambda: _seconds(lambda: tools["stdio__forecast"].run(ARGUMENTS, context), calls),
-            "covey http": lambda: _seconds(lambda: tools["http__forecast"].run(ARGUMENTS, context), calls),
+            "covey stdio": lambda: covey_seconds(
+                f'[servers.stdio]\ncommand = "{sys.executable}"\nargs = ["{EXAMPLE}"]\n'
+            ),
+            "covey http": lambda: covey_seconds(f'[servers.http]\nurl = "{url}"\n'),
         }
-        for name in ("stdio__forecast", "http__forecast"):
-            for _ in range(warmup):
-                tools[name].run(ARGUMENTS, context)
-        samples: dict[str, list[float]] = {way: [] for way in WAYS}
+        samples: dict[str, list[tuple[float, float]]] = {way: [] for way in WAYS}
         for i in range(rounds):
             order = WAYS[i % len(WAYS) :] + WAYS[: i % len(WAYS)]  # each way goes first in turn
             for way in order:
@@ -135,25 +149,28 @@ def measure(calls: int, rounds: int, warmup: int, logs: Path) -> dict:
         "rounds": rounds,
         "cores": os.cpu_count(),
         "python": platform.python_version(),
-        "seconds_per_call": {way: statistics.median(values) for way, values in samples.items()},
+        "seconds_per_call": {way: statistics.median(wall for wall, _ in got) for way, got in samples.items()},
+        "cpu_seconds_per_call": {way: statistics.median(cpu for _, cpu in got) for way, got in samples.items()},
     }
 
 
 def table(after: dict) -> str:
-    per_call = after["seconds_per_call"]
-    direct = per_call["direct"]
+    wall, cpu = after["seconds_per_call"], after["cpu_seconds_per_call"]
+
+    def row(name: str, way: str, sdk: str | None = None) -> str:
+        versus = f"{wall[way] / wall[sdk]:.2f}× | {cpu[way] / cpu[sdk]:.2f}×" if sdk else "— | —"
+        times = f"{wall[way] / wall['direct']:,.0f}×" if way != "direct" else "—"
+        return f"| {name} | {wall[way] * 1e6:,.1f} | {times} | {cpu[way] * 1e6:,.1f} | {versus} |"
+
     lines = [
-        "| way | µs per call | over the direct call | covey / SDK |",
-        "|---|---:|---:|---:|",
-        f"| direct Python call | {direct * 1e6:,.2f} | — | — |",
+        "| way | µs per call | × the direct call | CPU µs per call, client | covey / SDK | covey / SDK, CPU |",
+        "|---|---:|---:|---:|---:|---:|",
+        row("direct Python call", "direct"),
+        row("covey's hop alone (a sync slot to the sessions' loop and back)", "hop"),
     ]
-    for transport in ("stdio", "http"):
-        sdk, covey = per_call[f"sdk {transport}"], per_call[f"covey {transport}"]
-        name = "streamable HTTP" if transport == "http" else "stdio"
-        lines.append(f"| SDK client, {name} | {sdk * 1e6:,.0f} | +{(sdk - direct) * 1e6:,.0f} µs | — |")
-        lines.append(
-            f"| covey tool, {name} | {covey * 1e6:,.0f} | +{(covey - direct) * 1e6:,.0f} µs | {covey / sdk:.2f}× |"
-        )
+    for transport, name in (("stdio", "stdio"), ("http", "streamable HTTP")):
+        lines.append(row(f"SDK client, {name}", f"sdk {transport}"))
+        lines.append(row(f"covey tool, {name}", f"covey {transport}", f"sdk {transport}"))
     return "\n".join(lines)
 
 
@@ -167,9 +184,10 @@ as a direct Python call, through the `mcp` SDK's client awaited in its own loop,
 and as the tool covey's worker runs (the SDK's client on the process's MCP loop,
 reached from the worker's sync slot), over stdio and over streamable HTTP on
 loopback. Medians of {after["rounds"]} interleaved rounds of {after["calls"]:,} calls
-each after a warm-up, on {after["cores"]} cores and Python {after["python"]}; the
-microseconds depend on the machine, the "covey / SDK" ratio is the cost of the
-hop from a sync slot to the loop.
+each, on a fresh session after a warm-up, on {after["cores"]} cores and Python {after["python"]}; the
+microseconds depend on the machine and its load; "covey / SDK" is what the hop
+from a sync slot to the loop adds, in time and in the client process's CPU (the
+server's own is not counted).
 
 Command (from the repo root; it starts the servers it calls):
 
