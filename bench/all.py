@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 BENCHES: dict[str, list[str]] = {
     "fanout": ["--repeats", "5"],
     "ledger": [],
+    "mcp_tools": [],
     "memory": [],
     "reservations": [],
     "scale": ["--repeats", "1"],

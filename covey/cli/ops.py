@@ -54,15 +54,12 @@ def worker(
     """Run covey's worker: a Celery worker per core, each with many slots."""
     from covey.models.catalog import Catalog
     from covey.tools import registry
+    from covey.tools.mcp import McpFileError, McpServers
     from covey.worker import processes as worker_processes
     from covey.worker import signing
 
     s = get_settings()
     Catalog.from_settings(s)  # a bad models file stops the worker here, not at its first job
-    try:
-        registry.load(s.tools, s.tool_timeouts)  # as may a tool that cannot load, before any process starts
-    except registry.ToolsError as e:
-        raise click.ClickException(str(e)) from None
     try:
         signing.shared_secret(s.secret, s.broker)  # made here once, before the processes that share it start
     except signing.SecretRequired as e:
@@ -75,6 +72,14 @@ def worker(
     count = processes or s.worker_processes or (1 if pool == "prefork" else os.cpu_count() or 1)
     slots = concurrency or s.model_copy(update={"worker_pool": pool}).worker_slots
     if count > 1:
+        # Each process loads its tools and opens its MCP servers itself (covey.worker.app);
+        # checked here too, so a tool that cannot load is one line, not one per process.
+        try:
+            registry.load(s.tools)
+            if s.mcp is not None:
+                McpServers.load(s.mcp)  # reads the file; starts no server
+        except (registry.ToolsError, McpFileError) as e:
+            raise click.ClickException(str(e)) from None
         sys.exit(
             worker_processes.run(
                 lambda i: worker_processes.argv(pool, slots, loglevel, names, worker_processes.child_name(hostname, i)),

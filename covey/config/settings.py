@@ -53,6 +53,9 @@ class Settings(BaseSettings):
         default_factory=dict,
         description='COVEY_TOOL_TIMEOUTS: JSON {"tool": seconds}, over the timeouts the tools were registered with',
     )
+    mcp: Path | None = Field(
+        default=None, description="COVEY_MCP: a TOML file of MCP servers whose tools agents may use (covey.tools.mcp)"
+    )
     openai_base_url: str | None = None
     openai_api_key: str | None = Field(
         default=None, validation_alias=AliasChoices("COVEY_OPENAI_API_KEY", "OPENAI_API_KEY")

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -38,6 +37,7 @@ from pydantic_core import PydanticCustomError
 
 from covey.budgets.budget import MAX_COUNT
 from covey.budgets.prices import Price
+from covey.config.files import read_toml
 from covey.config.settings import Settings
 from covey.errors import CoveyError
 from covey.models.tokenizers import SimTokenizer, Tokenizer, TokenizerError
@@ -207,12 +207,7 @@ class Catalog:
 
 def load(path: Path) -> dict[str, ModelEntry]:
     """The validated entries of a models file; ``ModelsFileError`` names what is wrong."""
-    try:
-        raw = tomllib.loads(path.read_text())
-    except OSError as e:
-        raise ModelsFileError(f"{path}: cannot read the models file (COVEY_MODELS): {e.strerror}") from e
-    except tomllib.TOMLDecodeError as e:
-        raise ModelsFileError(f"{path}: not valid TOML: {e}") from e
+    raw = read_toml(path, "the models file (COVEY_MODELS)", ModelsFileError)
     if isinstance(raw.get("models"), dict) and SIM_MODEL in raw["models"]:
         raise ModelsFileError(f"{path}: model 'sim' is built in and always in-process; give this endpoint another name")
     try:
