@@ -30,6 +30,7 @@ class PatientSentinelBackend(SentinelBackend):
     def _get_pool(self, **params):
         outage = self.app.conf.covey_redis_outage_seconds
         params.update(timeout=outage, retry=connections.PatientRetry(outage))
+        params.setdefault("connection_class", sentinel.FollowingConnection)  # rediss keeps Celery's SSL one
         hosts = params.pop("hosts")
         options = self._transport_options
         sentinels = sentinel.Sentinels(

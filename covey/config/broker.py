@@ -23,7 +23,7 @@ from __future__ import annotations
 from kombu.transport import redis as kombu_redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from covey.config import faults
+from covey.config import faults, sentinel
 
 SCHEMES = {"redis": "Transport", "sentinel": "SentinelTransport"}
 
@@ -46,7 +46,10 @@ class Channel(kombu_redis.Channel):
 
 
 class SentinelChannel(Channel, kombu_redis.SentinelChannel):
-    """kombu's Sentinel channel with covey's changes: its pool is the master the sentinels name."""
+    """kombu's Sentinel channel with covey's changes, on connections that follow a
+    failover when they reconnect (``covey.config.sentinel.FollowingConnection``)."""
+
+    connection_class = sentinel.FollowingConnection
 
 
 class Transport(kombu_redis.Transport):

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
 import redis
-from redis.sentinel import MasterNotFoundError, Sentinel, SentinelConnectionPool
+from redis.sentinel import MasterNotFoundError, Sentinel, SentinelConnectionPool, SentinelManagedConnection
 
 SCHEME = "sentinel"
 SEPARATOR = ";"
@@ -71,6 +71,19 @@ class SentinelURL:
         )
 
 
+class FollowingConnection(SentinelManagedConnection):
+    """A master's connection that asks the sentinels where the master is each time it
+    connects. redis-py's asks only on a connection's first connect: one dropped
+    mid-command and retried (as covey retries every command through an outage)
+    reconnects to the address it had, the old master, which answers READONLY once
+    it is back as a replica, for good (redis-py issue #3874)."""
+
+    def connect_check_health(self, check_health: bool = True, retry_socket_connect: bool = True) -> None:
+        if self._sock is None and self.connection_pool.is_master:
+            self.host, self.port = self.connection_pool.get_master_address()
+        super().connect_check_health(check_health=check_health, retry_socket_connect=retry_socket_connect)
+
+
 class Sentinels(Sentinel):
     """redis-py's ``Sentinel``, whose "no master" error is one line naming the
     sentinels asked (redis-py's spells out each client's connection settings)."""
@@ -99,4 +112,6 @@ def master(url: str, name: str, sentinel_options: dict, blocking: bool = False, 
     sentinels = Sentinels(list(where.hosts), sentinel_kwargs=sentinel_options)
     login = {k: v for k, v in (("username", where.username), ("password", where.password)) if v}
     pool = BlockingSentinelPool if blocking else SentinelConnectionPool
-    return sentinels.master_for(name, connection_pool_class=pool, db=where.db, **login, **options)
+    return sentinels.master_for(
+        name, connection_pool_class=pool, connection_class=FollowingConnection, db=where.db, **login, **options
+    )
