@@ -3,7 +3,8 @@ master, a replica and three sentinels (``redis-server --sentinel``), each on a
 free port, with failure detection lowered so a failover takes seconds.
 
 ``kill_master`` SIGKILLs whichever server is master now; ``restart`` brings it
-back on its port, empty, as a replica of the master the sentinels promoted.
+back on its port, empty, as a replica of the master the sentinels promoted;
+``fail_over`` does both, leaving the promoted master alone for a few seconds between.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ QUORUM = 2
 DOWN_AFTER_MS = 1_000  # Redis's default is 30 s: a test would wait that long before a failover starts
 FAILOVER_TIMEOUT_MS = 4_000  # default 3 min; also how soon a failed-over master may fail over again
 SETTLE_SECONDS = 60  # a topology that has not formed (or failed over) by then is not going to
+# A promoted master runs this long without a replica before the killed one comes back
+# as its replica, as until its operator restarts it: writes that wait for a replica wait.
+ALONE_SECONDS = 3
 
 
 def wait_for(what: str, check: Callable[[], bool], seconds: float = SETTLE_SECONDS) -> None:
@@ -164,6 +168,14 @@ class SentinelRedis:
         server.replica_of = self.master().port
         server.start()
         self.formed()
+
+    def fail_over(self) -> None:
+        """SIGKILL the master, wait for the promotion, leave the new master alone
+        ``ALONE_SECONDS``, then restart the killed one as its replica."""
+        killed = self.kill_master()
+        self.failed_over(killed)
+        time.sleep(ALONE_SECONDS)
+        self.restart(killed)
 
     def stop(self) -> None:
         for s in self.sentinels:

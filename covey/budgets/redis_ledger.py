@@ -67,6 +67,7 @@ REPLICA_WAIT_MS = 1_000
 log = logging.getLogger(__name__)
 
 _COUNTS = ("tokens_used", "cycles_used", "agents_spawned")
+_LIMITS = ("tokens_limit", "cycles_limit", "agents_limit")
 
 
 class ReplicasBehind(redis.ConnectionError):
@@ -81,9 +82,6 @@ class ReplicaWait:
 
     replicas: int = 0
     seconds: float = 120.0
-
-
-_LIMITS = ("tokens_limit", "cycles_limit", "agents_limit")
 
 
 class RedisLedger:

@@ -147,8 +147,7 @@ def test_concurrent_reservations_across_a_failover_never_exceed_the_cap():
         with _processes() as pool:
             running = _contend(pool, topology.url, job, chain, scopes, MASTER)
             wait_until(lambda: ledger.snapshot(job).tokens_used >= cap // 10, "the processes to charge")
-            killed = topology.kill_master()
-            topology.restart(killed)
+            topology.fail_over()
             results = [f.result(timeout=300) for f in running]
         _assert_capped(ledger, job, results, cap)
 
