@@ -110,10 +110,12 @@ class SentinelRedis:
 
     def start(self) -> SentinelRedis:
         try:
-            master = Node().start()
-            self.servers = [master, Node(replica_of=master.port).start()]
-            binary = master.binary
-            self.sentinels = [Sentinel(binary, master.port, self._dir) for _ in range(3)]
+            master = Node()
+            self.servers = [master, Node(replica_of=master.port)]  # stopped with the rest if one fails to start
+            for server in self.servers:
+                server.start()
+            for _ in range(3):
+                self.sentinels.append(Sentinel(master.binary, master.port, self._dir))
             self.formed()
         except BaseException:
             self.stop()
@@ -132,9 +134,10 @@ class SentinelRedis:
                 state = s.state()
                 if s.master_port() != master.port or int(state["num-other-sentinels"]) < 2:
                     return False
-                if state.get("flags") != "master" or not s.client.sentinel_slaves(MASTER):
+                replicas = s.client.sentinel_slaves(MASTER)
+                if state.get("flags") != "master" or not replicas:
                     return False
-                if any(r["flags"] != "slave" for r in s.client.sentinel_slaves(MASTER)):  # seen down, not yet up
+                if any(r["flags"] != "slave" for r in replicas):  # one seen down, not yet seen up again
                     return False
             return True
 
