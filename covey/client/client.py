@@ -69,8 +69,9 @@ class Client:
                 "retry_policy": {"max_retries": 0},
             },
         )
-        self.redis = redis.Redis.from_url(
+        self.redis = connections.client(
             self.settings.redis_url,
+            self.settings.redis_master,
             decode_responses=True,
             socket_connect_timeout=CLIENT_OUTAGE_SECONDS,
             socket_timeout=connections.SOCKET_TIMEOUT_SECONDS,
