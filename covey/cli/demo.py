@@ -35,7 +35,7 @@ def run_demo(width: int, depth: int, as_json: bool = False) -> int:
     """Run the demo; with ``as_json`` the result, tree and ledger are printed as one
     JSON document and the narration goes to standard error."""
     settings = get_settings()
-    if answers(settings.redis_url):
+    if answers(settings.redis_url, settings.redis_master):
         return _run(settings, width, depth, as_json, embedded=False)
     where = maybe_sanitize_url(settings.redis_url)
     try:

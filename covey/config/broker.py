@@ -4,8 +4,9 @@ kombu's Redis channel builds a new ``redis.Redis`` for each ack, each message
 it marks unacknowledged and each publish; redis-py's constructor copies its
 table of reply callbacks every time, which py-spy showed as about 6% of a worker's
 CPU. A client only borrows connections from its pool per command, so one client
-per pool serves every thread. Only a plain ``redis://`` broker takes this
-transport: ``rediss://`` and RabbitMQ keep kombu's own.
+per pool serves every thread. A plain ``redis://`` broker takes this transport,
+a ``sentinel://`` one its Sentinel twin (kombu's Sentinel channel, with the same
+changes); ``rediss://`` and RabbitMQ keep kombu's own.
 
 It also keeps a Redis restart from killing the worker (kombu issue #582): when
 the consumer's connection drops, kombu closes its channels, and closing one gives
@@ -22,9 +23,9 @@ from __future__ import annotations
 from kombu.transport import redis as kombu_redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from covey.config import faults
+from covey.config import faults, sentinel
 
-SCHEME = "redis"
+SCHEMES = {"redis": "Transport", "sentinel": "SentinelTransport"}
 
 
 class Channel(kombu_redis.Channel):
@@ -44,6 +45,13 @@ class Channel(kombu_redis.Channel):
         return super()._connparams(asynchronous=asynchronous)
 
 
+class SentinelChannel(Channel, kombu_redis.SentinelChannel):
+    """kombu's Sentinel channel with covey's changes, on connections that follow a
+    failover when they reconnect (``covey.config.sentinel.FollowingConnection``)."""
+
+    connection_class = sentinel.FollowingConnection
+
+
 class Transport(kombu_redis.Transport):
     Channel = Channel
 
@@ -55,7 +63,12 @@ class Transport(kombu_redis.Transport):
         return super()._deliver(message, queue)
 
 
+class SentinelTransport(Transport, kombu_redis.SentinelTransport):
+    Channel = SentinelChannel
+
+
 def transport(url: str) -> str | None:
-    """The ``broker_transport`` setting for a broker at ``url``: this transport for
-    ``redis://``, else None (the URL's scheme picks kombu's)."""
-    return f"{__name__}:Transport" if url.partition("://")[0] == SCHEME else None
+    """The ``broker_transport`` setting for a broker at ``url``: these transports for
+    ``redis://`` and ``sentinel://``, else None (the URL's scheme picks kombu's)."""
+    name = SCHEMES.get(url.partition("://")[0])
+    return f"{__name__}:{name}" if name else None

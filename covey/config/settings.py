@@ -10,12 +10,15 @@ from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from covey.budgets.budget import MAX_COUNT, MAX_SECONDS, Budget
-from covey.keys import DEFAULT_JOB_TTL_SECONDS, RESERVATION_TTL_SECONDS
+from covey.budgets.prices import Price
+from covey.config import sentinel
+from covey.keys import DEFAULT_CATALOG_TTL_SECONDS, DEFAULT_JOB_TTL_SECONDS, RESERVATION_TTL_SECONDS
 
 SDK_MAX_BACKOFF_SECONDS = 8  # the openai SDK's longest wait between two retries
 REDELIVERY_MARGIN_SECONDS = 30  # beyond a task's longest run, before the broker redelivers it
 MAX_CONCURRENCY = 1024  # worker slots: Celery starts them all at once, so a typo must not start millions
 MAX_PROCESSES = 256
+MAX_LEDGER_REPLICAS = 16  # WAIT for more replicas than a deployment runs would refuse every charge
 Pool = Literal["threads", "prefork", "gevent", "solo"]
 # Slots per worker process when COVEY_WORKER_CONCURRENCY is unset. An agent spends
 # nearly all its time waiting on its model, so a process of threads or greenlets
@@ -31,6 +34,17 @@ class Settings(BaseSettings):
     redis_url: str = "redis://localhost:6379/0"
     broker_url: str | None = Field(default=None, description="defaults to redis_url")
     result_backend: str | None = Field(default=None, description="defaults to redis_url")
+    redis_master: str | None = Field(
+        default=None,
+        description="COVEY_REDIS_MASTER: the master's name for sentinel:// URLs (kombu's and Celery's master_name)",
+    )
+    ledger_replicas: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_LEDGER_REPLICAS,
+        description="COVEY_LEDGER_REPLICAS: replicas that must hold each ledger write before it counts "
+        "(Redis WAIT; 0 = off; default: 1 under Sentinel, else 0)",
+    )
     queue: str = "covey"
     sweep_queue: str = Field(
         default="covey-sweeps",
@@ -52,6 +66,9 @@ class Settings(BaseSettings):
         default_factory=dict,
         description='COVEY_TOOL_TIMEOUTS: JSON {"tool": seconds}, over the timeouts the tools were registered with',
     )
+    mcp: Path | None = Field(
+        default=None, description="COVEY_MCP: a TOML file of MCP servers whose tools agents may use (covey.tools.mcp)"
+    )
     openai_base_url: str | None = None
     openai_api_key: str | None = Field(
         default=None, validation_alias=AliasChoices("COVEY_OPENAI_API_KEY", "OPENAI_API_KEY")
@@ -59,6 +76,9 @@ class Settings(BaseSettings):
     model_timeout: float = Field(default=60.0, gt=0, le=MAX_SECONDS, description="seconds for one model HTTP call")
     model_retries: int = Field(default=2, ge=0, le=MAX_COUNT, description="SDK retries on 429/5xx/timeouts")
     sim_latency_ms: int = Field(default=0, ge=0, le=MAX_SECONDS * 1000)
+    sim_price: Price | None = Field(
+        default=None, description='COVEY_SIM_PRICE: the sim\'s prices as JSON, {"input": 0.15, "output": 0.6}'
+    )
 
     max_tokens: int | None = Field(default=200_000, ge=1, le=MAX_COUNT)
     max_cycles: int | None = Field(default=200, ge=1, le=MAX_COUNT)
@@ -123,6 +143,13 @@ class Settings(BaseSettings):
         description="how often one of the workers sends again the expected messages found in no queue "
         "(covey.worker.reconciler); a message is looked for only once it is this old",
     )
+    catalog_ttl: float = Field(
+        default=DEFAULT_CATALOG_TTL_SECONDS,
+        gt=0,
+        le=MAX_SECONDS,
+        description="COVEY_CATALOG_TTL: seconds a worker's published catalog (its tools and models) outlives "
+        "its last heartbeat; it is refreshed every third of this",
+    )
     transcripts: bool = Field(
         default=True,
         description="COVEY_TRANSCRIPTS: record every agent's messages, model calls and tool calls (off: none)",
@@ -143,8 +170,18 @@ class Settings(BaseSettings):
     def _has_a_scheme(cls, url: str | None) -> str | None:
         """``localhost:6379`` would reach redis-py as a URL of scheme ``localhost``, a traceback deep in a client."""
         if url is not None and "://" not in url:
-            raise ValueError(f"{url!r} has no scheme: write it as redis://{url}/0 (or rediss://, amqp://, unix://)")
+            raise ValueError(
+                f"{url!r} has no scheme: write it as redis://{url}/0 (or rediss://, amqp://, unix://, sentinel://)"
+            )
+        if url is not None and sentinel.is_sentinel(url):
+            sentinel.SentinelURL.parse(url)
         return url
+
+    @model_validator(mode="after")
+    def _sentinels_name_their_master(self) -> Settings:
+        if not self.redis_master and any(sentinel.is_sentinel(u) for u in (self.redis_url, self.broker, self.backend)):
+            raise ValueError("a sentinel:// URL needs COVEY_REDIS_MASTER, the name its sentinels monitor the master by")
+        return self
 
     @property
     def worker_slots(self) -> int:
@@ -183,6 +220,14 @@ class Settings(BaseSettings):
         return self
 
     @property
+    def ledger_wait_replicas(self) -> int:
+        """Replicas each ledger write waits for: a Sentinel deployment has at least one,
+        and a failover must not lose a charge the master acknowledged."""
+        if self.ledger_replicas is not None:
+            return self.ledger_replicas
+        return 1 if sentinel.is_sentinel(self.redis_url) else 0
+
+    @property
     def broker(self) -> str:
         return self.broker_url or self.redis_url
 
@@ -190,7 +235,7 @@ class Settings(BaseSettings):
     def redis_broker(self) -> bool:
         """Whether the broker is a Redis, whose queues and unacknowledged deliveries
         covey can read (to find a job's message, or one that was lost)."""
-        return self.broker.startswith(("redis://", "rediss://", "unix://"))
+        return self.broker.startswith(("redis://", "rediss://", "unix://", "sentinel://"))
 
     @property
     def backend(self) -> str:

@@ -21,8 +21,8 @@ import pytest
 from celery import Celery
 
 from covey.client import Client
-from covey.client.errors import JobRefused
 from covey.config.settings import Settings
+from covey.spec import InvalidSpec
 from covey.status import CauseKind, Resource
 from covey.tools.policy import capped
 from covey.tools.tool import DEFAULT_MAX_OUTPUT, ToolContext
@@ -184,14 +184,14 @@ def test_a_return_value_is_text_for_the_model(client):
     assert json.loads(output) == {"sum": 42}
 
 
-def test_a_tool_no_worker_serves_is_refused_at_the_worker_naming_it(client, server):
-    handle = client.submit(client.spec("x", tools=["lookup_tides", "calculator"]))
-    with pytest.raises(JobRefused, match="tool 'lookup_tides' not served here; served: .*lookup_weather") as refused:
-        handle.result(timeout=90)
-    assert refused.value.cause.kind is CauseKind.INVALID_SPEC
-    assert handle.tree() == []  # no agent ran
+def test_a_tool_no_worker_serves_is_refused_at_submit_naming_it(client, server):
+    """The workers' catalog answers before anything is queued (the worker's own
+    refusal, for a client that bypasses this check, is in test_catalog)."""
+    refused = "tool 'lookup_tides' is served by no worker on queue 'covey'; served: .*lookup_weather"
+    with pytest.raises(InvalidSpec, match=refused):
+        client.submit(client.spec("x", tools=["lookup_tides", "calculator"]))
     proc = covey(server, "run", "x", "--tools", "lookup_tides")
-    assert proc.returncode != 0 and "tool 'lookup_tides' not served here" in proc.stderr
+    assert proc.returncode == 2 and "tool 'lookup_tides' is served by no worker" in proc.stderr
 
 
 @pytest.mark.parametrize("narrowed", [{"deny": ["lookup_weather"]}, {"tools": ["spawn_agents", "finish"]}])
