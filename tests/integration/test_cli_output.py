@@ -30,7 +30,7 @@ def test_run_tree_and_ledger_print_readable_tables(cli):
     assert tree[0].split() == headers
     assert tree[1].endswith("What is 2 + 2?")
     assert tree[1].split()[:3] == ["root", "root", "completed"]
-    assert tree[1].split()[4:6] == ["2", "1"]  # two model calls, one calculator call
+    assert tree[1].split()[4:7] == ["-", "2", "1"]  # no prices, two model calls, one calculator call
 
     ledger = cli("ledger", job_id).stdout
     tokens = next(line.split() for line in ledger.splitlines() if line.startswith("tokens"))
