@@ -102,6 +102,7 @@ def test_version_is_the_packages(redis_server):
         (("submit", "x", "--tenant", ""), "tenant:"),
         (("submit", "x", "--tools", "calculator,teleport"), "tools:"),
         (("submit",), "give the task as TASK"),
+        (("run", "  \n "), "task: only whitespace"),
         (("submit", "x", "--task-file", "/no/such/file"), "--task-file"),
     ],
 )

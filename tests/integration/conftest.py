@@ -70,13 +70,18 @@ def start_sim_server(redis_url: str) -> tuple[subprocess.Popen, str]:
 SIMHTTP = "simhttp"  # the name a models file gives ``covey sim-server`` in the tests
 
 
+DOWN_URL = "http://user:hunter2@127.0.0.1:{port}/v1?key=hunter2"  # the ``down`` model's endpoint
+
+
 def served_over_http(directory: Path, base_url: str) -> dict[str, str]:
     """Worker variables serving ``simhttp`` from ``covey sim-server`` at ``base_url``
-    through a models file, plus ``nokey``, whose key variable is never set."""
+    through a models file, plus ``nokey``, whose key variable is never set, and
+    ``down``, whose endpoint (credentials in its URL) nothing listens on."""
     path = directory / "models.toml"
     path.write_text(
         f'[models.{SIMHTTP}]\nbase_url = "{base_url}"\napi_key_env = "SIMHTTP_KEY"\nmodel = "sim"\n\n'
-        f'[models.nokey]\nbase_url = "{base_url}"\napi_key_env = "NOKEY_KEY"\n'
+        f'[models.nokey]\nbase_url = "{base_url}"\napi_key_env = "NOKEY_KEY"\n\n'
+        f'[models.down]\nbase_url = "{DOWN_URL.format(port=free_port())}"\napi_key_env = "SIMHTTP_KEY"\n'
     )
     return {"COVEY_MODELS": str(path), "SIMHTTP_KEY": "unused"}
 
