@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -23,8 +23,10 @@ from redis.exceptions import InvalidResponse
 from covey import keys, wire
 from covey.budgets.ledger import LedgerSnapshot, unknown_scope
 from covey.budgets.redis_ledger import RedisLedger
+from covey.client import jobs as listing
 from covey.client import waits
 from covey.client.errors import BROKER, REDIS, RESULT_STORE, JobRefused, JobTimeout, StoreUnavailable
+from covey.client.jobs import JobEntry
 from covey.client.outages import Outage, Waiting
 from covey.client.progress import Progress
 from covey.config import connections
@@ -34,6 +36,7 @@ from covey.context import ROOT_AGENT_ID
 from covey.results import AgentResult
 from covey.spec import InvalidSpec, JobSpec
 from covey.status import Cause, CauseKind, JobStatus
+from covey.store.jobs import JobIndex
 from covey.store.tree import JobTree, Node
 
 WATCH_INTERVAL_SECONDS = 0.5  # how often a watcher reads the tree and the ledger
@@ -76,6 +79,7 @@ class Client:
         self.ledger = RedisLedger(self.redis, self.settings.job_ttl)
         self.resubscribe = False  # the result store went away under a wait: subscribe again first
         self.tree = JobTree(self.redis, self.settings.job_ttl)
+        self.index = JobIndex(self.redis, self.settings.job_ttl)
 
     def spec(self, task: str, **fields: Any) -> JobSpec:
         """A validated JobSpec; what it leaves unset the worker fills from its
@@ -118,8 +122,20 @@ class Client:
         # can ask about the id before submit returns it, and a root that has started
         # tells its own status, so marking after the send races with nothing.
         with self._reaching(REDIS):
-            self.redis.set(keys.submitted(job_id), 1, ex=self.settings.job_ttl)
+            self.index.record(job_id, spec.wire(), time.time())
         return JobHandle(self, job_id)
+
+    def jobs(self, statuses: Collection[JobStatus] = (), tenant: str | None = None, limit: int = 20) -> list[JobEntry]:
+        """The newest ``limit`` jobs covey clients submitted whose records still live,
+        of these ``statuses`` and this ``tenant`` when given (``covey.client.jobs``)."""
+        with self._reaching(REDIS):
+            return listing.jobs(self, set(statuses), tenant, limit)
+
+    def retry(self, job_id: str) -> JobHandle:
+        """Submit the spec ``job_id`` was sent with again, as a new job (``covey.client.jobs``)."""
+        with self._reaching(REDIS):
+            spec = listing.again(self, job_id)
+        return self.submit(spec)
 
     def ping(self) -> None:
         """Raise ``StoreUnavailable`` now if Redis is down, before any work starts."""
