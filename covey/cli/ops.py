@@ -69,6 +69,9 @@ def worker(
     count = processes or s.worker_processes or (1 if pool == "prefork" else os.cpu_count() or 1)
     slots = concurrency or s.model_copy(update={"worker_pool": pool}).worker_slots
     if count > 1:
+        from covey.worker import logs
+
+        logs.emit(s.log_format)  # the supervisor's own lines
         sys.exit(
             worker_processes.run(
                 lambda i: worker_processes.argv(pool, slots, loglevel, names, worker_processes.child_name(hostname, i)),

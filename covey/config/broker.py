@@ -7,6 +7,10 @@ CPU. A client only borrows connections from its pool per command, so one client
 per pool serves every thread. Only a plain ``redis://`` broker takes this
 transport: ``rediss://`` and RabbitMQ keep kombu's own.
 
+It also names the broker by its URL (``redis://host:port/db``) wherever kombu
+names a connection, where kombu's own name is this class's path with a fake
+password.
+
 It also keeps a Redis restart from killing the worker (kombu issue #582): when
 the consumer's connection drops, kombu closes its channels, and closing one gives
 its unacknowledged messages back through a fresh pool, built from the settings of
@@ -25,6 +29,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from covey.config import faults
 
 SCHEME = "redis"
+DEFAULT_PORT = 6379
 
 
 class Channel(kombu_redis.Channel):
@@ -46,6 +51,23 @@ class Channel(kombu_redis.Channel):
 
 class Transport(kombu_redis.Transport):
     Channel = Channel
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # kombu names a connection (Celery's banner, its "Connected to" line) by
+        # this class's path with a "**" password even when there is none; an
+        # instance that says it parses URLs is asked for its own name instead
+        # (``as_uri``). The class still says it does not, so kombu parses the URL.
+        self.can_parse_url = True
+
+    def as_uri(self, uri: str, include_password: bool = False, mask: str = "**") -> str:
+        """The broker's URL as a person may read it: its password masked, and only if it has one."""
+        c = self.client
+        if c is None:  # a transport not made for a connection: kombu's own naming
+            raise NotImplementedError
+        password = (c.password if include_password else mask) if c.password else ""
+        auth = f"{c.userid or ''}:{password}@" if password else (f"{c.userid}@" if c.userid else "")
+        return f"{SCHEME}://{auth}{c.hostname}:{c.port or DEFAULT_PORT}/{c.virtual_host or 0}"
 
     def _deliver(self, message, queue):
         # The pop has returned; the delivery is recorded as unacknowledged only in

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import IO
 
 import httpx2
 import pytest
@@ -17,6 +20,23 @@ from covey.config.settings import Settings
 from tests.redis_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
+_LOGS: list[Path] = []  # the session's directory of worker logs, once made
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _worker_logs():
+    """Workers log into one directory of the session's, removed when it ends, so
+    a run leaves no file in the system's temporary directory."""
+    yield
+    for directory in _LOGS:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def worker_log(name: str) -> IO[str]:
+    """A new log file for one worker process, in the session's log directory."""
+    if not _LOGS:
+        _LOGS.append(Path(tempfile.mkdtemp(prefix="covey-worker-logs-")))
+    return open(_LOGS[0] / f"{name}-{time.time_ns()}.log", "w")
 
 
 def worker_env(redis_url: str, **extra: str) -> dict[str, str]:
@@ -34,7 +54,7 @@ def start_worker(
 
 def start_covey_worker(redis_url: str, flags: list[str], **extra: str) -> subprocess.Popen:
     """``covey worker`` with these flags only (none: every default, as a deployment runs it)."""
-    log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"covey-worker-{os.getpid()}-{time.time_ns()}.log", "w")
+    log = worker_log("covey-worker")
     proc = subprocess.Popen(
         [sys.executable, "-m", "covey", "worker", *flags],
         env=worker_env(redis_url, **extra),
