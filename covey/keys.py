@@ -176,3 +176,9 @@ def sweep_cancel(sweep_id: str) -> str:
 def sweep_owner(sweep_id: str, owner: str) -> str:
     """A live submitter's lease (see ``SWEEP_OWNER_TTL_SECONDS``)."""
     return f"{PREFIX}:sweep:{sweep_id}:owner:{owner}"
+
+
+def demo() -> str:
+    """Marks a database of a Redis that ``covey demo`` found empty and runs in; the
+    demo empties the database again when it ends, this key with the rest."""
+    return f"{PREFIX}:demo"
