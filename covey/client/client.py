@@ -243,18 +243,32 @@ class JobHandle:
         while not await asyncio.to_thread(self.done):
             waited = time.monotonic() - started
             if timeout is not None and waited >= timeout:
-                raise JobTimeout(self.id, waited, await asyncio.to_thread(self.why_stuck))
+                raise JobTimeout(self.id, waited, await asyncio.to_thread(self._diagnosis))
             await asyncio.sleep(interval if timeout is None else min(interval, timeout - waited))
         return await asyncio.to_thread(self.result, RESULT_FETCH_SECONDS)
 
     def why_stuck(self) -> str | None:
-        """Why the job is not moving, in one line (see ``covey.client.waits``), or None."""
+        """Why the job is not moving, in one line (see ``covey.client.waits``), or None.
+
+        A store is tried again for ``CLIENT_OUTAGE_SECONDS`` before ``StoreUnavailable``:
+        after a Redis restart the first use of a pooled connection fails, and the next
+        one, on a fresh connection, does not."""
+        return Outage(CLIENT_OUTAGE_SECONDS, lambda _: None).ride(self._why_stuck_once)
+
+    def _why_stuck_once(self) -> str | None:
         try:
             with self._client._reaching(BROKER):
                 return waits.why_stuck(self._client, self.id)
         except StoreUnavailable:
             self._client.ping()  # it reads the tree from Redis too: blame Redis if that is what is down
             raise
+
+    def _diagnosis(self) -> str | None:
+        """``why_stuck`` for a wait that ran out: a store still away is the reason."""
+        try:
+            return self.why_stuck()
+        except StoreUnavailable as e:
+            return str(e)
 
     def result(
         self, timeout: float | None = None, diagnose: bool = True, waiting: Waiting | None = None
@@ -287,7 +301,7 @@ class JobHandle:
         except CeleryTimeout as e:
             self._stop_waiting()
             waited = time.monotonic() - started
-            raise JobTimeout(self.id, waited, self.why_stuck() if diagnose else None) from e
+            raise JobTimeout(self.id, waited, self._diagnosis() if diagnose else None) from e
         except StoreUnavailable as e:
             if deadline is None or time.monotonic() < deadline:
                 raise  # away past COVEY_REDIS_OUTAGE_SECONDS
