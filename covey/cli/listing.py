@@ -41,7 +41,7 @@ def jobs(statuses: tuple[str, ...], tenant: str | None, limit: int, as_json: boo
 @click.option("--json", "as_json", is_flag=True, help='print {"job_id": ..., "retry_of": ...} as JSON')
 def retry(job_id: str, as_json: bool) -> None:
     """Submit JOB_ID's spec again, as a new job, and print the new job's id."""
-    from covey.client.jobs import UnknownJob
+    from covey.client.errors import UnknownJob
 
     try:
         handle = connect().retry(job_id)

@@ -11,22 +11,13 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
+from covey.client.errors import UnknownJob
 from covey.spec import JobSpec
 from covey.status import JobStatus
 from covey.store.tree import preview
 
 if TYPE_CHECKING:
     from covey.client import Client
-
-
-class UnknownJob(LookupError):
-    """No spec is recorded for the job: never sent by a covey client, or expired."""
-
-    def __init__(self, job_id: str) -> None:
-        self.job_id = job_id
-        super().__init__(
-            f"unknown job {job_id}: no spec recorded (never submitted by covey, expired, or lost with its records)"
-        )
 
 
 class JobEntry(BaseModel):
