@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 import redis
 
 from tests.integration.conftest import ROOT, worker_env
@@ -30,6 +31,7 @@ def every_key(url: str) -> dict[int, dict[bytes, int]]:
     return found
 
 
+@pytest.mark.slow
 def test_demo_on_a_running_redis_names_it_and_removes_every_key_it_wrote():
     with RedisServer() as server:
         for db, key in ((0, "deployment:job"), (1, "another:app")):  # database 1 is in use: not the demo's

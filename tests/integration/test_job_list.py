@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import uuid
 
+import pytest
+
 
 def rows(cli, *args: str) -> list[dict]:
     proc = cli("jobs", *args, "--json")
@@ -13,6 +15,7 @@ def rows(cli, *args: str) -> list[dict]:
     return json.loads(proc.stdout)
 
 
+@pytest.mark.slow
 def test_jobs_lists_the_newest_first_filtered_by_status_and_tenant_and_retry_sends_one_again(cli):
     tenant = f"t{uuid.uuid4().hex[:8]}"
     assert cli("scope", f"tenant:{tenant}", "--max-tokens", "1000000").returncode == 0

@@ -6,9 +6,12 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.integration.conftest import ROOT
 
 
+@pytest.mark.slow
 def test_a_run_with_a_worker_leaves_nothing_in_the_temporary_directory(tmp_path):
     temp, base = tmp_path / "temp", tmp_path / "pytest"
     temp.mkdir()

@@ -201,6 +201,7 @@ def test_the_banner_names_a_brokers_password_only_masked(guarded):
     assert f".> transport:   redis://:**@{host}" in banner(log_lines(worker))
 
 
+@pytest.mark.slow
 def test_under_json_every_line_a_worker_writes_is_json_from_its_banner_to_its_shutdown(redis_server):
     worker = start_covey_worker(redis_server.url, [], COVEY_LOG_FORMAT="json")  # every other default
     client = Client(Settings(redis_url=redis_server.url))

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from covey.client import Client
 from covey.config.settings import Settings
 from tests.integration.conftest import start_covey_worker, stop_worker, wait_for_worker
@@ -16,6 +18,7 @@ BACK_WITHIN_SECONDS = 60
 DOWN_SECONDS = 5
 
 
+@pytest.mark.slow
 def test_a_tree_outlives_a_redis_restart_with_default_settings():
     with AofRedis() as server:
         client = Client(Settings(redis_url=server.url))

@@ -45,6 +45,7 @@ def submitted(redis_client) -> set[str]:
 
 @pytest.mark.parametrize("store", STORES)
 @pytest.mark.parametrize("command", [("run", "x"), ("submit", "x"), ("status", "j"), ("result", "j")])
+@pytest.mark.slow
 def test_a_store_down_is_one_line_naming_it_and_nothing_is_marked_submitted(
     redis_server, redis_client, dead_url, store, command
 ):
@@ -80,6 +81,7 @@ def test_the_python_client_raises_store_unavailable_and_leaves_nothing(redis_ser
     assert submitted(redis_client) == before
 
 
+@pytest.mark.slow
 def test_a_wait_on_a_job_rides_out_a_redis_restart_and_says_it_waits(caplog):
     """``covey result`` and ``JobHandle.result``, waiting when Redis stops for a few
     seconds, wait for it (up to ``COVEY_REDIS_OUTAGE_SECONDS``), saying so, and get
@@ -119,6 +121,7 @@ def test_a_wait_on_a_job_rides_out_a_redis_restart_and_says_it_waits(caplog):
         assert "Traceback" not in stderr
 
 
+@pytest.mark.slow
 def test_a_wait_that_runs_out_after_a_redis_restart_says_why_the_job_is_stuck_not_that_the_broker_is_away():
     """The restart closes the client's pooled broker connection: the diagnosis tries
     again on a fresh one instead of blaming a broker that is back."""

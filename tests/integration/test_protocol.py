@@ -19,6 +19,7 @@ WIDE = "[sim:spawn width=200 depth=1] wide"
 PROBE_QUEUE = "covey-probe"
 
 
+@pytest.mark.slow
 def test_two_hundred_children_complete_with_the_default_call_cap(cli):
     proc, result = run_json(
         cli, WIDE, "--max-agents", "210", "--max-depth", "2", "--max-cycles", "500", "--max-call-tokens", "4096"
@@ -78,6 +79,7 @@ def probe(redis_server, tmp_path, monkeypatch):
     registry.strategy.cache_clear()
 
 
+@pytest.mark.slow
 def test_a_single_child_with_a_schema_hands_its_parent_data(probe):
     schema = {"type": "object", "properties": {"value": {"type": "number"}}, "required": ["value"]}
     child = {"task": "What is 6 * 7?", "role": "judge", "strategy": "single", "options": {"schema": schema}}

@@ -109,6 +109,7 @@ def single_grid(tmp_path) -> str:
     return str(grid)
 
 
+@pytest.mark.slow
 def test_arithmetic_across_two_configurations_scores_full_marks_within_the_window(settings, db, tmp_path):
     """200 samples x (react, single) on sim, at most 6 jobs enqueued at a time,
     observed from Redis too: the claims of units not yet recorded."""
@@ -156,6 +157,7 @@ def test_a_small_total_cap_stops_the_sweep_at_it_with_the_rest_skipped(settings,
     assert sum(r["usage"]["total_tokens"] for r in rows) <= cap
 
 
+@pytest.mark.slow
 def test_a_killed_sweep_reruns_without_running_any_sample_twice(sweep_redis, db, tmp_path):
     data, out = dataset(tmp_path, 40, "[sim:latency 100]"), tmp_path / "killed"
     args = ("sweep", data, "--grid", str(GRID), "--out", str(out), "--max-in-flight", "4")
@@ -303,6 +305,7 @@ def test_several_scorers_are_reported_side_by_side(sweep_redis, sweep_worker, tm
     assert "score_numeric" in (out / "summary.csv").read_text().splitlines()[0]
 
 
+@pytest.mark.slow
 def test_limit_shuffle_and_sample_ids_choose_the_samples_a_run_takes(sweep_redis, sweep_worker, tmp_path):
     data, grid = dataset(tmp_path, 10), single_grid(tmp_path)
 
@@ -329,6 +332,7 @@ def running_sweep(sweep_redis, data: str, out) -> tuple[subprocess.Popen, tuple[
     return proc, args
 
 
+@pytest.mark.slow
 def test_ctrl_c_on_a_sweep_says_its_jobs_go_on_and_how_to_resume_and_exits_130(sweep_redis, sweep_worker, tmp_path):
     out = tmp_path / "stopped"
     proc, args = running_sweep(sweep_redis, dataset(tmp_path, 40, "[sim:latency 100]"), out)
@@ -345,6 +349,7 @@ def test_ctrl_c_on_a_sweep_says_its_jobs_go_on_and_how_to_resume_and_exits_130(s
     assert len({r["unit"] for r in results(out) if r["status"] == "completed"}) == 80
 
 
+@pytest.mark.slow
 def test_sweep_cancel_stops_a_running_sweep_which_reports_it_and_exits_1_and_a_rerun_resumes(
     sweep_redis, sweep_worker, db, tmp_path
 ):
@@ -371,6 +376,7 @@ def test_sweep_cancel_stops_a_running_sweep_which_reports_it_and_exits_1_and_a_r
     assert again.returncode == (1 if "cancelled" in latest.values() else 0), stderr
 
 
+@pytest.mark.slow
 def test_a_piped_sweep_prints_its_last_progress_line_once(sweep_redis, sweep_worker, tmp_path):
     data, grid, out = dataset(tmp_path, 3), single_grid(tmp_path), str(tmp_path / "out")
     for _ in range(2):  # the rerun finds every unit done at its first look
