@@ -32,8 +32,9 @@ class JobIndex:
         self.redis, self.job_ttl = client, job_ttl
 
     def record(self, job_id: str, spec: dict[str, Any], at: float) -> None:
-        """Note a job just sent: its spec, and its place in the index."""
-        with self.redis.pipeline(transaction=True) as pipe:
+        """Note a job just sent: its spec, and its place in the index (one round trip,
+        no transaction: the two keys sit in different Redis Cluster slots)."""
+        with self.redis.pipeline(transaction=False) as pipe:
             pipe.set(keys.submitted(job_id), json.dumps({"spec": spec, "at": at}), ex=self.job_ttl)
             pipe.zadd(keys.jobs(), {job_id: at})
             pipe.zremrangebyscore(keys.jobs(), "-inf", f"({at - self.job_ttl}")

@@ -69,9 +69,16 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, default=str)
 
 
+def _handlers(logger: logging.Logger | None) -> list[logging.Handler]:
+    """The handlers Celery just set up: the task logger's, or the root's and the
+    prefork pool's, which it sets up beside the root's."""
+    root = logging.getLogger()
+    loggers = [logger] if logger not in (None, root) else [root, multiprocessing_logger()]
+    return [h for each in loggers if each is not None for h in each.handlers]
+
+
 def _json_handlers(logger: logging.Logger | None = None, **_: Any) -> None:
-    loggers = [logger or logging.getLogger(), multiprocessing_logger()]  # Celery sets the prefork pool's up too
-    for handler in (h for each in loggers if each is not None for h in each.handlers):
+    for handler in _handlers(logger):
         handler.setFormatter(JsonFormatter())
 
 
@@ -80,6 +87,7 @@ def emit(log_format: str) -> None:
     the supervisor of several worker processes) to standard error in ``log_format``,
     and Python's warnings through logging, so they are formatted like the rest."""
     handler = logging.StreamHandler()
+    handler.addFilter(Redacting())
     if log_format == "json":
         handler.setFormatter(JsonFormatter())
     root = logging.getLogger()
@@ -106,7 +114,7 @@ def _say_as_json(msg: str, f: Any = None) -> None:
 
 
 def _redacting_handlers(logger: logging.Logger | None = None, **_: Any) -> None:
-    for handler in (logger or logging.getLogger()).handlers:
+    for handler in _handlers(logger):
         handler.addFilter(Redacting())
 
 
