@@ -35,6 +35,7 @@ BENCHES: dict[str, list[str]] = {
     "memory": [],
     "scale": ["--repeats", "1"],
     "sweep": ["--samples", "2000"],
+    "tools": [],
 }
 
 

@@ -47,7 +47,7 @@ from covey.client import Client
 from covey.config.settings import Settings
 from covey.models import sim
 from covey.models.llm import SIM_BASE_URL
-from covey.tools.builtin import TOOL_SCHEMAS
+from covey.tools.registry import names, schema
 
 SHAPES = [(3, 2), (4, 3)]
 CONCURRENCIES = [1, 4]
@@ -98,7 +98,7 @@ async def _agent(llm: openai.AsyncOpenAI, task: str) -> tuple[str, int]:
     Returns its answer and the model calls of its subtree.
     """
     messages = [{"role": "system", "content": "You are an agent."}, {"role": "user", "content": task}]
-    tools = list(TOOL_SCHEMAS.values())  # what a covey agent is offered by default
+    tools = [schema(name) for name in names()]  # what a covey agent is offered by default
     calls = 0
     while True:
         reply = await llm.chat.completions.create(

@@ -23,6 +23,9 @@ _LAZY = {
     "SweepInputError": "covey.sweeps.errors",
     "WorkspaceError": "covey.store.workspace",
     "InvalidSchema": "covey.models.structured",
+    "tool": "covey.tools.function",
+    "Tool": "covey.tools.tool",
+    "ToolContext": "covey.tools.tool",
     "SchemaMismatch": "covey.models.structured",
 }
 
@@ -48,12 +51,15 @@ __all__ = [
     "Resource",
     "SchemaMismatch",
     "StoreUnavailable",
+    "Tool",
+    "ToolContext",
     "SweepInputError",
     "UnknownJob",
     "UnknownStrategy",
     "UnservableModel",
     "Usage",
     "WorkspaceError",
+    "tool",
 ]
 
 

@@ -156,6 +156,28 @@ def scopes_index() -> str:
     return f"{PREFIX}:scopes"
 
 
+# A worker's catalog entry (what it serves) lives COVEY_CATALOG_TTL past its last
+# heartbeat, refreshed every third of that, so a worker killed without a word
+# drops out of `covey tools` within the TTL while one slow heartbeat loses nothing.
+DEFAULT_CATALOG_TTL_SECONDS = 30
+
+
+def _catalog() -> str:
+    # One hash tag: the index and every entry sit in one Redis Cluster slot, read with one MGET.
+    return f"{PREFIX}:{{catalog}}"
+
+
+def catalog_workers() -> str:
+    """Set of the worker names that published a catalog entry; a member whose entry
+    expired is dropped by the next worker to publish. It lives as long as the newest entry."""
+    return f"{_catalog()}:workers"
+
+
+def catalog_entry(worker: str) -> str:
+    """JSON of what one worker (a Celery node name) serves: its queues, tools and models."""
+    return f"{_catalog()}:worker:{worker}"
+
+
 # A sweep's submitter holds this lease while it runs and renews it every second;
 # units it claimed are adopted by another submitter only once its lease lapsed.
 SWEEP_OWNER_TTL_SECONDS = 5

@@ -23,6 +23,7 @@ class Usage(BaseModel):
     completion_tokens: int = 0
     cycles: int = 0
     agents: int = Field(default=0, description="sub-agents started below this agent")
+    tool_calls: int = Field(default=0, description="tool calls run in the worker (control tools are not counted)")
 
     @computed_field  # type: ignore[prop-decorator]  # pydantic's documented form
     @property
@@ -35,6 +36,7 @@ class Usage(BaseModel):
             completion_tokens=self.completion_tokens + other.completion_tokens,
             cycles=self.cycles + other.cycles,
             agents=self.agents + other.agents,
+            tool_calls=self.tool_calls + other.tool_calls,
         )
 
 

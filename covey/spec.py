@@ -18,7 +18,7 @@ from covey.budgets import scopes
 from covey.budgets.budget import Budget, Count, Number, Seconds
 from covey.errors import CoveyError
 from covey.models.catalog import ModelParams
-from covey.tools.registry import check_known
+from covey.tools.registry import check_names
 
 DEFAULT_MAX_CALL_TOKENS = 4096  # what current models take for one reply
 # Far above any model's longest reply, and low enough that a reservation (prompt
@@ -84,8 +84,9 @@ class AgentSpec(BaseModel):
 
     @field_validator("tools", "deny")
     @classmethod
-    def _known_tools(cls, value: list[str] | None) -> list[str] | None:
-        check_known(value or [])
+    def _tool_names(cls, value: list[str] | None) -> list[str] | None:
+        """Well-formed names only: which tools exist is what the workers serve."""
+        check_names(value or [])
         return value
 
 

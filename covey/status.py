@@ -108,6 +108,7 @@ class Resource(StrEnum):
     DEPTH = "depth"
     TOKENS_PER_MINUTE = "tokens_per_minute"
     REQUESTS_PER_MINUTE = "requests_per_minute"
+    TOOL_CALLS = "tool_calls"  # tool calls of the job
 
 
 class Cause(BaseModel):

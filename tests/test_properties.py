@@ -60,7 +60,7 @@ spec_data = st.fixed_dictionaries(
         ),
         "strategy": _field(st.sampled_from(["react", "single", "debate", "nope"])),
         "options": json_values,
-        "tools": _field(st.lists(st.sampled_from(["calculator", "finish", "rm_rf"]), max_size=3)),
+        "tools": _field(st.lists(st.sampled_from(["calculator", "finish", "rm_rf", "rm -rf"]), max_size=3)),
         "deny": _field(st.lists(st.sampled_from(["write_file", "x"]), max_size=2)),
         "tenant": _field(st.text(max_size=70)),
         "role": _field(st.text(max_size=70)),

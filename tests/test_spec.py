@@ -13,7 +13,8 @@ from covey.spec import InvalidSpec, JobSpec
         ({"task": ""}, "task"),
         ({}, "task"),
         ({"task": "x", "budget": {"max_depth": "deep"}}, "budget.max_depth"),
-        ({"task": "x", "tools": ["rm_rf"]}, "tools"),
+        ({"task": "x", "tools": ["rm -rf"]}, "tools"),
+        ({"task": "x", "tools": ["x" * 65]}, "tools"),
         ({"task": "x", "surprise": 1}, "surprise"),
         ({"task": "x", "tenant": "a b"}, "tenant"),
     ],
@@ -22,6 +23,12 @@ def test_bad_specs_are_refused_naming_the_field(data, field):
     with pytest.raises(InvalidSpec) as e:
         JobSpec.parse(data)
     assert f"{field}:" in str(e.value)
+
+
+def test_any_well_formed_tool_name_is_the_workers_to_judge():
+    """The spec cannot know which tools exist: the workers serve them and refuse the rest."""
+    spec = JobSpec.parse({"task": "x", "tools": ["lookup_weather", "files__read", "calculator"]})
+    assert spec.tools == ["lookup_weather", "files__read", "calculator"]
 
 
 def test_scopes_add_the_tenant():

@@ -38,6 +38,8 @@ class Budget(BaseModel):
     max_agents: Count | None = Field(default=None, ge=0)
     max_depth: Count = Field(default=3, ge=0)
     deadline: datetime | None = None
+    # Of the whole job, held on the root's ledger row: a child's budget carries none.
+    max_tool_calls: Count | None = Field(default=None, ge=0)
 
     @field_validator("deadline")
     @classmethod

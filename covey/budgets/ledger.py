@@ -96,6 +96,8 @@ class AgentRow(BaseModel):
     cycles_limit: int | None = None
     agents_spawned: int = 0
     agents_limit: int | None = None
+    tool_calls_used: int = 0
+    tool_calls_limit: int | None = None  # on the root's row only: it caps the whole job
     deadline: datetime | None = None
     agent_cycles_limit: int | None = None
     tools: list[str] | None = None
@@ -118,6 +120,8 @@ class LedgerSnapshot(BaseModel):
     cycles_limit: int | None = None
     agents_spawned: int = 0
     agents_limit: int | None = None
+    tool_calls_used: int = 0
+    tool_calls_limit: int | None = None
     cancelled: bool = False
     agents: list[AgentRow] = []
     scopes: list[ScopeRow] = []
@@ -170,6 +174,15 @@ class Ledger(Protocol):
         """Turn the reservation into actual usage and keep ``record`` (the call's
         outcome) for a replay; False if it was already settled. It charges what
         the reserve held: the chain and the scopes with a cap."""
+
+    def count_tool_call(self, job_id: str, chain: list[str], call_id: str) -> Grant:
+        """Count one tool call (``call_id``, unique in the job) on every agent in the
+        chain, or refuse past a ``max_tool_calls`` cap naming the agent whose row holds
+        it. Counting is idempotent: a call counted before is granted again with the
+        result ``record_tool_call`` kept for it, if its run finished."""
+
+    def record_tool_call(self, job_id: str, agent_id: str, call_id: str, record: str) -> None:
+        """Keep a finished tool call's result, so a redelivered step replays it."""
 
     def release_stale(self, now: float | None = None) -> int:
         """Give back reservations of any job that expired unsettled (a dead worker's)."""

@@ -36,7 +36,7 @@ from covey.status import Cause, CauseKind, Resource
 
 _LUA = {
     name: (files("covey.budgets") / "lua" / f"{name}.lua").read_text(encoding="utf-8")
-    for name in ("open", "reserve", "settle", "release")
+    for name in ("open", "reserve", "settle", "release", "tool_call")
 }
 
 # Expired reservations released per sweep: bounds its cost on the hot path; a
@@ -46,8 +46,8 @@ STALE_SWEEP_BATCH = 20
 # from its next reserve: one round trip per interval, not one per model call.
 STALE_SWEEP_SECONDS = 5.0
 
-_COUNTS = ("tokens_used", "cycles_used", "agents_spawned")
-_LIMITS = ("tokens_limit", "cycles_limit", "agents_limit")
+_COUNTS = ("tokens_used", "cycles_used", "agents_spawned", "tool_calls_used")
+_LIMITS = ("tokens_limit", "cycles_limit", "agents_limit", "tool_calls_limit")
 
 
 class RedisLedger:
@@ -69,10 +69,13 @@ class RedisLedger:
     def open_root(self, job_id: str, agent_id: str, budget: Budget, terms: AgentTerms | None = None) -> None:
         terms = terms or AgentTerms()
         self._open(job_id, [], agent_id, budget, terms)
-        if terms.scopes:  # the scopes `snapshot` shows beside the job, charged or not
+        if terms.scopes or budget.max_tool_calls is not None:
             with self.client.pipeline(transaction=False) as pipe:
-                pipe.sadd(keys.job_scopes(job_id), *terms.scopes)
-                pipe.expire(keys.job_scopes(job_id), self.job_ttl)
+                if terms.scopes:  # the scopes `snapshot` shows beside the job, charged or not
+                    pipe.sadd(keys.job_scopes(job_id), *terms.scopes)
+                    pipe.expire(keys.job_scopes(job_id), self.job_ttl)
+                if budget.max_tool_calls is not None:  # the root's row caps the tool calls of the whole job
+                    pipe.hset(keys.agent(job_id, agent_id), "tool_calls_limit", budget.max_tool_calls)
                 pipe.execute()
 
     def open(
@@ -216,6 +219,26 @@ class RedisLedger:
             )
         return status == 1
 
+    def count_tool_call(self, job_id: str, chain: list[str], call_id: str) -> Grant:
+        row_keys = [
+            keys.calls(job_id),
+            *(keys.agent(job_id, a) for a in chain),
+            keys.replies(job_id, chain[-1]),
+        ]
+        status, *rest = self._scripts["tool_call"](keys=row_keys, args=[call_id, self.job_ttl, *chain])
+        if status == -2:
+            raise _lost(job_id, rest[0])
+        if status == 0:
+            cause = Cause(kind=CauseKind.BUDGET, resource=Resource.TOOL_CALLS, agent_id=_str(rest[1]))
+            return Grant(ok=False, tokens=0, reason=_str(rest[0]), cause=cause)
+        return Grant(ok=True, tokens=0, reason=None, record=_str(rest[1]) if rest[0] == 1 else None)
+
+    def record_tool_call(self, job_id: str, agent_id: str, call_id: str, record: str) -> None:
+        with self.client.pipeline(transaction=True) as pipe:
+            pipe.hset(keys.replies(job_id, agent_id), call_id, record)
+            pipe.expire(keys.replies(job_id, agent_id), self.job_ttl)
+            pipe.execute()
+
     def release_stale(self, now: float | None = None) -> int:
         """Give back the holds of reservations past their expiry, in every job.
 
@@ -278,6 +301,8 @@ class RedisLedger:
                     "cycles_limit",
                     "agents_spawned",
                     "agents_limit",
+                    "tool_calls_used",
+                    "tool_calls_limit",
                 }
             )
         )

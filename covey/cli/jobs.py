@@ -47,6 +47,7 @@ def _job_options(fn):
         click.option("--max-cycles", type=_CAP, default=None, help="model calls of the whole tree"),
         click.option("--max-agents", type=_CAP, default=None, help="sub-agents the tree may spawn"),
         click.option("--max-depth", type=_CAP, default=None, help="levels of sub-agents"),
+        click.option("--max-tool-calls", type=_CAP, default=None, help="tool calls of the whole tree"),
         click.option(
             "--max-call-tokens",
             type=click.IntRange(1, MAX_CALL_TOKENS),
@@ -76,7 +77,8 @@ def _job_options(fn):
 
 
 def _spec(client, task: str | None, o: dict[str, Any]):
-    budget = {k: o[k] for k in ("max_tokens", "max_cycles", "max_agents", "max_depth") if o[k] is not None}
+    budget_fields = ("max_tokens", "max_cycles", "max_agents", "max_depth", "max_tool_calls")
+    budget = {k: o[k] for k in budget_fields if o[k] is not None}
     if o["timeout"] is not None:
         budget["deadline"] = datetime.now(UTC) + timedelta(seconds=o["timeout"])
     fields: dict[str, Any] = {"strategy": o["strategy"], "role": o["role"], "budget": budget}

@@ -1,36 +1,54 @@
-"""``covey models``: what a worker started on this machine would serve, and where."""
+"""``covey models``: what the live workers serve, or (none publishing) what a worker started here would."""
 
 from __future__ import annotations
 
 import click
 
 from covey import wire
-from covey.cli.app import cli, print_json
+from covey.cli.app import cli, connect, print_json
+from covey.client.errors import StoreUnavailable
 from covey.config.settings import get_settings
 from covey.models.catalog import Catalog
-from covey.worker.redaction import redact
+from covey.store.catalog import listed_models
+from covey.worker.catalog import redacted
+
+LOCAL = "showing what a worker started with this machine's settings would serve"
 
 
 @cli.command("models")
 @click.option("--json", "as_json", is_flag=True, help="print the models as JSON")
 def models(as_json: bool) -> None:
-    """List the models served with this machine's settings (COVEY_MODELS, COVEY_OPENAI_BASE_URL,
-    OPENAI_API_KEY): name, endpoint, provider model id and whether its key variable is set."""
-    # An endpoint's URL may carry a password, a param a key: neither is printed.
-    served = [
-        row.model_copy(
-            update={
-                "endpoint": redact(row.endpoint),
-                "params": {k: redact(v) if isinstance(v, str) else v for k, v in row.params.items()},
-            }
-        )
-        for row in Catalog.from_settings(get_settings()).served()
-    ]
+    """List the models the live workers serve: name, endpoint, provider model id, whether
+    its key variable is set there, and which workers. With no worker publishing, the
+    models this machine's settings serve (COVEY_MODELS, COVEY_OPENAI_BASE_URL, OPENAI_API_KEY)."""
+    try:
+        client = connect()
+    except StoreUnavailable as e:  # the local view needs no Redis
+        rows, why = [], str(e)
+    else:
+        rows, why = listed_models(client.catalog.entries()), "no worker is publishing its catalog"
+        client.close()
+    if not rows:
+        click.echo(f"{why}; {LOCAL}", err=True)
+        # An endpoint's URL may carry a password, a param a key: neither is printed.
+        local = redacted(Catalog.from_settings(get_settings()).served())
+        rows = [{**row.model_dump(mode="json"), "workers": None} for row in local]
     if as_json:
-        print_json([row.model_dump(mode="json") for row in served])
+        print_json(rows)
         return
-    rows = [(r.name, r.endpoint, r.model, r.key_env, _key_state(r.key_set), _params(r.params)) for r in served]
-    click.echo(wire.table(["model", "endpoint", "provider model", "key variable", "key", "params"], rows))
+    listed = [
+        (
+            r["name"],
+            r["endpoint"],
+            r["model"],
+            r["key_env"],
+            _key_state(r["key_set"]),
+            _params(r["params"]),
+            None if r["workers"] is None else ", ".join(r["workers"]),
+        )
+        for r in rows
+    ]
+    click.echo(wire.table(["model", "endpoint", "provider model", "key variable", "key", "params", "workers"], listed))
 
 
 def _key_state(key_set: bool | None) -> str | None:

@@ -52,11 +52,16 @@ def worker(
 ) -> None:
     """Run covey's worker: a Celery worker per core, each with many slots."""
     from covey.models.catalog import Catalog
+    from covey.tools import registry
     from covey.worker import processes as worker_processes
     from covey.worker import signing
 
     s = get_settings()
     Catalog.from_settings(s)  # a bad models file stops the worker here, not at its first job
+    try:
+        registry.load(s.tools, s.tool_timeouts)  # as may a tool that cannot load, before any process starts
+    except registry.ToolsError as e:
+        raise click.ClickException(str(e)) from None
     try:
         signing.shared_secret(s.secret, s.broker)  # made here once, before the processes that share it start
     except signing.SecretRequired as e:

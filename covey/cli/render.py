@@ -25,7 +25,7 @@ def result(r: AgentResult) -> str:
         lines.append(f"error    {r.error}")
     lines.append(
         f"usage    {u.total_tokens} tokens ({u.prompt_tokens} prompt, {u.completion_tokens} completion), "
-        f"{u.cycles} cycles, {u.agents} sub-agents"
+        f"{u.cycles} cycles, {u.tool_calls} tool calls, {u.agents} sub-agents"
     )
     return "\n".join(lines)
 
@@ -48,6 +48,7 @@ def tree(nodes: list[Node], now: datetime | None = None) -> str:
                     node.status,
                     node.usage.total_tokens,
                     node.usage.cycles,
+                    node.usage.tool_calls,
                     _elapsed(node, now),
                     _short(node.task),
                 )
@@ -55,7 +56,7 @@ def tree(nodes: list[Node], now: datetime | None = None) -> str:
             walk(node.agent_id, indent + "  ")
 
     walk(None, "")
-    return table(["agent", "role", "status", "tokens", "cycles", "elapsed", "task"], rows)
+    return table(["agent", "role", "status", "tokens", "cycles", "tool calls", "elapsed", "task"], rows)
 
 
 def _elapsed(node: Node, now: datetime) -> str | None:
@@ -76,6 +77,7 @@ def ledger_totals(s: LedgerSnapshot) -> str:
             ("tokens", s.tokens_used, s.tokens_limit),
             ("cycles", s.cycles_used, s.cycles_limit),
             ("agents", s.agents_spawned, s.agents_limit),
+            ("tool calls", s.tool_calls_used, s.tool_calls_limit),
         ],
     )
 
@@ -83,7 +85,7 @@ def ledger_totals(s: LedgerSnapshot) -> str:
 def ledger(s: LedgerSnapshot) -> str:
     head = ledger_totals(s)
     agents = table(
-        ["agent", "depth", "tokens", "token limit", "cycles", "cycle limit", "own calls cap", "spawned"],
+        ["agent", "depth", "tokens", "token limit", "cycles", "cycle limit", "own calls cap", "tool calls", "spawned"],
         [
             (
                 a.agent_id,
@@ -93,6 +95,7 @@ def ledger(s: LedgerSnapshot) -> str:
                 a.cycles_used,
                 a.cycles_limit,
                 a.agent_cycles_limit,
+                a.tool_calls_used,
                 a.agents_spawned,
             )
             for a in s.agents

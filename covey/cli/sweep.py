@@ -92,7 +92,6 @@ def sweep(
     try:  # checked here, before any connection; run_sweep reads them again from the same files
         samples, grid = load_dataset(dataset), load_grid(grid_path)
         selection.apply(samples, Path(dataset).name)
-        check_models(grid, settings, Path(grid_path).name)
         Manifest.check(Path(out), digest(samples), grid.digest)
     except SweepInputError as e:
         raise _BadInput(str(e)) from None
@@ -100,6 +99,10 @@ def sweep(
     settings = settings.model_copy(update={"queue": queue})
     probe = Client(settings)
     probe.redis.ping()
+    try:  # what the workers on the queue serve, or (none publishing) this machine's settings
+        check_models(grid, settings, Path(grid_path).name, queue, probe.catalog.entries(queue))
+    except SweepInputError as e:
+        raise _BadInput(str(e)) from None
     unread = not probe.queue_has_worker()
     if unread:
         click.echo(f"warning: {_no_worker(queue)}", err=True)

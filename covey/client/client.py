@@ -1,7 +1,8 @@
 """The Python client: submit jobs and follow them from any service.
 
-It talks to covey only through the wire contract (``covey.run_job`` by name) and
-the job's Redis keys, so it needs no worker code and no model credentials.
+It talks to covey only through the wire contract (``covey.run_job`` by name), the
+job's Redis keys and the workers' catalog, so it needs no worker code and no model
+credentials.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from covey.context import ROOT_AGENT_ID
 from covey.results import AgentResult
 from covey.spec import InvalidSpec, JobSpec
 from covey.status import Cause, CauseKind, JobStatus
+from covey.store.catalog import NoWorkerServes, WorkerCatalog, check_workers_serve
 from covey.store.jobs import JobIndex
 from covey.store.tree import JobTree, Node
 
@@ -80,6 +82,7 @@ class Client:
         self.resubscribe = False  # the result store went away under a wait: subscribe again first
         self.tree = JobTree(self.redis, self.settings.job_ttl)
         self.index = JobIndex(self.redis, self.settings.job_ttl)
+        self.catalog = WorkerCatalog(self.redis, self.settings.catalog_ttl)
 
     def spec(self, task: str, **fields: Any) -> JobSpec:
         """A validated JobSpec; what it leaves unset the worker fills from its
@@ -89,7 +92,8 @@ class Client:
     def submit(
         self, spec: JobSpec | dict[str, Any] | str, job_id: str | None = None, subscribe: bool = True
     ) -> JobHandle:
-        """Send the job; ``InvalidSpec`` for a bad spec or a scope never created.
+        """Send the job; ``InvalidSpec`` for a bad spec, a scope never created, or a
+        tool no worker on this client's queue serves (when any publishes its catalog).
 
         ``job_id``: the id to send it under (a sweep names it in a claim before the
         job exists), else a new one. ``subscribe``: subscribe to the result before
@@ -102,8 +106,13 @@ class Client:
             spec = JobSpec.parse(spec)
         with self._reaching(REDIS):
             unknown = unknown_scope(self.ledger, spec.scopes())
+            serving = self.catalog.entries(self.settings.queue) if spec.tools else []
         if unknown:
             raise InvalidSpec(f"invalid job spec: {unknown}")
+        try:
+            check_workers_serve(serving, spec.tools or [], self.settings.queue)
+        except NoWorkerServes as e:
+            raise InvalidSpec(f"invalid job spec: {e}") from None
         job_id = job_id or uuid()
         # send_task subscribes to the result, then publishes, with errors of the same
         # types for both stores; subscribing first, apart, tells which one is down.

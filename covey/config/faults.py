@@ -10,7 +10,8 @@ nothing), ``after_send`` (it sent its messages, not yet acknowledged its own),
 ``after_finish`` (an agent's final node is written, its parent's resume not yet
 sent), ``after_return`` (a task returned and its result is stored, its message
 not yet acknowledged), ``after_pop`` (the broker's pop returned a message that is
-not yet in its unacknowledged set).
+not yet in its unacknowledged set), ``after_tool`` (a tool call returned and its
+result is recorded, the step not yet acknowledged).
 """
 
 from __future__ import annotations

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from covey.budgets.budget import MAX_COUNT, MAX_SECONDS, Budget
-from covey.keys import DEFAULT_JOB_TTL_SECONDS, RESERVATION_TTL_SECONDS
+from covey.keys import DEFAULT_CATALOG_TTL_SECONDS, DEFAULT_JOB_TTL_SECONDS, RESERVATION_TTL_SECONDS
 
 SDK_MAX_BACKOFF_SECONDS = 8  # the openai SDK's longest wait between two retries
 REDELIVERY_MARGIN_SECONDS = 30  # beyond a task's longest run, before the broker redelivers it
@@ -43,6 +43,14 @@ class Settings(BaseSettings):
     model: str = "sim"
     models: Path | None = Field(
         default=None, description="COVEY_MODELS: a TOML file mapping model names to endpoints (covey.models.catalog)"
+    )
+    tools: str | None = Field(
+        default=None,
+        description="COVEY_TOOLS: comma-separated `module` or `module:object` paths of tools a worker serves",
+    )
+    tool_timeouts: dict[str, Annotated[float, Field(gt=0, le=MAX_SECONDS)]] = Field(
+        default_factory=dict,
+        description='COVEY_TOOL_TIMEOUTS: JSON {"tool": seconds}, over the timeouts the tools were registered with',
     )
     openai_base_url: str | None = None
     openai_api_key: str | None = Field(
@@ -114,6 +122,13 @@ class Settings(BaseSettings):
         le=MAX_SECONDS,
         description="how often one of the workers sends again the expected messages found in no queue "
         "(covey.worker.reconciler); a message is looked for only once it is this old",
+    )
+    catalog_ttl: float = Field(
+        default=DEFAULT_CATALOG_TTL_SECONDS,
+        gt=0,
+        le=MAX_SECONDS,
+        description="COVEY_CATALOG_TTL: seconds a worker's published catalog (its tools and models) outlives "
+        "its last heartbeat; it is refreshed every third of this",
     )
     fault: str | None = Field(
         default=None, description="kill the worker at named points, for tests (covey.config.faults)"

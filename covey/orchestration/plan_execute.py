@@ -44,8 +44,8 @@ from covey.orchestration.prompts import opening
 from covey.orchestration.states import Run, StrategyState
 from covey.results import AgentResult
 from covey.status import AgentStatus
-from covey.tools.builtin import TOOL_SCHEMAS, WORKER_TOOLS
-from covey.tools.registry import offered
+from covey.tools.builtin import CONTROL_TOOLS
+from covey.tools.registry import offered, schema
 from covey.wire import cut
 
 if TYPE_CHECKING:
@@ -134,7 +134,7 @@ def resume(spec: AgentSpec, ctx: RunContext, state: State, outcome: Outcome) -> 
 
 
 def _limits(run: Run[Options]) -> plan.Limits:
-    tools = frozenset(offered(run.ctx.allow, run.ctx.deny)) & WORKER_TOOLS
+    tools = frozenset(offered(run.ctx.allow, run.ctx.deny)) - CONTROL_TOOLS
     budget = run.ctx.budget
     return plan.Limits(run.options.max_steps, tools, agents=budget.max_depth >= 1 and budget.max_agents != 0)
 
@@ -162,7 +162,7 @@ def _tool_input(name: str) -> str:
 
 
 def _required(tool: str) -> list[str]:
-    return TOOL_SCHEMAS[tool]["function"]["parameters"]["required"]
+    return schema(tool)["function"]["parameters"].get("required", [])
 
 
 def _ask_planner(state: State) -> CallModel:

@@ -32,7 +32,7 @@ from covey.orchestration.prompts import opening
 from covey.orchestration.states import Run, StrategyState
 from covey.status import AgentStatus, Cause, CauseKind
 from covey.tools.builtin import FINISH_TOOL, SPAWN_TOOLS
-from covey.tools.registry import check_known, offered
+from covey.tools.registry import check_names, offered
 
 if TYPE_CHECKING:  # the spec validates strategy names against this package
     from covey.spec import AgentSpec
@@ -147,7 +147,7 @@ def _child(item: Any) -> ChildRequest:
     if tools is not None:
         if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
             raise ValueError("'tools' must be a list of tool names")
-        check_known(tools)
+        check_names(tools)
     strategy = item.get("strategy")
     if strategy is not None and not isinstance(strategy, str):
         raise ValueError("'strategy' must be a strategy's name")

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from covey.orchestration.actions import ChildRequest
 from covey.tools.builtin import SPAWN_TOOLS
-from covey.tools.registry import check_known
+from covey.tools.registry import check_names
 
 Kind = Literal["analysis", "write"]
 
@@ -44,10 +44,10 @@ class Specialist(BaseModel):
 
     @field_validator("tools")
     @classmethod
-    def _known_and_leaf(cls, value: list[str] | None) -> list[str] | None:
+    def _named_and_leaf(cls, value: list[str] | None) -> list[str] | None:
         if value is None:
             return None
-        check_known(value)
+        check_names(value)
         return [name for name in dict.fromkeys(value) if name not in SPAWN_TOOLS]
 
     @model_validator(mode="after")

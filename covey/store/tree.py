@@ -116,7 +116,7 @@ _PACKED = {
 _UNPACKED = {short: name for name, short in _PACKED.items()}
 _CAUSE = {"kind": "k", "scope": "s", "agent_id": "a", "resource": "r", "status": "h", "retry_after": "w"}
 _CAUSE_UNPACKED = {short: name for name, short in _CAUSE.items()}
-_USAGE = ("prompt_tokens", "completion_tokens", "cycles", "agents")
+_USAGE = ("prompt_tokens", "completion_tokens", "cycles", "agents", "tool_calls")  # older records lack the last
 
 
 def pack(node: Node) -> str:

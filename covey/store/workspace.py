@@ -47,9 +47,13 @@ class Workspace:
             raise WorkspaceError(f"no file {clean!r}")
         return content.decode() if isinstance(content, bytes) else content
 
+    def own(self, subroot: str, path: str) -> str:
+        """The workspace path ``write(subroot, path, ...)`` writes, or ``WorkspaceError``."""
+        return normalise(path, subroot)
+
     def write(self, subroot: str, path: str, content: str) -> str:
         """Write ``path`` below ``subroot``; returns the workspace path written."""
-        clean = normalise(path, subroot)
+        clean = self.own(subroot, path)
         if len(content.encode()) > MAX_FILE_BYTES:
             raise WorkspaceError(f"file too large: over {MAX_FILE_BYTES} bytes")
         if not self._redis.hexists(self._key, clean) and self._redis.hlen(self._key) >= MAX_FILES:

@@ -168,7 +168,8 @@ def run_sweep(
     grid_name = "grid" if isinstance(grid, Grid) else Path(grid).name
     grid_path = "grid" if isinstance(grid, Grid) else str(grid)
     grid = grid if isinstance(grid, Grid) else load_grid(grid)
-    check_models(grid, settings, grid_name)
+    client = Client(settings.model_copy(update={"queue": queue or settings.sweep_queue}))
+    check_models(grid, settings, grid_name, client.settings.queue, client.catalog.entries(client.settings.queue))
     scoring = Scoring.build(grid.scorers)
     out = Path(out)
     manifest = Manifest.open(
@@ -181,7 +182,6 @@ def run_sweep(
         grid_digest=grid.digest,
         grid_run=grid.as_run(),
     )
-    client = Client(settings.model_copy(update={"queue": queue or settings.sweep_queue}))
     client.redis.ping()
     client.ledger.set_scope(manifest.scope, manifest.max_tokens_total, manifest.max_cycles_total)
     log = ResultsLog(out)

@@ -1,10 +1,11 @@
-"""Whether this machine's settings serve a grid's models, checked before anything is enqueued.
+"""Whether a grid's models are served, checked before anything is enqueued.
 
 A worker is the authority on what it serves, but a sweep whose model is a typo
-would see every one of its jobs refused; the names the models file and the
-default endpoint (what ``covey models`` lists here) cannot serve are refused up
-front instead. A key left unset here is no reason to refuse: it may be set on the
-workers only.
+would see every one of its jobs refused; the names no worker serves are refused
+up front instead. The workers on the sweep's queue say what they serve when they
+publish their catalog (``covey.store.catalog``); when none does, this machine's
+settings stand in (what ``covey models`` lists here), and a key left unset here
+is no reason to refuse: it may be set on the workers only.
 """
 
 from __future__ import annotations
@@ -13,18 +14,29 @@ import difflib
 
 from covey.config.settings import Settings
 from covey.models.catalog import Catalog, UnknownModel
+from covey.store.catalog import WorkerEntry, serves_model
 from covey.sweeps.errors import SweepInputError
 from covey.sweeps.grid import Grid
 
 
-def check_models(grid: Grid, settings: Settings, where: str) -> None:
-    """``SweepInputError`` naming ``where``, the first configuration whose model no endpoint here serves,
-    and the closest name that is served."""
+def check_models(grid: Grid, settings: Settings, where: str, queue: str, published: list[WorkerEntry]) -> None:
+    """``SweepInputError`` naming ``where``, the first configuration whose model is not
+    served, and the closest name that is. ``published``: the catalog entries of the
+    workers on ``queue``, the sweep's (none: this machine's settings are asked instead)."""
     catalog = Catalog.from_settings(settings)
     for config in grid.configs:
-        try:
-            catalog.endpoint(config.model or settings.model)
-        except UnknownModel as e:
-            close = difflib.get_close_matches(e.name, e.known, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise SweepInputError(f"{where}: configuration {config.name}: {e}{hint}") from None
+        name = config.model or settings.model
+        if published:
+            if serves_model(published, name):
+                continue
+            known = sorted({model for entry in published for model in entry.model_names()})
+            error = f"model {name!r} is served by no worker on queue {queue!r}; served: {', '.join(known)}"
+        else:
+            try:
+                catalog.endpoint(name)
+                continue
+            except UnknownModel as e:
+                error, known = str(e), e.known
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise SweepInputError(f"{where}: configuration {config.name}: {error}{hint}")

@@ -7,14 +7,13 @@ tool's result, never an exception inside the tool.
 
 from __future__ import annotations
 
-import functools
 import json
 from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
-from covey.tools.registry import schema
+from covey.tools.tool import Tool
 from covey.wire import cut
 
 MESSAGE_CHARS = 200  # a bad value is quoted in the line; a 10 MB one is not
@@ -24,22 +23,29 @@ class BadArguments(ValueError):
     """Arguments a tool cannot take: not JSON, not an object, or off its schema."""
 
 
-def parse(name: str, arguments: str | None) -> dict[str, Any]:
-    """The arguments of a call to tool ``name`` as an object its schema allows
+def parse(tool: Tool, arguments: str | None) -> dict[str, Any]:
+    """The arguments of a call to ``tool`` as an object its schema allows
     (no arguments at all count as ``{}``); ``BadArguments`` naming what is wrong."""
+    name = tool.name
     try:
         args = json.loads(arguments or "{}")
     except json.JSONDecodeError as e:
         raise BadArguments(f"tool {name!r}: arguments are not JSON: {e}") from None
-    error = best_match(_validator(name).iter_errors(args))
+    error = best_match(_validator(tool).iter_errors(args))
     if error is not None:
         raise BadArguments(f"tool {name!r}: {_said(error)}")
     return args
 
 
-@functools.cache
-def _validator(name: str) -> Draft202012Validator:
-    return Draft202012Validator(schema(name)["function"]["parameters"])
+_validators: dict[str, tuple[dict[str, Any], Draft202012Validator]] = {}
+
+
+def _validator(tool: Tool) -> Draft202012Validator:
+    """One validator per tool, built at its first call (a schema is checked once)."""
+    kept = _validators.get(tool.name)
+    if kept is None or kept[0] is not tool.parameters:
+        kept = _validators[tool.name] = (tool.parameters, Draft202012Validator(tool.parameters))
+    return kept[1]
 
 
 def _said(error: ValidationError) -> str:

@@ -1,15 +1,21 @@
-"""covey's built-in tools as OpenAI function schemas (pure data).
+"""covey's built-in tools, as ``Tool`` records like any other.
 
-The worker implements them (``covey.worker.tools``); strategies read the control
-tools (``spawn_agents``, ``delegate``, ``finish``) as Actions instead of running them.
+The control tools (``spawn_agents``, ``delegate``, ``finish``) are offered like
+the rest but never run: strategies read a call to one as an Action. The others
+work on the job's workspace through the call's ``ToolContext``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from covey.tools.calculator import calculate
+from covey.tools.tool import Tool, ToolContext
+
+ORIGIN = "builtin"
 SPAWN_TOOLS = frozenset({"spawn_agents", "delegate"})
 FINISH_TOOL = "finish"
+CONTROL_TOOLS = SPAWN_TOOLS | {FINISH_TOOL}
 
 _CHILD: dict[str, Any] = {
     "type": "object",
@@ -24,51 +30,78 @@ _CHILD: dict[str, Any] = {
 }
 
 
-def _fn(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            # No other fields: a call is checked against this before it runs (covey.tools.arguments).
-            "parameters": {
-                "type": "object",
-                "properties": properties,
-                "required": required,
-                "additionalProperties": False,
-            },
-        },
-    }
+def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    # No other fields: a call is checked against this before it runs (covey.tools.arguments).
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
 
-TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
-    "spawn_agents": _fn(
+def _control(args: dict[str, Any], ctx: ToolContext) -> str:
+    raise RuntimeError("a control tool is the strategy's Action, never run as a tool")
+
+
+def _edit(args: dict[str, Any], ctx: ToolContext) -> str:
+    path, old, new = args["path"], args["old"], args["new"]
+    if not old:
+        raise ValueError("old is empty: name the text to replace")
+    text = ctx.workspace.read(ctx.workspace.own(path))
+    found = text.count(old)
+    if found != 1:
+        raise ValueError(f"old occurs {found} times in {path}: it must occur exactly once")
+    return f"edited {ctx.workspace.write(path, text.replace(old, new, 1))}"
+
+
+def _listed(args: dict[str, Any], ctx: ToolContext) -> str:
+    return "\n".join(ctx.workspace.list(args["prefix"])) or "no files"
+
+
+def _builtin(name: str, description: str, parameters: dict[str, Any], run: Any) -> Tool:
+    return Tool(name=name, origin=ORIGIN, description=description, parameters=parameters, run=run)
+
+
+_STRING = {"type": "string"}
+
+TOOLS: tuple[Tool, ...] = (
+    _builtin(
         "spawn_agents",
         "Run several sub-agents in parallel; returns each one's status and output.",
-        {"agents": {"type": "array", "items": _CHILD}},
-        ["agents"],
+        _object({"agents": {"type": "array", "items": _CHILD}}, ["agents"]),
+        _control,
     ),
-    "delegate": _fn(
+    _builtin(
         "delegate",
         "Hand one task to a sub-agent and get its status and output back.",
-        _CHILD["properties"],
-        ["task"],
+        _object(_CHILD["properties"], ["task"]),
+        _control,
     ),
-    "finish": _fn("finish", "End this agent's run with a final answer.", {"answer": {"type": "string"}}, ["answer"]),
-    "calculator": _fn(
+    _builtin("finish", "End this agent's run with a final answer.", _object({"answer": _STRING}, ["answer"]), _control),
+    _builtin(
         "calculator",
         "Evaluate an arithmetic expression with + - * / // % ** and parentheses.",
-        {"expression": {"type": "string"}},
-        ["expression"],
+        _object({"expression": _STRING}, ["expression"]),
+        lambda args, ctx: calculate(args["expression"]),
     ),
-    "read_file": _fn("read_file", "Read a file of the job's shared workspace.", {"path": {"type": "string"}}, ["path"]),
-    "write_file": _fn(
+    _builtin(
+        "read_file",
+        "Read a file of the job's shared workspace.",
+        _object({"path": _STRING}, ["path"]),
+        lambda args, ctx: ctx.workspace.read(args["path"]),
+    ),
+    _builtin(
         "write_file",
         "Write a file under this agent's own workspace folder.",
-        {"path": {"type": "string"}, "content": {"type": "string"}},
-        ["path", "content"],
+        _object({"path": _STRING, "content": _STRING}, ["path", "content"]),
+        lambda args, ctx: f"wrote {ctx.workspace.write(args['path'], args['content'])}",
     ),
-}
-
-# Tools the worker runs itself (covey.worker.tools); control tools are an agent's Actions.
-WORKER_TOOLS = frozenset(name for name in TOOL_SCHEMAS if name not in SPAWN_TOOLS and name != FINISH_TOOL)
+    _builtin(
+        "list_files",
+        "List the files of the job's shared workspace whose path starts with prefix ('' for all).",
+        _object({"prefix": _STRING}, ["prefix"]),
+        _listed,
+    ),
+    _builtin(
+        "edit_file",
+        "Replace the one occurrence of old with new in a file under this agent's own workspace folder.",
+        _object({"path": _STRING, "old": _STRING, "new": _STRING}, ["path", "old", "new"]),
+        _edit,
+    ),
+)

@@ -1,29 +1,164 @@
-"""Tools by name: which exist, which an agent is offered, and their schemas for a call."""
+"""The tools this process serves, by name: which an agent is offered, and their schemas.
+
+One registry per process. It starts with the built-ins; a worker fills it at start
+(``load``): the ``covey.tools`` entry points, then the ``COVEY_TOOLS`` paths. Other
+sources (MCP servers) hand it their ``Tool``s through ``add``. Every name must
+match ``covey.tools.tool.NAME`` and be new: a clash is refused naming both origins,
+so two packages never silently shadow each other. What the worker serves is what
+``served`` returns; a job naming a tool outside it is refused (``check_served``).
+
+A registered object is a ``Tool`` (what ``@covey.tool`` makes), a list of them, or
+a module, whose public ``Tool`` attributes are all taken::
+
+    [options.entry_points]
+    covey.tools =
+        weather = mypkg.tools            # a module: every Tool in it
+        lookup = mypkg.tools:lookup      # one Tool (or a list of them)
+"""
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+import importlib
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from importlib.metadata import entry_points
+from types import ModuleType
 from typing import Any, overload
 
-from covey.tools.builtin import SPAWN_TOOLS, TOOL_SCHEMAS
+from covey.errors import CoveyError
+from covey.tools import builtin
+from covey.tools.builtin import SPAWN_TOOLS
+from covey.tools.function import FunctionTool
+from covey.tools.tool import NAME, Tool
+
+ENTRY_POINT_GROUP = "covey.tools"
+
+_served: dict[str, Tool] = {t.name: t for t in builtin.TOOLS}
+_loaded = False
+
+
+class ToolsError(CoveyError, ValueError):
+    """A tool that cannot be served: a bad name, a clash, a path that does not import.
+    One line naming the tool or the path; the worker stops on it at start."""
+
+
+class NotServed(CoveyError, LookupError):
+    """Tools this process does not serve; ``names`` are those, ``served`` what it does."""
+
+    def __init__(self, names: list[str], served: list[str]) -> None:
+        self.names, self.served = names, served
+        which = ", ".join(repr(n) for n in names)
+        super().__init__(f"tool{'s' if len(names) > 1 else ''} {which} not served here; served: {', '.join(served)}")
+
+
+def add(tools: Iterable[Tool]) -> None:
+    """Serve ``tools`` beside those already served; ``ToolsError`` (and none added)
+    for a malformed name or a name already taken, naming both origins."""
+    given = list(tools)
+    seen: dict[str, Tool] = {}
+    for t in given:
+        if not isinstance(t, Tool):
+            raise ToolsError(f"{t!r} is not a covey Tool (decorate a function with @covey.tool)")
+        if not NAME.match(t.name):
+            raise ToolsError(f"tool {t.name!r} from {t.origin}: a tool name must match {NAME.pattern}")
+        other = _served.get(t.name) or seen.get(t.name)
+        if other is not None and other is not t:
+            raise ToolsError(f"tool {t.name!r} from {t.origin} clashes with the one from {other.origin}")
+        seen[t.name] = t
+    _served.update(seen)
+
+
+def served() -> list[Tool]:
+    """Every tool this process serves, in the order a call offers them."""
+    return list(_served.values())
+
+
+def get(name: str) -> Tool:
+    """The tool served as ``name``; ``NotServed`` otherwise."""
+    try:
+        return _served[name]
+    except KeyError:
+        raise NotServed([name], names()) from None
 
 
 def names() -> list[str]:
-    """Every tool's name, in the order a call offers them."""
-    return list(TOOL_SCHEMAS)
+    """Every served tool's name, in the order a call offers them."""
+    return list(_served)
 
 
 def schema(name: str) -> dict[str, Any]:
-    """The function schema of tool ``name`` (``KeyError`` for an unknown one)."""
-    return TOOL_SCHEMAS[name]
+    """The function schema of tool ``name`` (``NotServed`` for one not served)."""
+    return get(name).schema()
 
 
-def check_known(tools: Iterable[str]) -> None:
-    """``ValueError`` naming every unknown tool among ``tools`` and listing the known ones."""
-    unknown = [name for name in tools if name not in TOOL_SCHEMAS]
-    if unknown:
-        raise ValueError(f"unknown tools {unknown}; known: {', '.join(TOOL_SCHEMAS)}")
+def check_names(tools: Iterable[str]) -> None:
+    """``ValueError`` naming every name among ``tools`` that no tool could have.
+    Which tools exist is the workers' to say, not the spec's."""
+    bad = [name for name in tools if not isinstance(name, str) or not NAME.match(name)]
+    if bad:
+        raise ValueError(f"malformed tool names {bad}: a tool name must match {NAME.pattern}")
+
+
+def check_served(tools: Iterable[str]) -> None:
+    """``NotServed`` naming every tool among ``tools`` this process does not serve,
+    listing those it does."""
+    missing = [name for name in dict.fromkeys(tools) if name not in _served]
+    if missing:
+        raise NotServed(missing, names())
+
+
+def load(paths: str | None, timeouts: Mapping[str, float] | None = None) -> None:
+    """Fill the registry at worker start: the ``covey.tools`` entry points, then
+    ``paths`` (``COVEY_TOOLS``: comma-separated ``module`` or ``module:object``),
+    then set the ``timeouts`` (``COVEY_TOOL_TIMEOUTS``) of the tools they name.
+    ``ToolsError`` naming the entry point, path or tool that fails. Once per
+    process: later calls do nothing."""
+    global _loaded
+    if _loaded:
+        return
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        where = f"entry point {ENTRY_POINT_GROUP} {ep.name} = {ep.value}"
+        try:
+            found = ep.load()
+        except Exception as e:
+            raise ToolsError(f"{where}: cannot load: {type(e).__name__}: {e}") from None
+        add(_tools_of(found, where))
+    for path in (p.strip() for p in (paths or "").split(",")):
+        if path:
+            add(_tools_of(_imported(path), f"COVEY_TOOLS {path}"))
+    for name, seconds in (timeouts or {}).items():
+        if name not in _served:
+            raise ToolsError(f"COVEY_TOOL_TIMEOUTS: no tool {name!r} is served; served: {', '.join(names())}")
+        found = _served[name]
+        _served[name] = found.retimed(seconds) if isinstance(found, FunctionTool) else replace(found, timeout=seconds)
+    _loaded = True
+
+
+def _imported(path: str) -> Any:
+    module_name, _, attr = path.partition(":")
+    try:
+        found: Any = importlib.import_module(module_name)
+    except Exception as e:
+        raise ToolsError(f"COVEY_TOOLS: cannot import {path!r}: {type(e).__name__}: {e}") from None
+    for part in filter(None, attr.split(".")):
+        if not hasattr(found, part):
+            raise ToolsError(f"COVEY_TOOLS: {path!r}: module {module_name!r} has no {attr!r}")
+        found = getattr(found, part)
+    return found
+
+
+def _tools_of(found: Any, where: str) -> list[Tool]:
+    if isinstance(found, Tool):
+        return [found]
+    if isinstance(found, ModuleType):
+        tools = [v for k, v in vars(found).items() if isinstance(v, Tool) and not k.startswith("_")]
+        if not tools:
+            raise ToolsError(f"{where}: module {found.__name__} holds no covey Tool")
+        return tools
+    if isinstance(found, (list, tuple)) and all(isinstance(t, Tool) for t in found):
+        return list(found)
+    raise ToolsError(f"{where}: {found!r} is not a covey Tool (decorate a function with @covey.tool)")
 
 
 @overload
@@ -41,7 +176,7 @@ def narrow(tools: list[str] | None, allow: list[str] | None) -> list[str] | None
 
 
 def offered(allow: list[str] | None, deny: list[str]) -> list[str]:
-    """Tool names an agent sees: its allow list (all when unset) minus every deny rule."""
+    """Tool names an agent sees: its allow list (every served tool when unset) minus every deny rule."""
     return [name for name in narrow(names(), allow) if name not in deny]
 
 

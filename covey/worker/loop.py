@@ -25,7 +25,6 @@ from covey.orchestration.actions import (
     Finish,
     RunTools,
     Spawn,
-    ToolResults,
     from_json,
 )
 from covey.results import AgentResult, ChildSummary, Usage
@@ -38,7 +37,7 @@ from covey.worker.deps import Deps
 from covey.worker.logs import agent_event
 from covey.worker.redaction import redact
 from covey.worker.spawning import spawn, unreported
-from covey.worker.tools import run_tool
+from covey.worker.tool_calls import run_tools
 
 
 class NotOpened(Exception):
@@ -204,8 +203,9 @@ def advance(deps: Deps, state: AgentState, action: Action) -> Finished | FanOut 
             if late is not None:  # the reply came after a deadline: not an answer in time
                 return _stopped(deps, state, Stop(late.cause, f"{late.reason} during a model call"))
         elif isinstance(action, RunTools):
-            workspace = deps.workspace(state.ctx.job_id)
-            outcome = ToolResults({c.id: run_tool(c, state.ctx, workspace) for c in action.calls})
+            outcome = run_tools(deps, state, action.calls)
+            if isinstance(outcome, Stop):
+                return _stopped(deps, state, outcome)
         elif isinstance(action, Spawn):
             children = spawn(deps, state, action)
             if children:

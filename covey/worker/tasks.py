@@ -39,9 +39,11 @@ from covey.orchestration.actions import Action, to_json
 from covey.results import AgentResult, Usage
 from covey.spec import AgentSpec, InvalidSpec, JobSpec
 from covey.status import AgentStatus, Cause, CauseKind
+from covey.store.catalog import NoWorkerServes
 from covey.store.outbox import Message
 from covey.store.tree import Node, preview
-from covey.worker import handover, loop, lost, reconciler, signing
+from covey.tools.registry import NotServed, check_served
+from covey.worker import catalog, handover, loop, lost, reconciler, signing
 from covey.worker.agent_state import AgentState, UnreadableCheckpoint, dump_checkpoint, load_checkpoint
 from covey.worker.app import app
 from covey.worker.deps import Deps, worker_deps
@@ -63,15 +65,20 @@ OUTAGES = (RedisConnectionError, RedisTimeoutError, OperationalError)  # Redis o
 Step = Callable[[], "tuple[AgentState, Action]"]
 
 
-def _valid_job(deps: Deps, spec: Any) -> JobSpec:
+def _valid_job(deps: Deps, spec: Any, queue: str) -> JobSpec:
     job = JobSpec.parse(spec).with_defaults(deps.settings.model, deps.settings.default_budget())
     try:
         deps.llm.catalog.endpoint(job.model)
-    except UnservableModel as e:
+        catalog.check_tools(deps.redis, deps.settings, job.tools, queue)
+    except (UnservableModel, NoWorkerServes) as e:
         raise InvalidSpec(f"invalid job spec: {e}") from e
     unknown = unknown_scope(deps.ledger, job.scopes())
     if unknown:
         raise InvalidSpec(f"invalid job spec: {unknown}")
+    try:
+        check_served(job.tools or [])
+    except NotServed as e:
+        raise InvalidSpec(f"invalid job spec: tools: {e}") from e
     return job
 
 
@@ -79,14 +86,15 @@ def _valid_job(deps: Deps, spec: Any) -> JobSpec:
 def run_job(self, spec: Any) -> dict[str, Any] | str:
     """Validate a JobSpec and run its root agent; the task id is the job id.
 
-    Fields the spec leaves unset take this worker's defaults. An invalid spec, or
-    one naming a model this worker cannot serve, raises ``InvalidSpec`` naming the
-    field: the task fails and no agent runs. It is logged as one warning line: a
-    client's mistake, not the worker's, so no traceback.
+    Fields the spec leaves unset take this worker's defaults. An invalid spec, one
+    naming a model this worker cannot serve, or a tool no worker on the job's queue
+    serves, raises ``InvalidSpec`` naming it: the task fails and no agent runs. It
+    is logged as one warning line: a client's mistake, not the worker's, so no traceback.
     """
     deps = worker_deps()
     try:
-        job = _valid_job(deps, spec)
+        queue = (self.request.delivery_info or {}).get("routing_key") or deps.settings.queue
+        job = _valid_job(deps, spec, queue)
     except InvalidSpec as e:
         log.warning("refused job %s: %s", self.request.id, e)
         raise InvalidSpec(str(e)) from None

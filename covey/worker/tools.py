@@ -1,83 +1,61 @@
-"""The tools an agent runs inside the worker (control tools are Actions instead).
+"""One tool call of an agent, run in the worker (control tools are Actions instead).
 
-A tool never raises: whatever goes wrong becomes text the model reads, so it can
-try again another way.
+A call never raises: arguments off the tool's schema, an exception the tool
+raises or its timeout become text the model reads (the exception's type and
+message, redacted, never a traceback), so it can try again another way.
 """
 
 from __future__ import annotations
 
-import ast
-import operator
-from collections.abc import Callable
+from dataclasses import dataclass
 
 from covey.context import RunContext
 from covey.models.replies import ToolCall
-from covey.store.workspace import Workspace, WorkspaceError
-from covey.tools import arguments
-from covey.tools.builtin import WORKER_TOOLS
+from covey.store.workspace import Workspace
+from covey.tools import arguments, policy, registry
+from covey.tools.builtin import CONTROL_TOOLS
+from covey.tools.tool import ToolContext
+from covey.worker.redaction import redact
 
-_BINARY: dict[type, Callable[[float, float], float]] = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv,
-    ast.Mod: operator.mod,
-    ast.Pow: operator.pow,
-}
-_UNARY: dict[type, Callable[[float], float]] = {ast.USub: operator.neg, ast.UAdd: operator.pos}
-# The model writes the expression, so it is untrusted: these bounds keep one
-# tool call from pinning a worker's CPU or memory (`9**9**9`, 50,000 nested terms).
-MAX_EXPRESSION_CHARS = 500
-MAX_RESULT_BITS = 4096
+MAX_ERROR_CHARS = 2000  # of an exception's message; a tool may raise with a huge one
 
 
-def calculate(expression: str) -> str:
-    """Evaluate arithmetic only (no names, no calls); integral results print as ints."""
-    if len(expression) > MAX_EXPRESSION_CHARS:
-        raise ValueError(f"expression longer than {MAX_EXPRESSION_CHARS} characters")
-    value = _eval(ast.parse(expression, mode="eval").body)
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    return str(value)
+@dataclass(frozen=True)
+class AgentWorkspace:
+    """The job's workspace as one agent sees it (``covey.tools.tool.WorkspaceView``):
+    it reads every file and writes only below its own folder."""
+
+    workspace: Workspace
+    subroot: str
+
+    def read(self, path: str) -> str:
+        return self.workspace.read(path)
+
+    def write(self, path: str, content: str) -> str:
+        return self.workspace.write(self.subroot, path, content)
+
+    def list(self, prefix: str = "") -> list[str]:
+        return [name for name in self.workspace.files() if name.startswith(prefix)]
+
+    def own(self, path: str) -> str:
+        return self.workspace.own(self.subroot, path)
 
 
-def _eval(node: ast.AST) -> float:
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-        return node.value
-    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-        left, right = _eval(node.left), _eval(node.right)
-        if isinstance(node.op, ast.Pow) and _int_bits(left) * abs(right) > MAX_RESULT_BITS:
-            raise ValueError("result too large")
-        return _bounded(_BINARY[type(node.op)](left, right))
-    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-        return _UNARY[type(node.op)](_eval(node.operand))
-    raise ValueError("only numbers and + - * / // % ** ( ) are allowed")
-
-
-def _int_bits(value: float) -> int:
-    return abs(int(value)).bit_length() if abs(value) >= 2 else 1
-
-
-def _bounded(value: float) -> float:
-    if isinstance(value, int) and value.bit_length() > MAX_RESULT_BITS:
-        raise ValueError("result too large")
-    return value
-
-
-def run_tool(call: ToolCall, ctx: RunContext, workspace: Workspace) -> str:
+def run_tool(call: ToolCall, ctx: RunContext, workspace: Workspace, seconds_left: float | None = None) -> str:
     """Run one tool call; the text returned is what the model sees. Its arguments are
     checked against the tool's schema first, so a tool only ever gets the fields it
-    declares, of their declared types."""
-    if call.name not in WORKER_TOOLS:
+    declares, of their declared types. It gets no longer than its timeout, nor than
+    ``seconds_left`` before the agent's nearest deadline."""
+    if call.name in CONTROL_TOOLS or call.name not in registry.names():
         return f"error: tool {call.name!r} does not run in the worker"
+    tool = registry.get(call.name)
     try:
-        args = arguments.parse(call.name, call.arguments)
-        if call.name == "calculator":
-            return calculate(args["expression"])
-        if call.name == "read_file":
-            return workspace.read(args["path"])
-        written = workspace.write(ctx.subroot, args["path"], args["content"])
-        return f"wrote {written}"
-    except (WorkspaceError, ValueError, ArithmeticError, SyntaxError, RecursionError, MemoryError) as e:
-        return f"error: {type(e).__name__}: {e}" if isinstance(e, (RecursionError, MemoryError)) else f"error: {e}"
+        args = arguments.parse(tool, call.arguments)
+    except arguments.BadArguments as e:
+        return f"error: {e}"
+    context = ToolContext(ctx.job_id, ctx.agent_id, call.id, AgentWorkspace(workspace, ctx.subroot))
+    try:
+        return policy.run(tool, args, context, seconds_left)
+    except Exception as e:
+        message = redact(str(e))[:MAX_ERROR_CHARS]
+        return f"error: {type(e).__name__}: {message}" if message else f"error: {type(e).__name__}"

@@ -100,7 +100,7 @@ def test_version_is_the_packages(redis_server):
         (("submit", "x", "--model", ""), "model:"),
         (("submit", "x", "--role", ""), "role:"),
         (("submit", "x", "--tenant", ""), "tenant:"),
-        (("submit", "x", "--tools", "calculator,teleport"), "tools:"),
+        (("submit", "x", "--tools", "calculator,tele port"), "tools:"),  # which exist is the workers' to say
         (("submit",), "give the task as TASK"),
         (("run", "  \n "), "task: only whitespace"),
         (("submit", "x", "--task-file", "/no/such/file"), "--task-file"),

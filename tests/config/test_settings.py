@@ -56,3 +56,11 @@ def test_a_model_timeout_longer_than_a_reservation_is_refused():
 def test_a_visibility_timeout_shorter_than_a_task_is_refused():
     with pytest.raises(ValidationError, match="COVEY_VISIBILITY_TIMEOUT"):
         Settings(slice_seconds=60, visibility_timeout=90)
+
+
+def test_tool_timeouts_are_read_as_json_seconds(monkeypatch):
+    monkeypatch.setenv("COVEY_TOOL_TIMEOUTS", '{"lookup_weather": 5, "hang": 0.5}')
+    assert Settings().tool_timeouts == {"lookup_weather": 5.0, "hang": 0.5}
+    monkeypatch.setenv("COVEY_TOOL_TIMEOUTS", '{"hang": 0}')
+    with pytest.raises(ValidationError, match="tool_timeouts.hang"):
+        Settings()

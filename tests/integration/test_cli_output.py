@@ -25,17 +25,20 @@ def test_run_tree_and_ledger_print_readable_tables(cli):
     job_id = re.search(r"^job (\S+)", proc.stderr, re.M)[1]
     lines = dict(line.split(None, 1) for line in proc.stdout.splitlines())
     assert (lines["job"], lines["status"], lines["output"]) == (job_id, "completed", "4")
-    assert re.fullmatch(r"\d+ tokens \(\d+ prompt, \d+ completion\), 2 cycles, 0 sub-agents", lines["usage"])
+    usage = r"\d+ tokens \(\d+ prompt, \d+ completion\), 2 cycles, 1 tool calls, 0 sub-agents"
+    assert re.fullmatch(usage, lines["usage"])
 
     tree = cli("tree", job_id).stdout.splitlines()
-    assert tree[0].split() == ["agent", "role", "status", "tokens", "cycles", "elapsed", "task"]
+    assert tree[0].split() == ["agent", "role", "status", "tokens", "cycles", "tool", "calls", "elapsed", "task"]
     assert tree[1].endswith("What is 2 + 2?")
     assert tree[1].split()[:3] == ["root", "root", "completed"]
+    assert tree[1].split()[4:6] == ["2", "1"]  # two model calls, one calculator call
 
     ledger = cli("ledger", job_id).stdout
     tokens = next(line.split() for line in ledger.splitlines() if line.startswith("tokens"))
     assert tokens[2] == "9000" and 0 < int(tokens[1]) <= 9000
     assert "global" in ledger
+    assert next(line.split() for line in ledger.splitlines() if line.startswith("tool calls"))[2] == "1"
 
 
 @pytest.mark.slow

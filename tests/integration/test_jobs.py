@@ -119,7 +119,7 @@ def test_a_child_cannot_write_outside_its_subroot(client):
     handle = client.submit(client.spec("[sim:spawn width=2 depth=1] [sim:write ../../escape.txt] note"))
     result = handle.result(timeout=60)
     assert result.status is AgentStatus.COMPLETED
-    assert all(c.output.startswith("error: path '../../escape.txt' escapes") for c in result.children)
+    assert all(c.output.startswith("error: WorkspaceError: path '../../escape.txt' escapes") for c in result.children)
     handle2 = client.submit(client.spec("[sim:spawn width=1 depth=1] [sim:write notes.md] keep me"))
     result2 = handle2.result(timeout=60)
     child = handle2.tree()[1]

@@ -57,7 +57,7 @@ def test_a_failing_step_is_replanned_and_the_job_still_completes(client):
 
 
 def test_a_tight_token_cap_is_never_overspent(cli):
-    cap = 1500
+    cap = 1800  # the planner's first call fits (its prompt, every tool named in it, reserves ~1500), little more
     proc, result = run_json(cli, "What is 6 * 7?", "--strategy", "plan_execute", "--max-tokens", str(cap))
     ledger = json.loads(cli("ledger", result["job_id"], "--json").stdout)
     assert 0 < ledger["tokens_used"] <= cap

@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 from covey.models.sim import directives as sim_directives
 from covey.models.sim.handler import transport
 from covey.models.tokens import ESTIMATE_OVERHEAD_TOKENS, byte_tokens, estimate_prompt_tokens, schema_tokens
-from covey.tools.builtin import TOOL_SCHEMAS
+from covey.tools.registry import schema
 
-TOOLS = [TOOL_SCHEMAS[n] for n in ("spawn_agents", "finish", "calculator")]
+TOOLS = [schema(n) for n in ("spawn_agents", "finish", "calculator")]
 CJK = "請用一句話總結這段文字的主旨，並列出三個關鍵詞。" * 20
 CODE = "def f(x):\n\treturn {'a': [x**2 for x in range(10)]}  # ✓\n" * 20
 EMOJI = "🙂🚀" * 50

@@ -68,7 +68,7 @@ def test_duplicate_names_are_refused_naming_them():
         ({"specialists": []}, "options.specialists"),
         ({"max_specialists": 0}, "options.max_specialists"),
         ({"specialists": [{"name": "A", "role": "r", "kind": "reader"}]}, "options.specialists.0.kind"),
-        ({"specialists": [{"name": "A", "role": "r", "tools": ["teleport"]}]}, "options.specialists.0.tools"),
+        ({"specialists": [{"name": "A", "role": "r", "tools": ["tele port"]}]}, "options.specialists.0.tools"),
         ({"specialists": [{"name": "two words", "role": "r"}]}, "options.specialists.0.name"),
         ({"rounds": 3}, "options.rounds"),
     ],

@@ -9,7 +9,8 @@ from covey.budgets.budget import Budget
 from covey.context import RunContext
 from covey.models.replies import ToolCall
 from covey.store.workspace import Workspace, WorkspaceError, normalise
-from covey.worker.tools import calculate, run_tool
+from covey.tools.calculator import calculate
+from covey.worker.tools import run_tool
 
 
 @pytest.fixture
@@ -103,3 +104,30 @@ def test_normalise_keeps_paths_inside_the_root():
     assert normalise("x", ".sub_agents/k") == ".sub_agents/k/x"
     with pytest.raises(WorkspaceError):
         normalise("../k2/x", ".sub_agents/k")
+
+
+def test_list_files_lists_the_workspace_under_a_prefix(job):
+    root, child, ws = job
+    run_tool(call("write_file", path="a.md", content="1"), root, ws)
+    run_tool(call("write_file", path="b.md", content="2"), child, ws)
+    assert run_tool(call("list_files", prefix=""), root, ws) == ".sub_agents/root-sub-aa/b.md\na.md"
+    assert run_tool(call("list_files", prefix=".sub_agents/"), child, ws) == ".sub_agents/root-sub-aa/b.md"
+    assert run_tool(call("list_files", prefix="nothing/"), root, ws) == "no files"
+
+
+def test_edit_file_replaces_one_occurrence_in_the_agents_own_file(job):
+    root, child, ws = job
+    run_tool(call("write_file", path="plan.md", content="step one; step two"), child, ws)
+    edited = run_tool(call("edit_file", path="plan.md", old="two", new="2"), child, ws)
+    assert edited == "edited .sub_agents/root-sub-aa/plan.md"
+    assert ws.read(".sub_agents/root-sub-aa/plan.md") == "step one; step 2"
+    said = run_tool(call("edit_file", path="plan.md", old="step", new="s"), child, ws)
+    assert said == "error: ValueError: old occurs 2 times in plan.md: it must occur exactly once"
+    assert run_tool(call("edit_file", path="../x", old="a", new="b"), child, ws).startswith("error: WorkspaceError:")
+    assert ws.read(".sub_agents/root-sub-aa/plan.md") == "step one; step 2"
+
+
+def test_a_control_tool_or_one_not_served_does_not_run_in_the_worker(job):
+    root, _, ws = job
+    assert run_tool(call("finish", answer="x"), root, ws) == "error: tool 'finish' does not run in the worker"
+    assert run_tool(call("lookup_tides"), root, ws) == "error: tool 'lookup_tides' does not run in the worker"

@@ -27,6 +27,9 @@ Directives live in the task text (the first ``user`` message):
 - ``[sim:write PATH]`` write the task's plain text to PATH with ``write_file``,
   answer what the tool said
 - ``[sim:answer TEXT]`` finish with TEXT
+- ``[sim:call NAME {"arg": ...}]`` call tool NAME with those JSON arguments (``{}`` when
+  none are given; they cannot hold a ``]``), then answer what the tool said; a request
+  that does not offer NAME is an HTTP 400 naming it
 - ``What is A op B?`` anywhere in the text: use ``calculator``, answer its result
   (``result`` holds it computed directly, for answers given without tools)
 - ``[sim:plan ...]``, ``[sim:debate ...]``, ``[sim:lats ...]``, ``[sim:orchestrate ...]``:
@@ -35,6 +38,7 @@ Directives live in the task text (the first ``user`` message):
 
 from __future__ import annotations
 
+import json
 import math
 import operator
 import re
@@ -48,6 +52,7 @@ FAIL_KINDS = frozenset({"429", "500", "401", "timeout", "bad_args", "unknown_too
 
 _DIRECTIVE = re.compile(r"\[sim:([A-Za-z_]+)(?:\s+([^\]]*))?\]")
 _SPAWN_ARGS = re.compile(r"width=(\d+)\s+depth=(\d+)")
+_CALL_ARGS = re.compile(r"([a-zA-Z0-9_-]{1,64})(?:\s+(.*))?", re.DOTALL)
 _FAIL_ARGS = re.compile(r"(\S+)(?:\s+part=(\d+))?")
 _PART = re.compile(r"\(part (\d+) of \d+\)")
 _OPERATORS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
@@ -70,6 +75,14 @@ class Spawn:
 
 
 @dataclass(frozen=True)
+class Call:
+    """A ``[sim:call NAME ARGS]``: the tool and its arguments, as JSON text."""
+
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
 class Directives:
     """What the task text asks of the sim; ``plain`` is the text with directives removed."""
 
@@ -84,6 +97,7 @@ class Directives:
     answer: str | None = None
     write: str | None = None
     delegate: str | None = None
+    call: Call | None = None
     expression: str | None = None  # "A op B" from a "What is A op B?" question
     result: int | float | None = None  # its value, whole ones as ints like the calculator's; None on x/0
     scripted: dict[str, str] = field(default_factory=dict)  # name -> arguments, for names in SCRIPTED
@@ -173,6 +187,8 @@ def _parse_one(name: str, arg: str, raw: str) -> Any:
         if not arg:
             raise DirectiveError(f"{raw}: expected a {'path' if name == 'write' else 'task'}")
         return arg
+    if name == "call":
+        return _call(arg, raw)
     if name in ("latency", "tokens", "rounds"):
         positive = name != "latency"
         if not arg.isdigit() or (positive and int(arg) < 1):
@@ -184,6 +200,19 @@ def _parse_one(name: str, arg: str, raw: str) -> Any:
             raise DirectiveError(f"{raw}: expected width=W depth=D with W, D >= 1")
         return Spawn(width=int(spawn[1]), depth=int(spawn[2]))
     raise DirectiveError(f"{raw}: unknown sim directive {name!r}")
+
+
+def _call(arg: str, raw: str) -> Call:
+    found = _CALL_ARGS.fullmatch(arg)
+    if found is None:
+        raise DirectiveError(f"{raw}: expected a tool name, then its arguments as a JSON object or nothing")
+    try:
+        args = json.loads(found[2] or "{}")
+    except ValueError as e:
+        raise DirectiveError(f"{raw}: the arguments are not JSON: {e}") from None
+    if not isinstance(args, dict):
+        raise DirectiveError(f"{raw}: the arguments must be a JSON object")
+    return Call(found[1], json.dumps(args))
 
 
 def child_tasks(task: str, spawn_round: int = 1) -> list[str]:

@@ -27,7 +27,7 @@ import httpx2
 
 from covey.models.sim import directives as sim_directives
 from covey.models.sim import structured
-from covey.models.sim.directives import DirectiveError, Directives
+from covey.models.sim.directives import Call, DirectiveError, Directives
 from covey.models.sim.scripted import SCRIPTS, Prompt
 from covey.models.tokens import prompt_text
 
@@ -176,7 +176,7 @@ def make_handler(
                 return _completion(chat, failed, directives)
         try:
             reply = _decide(chat, directives)
-        except DirectiveError as e:  # a strategy script's malformed [sim:NAME ARGS]
+        except (_BadRequest, DirectiveError) as e:  # a strategy script's malformed [sim:NAME ARGS], a call not offered
             return _error(400, f"sim: {e}", "invalid_request_error", "invalid_request")
         return _completion(chat, reply, directives)
 
@@ -229,7 +229,8 @@ def _fail(kind: str, request: httpx2.Request) -> httpx2.Response | _Reply | None
 
 def _decide(chat: _Chat, directives: Directives) -> _Reply:
     """The reply when no failure applies:
-    structured output > loop > spawn > delegate > write > arithmetic > answer > leaf."""
+    structured output > loop > spawn > call > delegate > write > arithmetic > answer > leaf
+    (a spawning agent's children, given its directives but the spawn, make the call)."""
     if chat.output != "text":
         return _Reply(content=json.dumps(_document(chat, directives)))
     if directives.loop:
@@ -241,6 +242,8 @@ def _decide(chat: _Chat, directives: Directives) -> _Reply:
             agents = [{"task": t, "role": "worker"} for t in tasks]
             return _Reply(tool_calls=[("spawn_agents", json.dumps({"agents": agents}))])
         return _finish(chat, _count_leaves(results))
+    if directives.call:
+        return _called(chat, directives.call)
     if directives.delegate and "delegate" in chat.tool_names:
         results = chat.results_of("delegate")
         if not results:
@@ -261,6 +264,17 @@ def _decide(chat: _Chat, directives: Directives) -> _Reply:
             return _Reply(tool_calls=[("calculator", json.dumps({"expression": directives.expression}))])
         return _finish(chat, results[-1])
     return _finish(chat, _plain_answer(directives))
+
+
+def _called(chat: _Chat, call: Call) -> _Reply:
+    """Call the tool a ``[sim:call]`` names, then answer what it said."""
+    if call.name not in chat.tool_names:
+        offered = ", ".join(sorted(n for n in chat.tool_names if n)) or "none"
+        raise _BadRequest(f"[sim:call {call.name}]: tool {call.name!r} is not offered; offered: {offered}")
+    results = chat.results_of(call.name)
+    if not results:
+        return _Reply(tool_calls=[(call.name, call.arguments)])
+    return _finish(chat, results[-1])
 
 
 def _plain_answer(directives: Directives) -> str:

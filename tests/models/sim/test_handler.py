@@ -12,9 +12,9 @@ import pytest
 from covey.models.sim import directives as sim_directives
 from covey.models.sim.handler import _Reply, make_handler, transport
 from covey.models.tokens import prompt_text
-from covey.tools.builtin import TOOL_SCHEMAS
+from covey.tools.registry import schema
 
-TOOLS = [TOOL_SCHEMAS[n] for n in ("spawn_agents", "finish", "calculator")]
+TOOLS = [schema(n) for n in ("spawn_agents", "finish", "calculator")]
 
 
 class Recorder:
@@ -292,7 +292,7 @@ def test_children_of_a_deeper_spawn_drop_the_rounds_directive():
 
 
 def test_spawn_without_spawn_tool_behaves_as_a_leaf():
-    response = ask("Survey [sim:spawn width=3 depth=1]", tools=[TOOL_SCHEMAS["finish"]])
+    response = ask("Survey [sim:spawn width=3 depth=1]", tools=[schema("finish")])
     assert call_of(response) == ("finish", json.dumps({"answer": "done: Survey"}))
 
 
@@ -401,7 +401,7 @@ def test_a_fail_with_part_hits_only_that_sibling():
 
 
 def test_write_directive_writes_the_plain_task_then_answers_the_tool_result():
-    tools = [TOOL_SCHEMAS[n] for n in ("write_file", "finish")]
+    tools = [schema(n) for n in ("write_file", "finish")]
     first = ask("keep this [sim:write notes/a.md]", tools=tools)
     name, arguments = call_of(first)
     assert name == "write_file"
@@ -411,7 +411,7 @@ def test_write_directive_writes_the_plain_task_then_answers_the_tool_result():
 
 
 def test_delegate_directive_hands_the_task_to_one_child_and_answers_its_output():
-    tools = [TOOL_SCHEMAS[n] for n in ("delegate", "finish", "calculator")]
+    tools = [schema(n) for n in ("delegate", "finish", "calculator")]
     task = "check [sim:delegate What is 6 * 7?]"
     first = ask(task, tools=tools)
     name, arguments = call_of(first)
@@ -422,3 +422,33 @@ def test_delegate_directive_hands_the_task_to_one_child_and_answers_its_output()
     failed = {**summary, "status": "budget_exceeded", "output": None, "error": "agent cap"}
     done = ask(task, tools=tools, history=answered(first, json.dumps(failed)))
     assert json.loads(call_of(done)[1])["answer"] == "delegate budget_exceeded: agent cap"
+
+
+def test_call_directive_calls_the_named_tool_then_answers_what_it_said():
+    weather = {
+        "type": "function",
+        "function": {"name": "lookup_weather", "description": "", "parameters": {"type": "object"}},
+    }
+    tools = [weather, schema("finish")]
+    task = 'Weather? [sim:call lookup_weather {"city": "Paris"}]'
+    first = ask(task, tools=tools)
+    name, arguments = call_of(first)
+    assert (name, json.loads(arguments)) == ("lookup_weather", {"city": "Paris"})
+    done = ask(task, tools=tools, history=answered(first, "cloudy"))
+    assert json.loads(call_of(done)[1])["answer"] == "cloudy"
+    assert call_of(ask("[sim:call finish]", tools=tools)) == ("finish", "{}")  # no arguments: {}
+
+
+@pytest.mark.parametrize(
+    "task, named",
+    [
+        ('[sim:call lookup_weather {"city": "Paris"}]', "tool 'lookup_weather' is not offered; offered: calculator"),
+        ("[sim:call lookup_weather [1]]", "[sim:call lookup_weather [1]"),
+        ("[sim:call lookup_weather {nope}]", "the arguments are not JSON"),
+        ("[sim:call]", "expected a tool name"),
+    ],
+)
+def test_a_call_of_a_tool_not_offered_or_malformed_is_a_400_naming_it(task, named):
+    with pytest.raises(openai.BadRequestError) as caught:
+        ask(task, tools=[schema("calculator")])
+    assert named in caught.value.body["message"]

@@ -13,9 +13,9 @@ import pytest
 
 from covey.models.sim.handler import transport
 from covey.models.sim.server import make_server
-from covey.tools.builtin import TOOL_SCHEMAS
+from covey.tools.registry import schema
 
-TOOLS = [TOOL_SCHEMAS["finish"]]
+TOOLS = [schema("finish")]
 
 
 @contextmanager

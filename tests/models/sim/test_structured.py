@@ -13,9 +13,9 @@ import pytest
 
 from covey.models.sim.handler import BAD_JSON, transport
 from covey.models.sim.structured import Answers, instance
-from covey.tools.builtin import TOOL_SCHEMAS
+from covey.tools.registry import schema
 
-TOOLS = [TOOL_SCHEMAS[n] for n in ("spawn_agents", "finish", "calculator")]
+TOOLS = [schema(n) for n in ("spawn_agents", "finish", "calculator")]
 
 
 class Detail(pydantic.BaseModel):

@@ -1,0 +1,143 @@
+"""This worker's entry in the workers' catalog (``covey.store.catalog``), kept fresh by a heartbeat.
+
+One entry per Celery node, published by a thread of the node's main process: the
+node is what consumes queues, and whatever its pool (threads or greenlets in that
+process, prefork children forked from it with the same configuration) its slots
+serve the same tools and models. A node killed without a word drops out once its
+entry's TTL (``COVEY_CATALOG_TTL``) lapses; one stopped cleanly withdraws it at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import redis
+from celery.signals import worker_ready, worker_shutdown
+
+from covey.config import connections
+from covey.config.settings import Settings, get_settings
+from covey.models.catalog import Catalog, ServedModel
+from covey.store.catalog import ServedTool, WorkerCatalog, WorkerEntry, check_workers_serve
+from covey.tools import registry
+from covey.tools.tool import Tool
+from covey.worker.redaction import redact
+
+log = logging.getLogger(__name__)
+
+DIGEST_CHARS = 16  # of a schema's SHA-256: enough to tell two workers' schemas apart
+BEATS_PER_TTL = 3  # an entry outlives two missed heartbeats
+
+
+def digest(schema: dict[str, Any]) -> str:
+    """A digest of a tool's function schema, the same for equal schemas whatever their key order."""
+    canonical = json.dumps(schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:DIGEST_CHARS]
+
+
+def served_tool(tool: Tool) -> ServedTool:
+    return ServedTool(name=tool.name, origin=tool.origin, description=tool.description, digest=digest(tool.schema()))
+
+
+def redacted(rows: list[ServedModel]) -> list[ServedModel]:
+    """The rows with no secret: an endpoint's URL may carry a password, a param a key."""
+    return [
+        row.model_copy(
+            update={
+                "endpoint": redact(row.endpoint),
+                "params": {k: redact(v) if isinstance(v, str) else v for k, v in row.params.items()},
+            }
+        )
+        for row in rows
+    ]
+
+
+def entry(worker: str, queues: list[str], tools: list[Tool], models: list[ServedModel]) -> WorkerEntry:
+    """What ``worker`` serves, as the catalog holds it."""
+    return WorkerEntry(
+        worker=worker,
+        queues=queues,
+        tools=[served_tool(tool) for tool in tools],
+        models=[row.model_dump(mode="json") for row in redacted(models)],
+    )
+
+
+def served_tools() -> list[Tool]:
+    """The tools this worker process serves, as its registry holds them."""
+    return registry.served()
+
+
+class Heartbeat:
+    """Publishes ``entry_of()`` every ``period`` seconds until stopped, then withdraws it."""
+
+    def __init__(self, catalog: WorkerCatalog, worker: str, entry_of: Callable[[], WorkerEntry], period: float):
+        self._catalog, self._worker, self._entry_of, self._period = catalog, worker, entry_of, period
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="covey-catalog", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _beat(self) -> None:
+        while True:
+            try:
+                self._catalog.publish(self._entry_of())
+            except Exception as e:  # Redis away: the entry may lapse meanwhile, and comes back with it
+                log.warning("catalog: heartbeat of %s failed (%s); next in %.3gs", self._worker, e, self._period)
+            if self._stopped.wait(self._period):
+                return
+
+    def stop(self) -> None:
+        """Stop beating and withdraw the entry, so no one counts on a worker that is gone."""
+        self._stopped.set()
+        self._thread.join(timeout=connections.SOCKET_TIMEOUT_SECONDS)
+        try:
+            self._catalog.withdraw(self._worker)
+        except Exception as e:  # it lapses by its TTL instead
+            log.warning("catalog: could not withdraw %s (%s)", self._worker, e)
+
+
+def heartbeat(settings: Settings, worker: str, queues: list[str], tools: Callable[[], list[Tool]]) -> Heartbeat:
+    """A heartbeat for ``worker`` on its own connection: the tools are asked for at
+    each beat (a tool that became unavailable drops out), the models once."""
+    client = redis.Redis.from_url(
+        settings.redis_url,
+        decode_responses=True,
+        socket_timeout=connections.SOCKET_TIMEOUT_SECONDS,
+        socket_connect_timeout=connections.CONNECT_TIMEOUT_SECONDS,
+    )
+    models = Catalog.from_settings(settings).served()
+    return Heartbeat(
+        WorkerCatalog(client, settings.catalog_ttl),
+        worker,
+        lambda: entry(worker, queues, tools(), models),
+        settings.catalog_ttl / BEATS_PER_TTL,
+    )
+
+
+_running: list[Heartbeat] = []
+
+
+@worker_ready.connect
+def _start(sender: Any = None, **_: Any) -> None:
+    """``sender`` is the node's consumer: its name and the queues it reads."""
+    beat = heartbeat(get_settings(), sender.hostname, list(sender.app.amqp.queues.consume_from), served_tools)
+    beat.start()
+    _running.append(beat)
+
+
+@worker_shutdown.connect
+def _stop(**_: Any) -> None:
+    while _running:
+        _running.pop().stop()
+
+
+def check_tools(client: redis.Redis, settings: Settings, tools: list[str] | None, queue: str) -> None:
+    """``NoWorkerServes`` naming each of ``tools`` that no live worker on ``queue`` serves.
+    None (every tool) names none; with no worker publishing, nothing is known to refuse."""
+    if tools:
+        check_workers_serve(WorkerCatalog(client, settings.catalog_ttl).entries(queue), tools, queue)

@@ -1,0 +1,1 @@
+"""Tools for covey agents, registered by the ``covey.tools`` entry point in pyproject.toml."""

@@ -1,0 +1,63 @@
+"""Tools a test worker serves through ``COVEY_TOOLS=tests.integration.served_tools``:
+one per way a tool can go wrong, and one that counts its own runs."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+from covey import ToolContext, tool
+
+HUGE_BYTES = 10 * 1024 * 1024
+
+
+@tool
+def tally(path: str, ctx: ToolContext) -> str:
+    """Append this call's id to a file: the tool's own count of its runs.
+
+    Args:
+        path: the file to append to
+    """
+    with Path(path).open("a") as f:
+        f.write(f"{ctx.job_id} {ctx.agent_id} {ctx.call_id}\n")
+    return f"tallied {ctx.call_id}"
+
+
+@tool
+def explode(reason: str) -> str:
+    """Raise, always."""
+    raise RuntimeError(f"exploded: {reason} with api_key=sk-secret123456789")
+
+
+@tool  # the test worker's COVEY_TOOL_TIMEOUTS gives it one second
+def hang(seconds: float) -> str:
+    """Sleep far past this tool's timeout."""
+    time.sleep(seconds)
+    return "woke"
+
+
+@tool(timeout=1.0)
+async def hang_async(seconds: float) -> str:
+    """Sleep far past this tool's timeout of one second, as a coroutine."""
+    await asyncio.sleep(seconds)
+    return "woke"
+
+
+@tool
+def huge() -> str:
+    """Return ten megabytes of text."""
+    return "x" * HUGE_BYTES
+
+
+@tool
+def add(a: int, b: int) -> dict[str, int]:
+    """Add two whole numbers."""
+    return {"sum": a + b}
+
+
+@tool
+def slumber(seconds: float) -> str:
+    """Sleep, under the default timeout of 30 s."""
+    time.sleep(seconds)
+    return "woke"
