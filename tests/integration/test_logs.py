@@ -202,20 +202,20 @@ def test_the_banner_names_a_brokers_password_only_masked(guarded):
 
 
 @pytest.mark.slow
-def test_under_json_every_line_a_worker_writes_is_json_from_its_banner_to_its_shutdown(redis_server):
-    worker = start_covey_worker(redis_server.url, [], COVEY_LOG_FORMAT="json")  # every other default
-    client = Client(Settings(redis_url=redis_server.url))
-    try:
-        wait_for_worker(client, worker)
-        assert client.run(client.spec("What is 6 * 7?"), timeout=60).ok
-    finally:
-        client.close()
-        stop_worker(worker)
+def test_under_json_every_line_a_worker_writes_is_json_from_its_banner_to_its_shutdown():
+    with RedisServer() as server:  # of its own: the job is this worker's, not another's
+        worker = start_covey_worker(server.url, [], COVEY_LOG_FORMAT="json")  # every other default
+        client = Client(Settings(redis_url=server.url))
+        try:
+            wait_for_worker(client, worker)
+            assert client.run(client.spec("What is 6 * 7?"), timeout=60).ok
+        finally:
+            client.close()
+            stop_worker(worker)
     lines = [line for line in log_lines(worker) if line.strip()]
     not_json = [line for line in lines if not _is_json(line)]
     assert not not_json, not_json[:5]
-    host = redis_server.url.removeprefix("redis://")
-    assert f".> transport:   redis://{host}" in banner(lines)
+    assert f".> transport:   {server.url}" in banner(lines)
     assert any(json.loads(line).get("message", "").startswith("worker: Warm shutdown") for line in lines)
 
 
