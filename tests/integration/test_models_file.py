@@ -43,7 +43,7 @@ QUEUE = "covey-models"
 @pytest.fixture(scope="module")
 def two_endpoints(redis_server, tmp_path_factory):
     server, base_url = start_sim_server(redis_server.url)
-    env = {**served_over_http(tmp_path_factory.mktemp("models"), base_url), "COVEY_QUEUE": QUEUE}
+    env = {**served_over_http(tmp_path_factory.mktemp("models"), base_url, down=True), "COVEY_QUEUE": QUEUE}
     worker = start_worker(redis_server.url, **env)
     client = Client(Settings(redis_url=redis_server.url, queue=QUEUE))
     try:
