@@ -32,7 +32,9 @@ sys.path.insert(0, str(ROOT))
 BENCHES: dict[str, list[str]] = {
     "fanout": ["--repeats", "5"],
     "ledger": [],
+    "mcp_tools": [],
     "memory": [],
+    "reservations": [],
     "scale": ["--repeats", "1"],
     "sweep": ["--samples", "2000"],
     "tools": [],

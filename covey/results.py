@@ -24,11 +24,18 @@ class Usage(BaseModel):
     cycles: int = 0
     agents: int = Field(default=0, description="sub-agents started below this agent")
     tool_calls: int = Field(default=0, description="tool calls run in the worker (control tools are not counted)")
+    cached_tokens: int = Field(default=0, description="of prompt_tokens, those the provider served from its cache")
+    cost_micros: int = Field(default=0, description="what it cost in micro-dollars, where its models have prices")
 
     @computed_field  # type: ignore[prop-decorator]  # pydantic's documented form
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def cost_usd(self) -> float:
+        return self.cost_micros / 1_000_000
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -37,6 +44,8 @@ class Usage(BaseModel):
             cycles=self.cycles + other.cycles,
             agents=self.agents + other.agents,
             tool_calls=self.tool_calls + other.tool_calls,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+            cost_micros=self.cost_micros + other.cost_micros,
         )
 
 

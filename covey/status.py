@@ -109,6 +109,7 @@ class Resource(StrEnum):
     TOKENS_PER_MINUTE = "tokens_per_minute"
     REQUESTS_PER_MINUTE = "requests_per_minute"
     TOOL_CALLS = "tool_calls"  # tool calls of the job
+    COST = "cost"  # micro-dollars
 
 
 class Cause(BaseModel):

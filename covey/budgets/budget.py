@@ -26,6 +26,9 @@ Count = Annotated[int, Strict(), Field(le=MAX_COUNT)]
 # A number as JSON carries one: finite, never a bool or a string.
 Number = Annotated[float, Strict(), Field(allow_inf_nan=False)]
 Seconds = Annotated[Number, Field(le=MAX_SECONDS)]
+# The largest cost cap in USD: its micro-dollars are still a whole number JSON and Lua hold exactly.
+MAX_USD = MAX_COUNT // 1_000_000
+Dollars = Annotated[Number, Field(ge=0, le=MAX_USD)]
 
 
 class Budget(BaseModel):
@@ -40,6 +43,9 @@ class Budget(BaseModel):
     deadline: datetime | None = None
     # Of the whole job, held on the root's ledger row: a child's budget carries none.
     max_tool_calls: Count | None = Field(default=None, ge=0)
+    max_cost: Dollars | None = Field(
+        default=None, description="USD the subtree may spend, where its models have prices"
+    )
 
     @field_validator("deadline")
     @classmethod
@@ -52,7 +58,7 @@ class Budget(BaseModel):
             raise ValueError("deadline is out of range in UTC") from None
 
     def child(self, fraction: float = 0.5) -> Budget:
-        """What a child asks for: a share of tokens and cycles, half the spawns
+        """What a child asks for: a share of tokens, cycles and cost, half the spawns
         (at least 1), one level less, the same deadline.
 
         The ledger clamps this to what the parent has left when it opens the child.
@@ -67,6 +73,7 @@ class Budget(BaseModel):
             max_agents=None if self.max_agents is None else max(1, self.max_agents // 2),
             max_depth=self.max_depth - 1,
             deadline=self.deadline,
+            max_cost=None if self.max_cost is None else self.max_cost * fraction,
         )
 
     def expired(self, now: datetime) -> bool:

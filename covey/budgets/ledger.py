@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from covey.budgets import scopes
 from covey.budgets.budget import Budget
+from covey.budgets.prices import Price
 from covey.errors import CoveyError
 from covey.status import Cause, CauseKind
 
@@ -51,16 +52,32 @@ class Opened:
 
 
 @dataclass(frozen=True)
+class Pricing:
+    """What a call's tokens cost, so its reservation holds money beside tokens."""
+
+    model: str  # named in a refusal
+    price: Price | None  # None: the model has no prices, and a row with a cost cap refuses the call
+    prompt_tokens: int  # the prompt's share of the tokens wanted; the rest is the reply's
+
+    def args(self) -> list[int | str]:
+        """The reserve script's cost arguments: the prompt's worst cost, the reply's rate, the share, the name."""
+        if self.price is None:
+            return ["", "", self.prompt_tokens, self.model]
+        return [self.price.prompt_cost(self.prompt_tokens), str(self.price.output), self.prompt_tokens, self.model]
+
+
+@dataclass(frozen=True)
 class Grant:
-    """Answer to ``reserve``: the tokens the call may spend (its ``max_tokens``), or
-    a refusal whose ``cause`` names the row that is short (``reason`` says it to a
-    person)."""
+    """Answer to ``reserve``: the tokens the call may spend (the prompt and its
+    ``max_tokens``) and the micro-dollars held for them, or a refusal whose ``cause``
+    names the row that is short (``reason`` says it to a person)."""
 
     ok: bool
     tokens: int
     reason: str | None
     cause: Cause | None = None
     record: str | None = None  # the outcome stored when this reservation was settled before
+    cost: int = 0  # micro-dollars held; 0 again for a reservation settled before (nothing is held)
 
     @property
     def cancelled(self) -> bool:
@@ -77,6 +94,9 @@ class ScopeRow(BaseModel):
     tokens_used: int = 0
     tokens_reserved: int = 0
     tokens_limit: int | None = None
+    cost_used: float = 0.0  # USD, from the ledger's whole micro-dollars
+    cost_reserved: float = 0.0
+    cost_limit: float | None = None
     cycles_used: int = 0
     cycles_limit: int | None = None
     tokens_per_minute: int | None = None  # granted tokens per epoch minute, across jobs
@@ -92,6 +112,9 @@ class AgentRow(BaseModel):
     tokens_used: int = 0
     tokens_reserved: int = 0
     tokens_limit: int | None = None
+    cost_used: float = 0.0  # USD
+    cost_reserved: float = 0.0
+    cost_limit: float | None = None
     cycles_used: int = 0  # a call in flight counts
     cycles_limit: int | None = None
     agents_spawned: int = 0
@@ -116,6 +139,9 @@ class LedgerSnapshot(BaseModel):
     tokens_used: int = 0
     tokens_reserved: int = 0
     tokens_limit: int | None = None
+    cost_used: float = 0.0  # USD
+    cost_reserved: float = 0.0
+    cost_limit: float | None = None
     cycles_used: int = 0
     cycles_limit: int | None = None
     agents_spawned: int = 0
@@ -154,10 +180,12 @@ class Ledger(Protocol):
         tokens: int,
         min_tokens: int,
         cycle: int | None = None,
+        pricing: Pricing | None = None,
     ) -> Grant:
         """Hold up to ``tokens`` (at least ``min_tokens``) and one cycle on every
         agent in the chain and every scope with a cap, or refuse naming the row
-        that is short.
+        that is short. With ``pricing``, the worst cost of the tokens granted is
+        held too, and a row's cost cap shrinks the reply to what it can pay for.
         A scope whose window of this minute is full answers ``retry_after``.
         ``cycle`` (the agent's n-th call) is refused past the agent's own cycle cap.
         A reservation settled before is granted again with the outcome stored then."""
@@ -170,8 +198,9 @@ class Ledger(Protocol):
         reservation_id: str,
         tokens: int,
         record: str | None = None,
+        cost: int = 0,
     ) -> bool:
-        """Turn the reservation into actual usage and keep ``record`` (the call's
+        """Turn the reservation (tokens, and ``cost`` micro-dollars) into actual usage and keep ``record`` (the call's
         outcome) for a replay; False if it was already settled. It charges what
         the reserve held: the chain and the scopes with a cap."""
 
@@ -200,8 +229,9 @@ class Ledger(Protocol):
         max_cycles: int | None,
         tokens_per_minute: int | None = None,
         requests_per_minute: int | None = None,
+        max_cost: float | None = None,
     ) -> None:
-        """Create a global scope or write its caps across jobs; None removes that cap."""
+        """Create a global scope or write its caps across jobs (``max_cost`` in USD); None removes that cap."""
 
     def has_scope(self, name: str) -> bool:
         """Whether the scope was created (``set_scope``) or charged before."""

@@ -21,7 +21,7 @@ import redis
 
 from covey import keys
 from covey.budgets import scopes as scope_names  # `scopes` here are a call's list of names
-from covey.budgets.budget import MAX_COUNT, Budget
+from covey.budgets.budget import MAX_COUNT, MAX_USD, Budget
 from covey.budgets.ledger import (
     AgentRow,
     AgentTerms,
@@ -29,8 +29,10 @@ from covey.budgets.ledger import (
     LedgerError,
     LedgerSnapshot,
     Opened,
+    Pricing,
     ScopeRow,
 )
+from covey.budgets.prices import micros, usd
 from covey.errors import StateLost
 from covey.status import Cause, CauseKind, Resource
 
@@ -102,6 +104,7 @@ class RedisLedger:
             "" if terms.scopes is None else json.dumps(terms.scopes),
             terms.digest or "",
             *chain,
+            _arg(None if budget.max_cost is None else micros(budget.max_cost)),
         ]
         row_keys = [keys.agent(job_id, child_id), keys.agents(job_id), *(keys.agent(job_id, a) for a in chain)]
         status, *rest = self._scripts["open"](keys=row_keys, args=args)
@@ -111,6 +114,7 @@ class RedisLedger:
             return Opened(ok=False, budget=None, reason=_str(rest[0]), cause=_short(CauseKind.BUDGET, *rest[1:]))
         fields: dict[str, Any] = dict(zip(("max_tokens", "max_cycles", "max_agents", "max_depth"), map(_int, rest[:4])))
         fields["deadline"] = _deadline(rest[4])
+        fields["max_cost"] = usd(_int(rest[5]))
         # A clamp may leave 0 tokens or cycles: the child's first reserve is then refused.
         return Opened(ok=True, budget=Budget(**fields), reason=None)
 
@@ -129,6 +133,7 @@ class RedisLedger:
         tokens: int,
         min_tokens: int,
         cycle: int | None = None,
+        pricing: Pricing | None = None,
     ) -> Grant:
         if not chain:
             raise ValueError("reserve needs the agent's chain (root..agent)")
@@ -163,12 +168,15 @@ class RedisLedger:
             self.job_ttl,
             *chain,
             *scopes,
+            *(pricing or Pricing(model="", price=None, prompt_tokens=0)).args(),
         ]
         status, granted, reason, *rest = self._scripts["reserve"](keys=row_keys, args=args)
         if status == -2:
             raise _lost(job_id, reason)
         if status == -1:
             return Grant(ok=False, tokens=0, reason=_str(reason), cause=Cause(kind=CauseKind.CANCELLED))
+        if status == 3:  # a cost cap, and a model without prices
+            return Grant(ok=False, tokens=0, reason=_str(reason), cause=Cause(kind=CauseKind.INVALID_SPEC))
         if status == 2:  # a full window: the next minute's is empty
             retry_after = (minute + 1) * keys.WINDOW_SECONDS - now
             row, name, resource = rest[:3]
@@ -177,7 +185,7 @@ class RedisLedger:
         if status != 1:
             return Grant(ok=False, tokens=0, reason=_str(reason), cause=_short(CauseKind.BUDGET, *rest))
         record = _str(rest[0])
-        return Grant(ok=True, tokens=int(granted), reason=None, record=record or None)
+        return Grant(ok=True, tokens=int(granted), reason=None, record=record or None, cost=int(rest[1]))
 
     def settle(
         self,
@@ -187,13 +195,14 @@ class RedisLedger:
         reservation_id: str,
         tokens: int,
         record: str | None = None,
+        cost: int = 0,
     ) -> bool:
-        """Charge ``tokens`` (the actual usage) and keep ``record`` for a replay.
+        """Charge ``tokens`` and ``cost`` (the actual usage) and keep ``record`` for a replay.
         Pass the chain and scopes given to ``reserve``; a mismatch raises
         ``LedgerError`` rather than skew the counts, and rows gone from Redis
         ``StateLost`` rather than come back uncapped and without their TTL."""
-        if tokens < 0:
-            raise ValueError(f"tokens used cannot be negative, got {tokens}")
+        if tokens < 0 or cost < 0:
+            raise ValueError(f"tokens and cost used cannot be negative, got {tokens} and {cost}")
         row_keys = [
             keys.calls(job_id),
             *self._rows(job_id, chain, scopes),
@@ -209,6 +218,7 @@ class RedisLedger:
             record or "",
             len(chain),
             *scopes,
+            cost,
         ]
         status, reason = self._scripts["settle"](keys=row_keys, args=args)
         if status == -3:
@@ -297,6 +307,9 @@ class RedisLedger:
                     "tokens_used",
                     "tokens_reserved",
                     "tokens_limit",
+                    "cost_used",
+                    "cost_reserved",
+                    "cost_limit",
                     "cycles_used",
                     "cycles_limit",
                     "agents_spawned",
@@ -322,14 +335,18 @@ class RedisLedger:
         max_cycles: int | None,
         tokens_per_minute: int | None = None,
         requests_per_minute: int | None = None,
+        max_cost: float | None = None,
     ) -> None:
         """Write every cap of a global scope, creating it; ``None`` removes a cap."""
         scope_names.check(name)
+        if max_cost is not None and not 0 <= max_cost <= MAX_USD:
+            raise ValueError(f"scope {name}: max_cost must be from 0 to {MAX_USD} USD, got {max_cost}")
         caps = {
             "tokens_limit": ("max_tokens", max_tokens),
             "cycles_limit": ("max_cycles", max_cycles),
             "tpm_limit": ("tokens_per_minute", tokens_per_minute),
             "rpm_limit": ("requests_per_minute", requests_per_minute),
+            "cost_limit": ("max_cost", None if max_cost is None else micros(max_cost)),
         }
         for field, cap in caps.values():
             if cap is not None and cap < 0:
@@ -453,6 +470,7 @@ def _agent_row(agent_id: str, raw: dict) -> AgentRow:
         ancestors=json.loads(f.get("ancestors") or "[]"),
         **counts,
         tokens_reserved=_reserved(f),
+        **_costs(f),
         **limits,
     )
 
@@ -468,7 +486,18 @@ def _scope_row(name: str, raw: dict) -> ScopeRow:
         tokens_used=int(f.get("tokens_used", 0)),
         tokens_reserved=_reserved(f),
         cycles_used=int(f.get("cycles_used", 0)),
+        **_costs(f),
     )
+
+
+def _costs(f: dict[str, str]) -> dict[str, Any]:
+    """A row's money in USD: it holds whole micro-dollars, cost_held (used plus held) like tokens_held."""
+    used = int(f.get("cost_used", 0))
+    return {
+        "cost_used": usd(used),
+        "cost_reserved": usd(int(f.get("cost_held", 0)) - used),
+        "cost_limit": usd(_int(f.get("cost_limit"))),
+    }
 
 
 def _reserved(f: dict[str, str]) -> int:

@@ -11,7 +11,7 @@ import click
 from covey.budgets.budget import MAX_COUNT
 from covey.cli import render
 from covey.cli.app import cli, connect, interrupted, print_json
-from covey.cli.options import Seconds
+from covey.cli.options import Dollars, Seconds
 from covey.orchestration import registry
 from covey.spec import MAX_CALL_TOKENS
 from covey.status import JobStatus
@@ -44,6 +44,7 @@ def _job_options(fn):
         click.option("--model", default=None, help="model name (default: COVEY_MODEL, else sim)"),
         click.option("--role", default="root", show_default=True, help="the root agent's role name"),
         click.option("--max-tokens", type=_CAP, default=None, help="token cap of the whole tree"),
+        click.option("--max-cost", type=Dollars(), default=None, help="USD the whole tree may spend (priced models)"),
         click.option("--max-cycles", type=_CAP, default=None, help="model calls of the whole tree"),
         click.option("--max-agents", type=_CAP, default=None, help="sub-agents the tree may spawn"),
         click.option("--max-depth", type=_CAP, default=None, help="levels of sub-agents"),
@@ -77,8 +78,8 @@ def _job_options(fn):
 
 
 def _spec(client, task: str | None, o: dict[str, Any]):
-    budget_fields = ("max_tokens", "max_cycles", "max_agents", "max_depth", "max_tool_calls")
-    budget = {k: o[k] for k in budget_fields if o[k] is not None}
+    caps = ("max_tokens", "max_cost", "max_cycles", "max_agents", "max_depth", "max_tool_calls")
+    budget = {k: o[k] for k in caps if o[k] is not None}
     if o["timeout"] is not None:
         budget["deadline"] = datetime.now(UTC) + timedelta(seconds=o["timeout"])
     fields: dict[str, Any] = {"strategy": o["strategy"], "role": o["role"], "budget": budget}

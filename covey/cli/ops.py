@@ -10,6 +10,7 @@ import click
 from covey.budgets.budget import MAX_COUNT
 from covey.cli import render
 from covey.cli.app import cli, connect, print_json
+from covey.cli.options import Dollars
 from covey.config.settings import MAX_CONCURRENCY, MAX_PROCESSES, get_settings
 
 
@@ -53,15 +54,12 @@ def worker(
     """Run covey's worker: a Celery worker per core, each with many slots."""
     from covey.models.catalog import Catalog
     from covey.tools import registry
+    from covey.tools.mcp import McpFileError, McpServers
     from covey.worker import processes as worker_processes
     from covey.worker import signing
 
     s = get_settings()
     Catalog.from_settings(s)  # a bad models file stops the worker here, not at its first job
-    try:
-        registry.load(s.tools, s.tool_timeouts)  # as may a tool that cannot load, before any process starts
-    except registry.ToolsError as e:
-        raise click.ClickException(str(e)) from None
     try:
         signing.shared_secret(s.secret, s.broker)  # made here once, before the processes that share it start
     except signing.SecretRequired as e:
@@ -77,6 +75,14 @@ def worker(
         from covey.worker import logs
 
         logs.emit(s.log_format)  # the supervisor's own lines
+        # Each process loads its tools and opens its MCP servers itself (covey.worker.app);
+        # checked here too, so a tool that cannot load is one line, not one per process.
+        try:
+            registry.load(s.tools)
+            if s.mcp is not None:
+                McpServers.load(s.mcp)  # reads the file; starts no server
+        except (registry.ToolsError, McpFileError) as e:
+            raise click.ClickException(str(e)) from None
         sys.exit(
             worker_processes.run(
                 lambda i: worker_processes.argv(pool, slots, loglevel, names, worker_processes.child_name(hostname, i)),
@@ -135,6 +141,15 @@ class _Cap(click.ParamType):
         self.fail(f"{value!r} is not a whole number from 0 to {MAX_COUNT}, nor 'none'", param, ctx)
 
 
+class _CostCap(click.ParamType):
+    """A cost cap in USD, or ``none`` to remove it."""
+
+    name = "USD|none"
+
+    def convert(self, value, param, ctx):
+        return value if value == _REMOVE else Dollars().convert(value, param, ctx)
+
+
 @cli.command()
 @click.argument("name")
 @click.option("--max-tokens", type=_Cap(), default=None, help="token cap across jobs ('none' removes it)")
@@ -151,14 +166,17 @@ class _Cap(click.ParamType):
     default=None,
     help="model calls per minute across jobs; a full minute makes agents wait ('none' removes it)",
 )
+@click.option(
+    "--max-cost", type=_CostCap(), default=None, help="USD across jobs, priced models only ('none' removes it)"
+)
 @click.option("--json", "as_json", is_flag=True, help="print the scope as JSON")
-def scope(name: str, max_tokens, max_cycles, tokens_per_minute, requests_per_minute, as_json: bool) -> None:
+def scope(name: str, max_tokens, max_cycles, tokens_per_minute, requests_per_minute, max_cost, as_json: bool) -> None:
     """Show a global ledger scope (global, tenant:<x>, sweep:<x>), creating it or changing the caps given."""
     ledger = connect().ledger
     current = next((row for row in ledger.scope_rows() if row.name == name), None)
-    given = (max_tokens, max_cycles, tokens_per_minute, requests_per_minute)
+    given = (max_tokens, max_cycles, tokens_per_minute, requests_per_minute, max_cost)
     if any(cap is not None for cap in given):
-        fields = ("tokens_limit", "cycles_limit", "tokens_per_minute", "requests_per_minute")
+        fields = ("tokens_limit", "cycles_limit", "tokens_per_minute", "requests_per_minute", "cost_limit")
         try:
             ledger.set_scope(
                 name, *(_cap(cap, getattr(current, f) if current else None) for cap, f in zip(given, fields))
@@ -168,13 +186,13 @@ def scope(name: str, max_tokens, max_cycles, tokens_per_minute, requests_per_min
         current = next(row for row in ledger.scope_rows() if row.name == name)
     if current is None:
         raise click.ClickException(
-            f"no scope {name} yet: give --max-tokens, --max-cycles, --tokens-per-minute "
-            "or --requests-per-minute to create it"
+            f"no scope {name} yet: give --max-tokens, --max-cycles, --tokens-per-minute, "
+            "--requests-per-minute or --max-cost to create it"
         )
     print_json(current) if as_json else click.echo(render.scopes([current]))
 
 
-def _cap(given, current: int | None) -> int | None:
+def _cap(given, current: float | None) -> float | None:
     """The cap to write: as given, removed for 'none', kept when not given."""
     return current if given is None else None if given == _REMOVE else given
 

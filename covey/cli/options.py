@@ -6,7 +6,7 @@ import math
 
 import click
 
-from covey.budgets.budget import MAX_SECONDS
+from covey.budgets.budget import MAX_SECONDS, MAX_USD
 
 
 class Seconds(click.FloatRange):
@@ -21,3 +21,19 @@ class Seconds(click.FloatRange):
         if math.isnan(seconds):
             self.fail(f"{value!r} is not a number of seconds", param, ctx)
         return seconds
+
+
+class Dollars(click.FloatRange):
+    """A cost cap in USD: a finite number from 0 to ``MAX_USD`` (whose micro-dollars
+    the ledger holds exactly)."""
+
+    name = "USD"
+
+    def __init__(self) -> None:
+        super().__init__(0, MAX_USD)
+
+    def convert(self, value, param, ctx):
+        usd = super().convert(value, param, ctx)
+        if math.isnan(usd):
+            self.fail(f"{value!r} is not a number of dollars", param, ctx)
+        return usd

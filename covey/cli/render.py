@@ -26,8 +26,19 @@ def result(r: AgentResult) -> str:
     lines.append(
         f"usage    {u.total_tokens} tokens ({u.prompt_tokens} prompt, {u.completion_tokens} completion), "
         f"{u.cycles} cycles, {u.tool_calls} tool calls, {u.agents} sub-agents"
+        + (f", {dollars(u.cost_usd)}" if u.cost_micros else "")
     )
     return "\n".join(lines)
+
+
+def dollars(usd: float | None) -> str | None:
+    """Money as a person reads it: to the micro-dollar the ledger keeps."""
+    return None if usd is None else f"${usd:,.6f}"
+
+
+def _spent(used: float, limit: float | None) -> str | None:
+    """A row's cost: none shown for a row that has neither spent money nor a cap on it."""
+    return dollars(used) if used or limit is not None else None
 
 
 def tree(nodes: list[Node], now: datetime | None = None) -> str:
@@ -47,6 +58,7 @@ def tree(nodes: list[Node], now: datetime | None = None) -> str:
                     node.role,
                     node.status,
                     node.usage.total_tokens,
+                    dollars(node.usage.cost_usd) if node.usage.cost_micros else None,
                     node.usage.cycles,
                     node.usage.tool_calls,
                     _elapsed(node, now),
@@ -56,7 +68,7 @@ def tree(nodes: list[Node], now: datetime | None = None) -> str:
             walk(node.agent_id, indent + "  ")
 
     walk(None, "")
-    return table(["agent", "role", "status", "tokens", "cycles", "tool calls", "elapsed", "task"], rows)
+    return table(["agent", "role", "status", "tokens", "cost", "cycles", "tool calls", "elapsed", "task"], rows)
 
 
 def _elapsed(node: Node, now: datetime) -> str | None:
@@ -75,6 +87,7 @@ def ledger_totals(s: LedgerSnapshot) -> str:
         ["", "used", "limit"],
         [
             ("tokens", s.tokens_used, s.tokens_limit),
+            ("cost", _spent(s.cost_used, s.cost_limit), dollars(s.cost_limit)),
             ("cycles", s.cycles_used, s.cycles_limit),
             ("agents", s.agents_spawned, s.agents_limit),
             ("tool calls", s.tool_calls_used, s.tool_calls_limit),
@@ -85,13 +98,27 @@ def ledger_totals(s: LedgerSnapshot) -> str:
 def ledger(s: LedgerSnapshot) -> str:
     head = ledger_totals(s)
     agents = table(
-        ["agent", "depth", "tokens", "token limit", "cycles", "cycle limit", "own calls cap", "tool calls", "spawned"],
+        [
+            "agent",
+            "depth",
+            "tokens",
+            "token limit",
+            "cost",
+            "cost limit",
+            "cycles",
+            "cycle limit",
+            "own calls cap",
+            "tool calls",
+            "spawned",
+        ],
         [
             (
                 a.agent_id,
                 a.depth,
                 a.tokens_used,
                 a.tokens_limit,
+                _spent(a.cost_used, a.cost_limit),
+                dollars(a.cost_limit),
                 a.cycles_used,
                 a.cycles_limit,
                 a.agent_cycles_limit,
@@ -106,12 +133,14 @@ def ledger(s: LedgerSnapshot) -> str:
 
 def scopes(rows: list[ScopeRow]) -> str:
     return table(
-        ["scope", "tokens", "token limit", "cycles", "cycle limit", "tokens/min", "requests/min"],
+        ["scope", "tokens", "token limit", "cost", "cost limit", "cycles", "cycle limit", "tokens/min", "requests/min"],
         [
             (
                 c.name,
                 c.tokens_used,
                 c.tokens_limit,
+                _spent(c.cost_used, c.cost_limit),
+                dollars(c.cost_limit),
                 c.cycles_used,
                 c.cycles_limit,
                 c.tokens_per_minute,

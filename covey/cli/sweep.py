@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from covey.cli.app import cli, interrupted
-from covey.cli.options import Seconds
+from covey.cli.options import Dollars, Seconds
 from covey.config.settings import get_settings
 from covey.status import AgentStatus
 
@@ -50,6 +50,7 @@ class _Unfinished(click.ClickException):
 )
 @click.option("--max-tokens-total", type=click.IntRange(1), default=None, help="token cap of the whole sweep")
 @click.option("--max-cycles-total", type=click.IntRange(1), default=None, help="model-call cap of the whole sweep")
+@click.option("--max-cost-total", type=Dollars(), default=None, help="USD cap of the whole sweep (priced models)")
 @click.option(
     "--queue", default=None, help="the queue the sweep's jobs go to (default COVEY_SWEEP_QUEUE, covey-sweeps)"
 )
@@ -68,6 +69,7 @@ def sweep(
     retries,
     max_tokens_total,
     max_cycles_total,
+    max_cost_total,
     queue,
     timeout,
     limit,
@@ -100,7 +102,9 @@ def sweep(
     probe = Client(settings)
     probe.redis.ping()
     try:  # what the workers on the queue serve, or (none publishing) this machine's settings
-        check_models(grid, settings, Path(grid_path).name, queue, probe.catalog.entries(queue))
+        check_models(
+            grid, settings, Path(grid_path).name, queue, probe.catalog.entries(queue), priced=max_cost_total is not None
+        )
     except SweepInputError as e:
         raise _BadInput(str(e)) from None
     unread = not probe.queue_has_worker()
@@ -119,6 +123,7 @@ def sweep(
             retries=retries,
             max_tokens_total=max_tokens_total,
             max_cycles_total=max_cycles_total,
+            max_cost_total=max_cost_total,
             queue=queue,
             observer=show,
             timeout=timeout,

@@ -10,6 +10,7 @@ from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from covey.budgets.budget import MAX_COUNT, MAX_SECONDS, Budget
+from covey.budgets.prices import Price
 from covey.keys import DEFAULT_CATALOG_TTL_SECONDS, DEFAULT_JOB_TTL_SECONDS, RESERVATION_TTL_SECONDS
 
 SDK_MAX_BACKOFF_SECONDS = 8  # the openai SDK's longest wait between two retries
@@ -52,6 +53,9 @@ class Settings(BaseSettings):
         default_factory=dict,
         description='COVEY_TOOL_TIMEOUTS: JSON {"tool": seconds}, over the timeouts the tools were registered with',
     )
+    mcp: Path | None = Field(
+        default=None, description="COVEY_MCP: a TOML file of MCP servers whose tools agents may use (covey.tools.mcp)"
+    )
     openai_base_url: str | None = None
     openai_api_key: str | None = Field(
         default=None, validation_alias=AliasChoices("COVEY_OPENAI_API_KEY", "OPENAI_API_KEY")
@@ -59,6 +63,9 @@ class Settings(BaseSettings):
     model_timeout: float = Field(default=60.0, gt=0, le=MAX_SECONDS, description="seconds for one model HTTP call")
     model_retries: int = Field(default=2, ge=0, le=MAX_COUNT, description="SDK retries on 429/5xx/timeouts")
     sim_latency_ms: int = Field(default=0, ge=0, le=MAX_SECONDS * 1000)
+    sim_price: Price | None = Field(
+        default=None, description='COVEY_SIM_PRICE: the sim\'s prices as JSON, {"input": 0.15, "output": 0.6}'
+    )
 
     max_tokens: int | None = Field(default=200_000, ge=1, le=MAX_COUNT)
     max_cycles: int | None = Field(default=200, ge=1, le=MAX_COUNT)

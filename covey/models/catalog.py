@@ -10,8 +10,14 @@ parameters::
     api_key_env = "FAST_KEY"
     model = "sim"                      # the provider's id; the covey name by default
     params = { temperature = 0.2 }     # temperature, top_p, seed
+    tokenizer = "fast/tokenizer.json"  # or "tiktoken:o200k_base": exact first-call reservations
+    price = { input = 0.15, cached_input = 0.075, output = 0.60 }  # USD per million tokens
 
-``sim`` is built in and always runs in-process. Any other name not in the file
+``sim`` is built in and always runs in-process; it counts its prompts exactly (its
+tokenizer is its own billing) and takes its prices from ``COVEY_SIM_PRICE``. A
+tokenizer path is relative to the models file's folder; a model without one is
+reserved by its bytes (``covey.models.tokens``), and one without a price cannot
+run under a cost cap. Any other name not in the file
 goes to the default endpoint (``COVEY_OPENAI_BASE_URL`` / ``OPENAI_API_KEY``), if
 one is configured. Keys are read once, when the catalog is built: a worker serves
 with the environment it was started with.
@@ -21,7 +27,6 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -31,8 +36,12 @@ from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, fie
 from pydantic_core import PydanticCustomError
 
 from covey.budgets.budget import MAX_COUNT
+from covey.budgets.prices import Price
+from covey.config.files import read_toml
 from covey.config.settings import Settings
 from covey.errors import CoveyError
+from covey.models.tokenizers import SimTokenizer, Tokenizer, TokenizerError
+from covey.models.tokenizers import load as load_tokenizer
 
 SIM_MODEL = "sim"
 OPENAI_BASE_URL = "https://api.openai.com/v1"  # the SDK's own default endpoint
@@ -81,6 +90,8 @@ class ModelEntry(BaseModel):
     api_key_env: str
     model: str | None = Field(default=None, min_length=1)
     params: ModelParams = Field(default_factory=ModelParams)
+    tokenizer: str | None = Field(default=None, min_length=1)
+    price: Price | None = None
 
     @field_validator("api_key_env")
     @classmethod
@@ -109,6 +120,8 @@ class Endpoint:
     model: str  # the provider's model id
     api_key: str | None = field(default=None, repr=False)  # None: not set (the default endpoint may go without)
     params: ModelParams = field(default_factory=ModelParams)
+    tokenizer: Tokenizer | None = None  # None: prompts are bounded by their bytes
+    price: Price | None = None  # None: no cost is kept, and no cost cap can be met
 
     @property
     def in_process(self) -> bool:
@@ -124,24 +137,35 @@ class ServedModel(BaseModel):
     key_env: str | None
     key_set: bool | None
     params: dict[str, Any]
+    tokenizer: str | None = None
+    price: Price | None = None
 
 
 class Catalog:
     """Resolves a model name to its endpoint, or refuses it with what to configure."""
 
-    def __init__(self, entries: Mapping[str, ModelEntry], settings: Settings, environ: Mapping[str, str]) -> None:
-        self._named = {name: _endpoint(name, entry, environ) for name, entry in entries.items()}
+    def __init__(
+        self,
+        entries: Mapping[str, ModelEntry],
+        settings: Settings,
+        environ: Mapping[str, str],
+        folder: Path | None = None,
+    ) -> None:
+        self._named = {name: _endpoint(name, entry, environ, folder) for name, entry in entries.items()}
         self._default = _default_endpoint(settings)
+        self._sim = Endpoint(
+            base_url=None, key_env=None, model=SIM_MODEL, tokenizer=SimTokenizer(), price=settings.sim_price
+        )
 
     @classmethod
     def from_settings(cls, settings: Settings, environ: Mapping[str, str] = os.environ) -> Catalog:
         entries = load(settings.models) if settings.models is not None else {}
-        return cls(entries, settings, environ)
+        return cls(entries, settings, environ, settings.models.parent if settings.models is not None else None)
 
     def endpoint(self, name: str) -> Endpoint:
         """The endpoint serving ``name``; ``UnservableModel`` when none can."""
         if name == SIM_MODEL:
-            return Endpoint(base_url=None, key_env=None, model=SIM_MODEL)
+            return self._sim
         if name in self._named:
             endpoint = self._named[name]
             if endpoint.api_key is None:
@@ -158,9 +182,10 @@ class Catalog:
 
     def served(self) -> list[ServedModel]:
         """``sim``, every named model, and ``*`` (any other name) when a default endpoint is set."""
-        rows = [
-            ServedModel(name=SIM_MODEL, endpoint="in-process", model=SIM_MODEL, key_env=None, key_set=None, params={})
-        ]
+        sim_row = ServedModel(
+            name=SIM_MODEL, endpoint="in-process", model=SIM_MODEL, key_env=None, key_set=None, params={}
+        )
+        rows = [sim_row.model_copy(update={"tokenizer": SimTokenizer.name, "price": self._sim.price})]
         named = sorted(self._named.items())
         if self._default is not None:
             named.append(("*", self._default))
@@ -173,6 +198,8 @@ class Catalog:
                     key_env=e.key_env,
                     key_set=e.api_key is not None,
                     params=e.params.request(),
+                    tokenizer=e.tokenizer.name if e.tokenizer else None,
+                    price=e.price,
                 )
             )
         return rows
@@ -180,12 +207,7 @@ class Catalog:
 
 def load(path: Path) -> dict[str, ModelEntry]:
     """The validated entries of a models file; ``ModelsFileError`` names what is wrong."""
-    try:
-        raw = tomllib.loads(path.read_text())
-    except OSError as e:
-        raise ModelsFileError(f"{path}: cannot read the models file (COVEY_MODELS): {e.strerror}") from e
-    except tomllib.TOMLDecodeError as e:
-        raise ModelsFileError(f"{path}: not valid TOML: {e}") from e
+    raw = read_toml(path, "the models file (COVEY_MODELS)", ModelsFileError)
     if isinstance(raw.get("models"), dict) and SIM_MODEL in raw["models"]:
         raise ModelsFileError(f"{path}: model 'sim' is built in and always in-process; give this endpoint another name")
     try:
@@ -213,11 +235,17 @@ def _default_endpoint(settings: Settings) -> Endpoint | None:
     return Endpoint(base_url=url, key_env=DEFAULT_KEY_ENV, model="*", api_key=settings.openai_api_key)
 
 
-def _endpoint(name: str, entry: ModelEntry, environ: Mapping[str, str]) -> Endpoint:
+def _endpoint(name: str, entry: ModelEntry, environ: Mapping[str, str], folder: Path | None) -> Endpoint:
+    try:
+        tokenizer = load_tokenizer(entry.tokenizer, folder) if entry.tokenizer else None
+    except TokenizerError as e:
+        raise ModelsFileError(f"model {name!r}: {e}") from e
     return Endpoint(
         base_url=str(entry.base_url),
         key_env=entry.api_key_env,
         model=entry.model or name,
         api_key=environ.get(entry.api_key_env) or None,
         params=entry.params,
+        tokenizer=tokenizer,
+        price=entry.price,
     )

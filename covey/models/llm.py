@@ -74,9 +74,17 @@ class LLM:
         schema: dict[str, Any] | None = None,
         schema_name: str = SCHEMA_NAME,
         params: ModelParams | None = None,
+        prompt_reserved: int | None = None,
     ) -> tuple[ModelReply, Usage]:
         """One chat completion of ``model`` (a covey name); ``schema`` asks for a JSON
-        answer matching it; ``params`` override the models file's for this call."""
+        answer matching it; ``params`` override the models file's for this call.
+        ``prompt_reserved``: the prompt tokens reserved for it, charged (with
+        ``max_tokens``) when what it cost is unknown; its bytes when not given."""
+        worst = Usage(
+            prompt_tokens=estimate_prompt_tokens(messages, tools) if prompt_reserved is None else prompt_reserved,
+            completion_tokens=max_tokens,
+            cycles=1,
+        )
         try:
             endpoint = self.catalog.endpoint(model)
         except UnservableModel as e:
@@ -108,15 +116,11 @@ class LLM:
         except openai.OpenAIError as e:
             raise ModelError(f"model call failed: {type(e).__name__}: {e}", failed) from e
         except ValueError as e:  # an answer the SDK cannot parse (not JSON): billed, for all covey knows
-            raise ModelError(
-                f"model returned a malformed reply: {e}", malformed, _worst(messages, tools, max_tokens)
-            ) from e
+            raise ModelError(f"model returned a malformed reply: {e}", malformed, worst) from e
         try:
-            usage = _usage(completion, messages, tools, max_tokens)
+            usage = _usage(completion, worst)
         except ValueError as e:  # charged as the worst case: what it really cost is unknown
-            raise ModelError(
-                f"model reported unusable usage: {e}", malformed, _worst(messages, tools, max_tokens)
-            ) from e
+            raise ModelError(f"model reported unusable usage: {e}", malformed, worst) from e
         try:
             return _reply(completion), usage
         except (AttributeError, TypeError, ValueError) as e:
@@ -232,22 +236,21 @@ def _as_json(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dic
     return {"messages": [], "extra_body": body}
 
 
-def _usage(completion: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]], max_tokens: int) -> Usage:
+def _usage(completion: Any, worst: Usage) -> Usage:
     """One call's spend: one cycle and the tokens the endpoint reported, or the worst
     case the call was allowed when it reports none. ``ValueError`` when a count is
     not a whole number from 0 to ``MAX_COUNT`` (no ledger could hold it)."""
     usage = getattr(completion, "usage", None)
     if usage is None:  # some endpoints omit usage: charge the worst case the call was allowed
-        return _worst(messages, tools, max_tokens)
+        return worst
     counts: dict[str, int] = {}
     for name in ("prompt_tokens", "completion_tokens"):
         count = getattr(usage, name, None)
         if type(count) is not int or not 0 <= count <= MAX_COUNT:
             raise ValueError(f"{name}={count!r}")
         counts[name] = count
-    return Usage(**counts, cycles=1)
-
-
-def _worst(messages: list[dict[str, Any]], tools: list[dict[str, Any]], max_tokens: int) -> Usage:
-    """The most a call could cost: what was reserved for it."""
-    return Usage(prompt_tokens=estimate_prompt_tokens(messages, tools), completion_tokens=max_tokens, cycles=1)
+    # Cached prompt tokens are billed at their own price; an endpoint that says nothing of them cached none.
+    cached = getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", None) or 0
+    if type(cached) is not int or not 0 <= cached <= counts["prompt_tokens"]:
+        raise ValueError(f"prompt_tokens_details.cached_tokens={cached!r}")
+    return Usage(**counts, cached_tokens=cached, cycles=1)

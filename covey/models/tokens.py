@@ -1,29 +1,50 @@
-"""Counting a request's tokens before it is sent, to reserve the worst case.
+"""Bounding a request's prompt tokens before it is sent, to reserve the worst case.
 
-The ledger reserves ``estimate + max_tokens`` before each call and settles the
-usage the endpoint reports. The estimate is a strict upper bound for any
-byte-level tokenizer (the BPE of GPT, Llama, Qwen, ...: every token covers at least
-one byte of UTF-8), so dense text (code, CJK) cannot cost more than was reserved:
-one token per UTF-8 byte of the request's messages and tools as compact JSON, which
-holds every byte an endpoint renders into its prompt plus JSON's own quotes, keys
-and braces, and a fixed overhead for the framing the endpoint adds. It reserves
-about four times what English text costs; settle charges what the endpoint reports,
-so the surplus is held only while the call runs.
+The ledger reserves ``bound + max_tokens`` before each call and settles the usage
+the endpoint reports, so the bound must be strict yet close. Three bounds, the
+smallest that applies is taken:
+
+- bytes: one token per UTF-8 byte of the request's messages and tools as compact
+  JSON, plus a fixed framing overhead. Strict for any byte-level tokenizer (the BPE
+  of GPT, Llama, Qwen, ...: every token covers at least one byte), so dense text
+  (code, CJK) cannot cost more; about four times what English costs.
+- the model's tokenizer (``covey.models.tokenizers``), where the models file names
+  one: that count over the same JSON, plus the overhead.
+- the previous call: an agent's next prompt is its previous prompt plus what was
+  appended since, so the prompt tokens the endpoint reported for that call, plus
+  the byte bound of the appended messages alone, plus the overhead. It applies
+  only when the earlier messages, the tools and the schema are the ones that call
+  sent (``PromptMark``); a strategy that builds a fresh prompt gets the others.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from covey.models.tokenizers import Tokenizer
 
 # Per-request framing beyond what the JSON holds (the reply's priming tokens); each
-# message's and tool's own framing is covered by its JSON keys and braces.
+# message's and tool's own framing is covered by its JSON keys and braces. A
+# tokenizer says its own (``Tokenizer.overhead``).
 ESTIMATE_OVERHEAD_TOKENS = 8
+
+
+class PromptMark(BaseModel):
+    """What an agent's last call sent and what its prompt cost, for the next call's bound."""
+
+    messages: int  # how many messages it sent
+    digest: str  # of those messages, the tools and the schema
+    tokens: int  # prompt tokens the endpoint reported for it
 
 
 def prompt_text(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
     """The request's messages and tools as compact JSON: what both sides count over."""
-    return json.dumps({"messages": messages, "tools": tools or []}, separators=(",", ":"), ensure_ascii=False)
+    return _json({"messages": messages, "tools": tools or []})
 
 
 def byte_tokens(text: str) -> int:
@@ -32,11 +53,53 @@ def byte_tokens(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
 
 
-def estimate_prompt_tokens(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> int:
-    """An upper bound on the prompt tokens of a request with ``messages`` and ``tools``."""
-    return byte_tokens(prompt_text(messages, tools)) + ESTIMATE_OVERHEAD_TOKENS
+def estimate_prompt_tokens(
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, tokenizer: Tokenizer | None = None
+) -> int:
+    """An upper bound on the prompt tokens of a request with ``messages`` and ``tools``:
+    the tokenizer's count where one is given, else the bytes."""
+    if tokenizer is None:
+        return byte_tokens(prompt_text(messages, tools)) + ESTIMATE_OVERHEAD_TOKENS
+    return tokenizer.count(prompt_text(messages, tools)) + tokenizer.overhead
 
 
-def schema_tokens(schema: dict[str, Any] | None) -> int:
+def schema_tokens(schema: dict[str, Any] | None, tokenizer: Tokenizer | None = None) -> int:
     """The upper bound of a ``response_format`` schema's share of the prompt."""
-    return 0 if schema is None else byte_tokens(json.dumps(schema, separators=(",", ":"), ensure_ascii=False))
+    if schema is None:
+        return 0
+    return (tokenizer.count if tokenizer is not None else byte_tokens)(_json(schema))
+
+
+def prompt_bound(
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    schema: dict[str, Any] | None,
+    tokenizer: Tokenizer | None,
+    last: PromptMark | None,
+) -> int:
+    """The smallest strict bound that applies to this request's prompt (see the module)."""
+    whole = estimate_prompt_tokens(messages, tools, tokenizer) + schema_tokens(schema, tokenizer)
+    if (
+        last is None
+        or len(messages) < last.messages
+        or _digest(messages[: last.messages], tools, schema) != last.digest
+    ):
+        return whole
+    appended = messages[last.messages :]
+    return min(whole, last.tokens + byte_tokens(_json(appended)) + ESTIMATE_OVERHEAD_TOKENS)
+
+
+def mark(
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]], schema: dict[str, Any] | None, reported: int
+) -> PromptMark:
+    """The mark of a call that sent these and was billed ``reported`` prompt tokens."""
+    return PromptMark(messages=len(messages), digest=_digest(messages, tools, schema), tokens=reported)
+
+
+def _digest(messages: list[dict[str, Any]], tools: list[dict[str, Any]], schema: dict[str, Any] | None) -> str:
+    text = _json([messages, tools, schema])
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)

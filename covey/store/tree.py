@@ -116,7 +116,10 @@ _PACKED = {
 _UNPACKED = {short: name for name, short in _PACKED.items()}
 _CAUSE = {"kind": "k", "scope": "s", "agent_id": "a", "resource": "r", "status": "h", "retry_after": "w"}
 _CAUSE_UNPACKED = {short: name for name, short in _CAUSE.items()}
-_USAGE = ("prompt_tokens", "completion_tokens", "cycles", "agents", "tool_calls")  # older records lack the last
+# Usage as a list in this order; the fields after the first four only where they are not all 0
+# (older records lack them).
+_USAGE = ("prompt_tokens", "completion_tokens", "cycles", "agents", "tool_calls", "cached_tokens", "cost_micros")
+_USAGE_ALWAYS = 4
 
 
 def pack(node: Node) -> str:
@@ -126,7 +129,8 @@ def pack(node: Node) -> str:
     if "cause" in fields:
         fields["cause"] = {_CAUSE[name]: value for name, value in fields["cause"].items()}
     packed = {_PACKED[name]: value for name, value in fields.items()}
-    packed["u"] = [getattr(node.usage, name) for name in _USAGE]
+    usage = [getattr(node.usage, name) for name in _USAGE]
+    packed["u"] = usage if any(usage[_USAGE_ALWAYS:]) else usage[:_USAGE_ALWAYS]
     return json.dumps(packed, separators=(",", ":"), ensure_ascii=False)
 
 

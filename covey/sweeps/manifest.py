@@ -38,6 +38,7 @@ class Manifest(BaseModel):
     grid: str
     max_tokens_total: int | None = None
     max_cycles_total: int | None = None
+    max_cost_total: float | None = None  # USD
     dataset_digest: str | None = None  # None in a manifest older than digests: taken from the next run
     grid_digest: str | None = None
     grid_run: dict[str, Any] | None = None  # the grid as run: configurations with their keys, repeats, scorers
@@ -78,6 +79,7 @@ class Manifest(BaseModel):
         max_tokens_total: int | None,
         max_cycles_total: int | None,
         *,
+        max_cost_total: float | None = None,
         dataset_digest: str | None = None,
         grid_digest: str | None = None,
         grid_run: dict[str, Any] | None = None,
@@ -91,6 +93,7 @@ class Manifest(BaseModel):
         given_now = (
             ("max_tokens_total", max_tokens_total),
             ("max_cycles_total", max_cycles_total),
+            ("max_cost_total", max_cost_total),
             ("dataset_digest", dataset_digest),
             ("grid_digest", grid_digest),
             ("grid_run", grid_run),

@@ -40,6 +40,7 @@ class RecordUsage(BaseModel):
     total_tokens: int = 0
     cycles: int = 0
     agents: int = 0
+    cost_usd: float = 0.0  # where the model has prices
 
 
 class Record(BaseModel):

@@ -34,6 +34,7 @@ class ConfigSummary(BaseModel):
     scores: dict[str, float]  # each scorer's mean, by name, when there are several
     mean_tokens: float | None
     total_tokens: int
+    total_cost: float  # USD, where the models have prices
     judge_tokens: int
     mean_cycles: float | None
     p50_latency: float | None
@@ -68,6 +69,7 @@ def _summary(name: str, rows: list[Record]) -> ConfigSummary:
         scores={n: sum(r.scores.get(n, 0.0) for r in ran) / len(ran) for n in names},
         mean_tokens=_mean(tokens),
         total_tokens=sum(tokens),
+        total_cost=round(sum(r.usage.cost_usd for r in ran), 6),
         judge_tokens=sum(r.judge_tokens for r in ran),
         mean_cycles=_mean([r.usage.cycles for r in ran]),
         p50_latency=_percentile(latencies, 50),
@@ -104,7 +106,19 @@ def _percentile(ordered: list[float], q: float) -> float | None:
 def table(rows: list[ConfigSummary]) -> str:
     scorers = _scorers(rows)
     return wire.table(
-        ["configuration", "accuracy", *scorers, "ran", "mean tok", "total tok", "cycles", "p50 s", "p95 s", "statuses"],
+        [
+            "configuration",
+            "accuracy",
+            *scorers,
+            "ran",
+            "mean tok",
+            "total tok",
+            "total $",
+            "cycles",
+            "p50 s",
+            "p95 s",
+            "statuses",
+        ],
         [
             [
                 r.config,
@@ -113,6 +127,7 @@ def table(rows: list[ConfigSummary]) -> str:
                 r.ran,
                 _fixed(r.mean_tokens, 0),
                 r.total_tokens,
+                _fixed(r.total_cost, 6),
                 _fixed(r.mean_cycles, 1),
                 _fixed(r.p50_latency, 2),
                 _fixed(r.p95_latency, 2),
@@ -150,6 +165,7 @@ CSV_COLUMNS = [
     "stderr",
     "mean_tokens",
     "total_tokens",
+    "total_cost",
     "judge_tokens",
     "mean_cycles",
     "p50_latency",

@@ -141,6 +141,7 @@ def run_sweep(
     retries: int = 0,
     max_tokens_total: int | None = None,
     max_cycles_total: int | None = None,
+    max_cost_total: float | None = None,
     queue: str | None = None,
     observer: Callable[[SweepProgress], None] | None = None,
     timeout: float | None = None,
@@ -169,7 +170,8 @@ def run_sweep(
     grid_path = "grid" if isinstance(grid, Grid) else str(grid)
     grid = grid if isinstance(grid, Grid) else load_grid(grid)
     client = Client(settings.model_copy(update={"queue": queue or settings.sweep_queue}))
-    check_models(grid, settings, grid_name, client.settings.queue, client.catalog.entries(client.settings.queue))
+    published = client.catalog.entries(client.settings.queue)
+    check_models(grid, settings, grid_name, client.settings.queue, published, priced=max_cost_total is not None)
     scoring = Scoring.build(grid.scorers)
     out = Path(out)
     manifest = Manifest.open(
@@ -178,12 +180,15 @@ def run_sweep(
         grid_path,
         max_tokens_total,
         max_cycles_total,
+        max_cost_total=max_cost_total,
         dataset_digest=digest(every),
         grid_digest=grid.digest,
         grid_run=grid.as_run(),
     )
     client.redis.ping()
-    client.ledger.set_scope(manifest.scope, manifest.max_tokens_total, manifest.max_cycles_total)
+    client.ledger.set_scope(
+        manifest.scope, manifest.max_tokens_total, manifest.max_cycles_total, max_cost=manifest.max_cost_total
+    )
     log = ResultsLog(out)
     kept = {unit for unit, record in log.latest().items() if record.kept}
     units = [Unit(s, c, r) for s in samples for c in grid.configs for r in range(grid.repeats)]
@@ -462,16 +467,21 @@ def _check_cancelled(run: _Run) -> None:
 
 
 def _check_dry(run: _Run) -> None:
-    """The scope is dry once its used tokens or cycles reach a cap, whatever is in flight."""
-    if run.dry or (run.manifest.max_tokens_total is None and run.manifest.max_cycles_total is None):
+    """The scope is dry once its used tokens, cycles or cost reach a cap, whatever is in flight."""
+    m = run.manifest
+    if run.dry or (m.max_tokens_total is None and m.max_cycles_total is None and m.max_cost_total is None):
         return
     row = next((r for r in run.client.ledger.scope_rows() if r.name == run.manifest.scope), None)
     if row is None:
         return
-    if (row.tokens_limit is not None and row.tokens_used >= row.tokens_limit) or (
-        row.cycles_limit is not None and row.cycles_used >= row.cycles_limit
-    ):
-        run.dry = True
+    run.dry = any(
+        limit is not None and used >= limit
+        for used, limit in (
+            (row.tokens_used, row.tokens_limit),
+            (row.cycles_used, row.cycles_limit),
+            (row.cost_used, row.cost_limit),
+        )
+    )
 
 
 def _skip_rest(run: _Run) -> None:

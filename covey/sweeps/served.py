@@ -13,30 +13,44 @@ from __future__ import annotations
 import difflib
 
 from covey.config.settings import Settings
-from covey.models.catalog import Catalog, UnknownModel
+from covey.models.catalog import Catalog, UnknownModel, UnservableModel
 from covey.store.catalog import WorkerEntry, serves_model
 from covey.sweeps.errors import SweepInputError
 from covey.sweeps.grid import Grid
 
 
-def check_models(grid: Grid, settings: Settings, where: str, queue: str, published: list[WorkerEntry]) -> None:
+def check_models(
+    grid: Grid, settings: Settings, where: str, queue: str, published: list[WorkerEntry], priced: bool = False
+) -> None:
     """``SweepInputError`` naming ``where``, the first configuration whose model is not
     served, and the closest name that is. ``published``: the catalog entries of the
-    workers on ``queue``, the sweep's (none: this machine's settings are asked instead)."""
+    workers on ``queue``, the sweep's (none: this machine's settings are asked instead).
+    With ``priced`` (a cost cap), a model this machine knows without prices is refused
+    too; the prices of one it does not know are the workers' to check, at the job."""
     catalog = Catalog.from_settings(settings)
     for config in grid.configs:
         name = config.model or settings.model
+        error, known, endpoint = None, [], None
+        try:
+            endpoint = catalog.endpoint(name)
+        except UnknownModel as e:
+            error, known = str(e), e.known
+        except UnservableModel:  # its key may be set on the workers only
+            pass
         if published:
-            if serves_model(published, name):
-                continue
+            served = serves_model(published, name)
             known = sorted({model for entry in published for model in entry.model_names()})
-            error = f"model {name!r} is served by no worker on queue {queue!r}; served: {', '.join(known)}"
-        else:
-            try:
-                catalog.endpoint(name)
-                continue
-            except UnknownModel as e:
-                error, known = str(e), e.known
-        close = difflib.get_close_matches(name, known, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise SweepInputError(f"{where}: configuration {config.name}: {error}{hint}")
+            error = (
+                None
+                if served
+                else f"model {name!r} is served by no worker on queue {queue!r}; served: {', '.join(known)}"
+            )
+        if error is not None:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise SweepInputError(f"{where}: configuration {config.name}: {error}{hint}")
+        if priced and endpoint is not None and endpoint.price is None:
+            raise SweepInputError(
+                f"{where}: configuration {config.name}: model {name!r} has no prices in the models file, "
+                "and --max-cost-total caps the sweep in dollars"
+            )

@@ -23,6 +23,7 @@ import importlib
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from importlib.metadata import entry_points
+from pathlib import Path
 from types import ModuleType
 from typing import Any, overload
 
@@ -108,12 +109,14 @@ def check_served(tools: Iterable[str]) -> None:
         raise NotServed(missing, names())
 
 
-def load(paths: str | None, timeouts: Mapping[str, float] | None = None) -> None:
+def load(paths: str | None, timeouts: Mapping[str, float] | None = None, mcp: Path | None = None) -> None:
     """Fill the registry at worker start: the ``covey.tools`` entry points, then
     ``paths`` (``COVEY_TOOLS``: comma-separated ``module`` or ``module:object``),
-    then set the ``timeouts`` (``COVEY_TOOL_TIMEOUTS``) of the tools they name.
-    ``ToolsError`` naming the entry point, path or tool that fails. Once per
-    process: later calls do nothing."""
+    then the tools of the MCP servers file ``mcp`` (``COVEY_MCP``; a server that
+    cannot be used is logged and serves none), then set the ``timeouts``
+    (``COVEY_TOOL_TIMEOUTS``) of the tools they name. ``ToolsError`` naming the
+    entry point, path, servers file or tool that fails. Once per process: later
+    calls do nothing."""
     global _loaded
     if _loaded:
         return
@@ -127,12 +130,24 @@ def load(paths: str | None, timeouts: Mapping[str, float] | None = None) -> None
     for path in (p.strip() for p in (paths or "").split(",")):
         if path:
             add(_tools_of(_imported(path), f"COVEY_TOOLS {path}"))
+    if mcp is not None:
+        add(_mcp_tools(mcp))
     for name, seconds in (timeouts or {}).items():
         if name not in _served:
             raise ToolsError(f"COVEY_TOOL_TIMEOUTS: no tool {name!r} is served; served: {', '.join(names())}")
         found = _served[name]
         _served[name] = found.retimed(seconds) if isinstance(found, FunctionTool) else replace(found, timeout=seconds)
     _loaded = True
+
+
+def _mcp_tools(path: Path) -> list[Tool]:
+    """The MCP servers' tools; the SDK is imported only by a worker that has servers."""
+    from covey.tools.mcp import McpFileError, mcp_tools
+
+    try:
+        return mcp_tools(path)
+    except McpFileError as e:
+        raise ToolsError(str(e)) from None
 
 
 def _imported(path: str) -> Any:

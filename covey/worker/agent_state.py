@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from covey.context import RunContext
+from covey.models.tokens import PromptMark
 from covey.orchestration import registry
 from covey.results import AgentResult, ChildSummary, Usage
 from covey.spec import AgentSpec, describe
@@ -53,6 +54,9 @@ class AgentState(BaseModel):
         default=None, description="the Action a paused agent takes when its next task starts"
     )
     recorded_at: datetime | None = Field(default=None, description="when its running node was last written")
+    prompt_mark: PromptMark | None = Field(
+        default=None, description="what its last call sent and what that prompt cost: the next call's bound"
+    )
 
     def node(self, status: AgentStatus) -> Node:
         """The agent's tree node as it stands: its usage so far, for readers and the crash path."""

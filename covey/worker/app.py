@@ -11,7 +11,7 @@ from covey.worker.logs import install
 install(get_settings().log_format)
 faults.arm(get_settings().fault)
 try:  # the tools this worker serves, before any task runs: a tool that cannot load stops it
-    registry.load(get_settings().tools, get_settings().tool_timeouts)
+    registry.load(get_settings().tools, get_settings().tool_timeouts, get_settings().mcp)
 except registry.ToolsError as e:
     raise SystemExit(f"covey worker: {e}") from None
 app = create_app(get_settings(), include_tasks=True)

@@ -1,10 +1,11 @@
 """One model call of an agent: reserve, call (or replay), settle, and check the reply.
 
-The reservation holds the worst case (the prompt estimate plus the call's
-``max_call_tokens``) on the agent, its ancestors and every global scope, and the
-call may spend no more than it was granted: a provider reporting more prompt or
-completion tokens than were reserved for them is charged in full and stops the
-agent. A reply is handed to the strategy only when it is whole: one cut at its
+The reservation holds the worst case (the prompt's bound, ``covey.worker.reservation``,
+plus the call's ``max_call_tokens``, shrunk to what is left down to a useful reply;
+in money too, where the model has prices) on the agent, its ancestors and every
+global scope, and the call may spend no more than it was granted: a provider
+reporting more prompt or completion tokens than were reserved for them is charged
+in full and stops the agent. A reply is handed to the strategy only when it is whole: one cut at its
 token cap, withheld by a content filter, calling a tool it was not offered or
 missing the JSON schema it was asked for ends the agent with a status that says
 so, never ``completed`` with a fragment. A scope whose per-minute window is full
@@ -21,7 +22,6 @@ from typing import Any
 from covey.models.llm import ModelError
 from covey.models.replies import ModelReply
 from covey.models.structured import SchemaMismatch, parse
-from covey.models.tokens import estimate_prompt_tokens, schema_tokens
 from covey.orchestration.actions import CallModel
 from covey.results import Usage
 from covey.status import AgentStatus, Cause, CauseKind, Resource
@@ -31,6 +31,7 @@ from covey.worker.agent_state import AgentState
 from covey.worker.deps import Deps
 from covey.worker.redaction import redact
 from covey.worker.replay import CallRecord
+from covey.worker.reservation import Reservation, reservation
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +64,8 @@ def call_model(deps: Deps, state: AgentState, action: CallModel, seconds_left: f
     names = narrow(allowed, action.tools)
     agents_left = _agents_left(state) if SPAWN_TOOLS & set(names) else None
     tools = schemas(names, agents_left)
-    estimate = estimate_prompt_tokens(action.messages, tools) + schema_tokens(action.schema)
+    held = reservation(deps, state, action, tools)
+    estimate = held.prompt
     state.cycle += 1
     rid = f"{ctx.agent_id}:{state.cycle}"
     floor = min(MIN_REPLY_TOKENS, spec.max_call_tokens)
@@ -76,6 +78,7 @@ def call_model(deps: Deps, state: AgentState, action: CallModel, seconds_left: f
             tokens=estimate + spec.max_call_tokens,
             min_tokens=estimate + floor,
             cycle=state.cycle,
+            pricing=held.pricing,
         )
         if grant.retry_after is None:
             break
@@ -93,7 +96,7 @@ def call_model(deps: Deps, state: AgentState, action: CallModel, seconds_left: f
     if grant.record is not None:  # settled before this step was redelivered: replay it
         record = CallRecord.model_validate_json(grant.record)
     else:
-        record = _call(deps, state, rid, action, tools, max_tokens, seconds_left)
+        record = _call(deps, state, rid, action, tools, held, max_tokens, seconds_left)
     if record.error is not None:
         state.usage += record.usage or Usage(cycles=1)
         # A record settled by a worker that kept no cause (an older version) is a model error.
@@ -101,6 +104,7 @@ def call_model(deps: Deps, state: AgentState, action: CallModel, seconds_left: f
     if record.usage is None:  # never: a reply is settled with its usage
         raise ValueError(f"call {rid} was settled without its usage")
     state.usage += record.usage
+    state.prompt_mark = held.reported(record.usage)
     _show_spend(deps, state)
     over = _over_reserved(record.usage, estimate, max_tokens)
     if over is not None:
@@ -132,6 +136,7 @@ def _call(
     rid: str,
     action: CallModel,
     tools: list[dict[str, Any]],
+    held: Reservation,
     max_tokens: int,
     seconds_left: float | None,
 ) -> CallRecord:
@@ -140,7 +145,6 @@ def _call(
     Anything but a ``ModelError`` (a bug, a dying worker) leaves the reservation
     live: a rerun of the step is granted it again and settles what it spends, and
     a step never rerun has its hold released when the reservation expires."""
-    ctx = state.ctx
     try:
         reply, usage = deps.llm.call(
             state.spec.model,
@@ -151,17 +155,25 @@ def _call(
             schema=action.schema,
             schema_name=action.schema_name,
             params=state.spec.model_params,
+            prompt_reserved=held.prompt,
         )
     except ModelError as e:  # charged what an answer that cannot be used cost (e.usage), else nothing
-        record = CallRecord(error=redact(str(e)), cause=e.cause, usage=e.usage)  # kept for a replay: the error
-        spent = e.usage.total_tokens if e.usage else 0
-        deps.ledger.settle(ctx.job_id, ctx.chain, ctx.scopes, rid, tokens=spent, record=record.model_dump_json())
+        spent = held.costed(e.usage) if e.usage else None
+        record = CallRecord(error=redact(str(e)), cause=e.cause, usage=spent)  # kept for a replay: the error
+        _settle(deps, state, rid, spent or Usage(), record)
         return record
+    usage = held.costed(usage)
     record = CallRecord.of_reply(reply, usage)
-    deps.ledger.settle(
-        ctx.job_id, ctx.chain, ctx.scopes, rid, tokens=usage.total_tokens, record=record.model_dump_json()
-    )
+    _settle(deps, state, rid, usage, record)
     return record
+
+
+def _settle(deps: Deps, state: AgentState, rid: str, usage: Usage, record: CallRecord) -> None:
+    ctx = state.ctx
+    json = record.model_dump_json()
+    deps.ledger.settle(
+        ctx.job_id, ctx.chain, ctx.scopes, rid, tokens=usage.total_tokens, record=json, cost=usage.cost_micros
+    )
 
 
 def _checked(

@@ -68,10 +68,12 @@ Step = Callable[[], "tuple[AgentState, Action]"]
 def _valid_job(deps: Deps, spec: Any, queue: str) -> JobSpec:
     job = JobSpec.parse(spec).with_defaults(deps.settings.model, deps.settings.default_budget())
     try:
-        deps.llm.catalog.endpoint(job.model)
+        endpoint = deps.llm.catalog.endpoint(job.model)
         catalog.check_tools(deps.redis, deps.settings, job.tools, queue)
     except (UnservableModel, NoWorkerServes) as e:
         raise InvalidSpec(f"invalid job spec: {e}") from e
+    if job.budget.max_cost is not None and endpoint.price is None:
+        raise InvalidSpec(f"invalid job spec: budget.max_cost: model {job.model!r} has no prices in the models file")
     unknown = unknown_scope(deps.ledger, job.scopes())
     if unknown:
         raise InvalidSpec(f"invalid job spec: {unknown}")

@@ -25,9 +25,20 @@ def test_child_fraction_floors_but_never_below_one():
     assert parent.child(0.01).max_tokens == 1
 
 
+def test_child_asks_for_its_share_of_the_money():
+    assert Budget(max_cost=0.5, max_depth=1).child(0.25).max_cost == 0.125
+
+
+@pytest.mark.parametrize("cost", [-0.01, float("nan"), "1", 10**10])
+def test_a_cost_cap_is_a_finite_number_of_dollars_the_ledger_can_hold(cost):
+    with pytest.raises(ValidationError, match="max_cost"):
+        Budget(max_cost=cost)
+
+
 def test_child_keeps_unlimited_unlimited():
     child = Budget(max_depth=2).child()
     assert (child.max_tokens, child.max_cycles, child.max_agents, child.deadline) == (None, None, None, None)
+    assert child.max_cost is None
     assert child.max_depth == 1
 
 

@@ -1,6 +1,7 @@
 """Many OS processes x threads against one small cap: the ledger never overspends.
 
-Each worker reserves then settles with actual usage == its grant, and sometimes
+Each worker reserves then settles with actual usage == its grant (tokens and the
+micro-dollars held for them), and sometimes
 replays a reservation id as a redelivered task would. Every process has its own
 Redis client, so the only thing keeping totals right is the scripts' atomicity.
 """
@@ -13,43 +14,52 @@ import threading
 import time
 import uuid
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from decimal import Decimal
 
 import redis
 
 from covey import keys
 from covey.budgets.budget import Budget
+from covey.budgets.ledger import Pricing
+from covey.budgets.prices import Price
 from covey.budgets.redis_ledger import RedisLedger
 
 PROCESSES = 4
 THREADS = 8
 ATTEMPTS = 40
+# A prompt token costs 2 micro-dollars, a reply token 1.5: the cost cap binds as often as the token caps.
+PRICE = Price(input=Decimal(2), output=Decimal("1.5"))
+COST_CAP_USD = 0.003
 
 
-def _spend(url: str, job: str, chain: list[str], scopes: list[str], worker: int) -> tuple[int, int, int]:
-    """Runs in a child process: returns (tokens granted, grants, refusals)."""
+def _spend(url: str, job: str, chain: list[str], scopes: list[str], worker: int) -> tuple[int, int, int, int]:
+    """Runs in a child process: returns (tokens granted, grants, refusals, micro-dollars granted)."""
     client = redis.Redis.from_url(url, decode_responses=True)
     ledger = RedisLedger(client, keys.DEFAULT_JOB_TTL_SECONDS)
     start = threading.Barrier(THREADS, action=lambda: _all_processes_ready(client, job))
 
-    def thread(t: int) -> tuple[int, int, int]:
+    def thread(t: int) -> tuple[int, int, int, int]:
         rng = random.Random(worker * 1000 + t)
         start.wait()
-        granted = grants = refusals = 0
+        granted = grants = refusals = cost = 0
         for i in range(ATTEMPTS):
             rid = f"w{worker}-t{t}:{i}"
             tokens = rng.randint(1, 40)
-            grant = ledger.reserve(job, chain, scopes, rid, tokens, min(tokens, 5))
+            pricing = Pricing(model="m", price=PRICE, prompt_tokens=1)
+            grant = ledger.reserve(job, chain, scopes, rid, tokens, min(tokens, 5), pricing=pricing)
             if not grant.ok:
                 refusals += 1
                 continue
             assert grant.tokens <= tokens
-            assert ledger.settle(job, chain, scopes, rid, grant.tokens)
+            assert ledger.settle(job, chain, scopes, rid, grant.tokens, cost=grant.cost)
             if rng.random() < 0.2:  # a redelivered step: same grant, never charged again
-                assert ledger.reserve(job, chain, scopes, rid, tokens, 1) == grant
-                assert not ledger.settle(job, chain, scopes, rid, grant.tokens)
+                again = ledger.reserve(job, chain, scopes, rid, tokens, 1, pricing=pricing)
+                assert (again.ok, again.tokens) == (grant.ok, grant.tokens)
+                assert not ledger.settle(job, chain, scopes, rid, grant.tokens, cost=grant.cost)
             granted += grant.tokens
+            cost += grant.cost
             grants += 1
-        return granted, grants, refusals
+        return granted, grants, refusals, cost
 
     with ThreadPoolExecutor(THREADS) as pool:
         results = list(pool.map(thread, range(THREADS)))
@@ -87,7 +97,7 @@ def _processes() -> ProcessPoolExecutor:
 def test_concurrent_reservations_never_exceed_the_cap(redis_server, redis_client):
     ledger = RedisLedger(redis_client, keys.DEFAULT_JOB_TTL_SECONDS)
     job, glob = f"job-{uuid.uuid4().hex}", f"sweep:{uuid.uuid4().hex[:8]}"
-    ledger.set_scope(glob, 2_500, None)
+    ledger.set_scope(glob, 2_500, None, max_cost=COST_CAP_USD)
     ledger.open_root(job, "root", Budget(max_tokens=3_000, max_cycles=1_000, max_depth=2))
     ledger.open(job, ["root"], "c1", Budget(max_tokens=2_800, max_depth=1))
     ledger.open(job, ["root", "c1"], "g1", Budget(max_tokens=2_700, max_depth=0))
@@ -96,7 +106,7 @@ def test_concurrent_reservations_never_exceed_the_cap(redis_server, redis_client
     with _processes() as pool:
         workers = range(PROCESSES)
         results = list(pool.map(_spend, *zip(*[(redis_server.url, job, chain, scopes, w) for w in workers])))
-    granted, grants, refusals = (sum(column) for column in zip(*results))
+    granted, grants, refusals, cost = (sum(column) for column in zip(*results))
 
     snap = ledger.snapshot(job)
     scope = snap.scopes[0]
@@ -104,6 +114,8 @@ def test_concurrent_reservations_never_exceed_the_cap(redis_server, redis_client
     assert scope.tokens_used == granted == snap.tokens_used <= 2_500
     assert scope.cycles_used == grants == snap.cycles_used
     assert snap.tokens_reserved == scope.tokens_reserved == 0
+    assert scope.cost_used == cost / 1e6 == snap.cost_used <= COST_CAP_USD  # 0 micro-dollars over the cap
+    assert scope.cost_reserved == snap.cost_reserved == 0
     for row in snap.agents:
         assert row.tokens_used == granted <= row.tokens_limit
         assert row.tokens_reserved == 0

@@ -35,14 +35,22 @@ def opened(ledger) -> str:
 def test_a_full_token_window_answers_when_the_next_minute_opens(ledger, clock, tenant):
     job = opened(ledger)
     assert ledger.reserve(job, ["root"], [tenant], "root:1", 400, 100).tokens == 400
-    full = ledger.reserve(job, ["root"], [tenant], "root:2", 400, 100)
+    full = ledger.reserve(job, ["root"], [tenant], "root:2", 400, 300)  # 200 left in this minute's window
     assert not full.ok and full.retry_after == 50
     assert f"scope {tenant} is at its 600 tokens per minute" == full.reason
     assert full.cause == Cause(
         kind=CauseKind.RATE_LIMITED, scope=tenant, resource=Resource.TOKENS_PER_MINUTE, retry_after=50
     )
     clock.now = MINUTE_START + 60
-    assert ledger.reserve(job, ["root"], [tenant], "root:2", 400, 100).tokens == 400
+    assert ledger.reserve(job, ["root"], [tenant], "root:2", 400, 300).tokens == 400
+
+
+def test_a_call_shrinks_to_the_room_left_in_the_window_rather_than_wait(ledger, redis_client, tenant):
+    job = opened(ledger)
+    assert ledger.reserve(job, ["root"], [tenant], "root:1", 400, 100).tokens == 400
+    assert ledger.reserve(job, ["root"], [tenant], "root:2", 400, 100).tokens == 200  # all this minute has left
+    window = keys.scope_window(tenant, MINUTE_START // 60)
+    assert redis_client.hget(window, "tokens") == "600"
 
 
 def test_the_window_counts_the_grant_not_the_later_usage(ledger, redis_client, tenant):

@@ -1,3 +1,5 @@
+from decimal import Decimal
+
 import pytest
 from pydantic import ValidationError
 
@@ -64,3 +66,14 @@ def test_tool_timeouts_are_read_as_json_seconds(monkeypatch):
     monkeypatch.setenv("COVEY_TOOL_TIMEOUTS", '{"hang": 0}')
     with pytest.raises(ValidationError, match="tool_timeouts.hang"):
         Settings()
+
+
+def test_the_sims_price_is_json_with_the_models_files_keys(monkeypatch):
+    monkeypatch.setenv("COVEY_SIM_PRICE", '{"input": 0.15, "cached_input": 0.075, "output": 0.6}')
+    price = Settings().sim_price
+    assert (price.input, price.cached, price.output) == (Decimal("0.15"), Decimal("0.075"), Decimal("0.6"))
+    monkeypatch.setenv("COVEY_SIM_PRICE", '{"input": -1, "output": 0.6}')
+    with pytest.raises(ValidationError, match="sim_price.input"):
+        Settings()
+    monkeypatch.delenv("COVEY_SIM_PRICE")
+    assert Settings().sim_price is None  # the sim keeps no cost unless asked to

@@ -29,7 +29,8 @@ def test_run_tree_and_ledger_print_readable_tables(cli):
     assert re.fullmatch(usage, lines["usage"])
 
     tree = cli("tree", job_id).stdout.splitlines()
-    assert tree[0].split() == ["agent", "role", "status", "tokens", "cycles", "tool", "calls", "elapsed", "task"]
+    headers = ["agent", "role", "status", "tokens", "cost", "cycles", "tool", "calls", "elapsed", "task"]
+    assert tree[0].split() == headers
     assert tree[1].endswith("What is 2 + 2?")
     assert tree[1].split()[:3] == ["root", "root", "completed"]
     assert tree[1].split()[4:6] == ["2", "1"]  # two model calls, one calculator call

@@ -51,9 +51,9 @@ def test_a_failing_debater_drops_out_and_the_others_decide(client):
 
 def test_a_tight_token_cap_is_never_overspent(cli, client):
     # Each proposer may spend a ninth of the cap (three debaters, three waves): enough
-    # for its prompt's reservation, too little for a 500-token reply, so every reply
-    # is cut and the debate fails.
-    cap = 10000
+    # for its prompt (about 220 tokens) and a useful reply, too little for a 500-token
+    # one, so every reply is cut and the debate fails.
+    cap = 6000
     proc, result = run_json(cli, "What is 9 - 4? [sim:tokens 500]", "--strategy", "debate", "--max-tokens", str(cap))
     assert (proc.returncode, result["status"]) == (1, "failed")
     assert result["error"].startswith("no debater proposed an answer: debater 0 budget_exceeded:")

@@ -18,7 +18,15 @@ from hypothesis import strategies as st
 
 from covey.models.sim import directives as sim_directives
 from covey.models.sim.handler import transport
-from covey.models.tokens import ESTIMATE_OVERHEAD_TOKENS, byte_tokens, estimate_prompt_tokens, schema_tokens
+from covey.models.tokenizers import SimTokenizer
+from covey.models.tokens import (
+    ESTIMATE_OVERHEAD_TOKENS,
+    byte_tokens,
+    estimate_prompt_tokens,
+    mark,
+    prompt_bound,
+    schema_tokens,
+)
 from covey.tools.registry import schema
 
 TOOLS = [schema(n) for n in ("spawn_agents", "finish", "calculator")]
@@ -95,3 +103,40 @@ def test_bill_over_reports_more_than_was_reserved():
 def test_an_unknown_bill_mode_is_refused_naming_the_directive():
     with pytest.raises(openai.BadRequestError, match=r"\[sim:bill words\]: expected a mode of bytes, over"):
         ask("[sim:bill words] hello")
+
+
+# --- the previous call's bound ---------------------------------------------------
+
+FIRST = [{"role": "system", "content": "be brief"}, {"role": "user", "content": CJK}]
+REPLY = {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function", "function": {}}]}
+
+
+def test_a_later_call_is_bounded_by_the_reported_prompt_plus_the_bytes_appended():
+    last = mark(FIRST, TOOLS, None, reported=300)
+    appended = [REPLY, {"role": "tool", "tool_call_id": "c", "content": "42"}]
+    bound = prompt_bound(FIRST + appended, TOOLS, None, None, last)
+    assert bound == 300 + byte_tokens(json.dumps(appended, separators=(",", ":"))) + ESTIMATE_OVERHEAD_TOKENS
+    assert bound < estimate_prompt_tokens(FIRST + appended, TOOLS)  # the whole prompt's bytes
+
+
+@pytest.mark.parametrize(
+    "messages, tools, schema",
+    [
+        ([FIRST[0], {"role": "user", "content": "another task"}, REPLY], TOOLS, None),  # an earlier message changed
+        (FIRST + [REPLY], TOOLS[:1], None),  # other tools
+        (FIRST + [REPLY], TOOLS, {"type": "object"}),  # a schema asked for now
+        (FIRST[:1], TOOLS, None),  # fewer messages than the call before
+    ],
+)
+def test_a_prompt_that_is_not_the_last_one_plus_more_is_bounded_whole(messages, tools, schema):
+    last = mark(FIRST, TOOLS, None, reported=1)  # a mark that would under-bound any prompt it does not prefix
+    whole = estimate_prompt_tokens(messages, tools) + schema_tokens(schema)
+    assert prompt_bound(messages, tools, schema, None, last) == whole
+
+
+def test_the_smaller_bound_wins_where_a_tokenizer_counts_the_whole():
+    last = mark(FIRST, TOOLS, None, reported=10_000)  # a previous report above the exact count
+    exact = SimTokenizer()
+    assert prompt_bound(FIRST + [REPLY], TOOLS, None, exact, last) == estimate_prompt_tokens(
+        FIRST + [REPLY], TOOLS, exact
+    )

@@ -11,6 +11,7 @@ from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentTerms
 from covey.config.settings import Settings
 from covey.context import RunContext
+from covey.models.tokenizers import SimTokenizer
 from covey.models.tokens import estimate_prompt_tokens
 from covey.orchestration.actions import ChildRequest, to_json
 from covey.orchestration.prompts import opening
@@ -152,6 +153,7 @@ class CountingLLM:
 
     def __init__(self, llm, die_at: int | None = None) -> None:
         self.llm, self.die_at, self.calls = llm, die_at, 0
+        self.catalog = llm.catalog
 
     def call(self, *args, **kwargs):
         self.calls += 1
@@ -180,7 +182,7 @@ def test_a_reply_cut_by_a_nearly_spent_budget_is_budget_exceeded(deps):
 
 def test_a_grant_too_small_for_a_useful_reply_never_calls_the_model(deps):
     spec = AgentSpec(task="[sim:answer hi] hello", tools=[])
-    estimate = estimate_prompt_tokens(opening(spec, root(deps, Budget())), [])
+    estimate = estimate_prompt_tokens(opening(spec, root(deps, Budget())), [], SimTokenizer())  # the sim's exact count
     ctx = root(deps, Budget(max_tokens=estimate + 30))  # room for a 30-token reply, under the floor of 64
     deps.llm = counting = CountingLLM(deps.llm)
     out = run(deps, ctx, spec.task, tools=[])
@@ -271,6 +273,7 @@ class Clock:
 class SlowLLM:
     def __init__(self, llm, clock: Clock) -> None:
         self.llm, self.clock = llm, clock
+        self.catalog = llm.catalog
 
     def call(self, *args, **kwargs):
         reply = self.llm.call(*args, **kwargs)

@@ -20,7 +20,9 @@ from covey.status import AgentStatus
 from covey.worker import loop
 from covey.worker.deps import Deps
 
-TOKENS_PER_MINUTE = 600
+# One call reserves its prompt (about 45 tokens, counted as the sim bills) and its
+# 200-token reply: a minute's window holds one, and too little of a second's least.
+TOKENS_PER_MINUTE = 300
 
 
 class Time:
@@ -48,9 +50,9 @@ class SettleLog(RedisLedger):
         super().__init__(client, keys.DEFAULT_JOB_TTL_SECONDS, clock=clock)
         self.charged: dict[int, int] = defaultdict(int)
 
-    def settle(self, job_id, chain, scopes, reservation_id, tokens, record=None):
+    def settle(self, job_id, chain, scopes, reservation_id, tokens, record=None, cost=0):
         self.charged[int(self.clock() // 60)] += tokens
-        return super().settle(job_id, chain, scopes, reservation_id, tokens, record)
+        return super().settle(job_id, chain, scopes, reservation_id, tokens, record, cost)
 
 
 @pytest.fixture

@@ -13,7 +13,8 @@
 -- ARGV[11]    the global scopes the job charges, a JSON list ('' = not recorded)
 -- ARGV[12]    a digest of the message that started the job ('' = none)
 -- ARGV[13..]  the ancestors' ids, in KEYS order (for messages; kept as the row's ancestors, a JSON list)
--- Returns {1, tokens, cycles, agents, depth_limit, deadline} ('' = unlimited/none),
+-- ARGV[#ARGV] requested cost limit, micro-dollars ('' = unlimited)
+-- Returns {1, tokens, cycles, agents, depth_limit, deadline, cost} ('' = unlimited/none),
 -- the stored limits if the child is already open; {0, reason, 'agent', id, resource}
 -- when refused: the ancestor whose cap was reached and which ('depth' or 'agents');
 -- {-2, reason} when an ancestor's row is missing (never opened, or gone from Redis):
@@ -37,17 +38,18 @@ end
 local child = KEYS[1]
 local ttl = tonumber(ARGV[7])
 if redis.call('EXISTS', child) == 1 then
-  local r = redis.call('HMGET', child, 'tokens_limit', 'cycles_limit', 'agents_limit', 'depth_limit', 'deadline')
-  return {1, r[1] or '', r[2] or '', r[3] or '', r[4] or '', r[5] or ''}
+  local r = redis.call('HMGET', child, 'tokens_limit', 'cycles_limit', 'agents_limit', 'depth_limit', 'deadline',
+    'cost_limit')
+  return {1, r[1] or '', r[2] or '', r[3] or '', r[4] or '', r[5] or '', r[6] or ''}
 end
 
-local tokens, cycles, agents = num(ARGV[2]), num(ARGV[3]), num(ARGV[4])
+local tokens, cycles, agents, cost = num(ARGV[2]), num(ARGV[3]), num(ARGV[4]), num(ARGV[#ARGV])
 local depth_limit, depth = tonumber(ARGV[5]), 0
 local n = #KEYS - 2
 local rows = {}
 for i = 1, n do
   rows[i] = redis.call('HMGET', KEYS[2 + i], 'tokens_limit', 'tokens_held', 'cycles_limit', 'cycles_used',
-    'agents_limit', 'agents_spawned', 'depth_limit', 'depth')
+    'agents_limit', 'agents_spawned', 'depth_limit', 'depth', 'cost_limit', 'cost_held')
   if not rows[i][8] then return {-2, 'the ledger row of agent ' .. ARGV[12 + i] .. ' is missing'} end
 end
 
@@ -69,6 +71,7 @@ if n > 0 then
     local r = rows[i]
     if num(r[1]) then tokens = tighter(tokens, left(num(r[1]), r[2])) end
     if num(r[3]) then cycles = tighter(cycles, left(num(r[3]), r[4])) end
+    if num(r[9]) then cost = tighter(cost, left(num(r[9]), r[10])) end
     -- plus 1: the child itself is one of the ancestor's spawns
     if num(r[5]) then agents = tighter(agents, left(num(r[5]), (tonumber(r[6]) or 0) + 1)) end
   end
@@ -84,16 +87,17 @@ local fields = {'depth', depth, 'depth_limit', depth_limit}
 if tokens then table.insert(fields, 'tokens_limit'); table.insert(fields, tokens) end
 if cycles then table.insert(fields, 'cycles_limit'); table.insert(fields, cycles) end
 if agents then table.insert(fields, 'agents_limit'); table.insert(fields, agents) end
+if cost then table.insert(fields, 'cost_limit'); table.insert(fields, cost) end
 if ARGV[6] ~= '' then table.insert(fields, 'deadline'); table.insert(fields, ARGV[6]) end
 if ARGV[8] ~= '' then table.insert(fields, 'tools'); table.insert(fields, ARGV[8]) end
 table.insert(fields, 'deny'); table.insert(fields, ARGV[9])
 if ARGV[10] ~= '' then table.insert(fields, 'agent_cycles_limit'); table.insert(fields, ARGV[10]) end
 if ARGV[11] ~= '' then table.insert(fields, 'scopes'); table.insert(fields, ARGV[11]) end
 if ARGV[12] ~= '' then table.insert(fields, 'digest'); table.insert(fields, ARGV[12]) end
-if n > 0 then table.insert(fields, 'ancestors'); table.insert(fields, cjson.encode({unpack(ARGV, 13)})) end
+if n > 0 then table.insert(fields, 'ancestors'); table.insert(fields, cjson.encode({unpack(ARGV, 13, 12 + n)})) end
 redis.call('HSET', child, unpack(fields))
 redis.call('EXPIRE', child, ttl)
 redis.call('SADD', KEYS[2], ARGV[1])
 -- made with the root's row; made again with its TTL if it alone was lost
 if n == 0 or redis.call('TTL', KEYS[2]) < 0 then redis.call('EXPIRE', KEYS[2], ttl) end
-return {1, tokens or '', cycles or '', agents or '', depth_limit, ARGV[6]}
+return {1, tokens or '', cycles or '', agents or '', depth_limit, ARGV[6], cost or ''}

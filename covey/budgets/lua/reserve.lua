@@ -17,15 +17,23 @@
 -- ARGV[8]        the agent's own call number, checked against its own cycle cap ('' = unchecked)
 -- ARGV[9]        a window's TTL in seconds
 -- ARGV[10]       the job's TTL in seconds
--- ARGV[11..]     agent ids then scope names, in KEYS order
--- Returns {1, tokens, '', record} granted: record is the outcome stored by the
--- settle of an id settled before ('' otherwise); a live id gets its grant again.
+-- ARGV[11..]     agent ids then scope names, in KEYS order; then, at c = 10 + n + m:
+-- ARGV[c+1]      the most the prompt can cost, micro-dollars ('' = the model has no prices)
+-- ARGV[c+2]      micro-dollars per reply token (its USD per million)
+-- ARGV[c+3]      the prompt's share of the tokens wanted
+-- ARGV[c+4]      the model's name, for a refusal
+-- Returns {1, tokens, '', record, cost} granted (cost: micro-dollars held): record is
+-- the outcome stored by the settle of an id settled before ('' otherwise); a live id
+-- gets its grant again.
 -- {0, 0, reason, row, name, resource} refused: the short row ('agent' or 'scope'),
 -- its agent id or scope name, and what it is short of ('tokens', 'cycles',
--- 'tokens_per_minute', 'requests_per_minute'); {2, 0, reason, row, name, resource}
+-- 'tokens_per_minute', 'requests_per_minute', 'cost'); {2, 0, reason, row, name, resource}
 -- when a scope's window of this minute is full: ask again next minute.
 -- {-1, 0, 'job cancelled'}, {-2, 0, reason} when an agent row is missing (never
--- opened, or gone from Redis): nothing is written.
+-- opened, or gone from Redis): nothing is written. {3, 0, reason, row, name, 'cost'}
+-- when a row has a cost cap and the model has no prices.
+-- Cost is held like tokens (cost_held, cost_used; cost_limit caps it): a row with a
+-- cost cap clamps the reply to what its money left buys at the output price.
 -- A row counts tokens_held (used plus held for calls in flight) and cycles_used (a
 -- call in flight counts): one field each to check and charge. Settle moves the
 -- tokens a call did not use out of tokens_held and adds what it used to tokens_used.
@@ -38,8 +46,11 @@
 local rid = ARGV[1]
 if redis.call('EXISTS', KEYS[1]) == 1 then return {-1, 0, 'job cancelled'} end
 local known = redis.call('HGET', KEYS[2], rid)
-if known and string.sub(known, 1, 1) == '{' then return {1, cjson.decode(known).tokens, '', ''} end
-if known then return {1, tonumber(known), '', redis.call('HGET', KEYS[#KEYS - 1], rid) or ''} end
+if known and string.sub(known, 1, 1) == '{' then
+  local held = cjson.decode(known)
+  return {1, held.tokens, '', '', held.cost or 0}
+end
+if known then return {1, tonumber(known), '', redis.call('HGET', KEYS[#KEYS - 1], rid) or '', 0} end
 
 local n = tonumber(ARGV[5])
 local m = (#KEYS - 5 - n) / 2
@@ -60,13 +71,13 @@ local shortest, shortest_left = nil, nil
 local rows, charged = {}, {}
 for _, i in ipairs(order) do
   local r = redis.call('HMGET', KEYS[3 + i], 'tokens_limit', 'tokens_held', 'cycles_limit', 'cycles_used',
-    'depth', 'agent_cycles_limit', 'tpm_limit', 'rpm_limit')
+    'depth', 'agent_cycles_limit', 'tpm_limit', 'rpm_limit', 'cost_limit', 'cost_held')
   rows[i] = r
   if i <= n and not r[5] then return {-2, 0, 'the ledger row of ' .. label(i) .. ' is missing'} end
   if i == n and ARGV[8] ~= '' and r[6] and tonumber(ARGV[8]) > tonumber(r[6]) then
     return refuse(0, i, 'cycles', 'cycle cap reached: max_cycles=' .. r[6] .. ' for this agent')
   end
-  if i <= n or r[1] or r[3] or r[7] or r[8] then
+  if i <= n or r[1] or r[3] or r[7] or r[8] or r[9] then
     table.insert(charged, i)
     if r[3] then
       local cycles_left = tonumber(r[3]) - (tonumber(r[4]) or 0)
@@ -87,7 +98,38 @@ if granted < tonumber(ARGV[3]) then
     .. math.max(0, shortest_left) .. ' left, ' .. ARGV[3] .. ' needed)')
 end
 
--- Per-minute windows: a cap below one call's need refuses; a full window waits.
+-- Money: the poorest row with a cost cap bounds the reply to what it can still pay for.
+local c = 10 + n + m
+local priced, prompt = ARGV[c + 1] ~= '', tonumber(ARGV[c + 3])
+local prompt_cost, rate = tonumber(ARGV[c + 1]) or 0, tonumber(ARGV[c + 2]) or 0
+local poorest, poorest_left = nil, nil
+for _, i in ipairs(charged) do
+  if rows[i][9] then
+    if not priced then
+      return refuse(3, i, 'cost', 'model ' .. ARGV[c + 4] .. ' has no prices in the models file, and ' .. label(i)
+        .. ' has a cost cap')
+    end
+    local cost_left = tonumber(rows[i][9]) - (tonumber(rows[i][10]) or 0)
+    if poorest_left == nil or cost_left < poorest_left then poorest, poorest_left = i, cost_left end
+  end
+end
+if poorest then
+  local reply = granted - prompt
+  if rate > 0 then reply = math.min(reply, math.floor((poorest_left - prompt_cost) / rate)) end
+  -- the ledger keeps whole micro-dollars: one token less if rounding up the reply's cost passes what is left
+  if reply > 0 and prompt_cost + math.ceil(reply * rate) > poorest_left then reply = reply - 1 end
+  local needed = tonumber(ARGV[3])
+  if prompt + reply < needed or prompt_cost > poorest_left then
+    local cost_needed = prompt_cost + math.ceil(math.max(0, needed - prompt) * rate)
+    return refuse(0, poorest, 'cost', string.format('cost budget exhausted at %s ($%.6f left, $%.6f needed)',
+      label(poorest), math.max(0, poorest_left) / 1e6, cost_needed / 1e6))
+  end
+  granted = prompt + reply
+end
+
+-- Per-minute windows: a cap below one call's need refuses; the reply shrinks to the
+-- room left in this minute's window, and a window without room for the least worth
+-- granting waits.
 for i = n + 1, n + m do
   local tpm, rpm = tonumber(rows[i][7]), tonumber(rows[i][8])
   if tpm and tpm < tonumber(ARGV[3]) then
@@ -95,7 +137,6 @@ for i = n + 1, n + m do
       .. ARGV[3])
   end
   if rpm and rpm < 1 then return refuse(0, i, 'requests_per_minute', label(i) .. ' allows 0 requests per minute') end
-  if tpm then granted = math.min(granted, tpm) end
 end
 for i = n + 1, n + m do
   local tpm, rpm = tonumber(rows[i][7]), tonumber(rows[i][8])
@@ -104,16 +145,23 @@ for i = n + 1, n + m do
     if rpm and (tonumber(w[2]) or 0) + 1 > rpm then
       return refuse(2, i, 'requests_per_minute', label(i) .. ' is at its ' .. rpm .. ' requests per minute')
     end
-    if tpm and (tonumber(w[1]) or 0) + granted > tpm then
-      return refuse(2, i, 'tokens_per_minute', label(i) .. ' is at its ' .. tpm .. ' tokens per minute')
+    if tpm then
+      local room = tpm - (tonumber(w[1]) or 0)
+      if room < tonumber(ARGV[3]) then
+        return refuse(2, i, 'tokens_per_minute', label(i) .. ' is at its ' .. tpm .. ' tokens per minute')
+      end
+      granted = math.min(granted, room)
     end
   end
 end
 
+local cost = 0
+if priced then cost = prompt_cost + math.ceil(math.max(0, granted - prompt) * rate) end
 local scopes = {}
 for _, i in ipairs(charged) do
   redis.call('HINCRBY', KEYS[3 + i], 'tokens_held', granted)
   redis.call('HINCRBY', KEYS[3 + i], 'cycles_used', 1)
+  if cost > 0 then redis.call('HINCRBY', KEYS[3 + i], 'cost_held', cost) end
   if i > n then
     table.insert(scopes, '"' .. ARGV[10 + i] .. '"')  -- scope names hold no quote (ledger.SCOPE_NAME)
     if redis.call('SADD', KEYS[3], ARGV[10 + i]) == 1 then redis.call('EXPIRE', KEYS[3], ARGV[10]) end
@@ -126,7 +174,8 @@ for _, i in ipairs(charged) do
 end
 redis.call('ZADD', KEYS[#KEYS], ARGV[4], ARGV[7])
 if redis.call('TTL', KEYS[#KEYS]) < tonumber(ARGV[10]) then redis.call('EXPIRE', KEYS[#KEYS], ARGV[10]) end
-local data = '{"tokens":' .. granted .. ',"chain":' .. ARGV[6] .. ',"scopes":[' .. table.concat(scopes, ',') .. ']}'
+local data = '{"tokens":' .. granted .. ',"chain":' .. ARGV[6] .. ',"scopes":[' .. table.concat(scopes, ',') .. '],"cost":'
+  .. cost .. '}'
 redis.call('HSET', KEYS[2], rid, data)
 redis.call('EXPIRE', KEYS[2], ARGV[10])
-return {1, granted, '', ''}
+return {1, granted, '', '', cost}

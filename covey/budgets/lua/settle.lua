@@ -12,6 +12,7 @@
 -- ARGV[6]      the call's outcome, kept for a replay of this step ('' = none)
 -- ARGV[7]      n, the number of agent rows
 -- ARGV[8..]    the m scope names, in KEYS order
+-- ARGV[8+m]    micro-dollars the call actually cost ('' = 0)
 -- Returns {1, ''} if it charged, {0, ''} if the id was already settled, {-2, ''} if
 -- the chain or scopes differ from the reservation's, {-3, reason} if a row it must
 -- charge is missing (gone from Redis): then nothing is written, so no row comes back
@@ -20,6 +21,7 @@
 -- Their tokens_held keeps what was used, not what was granted; the cycle was
 -- taken by the reserve. A reservation already released as stale is still charged
 -- (the tokens were spent), to the chain and the scopes that have a cap now.
+-- Cost moves the same way, in cost_held and cost_used, on rows that hold any.
 
 local rid = ARGV[1]
 local data = redis.call('HGET', KEYS[1], rid)
@@ -27,6 +29,8 @@ if data and string.sub(data, 1, 1) ~= '{' then return {0, ''} end
 local n = tonumber(ARGV[7])
 local m = #KEYS - 3 - n
 local used = tonumber(ARGV[2])
+local cost = tonumber(ARGV[8 + m]) or 0
+local held_cost = 0
 local recorded = used
 local rows = {}
 for i = 1, n do table.insert(rows, KEYS[1 + i]) end
@@ -44,10 +48,12 @@ if data then
     table.insert(rows, KEYS[1 + n + found])
   end
   granted = held.tokens
+  held_cost = held.cost or 0
 else
   for j = 1, m do
-    local caps = redis.call('HMGET', KEYS[1 + n + j], 'tokens_limit', 'cycles_limit', 'tpm_limit', 'rpm_limit')
-    if caps[1] or caps[2] or caps[3] or caps[4] then table.insert(rows, KEYS[1 + n + j]) end
+    local caps = redis.call('HMGET', KEYS[1 + n + j], 'tokens_limit', 'cycles_limit', 'tpm_limit', 'rpm_limit',
+      'cost_limit')
+    if caps[1] or caps[2] or caps[3] or caps[4] or caps[5] then table.insert(rows, KEYS[1 + n + j]) end
   end
 end
 
@@ -65,6 +71,8 @@ for _, key in ipairs(rows) do
     redis.call('HINCRBY', key, 'cycles_used', 1)
   end
   redis.call('HINCRBY', key, 'tokens_used', used)
+  if cost ~= held_cost then redis.call('HINCRBY', key, 'cost_held', cost - held_cost) end
+  if cost ~= 0 then redis.call('HINCRBY', key, 'cost_used', cost) end
 end
 if granted then
   redis.call('ZREM', KEYS[#KEYS], ARGV[5])

@@ -1,0 +1,20 @@
+"""Reading the TOML files a worker is pointed at (``COVEY_MODELS``, ``COVEY_MCP``)."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from covey.errors import CoveyError
+
+
+def read_toml(path: Path, what: str, error: type[CoveyError]) -> dict[str, Any]:
+    """The file's tables; ``error`` with one line naming the file when it cannot be read
+    or is not TOML (``what`` names the file for the user: "the models file (COVEY_MODELS)")."""
+    try:
+        return tomllib.loads(path.read_text())
+    except OSError as e:
+        raise error(f"{path}: cannot read {what}: {e.strerror}") from e
+    except tomllib.TOMLDecodeError as e:
+        raise error(f"{path}: not valid TOML: {e}") from e

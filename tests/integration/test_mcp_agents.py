@@ -1,0 +1,125 @@
+"""Agents that use MCP servers' tools, through a real worker, a real Redis and real
+MCP servers: ``tests/tools/mcp/server.py`` over stdio (each worker process starts
+its own) and over streamable HTTP on loopback (behind a bearer token the servers
+file names by its variable). The sim's ``[sim:call NAME {...}]`` makes the model
+call a tool over the real SDK path and answer with what the tool said.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from celery import Celery
+
+from covey.client import Client
+from covey.config.settings import Settings
+from tests.integration.conftest import ROOT, start_worker, stop_worker, wait_for_worker, worker_env
+from tests.redis_server import RedisServer
+from tests.tools.mcp.conftest import TOKEN, TOKEN_ENV, HttpServer, http_table, stdio_table
+
+ECHO = {transport: f'Say it. [sim:call {server}__echo {{"text": "hello over {transport}"}}]'
+        for transport, server in (("stdio", "local"), ("http", "remote"))}  # fmt: skip
+WAIT_SECONDS = 60
+
+
+@pytest.fixture(scope="module")
+def server():
+    with RedisServer() as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def http_server():
+    s = HttpServer()
+    s.start()
+    yield s
+    s.kill()
+
+
+@pytest.fixture(scope="module")
+def env(server, http_server, tmp_path_factory):
+    servers = tmp_path_factory.mktemp("mcp") / "servers.toml"
+    servers.write_text(stdio_table(timeout=20) + http_table(http_server.url, timeout=20))
+    return {"COVEY_MCP": str(servers), TOKEN_ENV: f"Bearer {TOKEN}"}
+
+
+@pytest.fixture(scope="module")
+def client(server, env):
+    c = Client(Settings(redis_url=server.url))
+    worker = start_worker(server.url, **env)
+    wait_for_worker(c, worker)
+    yield c
+    stop_worker(worker)
+    c.close()
+
+
+def answer(client: Client, task: str) -> str:
+    result = client.submit(client.spec(task)).result(timeout=90)
+    assert result.status == "completed", result.error
+    assert result.usage.tool_calls == 1
+    return result.output
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_react_agent_answers_through_an_mcp_tool(client, transport):
+    assert answer(client, ECHO[transport]) == f"hello over {transport}"
+
+
+def test_structured_content_reaches_the_model_as_json(client):
+    output = answer(client, 'Weather? [sim:call remote__weather {"city": "Oslo"}]')
+    assert json.loads(output) == {"city": "Oslo", "celsius": 4}
+
+
+def test_the_same_job_from_the_cli_and_a_bare_celery_client(client, server, env):
+    proc = subprocess.run(
+        [sys.executable, "-m", "covey", "run", ECHO["stdio"], "--tools", "local__echo,finish"],
+        env=worker_env(server.url, **env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert dict(line.split(None, 1) for line in proc.stdout.splitlines())["output"] == "hello over stdio"
+
+    app = Celery("elsewhere", broker=server.url, backend=server.url)
+    app.conf.update(task_serializer="json", accept_content=["json"], result_accept_content=["json"])
+    try:
+        sent = app.send_task("covey.run_job", kwargs={"spec": {"task": ECHO["http"]}}, queue="covey")
+        result = sent.get(timeout=90)
+    finally:
+        app.close()
+    assert (result["status"], result["output"]) == ("completed", "hello over http")
+
+
+def test_an_mcp_error_result_is_handed_to_the_model_and_the_agent_goes_on(client):
+    output = answer(client, 'Try. [sim:call local__fail {"message": "disk on fire"}]')
+    assert output.startswith("error: ") and "disk on fire" in output
+
+
+def test_the_catalog_lists_the_servers_tools_with_their_origin(client):
+    served = {tool.name: tool.origin for entry in client.catalog.entries("covey") for tool in entry.tools}
+    assert (served["local__echo"], served["remote__echo"]) == ("mcp local", "mcp remote")
+
+
+def test_a_stdio_server_killed_mid_call_fails_that_call_and_the_next_call_reopens_it(client, tmp_path):
+    first_pid = int(answer(client, "Pid? [sim:call local__pid {}]"))
+    marker = tmp_path / "in-flight"
+    hung = client.submit(client.spec(f'Wait. [sim:call local__hang {{"marker": "{marker}", "seconds": 600}}]'))
+    deadline = time.monotonic() + WAIT_SECONDS
+    while not marker.exists():
+        assert time.monotonic() < deadline, f"the hang call never reached the server in {WAIT_SECONDS}s"
+        time.sleep(0.05)
+    os.kill(first_pid, signal.SIGKILL)
+    result = hung.result(timeout=90)
+    assert result.status == "completed", result.error
+    assert result.output.startswith("error: ")  # the model was told the call failed
+    second_pid = int(answer(client, "Pid? [sim:call local__pid {}]"))
+    assert second_pid != first_pid
+    assert answer(client, ECHO["stdio"]) == "hello over stdio"

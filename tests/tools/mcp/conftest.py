@@ -1,0 +1,75 @@
+"""Real MCP servers for the tests: the same small server over stdio (started by the
+session under test) and over streamable HTTP on a free loopback port."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.redis_server import free_port
+
+ROOT = Path(__file__).resolve().parents[3]
+SERVER = Path(__file__).with_name("server.py")
+TOKEN_ENV = "MCP_TEST_TOKEN"  # the variable a servers file names for the Authorization header
+TOKEN = "s3cret-token-value"
+START_SECONDS = 30
+
+
+class HttpServer:
+    """``server.py http PORT``, requiring ``Bearer TOKEN``; ``kill`` then ``start`` is a restart on the same port."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        env = {**os.environ, "EXPECT_TOKEN": TOKEN}
+        self.proc = subprocess.Popen([sys.executable, str(SERVER), "http", str(self.port)], env=env)
+        deadline = time.monotonic() + START_SECONDS
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"no test MCP server on port {self.port} after {START_SECONDS}s") from None
+                time.sleep(0.05)
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=START_SECONDS)
+
+
+@pytest.fixture
+def http_server() -> Iterator[HttpServer]:
+    server = HttpServer()
+    server.start()
+    yield server
+    server.kill()
+
+
+def stdio_table(name: str = "local", script: Path = SERVER, timeout: float = 30) -> str:
+    return f"""
+[servers.{name}]
+command = "{sys.executable}"
+args = ["{script}", "stdio"]
+timeout = {timeout}
+"""
+
+
+def http_table(url: str, name: str = "remote", timeout: float = 30) -> str:
+    return f"""
+[servers.{name}]
+url = "{url}"
+headers = {{ Authorization = "{TOKEN_ENV}" }}
+timeout = {timeout}
+"""

@@ -1,0 +1,88 @@
+"""A small MCP server for the tests, written with the SDK's ``MCPServer`` (FastMCP).
+
+``python server.py stdio`` serves over stdin and stdout; ``python server.py
+http PORT`` serves streamable HTTP on 127.0.0.1:PORT at ``/mcp``, and when
+``EXPECT_TOKEN`` is set it refuses any request whose ``Authorization`` header is
+not ``Bearer <EXPECT_TOKEN>``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel
+
+server = MCPServer("covey-test", log_level="WARNING")
+
+
+class Weather(BaseModel):
+    city: str
+    celsius: int
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Say the text back."""
+    return text
+
+
+@server.tool()
+def weather(city: str) -> Weather:
+    """Today's weather in a city (structured content)."""
+    return Weather(city=city, celsius=len(city))
+
+
+@server.tool()
+def fail(message: str) -> str:
+    """Fail, so the server answers with an error result carrying ``message``."""
+    raise ToolError(message)
+
+
+@server.tool()
+def pid() -> int:
+    """This server process's id, to tell a restarted server from the first."""
+    return os.getpid()
+
+
+@server.tool()
+def call_id(ctx: Context) -> str:
+    """The call id covey sent in the request's ``_meta``."""
+    return str((ctx.request_context.meta or {}).get("covey/call_id"))
+
+
+@server.tool()
+def hang(marker: str, seconds: float) -> str:
+    """Touch ``marker``, then sleep: a call the tests can catch in flight."""
+    Path(marker).touch()
+    time.sleep(seconds)
+    return "woke"
+
+
+def _token_check(app: Any, token: str) -> Any:
+    async def checked(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        headers = dict(scope.get("headers") or [])
+        if scope["type"] == "http" and headers.get(b"authorization") != f"Bearer {token}".encode():
+            await send({"type": "http.response.start", "status": 401, "headers": []})
+            await send({"type": "http.response.body", "body": b"wrong or missing token"})
+            return
+        await app(scope, receive, send)
+
+    return checked
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "stdio":
+        server.run("stdio")
+    else:
+        import uvicorn
+
+        app = server.streamable_http_app()
+        token = os.environ.get("EXPECT_TOKEN")
+        served = _token_check(app, token) if token else app
+        uvicorn.run(served, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
