@@ -8,6 +8,10 @@ per pool serves every thread. A plain ``redis://`` broker takes this transport,
 a ``sentinel://`` one its Sentinel twin (kombu's Sentinel channel, with the same
 changes); ``rediss://`` and RabbitMQ keep kombu's own.
 
+It also names the broker by its URL (``redis://host:port/db``) wherever kombu
+names a connection, where kombu's own name is this class's path with a fake
+password.
+
 It also keeps a Redis restart from killing the worker (kombu issue #582): when
 the consumer's connection drops, kombu closes its channels, and closing one gives
 its unacknowledged messages back through a fresh pool, built from the settings of
@@ -26,6 +30,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from covey.config import faults, sentinel
 
 SCHEMES = {"redis": "Transport", "sentinel": "SentinelTransport"}
+DEFAULT_PORT = 6379
 
 
 class Channel(kombu_redis.Channel):
@@ -54,6 +59,24 @@ class SentinelChannel(Channel, kombu_redis.SentinelChannel):
 
 class Transport(kombu_redis.Transport):
     Channel = Channel
+    scheme = "redis"  # as its URL is spelt
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # kombu names a connection (Celery's banner, its "Connected to" line) by
+        # this class's path with a "**" password even when there is none; an
+        # instance that says it parses URLs is asked for its own name instead
+        # (``as_uri``). The class still says it does not, so kombu parses the URL.
+        self.can_parse_url = True
+
+    def as_uri(self, uri: str, include_password: bool = False, mask: str = "**") -> str:
+        """The broker's URL as a person may read it: its password masked, and only if it has one."""
+        c = self.client
+        if c is None:  # a transport not made for a connection: kombu's own naming
+            raise NotImplementedError
+        password = (c.password if include_password else mask) if c.password else ""
+        auth = f"{c.userid or ''}:{password}@" if password else (f"{c.userid}@" if c.userid else "")
+        return f"{self.scheme}://{auth}{c.hostname}:{c.port or DEFAULT_PORT}/{c.virtual_host or 0}"
 
     def _deliver(self, message, queue):
         # The pop has returned; the delivery is recorded as unacknowledged only in
@@ -65,6 +88,7 @@ class Transport(kombu_redis.Transport):
 
 class SentinelTransport(Transport, kombu_redis.SentinelTransport):
     Channel = SentinelChannel
+    scheme = "sentinel"
 
 
 def transport(url: str) -> str | None:

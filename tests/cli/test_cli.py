@@ -104,6 +104,7 @@ def test_version_is_the_packages(redis_server):
         (("submit", "x", "--tenant", ""), "tenant:"),
         (("submit", "x", "--tools", "calculator,tele port"), "tools:"),  # which exist is the workers' to say
         (("submit",), "give the task as TASK"),
+        (("run", "  \n "), "task: only whitespace"),
         (("submit", "x", "--task-file", "/no/such/file"), "--task-file"),
     ],
 )

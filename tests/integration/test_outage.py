@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from covey.config.settings import Settings
 from tests.integration.midtree import outlives
 from tests.redis_server import AofRedis
@@ -14,6 +16,7 @@ BACK_WITHIN_SECONDS = 60  # the issue's bound: a minute
 DOWN_SECONDS = 5
 
 
+@pytest.mark.slow
 def test_a_tree_outlives_a_redis_restart_with_default_settings():
     with AofRedis() as server:
 
