@@ -161,6 +161,7 @@ def test_off_records_no_transcript(server, env):
     assert proc.stdout.splitlines()[1].startswith("  no transcript (no model call yet, COVEY_TRANSCRIPTS=off")
 
 
+@pytest.mark.slow
 def test_a_step_killed_after_its_tool_is_rerun_without_a_duplicate_entry(tmp_path):
     """The first call is slow enough that its entry is written while the step runs
     (with its spend); the worker dies after the tool. The rerun replays the call and
