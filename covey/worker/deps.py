@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property, lru_cache
+from pathlib import Path
 
 from redis import Redis
 
@@ -20,6 +22,8 @@ from covey.store.checkpoints import Checkpoints
 from covey.store.outbox import Outbox
 from covey.store.tree import JobTree
 from covey.store.workspace import Workspace
+from covey.tools.mcp import config as mcp_config
+from covey.tools.mcp.config import HttpServer
 from covey.worker import signing
 
 MIN_SECRET_CHARS = 8
@@ -54,7 +58,8 @@ class Deps:
         """Every secret this worker holds, so none is kept where people read (transcripts).
         One shorter than ``MIN_SECRET_CHARS`` is no secret worth masking everywhere (``none``)."""
         held = [self.settings.secret, self.settings.openai_api_key, self.secret.decode("utf-8", "replace")]
-        found = {s for s in {*held, *self.llm.catalog.api_keys()} if s and len(s) >= MIN_SECRET_CHARS}
+        held += [*self.llm.catalog.api_keys(), *_mcp_header_values(self.settings.mcp)]
+        found = {s for s in held if s and len(s) >= MIN_SECRET_CHARS}
         # As JSON text writes them too, so a look at an entry's JSON finds any of them.
         return tuple(found | {json.dumps(s, ensure_ascii=False)[1:-1] for s in found})
 
@@ -73,6 +78,20 @@ class Deps:
             checkpoints=Checkpoints(client, settings.job_ttl),
             outbox=Outbox(client),
         )
+
+
+def _mcp_header_values(path: Path | None) -> list[str]:
+    """The values the MCP servers file's headers send (their variables', read here
+    as the sessions read them), and each one's credential without its scheme
+    (``Bearer``): a tool may echo either."""
+    if path is None:
+        return []
+    try:
+        servers = mcp_config.load(path)
+    except mcp_config.McpFileError:  # refused at the worker's start: no header is sent from it
+        return []
+    values = [os.environ.get(v, "") for s in servers.values() if isinstance(s, HttpServer) for v in s.headers.values()]
+    return [*values, *(v.split(None, 1)[1] for v in values if len(v.split(None, 1)) == 2)]
 
 
 @lru_cache(maxsize=1)

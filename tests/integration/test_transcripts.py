@@ -1,7 +1,8 @@
 """Transcripts through a real worker, a real Redis and the SDK's HTTP path to
-``covey sim-server``: what ``covey transcript`` shows of an agent that called a
-function tool, that no secret of the worker's environment is ever kept, the cap's
-note, a killed step's rerun, and the off switch."""
+``covey sim-server``: what ``covey transcript`` shows of agents that called a
+function tool and an MCP server's tool (over streamable HTTP, behind a bearer
+token), that no secret of the worker's environment is ever kept, the cap's note,
+a killed step's rerun, and the off switch."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from tests.integration.conftest import (
     worker_env,
 )
 from tests.redis_server import RedisServer
+from tests.tools.mcp.conftest import TOKEN, TOKEN_ENV, HttpServer, http_table
 
 TOOLS = "tests.integration.served_tools,tests.integration.transcript_tools"
 ADD = 'Add two and three. [sim:call add {"a": 2, "b": 3}]'
@@ -33,7 +35,9 @@ SECRETS = {
     "OPENAI_API_KEY": "fake-openai-" + "o" * 32,
     "COVEY_SECRET": "fake-signing-" + "c" * 32,
     "SIMHTTP_KEY": "fake-models-file-key-" + "m" * 32,  # sent as the Authorization header to simhttp
+    TOKEN_ENV: f"Bearer {TOKEN}",  # the MCP servers file's Authorization header
 }
+ECHO = 'Say it. [sim:call remote__echo {"text": "hello over MCP"}]'
 
 
 @pytest.fixture(scope="module")
@@ -45,12 +49,18 @@ def server():
 @pytest.fixture(scope="module")
 def env(server, tmp_path_factory):
     sim, base_url = start_sim_server(server.url)
+    mcp = HttpServer()
+    mcp.start()
+    servers = tmp_path_factory.mktemp("mcp") / "servers.toml"
+    servers.write_text(http_table(mcp.url, timeout=20))
     yield {
         "COVEY_TOOLS": TOOLS,
+        "COVEY_MCP": str(servers),
         "PYTHONPATH": str(ROOT),
         **served_over_http(tmp_path_factory.mktemp("models"), base_url),
         **SECRETS,
     }
+    mcp.kill()
     stop_worker(sim)
 
 
@@ -110,19 +120,33 @@ def test_covey_transcript_shows_the_messages_the_calls_the_tool_and_the_usage(cl
     assert as_json == t.model_dump(mode="json")
 
 
+def test_covey_transcript_shows_an_mcp_tool_call_and_its_result(client, server):
+    handle, result = finished(client, ECHO, model=SIMHTTP)
+    assert result.output == "hello over MCP"
+    proc = covey(server, "transcript", handle.id, "root")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    tool = lines.index(next(line for line in lines if line.startswith("── tool remote__echo (")))
+    assert lines[tool + 1 : tool + 3] == ['  arguments {"text": "hello over MCP"}', "  result    hello over MCP"]
+    assert lines[tool - 1] == '  ← assistant  remote__echo({"text": "hello over MCP"})'
+    assert lines[-1] == '  ← assistant  finish({"answer": "hello over MCP"})'
+
+
 def test_no_secret_of_the_workers_environment_is_in_any_transcript(client, server):
     for name in SECRETS:
         _, result = finished(client, f'Reveal it. [sim:call reveal {{"name": "{name}"}}]')
         assert result.output == SECRETS[name]  # the tool did leak it, to the model and the answer
     finished(client, ADD, model=SIMHTTP)  # a call whose Authorization header carried SIMHTTP_KEY
+    finished(client, ECHO)  # an MCP call whose Authorization header carried the token
     r = redis.Redis.from_url(server.url, decode_responses=True)
     try:
         kept = [v for key in r.scan_iter("covey:*:transcript:*", count=1000) for v in r.hvals(key)]
     finally:
         r.close()
     text = "\n".join(kept)
-    assert text.count('"tool":"reveal"') == len(SECRETS) and text.count('"result":"***"') == len(SECRETS)
-    assert not [name for name, value in SECRETS.items() if value in text]
+    masked = text.count('"result":"***"') + text.count('"result":"Bearer ***"')  # the scheme is no secret
+    assert text.count('"tool":"reveal"') == len(SECRETS) == masked
+    assert not [name for name, value in SECRETS.items() if value in text] and TOKEN not in text
 
 
 def test_a_small_cap_cuts_the_transcript_and_says_where_and_how_much(server, env):

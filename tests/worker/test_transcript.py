@@ -126,3 +126,14 @@ def test_a_small_cap_keeps_the_first_calls_and_says_where_it_cut(redis_server):
     assert out.result.output == "42"
     assert t.cut is not None and t.cut.at == "call 1" and t.cut.entries == 3 and t.cut.bytes > 1024
     assert t.events == [] and t.bytes == 0
+
+
+def test_an_mcp_servers_header_value_is_masked_with_or_without_its_scheme(redis_server, monkeypatch, tmp_path):
+    token = "mcp-token-" + "t" * 24
+    monkeypatch.setenv("MCP_TOKEN", f"Token {token}")
+    servers = tmp_path / "servers.toml"
+    servers.write_text('[servers.remote]\nurl = "http://127.0.0.1:9/mcp"\nheaders = { Authorization = "MCP_TOKEN" }\n')
+    deps = deps_of(redis_server, mcp=servers)
+    out, t = run(deps, f"The token is {token}. What is 2 + 2?")
+    assert out.result.output == "4"
+    assert t.events[0].sent[1]["content"] == "The token is ***. What is 2 + 2?"
