@@ -8,8 +8,8 @@ a heartbeat (``covey.worker.heartbeat``) and the set of deliveries it holds
 lock, looks for holders whose heartbeat has lapsed: their deliveries go back to
 the head of their queues in one transaction that also drops them from kombu's
 unacknowledged records, watched so that two takers never both put one back and
-a holder that beats again in the meantime keeps its own. A late ack from the
-old holder then finds nothing to remove. The visibility timeout stays the last
+a holder that beats again in the meantime keeps its own. Each goes back under
+a new delivery tag, so a late ack from the old holder finds nothing to remove. The visibility timeout stays the last
 resort, for a delivery no holder recorded.
 
 A step checks that its delivery is still its process's (``still_held``) when it
@@ -79,6 +79,9 @@ def take_over(channel: Any, dead: str) -> int | None:
                     pipe.zrem(channel.unacked_index_key, tag).hdel(channel.unacked_key, tag)
                     if record is not None:  # else acknowledged, or restored by kombu already
                         message, exchange, routing_key = loads(bytes_to_str(record))
+                        # kombu would restore the message under its old tag: the old
+                        # holder's late ack would then delete the record of its next delivery.
+                        message["properties"]["delivery_tag"] = str(uuid.uuid4())
                         channel._do_restore_message(message, exchange, routing_key, pipe)
                 pipe.delete(held).srem(keys.workers(), dead)
                 pipe.execute()
