@@ -107,14 +107,19 @@ def _take_from_the_dead(client: redis.Redis, channel: Any, me: str) -> None:
 
 
 def _loop(settings: Settings, app: Celery, heartbeat: Heartbeat, client: redis.Redis) -> None:
-    me, token, channel = heartbeat.holder.id, uuid.uuid4().hex, None
+    me, token, channel, away = heartbeat.holder.id, uuid.uuid4().hex, None, False
     while True:
         try:
             heartbeat.beat()
             channel = channel or app.connection_for_write().default_channel  # the broker's key names, routing
             if keep_lease(client, keys.takeover_lock(), token, settings.worker_heartbeat_seconds):
                 _take_from_the_dead(client, channel, me)
-        except Exception:  # Redis away, a malformed record: beat and look again next time, say why now
+            away = False
+        except (redis.ConnectionError, redis.TimeoutError) as e:
+            if not away:  # one line an outage, not one a beat
+                log.warning("heartbeat: the broker's Redis is unreachable (%s); beating again when it answers", e)
+            away = True
+        except Exception:  # a malformed record, a bug: beat and look again next time, say why now
             log.exception("heartbeat: this beat failed")
         time.sleep(settings.worker_heartbeat_seconds / BEATS_PER_TTL)
 
@@ -151,10 +156,13 @@ def still_held() -> None:
     if tag is None:  # a step run outside a worker (a test), or by a broker that acknowledges itself
         return
     beating, mine = _mine, holder.existing()
-    if beating is not None and mine is beating.holder:
-        taken = beating.taken(tag)
-    else:
-        taken = not _broker_of(os.getpid()).hexists(UNACKED, tag)
+    try:
+        if beating is not None and mine is beating.holder:
+            taken = beating.taken(tag)
+        else:
+            taken = not _broker_of(os.getpid()).hexists(UNACKED, tag)
+    except (redis.ConnectionError, redis.TimeoutError):
+        return  # cut off: the step's own writes wait the outage out, and the next check asks again
     if taken:
         raise TakenOver(f"delivery {tag} was put back on its queue by another worker")
 
