@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from importlib.resources import files
 
 import redis
@@ -33,13 +34,16 @@ class Heartbeat:
         self._kept = max(1, int(kept_seconds))
         self._beat = client.register_script(_BEAT)
         self._keys = [keys.worker_alive(holder.id), keys.worker_held(holder.id), keys.workers()]
+        self._answered = ""  # the token of the last beat whose reply came back
 
     def beat(self) -> None:
         """Say this process is alive; after a lapse, mark what was taken from it."""
         holder = self.holder
         with holder.lock:
-            sent = time.monotonic()  # the key stands at least a TTL from here
-            reply = self._beat(keys=self._keys, args=[holder.id, int(self.seconds * 1000), self._kept])
+            sent, token = time.monotonic(), uuid.uuid4().hex  # the key stands at least a TTL from here
+            ttl_ms = int(self.seconds * 1000)
+            reply = self._beat(keys=self._keys, args=[holder.id, ttl_ms, self._kept, self._answered, token])
+            self._answered = token
             held = None if reply == 1 else {bytes_to_str(tag) for tag in reply}
             gone = holder.renewed(sent, self.seconds, held)
         if gone:

@@ -101,3 +101,19 @@ def wait_for_lapse(client: redis.Redis, holder_id: str) -> None:
     while client.exists(keys.worker_alive(holder_id)):
         assert time.monotonic() < deadline, "the heartbeat never lapsed"
         time.sleep(0.05)
+
+
+def test_a_beat_that_reaches_redis_late_does_not_hide_a_takeover(server, connections):
+    """A beat that timed out in a partition may still land when the link returns: the
+    key then stands again, but not with the token of the last beat answered."""
+    mine, taker = connections
+    client = redis.Redis.from_url(server.url)
+    me = holder.current()
+    heartbeat = Heartbeat(client, me, seconds=0.2, kept_seconds=60)
+    heartbeat.beat()
+    message = delivered(mine, "t5")
+    wait_for_lapse(client, me.id)
+    assert take_over(taker.default_channel, me.id) == 1
+    client.set(keys.worker_alive(me.id), "a beat whose reply was lost", px=30_000)  # landed late
+
+    assert heartbeat.taken(message.delivery_tag)
