@@ -78,42 +78,36 @@ def test_a_beating_holder_keeps_its_deliveries(server, connections):
     assert client.hexists("unacked", message.delivery_tag) and client.llen("jobs") == 0
 
 
-def test_a_holder_that_beats_again_knows_which_deliveries_were_taken(server, connections):
+def taken_while_silent(server, connections, task_id: str):
+    """A holder beating every 0.2 s delivered a message, fell silent, and had it taken.
+    Returns its heartbeat, the Redis client and the delivery taken."""
     mine, taker = connections
     client = redis.Redis.from_url(server.url)
     me = holder.current()
     heartbeat = Heartbeat(client, me, seconds=0.2, kept_seconds=60)
     heartbeat.beat()
-    first = delivered(mine, "t3")
-    assert not heartbeat.taken(first.delivery_tag)
-    wait_for_lapse(client, me.id)
-
+    message = delivered(mine, task_id)
+    assert not heartbeat.taken(message.delivery_tag)
+    deadline = time.monotonic() + 30
+    while client.exists(keys.worker_alive(me.id)):
+        assert time.monotonic() < deadline, "the heartbeat never lapsed"
+        time.sleep(0.05)
     assert me.id in dead_holders(client, "another")
     assert take_over(taker.default_channel, me.id) == 1
-    again = mine.default_channel.basic_get("jobs", no_ack=False)  # delivered here again, after the takeover
+    return heartbeat, client, message
+
+
+def test_a_holder_that_beats_again_knows_which_deliveries_were_taken(server, connections):
+    heartbeat, _, first = taken_while_silent(server, connections, "t3")
+    again = connections[0].default_channel.basic_get("jobs", no_ack=False)  # delivered here again
     assert again.headers["id"] == "t3" and again.delivery_tag != first.delivery_tag
     assert heartbeat.taken(first.delivery_tag)  # the copy delivered before the lapse is dropped
     assert not heartbeat.taken(again.delivery_tag)  # the new delivery is this process's
 
 
-def wait_for_lapse(client: redis.Redis, holder_id: str) -> None:
-    deadline = time.monotonic() + 30
-    while client.exists(keys.worker_alive(holder_id)):
-        assert time.monotonic() < deadline, "the heartbeat never lapsed"
-        time.sleep(0.05)
-
-
 def test_a_beat_that_reaches_redis_late_does_not_hide_a_takeover(server, connections):
     """A beat that timed out in a partition may still land when the link returns: the
     key then stands again, but not with the token of the last beat answered."""
-    mine, taker = connections
-    client = redis.Redis.from_url(server.url)
-    me = holder.current()
-    heartbeat = Heartbeat(client, me, seconds=0.2, kept_seconds=60)
-    heartbeat.beat()
-    message = delivered(mine, "t5")
-    wait_for_lapse(client, me.id)
-    assert take_over(taker.default_channel, me.id) == 1
-    client.set(keys.worker_alive(me.id), "a beat whose reply was lost", px=30_000)  # landed late
-
+    heartbeat, client, message = taken_while_silent(server, connections, "t5")
+    client.set(keys.worker_alive(heartbeat.holder.id), "a beat whose reply was lost", px=30_000)  # landed late
     assert heartbeat.taken(message.delivery_tag)
