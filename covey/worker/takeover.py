@@ -129,7 +129,8 @@ _step = threading.local()
 
 
 def _client(settings: Settings) -> redis.Redis:
-    """A client that gives up on a silent link in seconds: a beat must not outlive its TTL."""
+    """A client that gives up on a silent link in seconds (the broker's own sockets wait
+    two minutes): a beat stuck past its TTL only delays learning what was taken."""
     return redis.Redis.from_url(
         settings.broker,
         socket_timeout=connections.SOCKET_TIMEOUT_SECONDS,
