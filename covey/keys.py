@@ -113,6 +113,31 @@ def reconciler_lock() -> str:
     return f"{PREFIX}:reconciler"
 
 
+# Broker deliveries and who holds them: these keys live in the broker's Redis,
+# beside kombu's ``unacked`` hash, so one transaction covers both.
+
+
+def workers() -> str:
+    """Set of the worker processes (holders) that hold or held broker deliveries."""
+    return f"{PREFIX}:workers"
+
+
+def worker_alive(holder: str) -> str:
+    """A worker process's heartbeat; it lapses COVEY_WORKER_HEARTBEAT_SECONDS after
+    the last one, and then the process counts as dead."""
+    return f"{PREFIX}:worker:{holder}:alive"
+
+
+def worker_held(holder: str) -> str:
+    """Set of the delivery tags (kombu's ``unacked`` fields) a worker process holds."""
+    return f"{PREFIX}:worker:{holder}:held"
+
+
+def takeover_lock() -> str:
+    """One worker at a time puts dead workers' deliveries back (``covey.worker.takeover``)."""
+    return f"{PREFIX}:takeover"
+
+
 def nodes(job_id: str) -> str:
     """Hash: agent id -> JSON node of the job's tree (role, depth, status, usage)."""
     return f"{_job(job_id)}:nodes"

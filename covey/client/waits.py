@@ -125,8 +125,8 @@ def why_stuck(client: Client, job_id: str) -> str | None:
         return None
     who = "no worker answers" if live is None else "no live worker runs them"
     return (
-        f"agents of job {job_id} stopped reporting ({who}): {_names(stuck)}; the broker hands their "
-        "tasks to another worker after its visibility timeout"
+        f"agents of job {job_id} stopped reporting ({who}): {_names(stuck)}; a live worker takes their "
+        "tasks up once their worker's heartbeat lapses (COVEY_WORKER_HEARTBEAT_SECONDS)"
     )
 
 

@@ -19,7 +19,7 @@ from covey.store.checkpoints import Checkpoints
 from covey.store.outbox import Outbox
 from covey.store.tree import JobTree
 from covey.store.workspace import Workspace
-from covey.worker import signing
+from covey.worker import signing, takeover
 
 
 def utcnow() -> datetime:
@@ -37,6 +37,8 @@ class Deps:
     outbox: Outbox
     now: Callable[[], datetime] = field(default=utcnow)
     sleep: Callable[[float], None] = field(default=time.sleep)  # waits for a scope's next window
+    # Raises when another worker took the running step's delivery (covey.worker.takeover).
+    still_held: Callable[[], None] = field(default=lambda: None)
 
     def workspace(self, job_id: str) -> Workspace:
         return Workspace(self.redis, job_id, self.settings.job_ttl)
@@ -60,6 +62,7 @@ class Deps:
             tree=JobTree(client, settings.job_ttl),
             checkpoints=Checkpoints(client, settings.job_ttl),
             outbox=Outbox(client),
+            still_held=takeover.still_held,
         )
 
 
