@@ -142,6 +142,18 @@ def scope_window(name: str, minute: int) -> str:
     return f"{PREFIX}:scope:{name}:window:{minute}"
 
 
+# A running slot's lease: its worker renews it every third of this span while the
+# agent's step runs, so a slot held by a worker that died frees up within it.
+RUNNING_LEASE_SECONDS = 30
+
+
+def scope_running(name: str) -> str:
+    """Sorted set of the agents holding a running slot on a scope: JSON [job id,
+    agent id] -> lease expiry, counted against the scope's ``running_limit``. It
+    lives one lease past its last write."""
+    return f"{PREFIX}:scope:{name}:running"
+
+
 def scopes_index() -> str:
     """Set of every global scope name ever charged."""
     return f"{PREFIX}:scopes"

@@ -81,6 +81,8 @@ class ScopeRow(BaseModel):
     cycles_limit: int | None = None
     tokens_per_minute: int | None = None  # granted tokens per epoch minute, across jobs
     requests_per_minute: int | None = None
+    running: int = 0  # agents holding a running slot now (``covey.budgets.running``)
+    running_limit: int | None = None  # agents it lets run at once, across jobs
 
 
 class AgentRow(BaseModel):

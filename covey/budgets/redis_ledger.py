@@ -326,10 +326,14 @@ class RedisLedger:
 
     def scope_rows(self) -> list[ScopeRow]:
         names = sorted(_str(s) for s in self.client.smembers(keys.scopes_index()))
+        now = self.clock()
         with self.client.pipeline(transaction=False) as pipe:
             for s in names:
                 pipe.hgetall(keys.scope(s))
-            return [_scope_row(s, r) for s, r in zip(names, pipe.execute())]
+                pipe.zcount(keys.scope_running(s), now, "+inf")  # live leases only
+            found = pipe.execute()
+        rows = [_scope_row(s, r) for s, r in zip(names, found[::2])]
+        return [row.model_copy(update={"running": running}) for row, running in zip(rows, found[1::2])]
 
 
 def _short(
@@ -440,6 +444,7 @@ def _scope_row(name: str, raw: dict) -> ScopeRow:
         cycles_limit=_int(f.get("cycles_limit")),
         tokens_per_minute=_int(f.get("tpm_limit")),
         requests_per_minute=_int(f.get("rpm_limit")),
+        running_limit=_int(f.get("running_limit")),
         tokens_used=int(f.get("tokens_used", 0)),
         tokens_reserved=_reserved(f),
         cycles_used=int(f.get("cycles_used", 0)),

@@ -99,7 +99,7 @@ def ledger(s: LedgerSnapshot) -> str:
 
 def scopes(rows: list[ScopeRow]) -> str:
     return table(
-        ["scope", "tokens", "token limit", "cycles", "cycle limit", "tokens/min", "requests/min"],
+        ["scope", "tokens", "token limit", "cycles", "cycle limit", "tokens/min", "requests/min", "running"],
         [
             (
                 c.name,
@@ -109,6 +109,7 @@ def scopes(rows: list[ScopeRow]) -> str:
                 c.cycles_limit,
                 c.tokens_per_minute,
                 c.requests_per_minute,
+                c.running if c.running_limit is None else f"{c.running}/{c.running_limit}",
             )
             for c in rows
         ],

@@ -20,7 +20,7 @@ from covey.context import RunContext
 from covey.orchestration import registry
 from covey.results import AgentResult, ChildSummary, Usage
 from covey.spec import AgentSpec, describe
-from covey.status import AgentStatus
+from covey.status import AgentStatus, Wait
 from covey.store.tree import Node, preview
 
 CHECKPOINT_FORMAT = 2  # 2: typed strategy states in an envelope; 1 (unversioned): the state a dict in the agent
@@ -53,6 +53,10 @@ class AgentState(BaseModel):
         default=None, description="the Action a paused agent takes when its next task starts"
     )
     recorded_at: datetime | None = Field(default=None, description="when its running node was last written")
+    waiting_for: Wait | None = Field(
+        default=None, description="what it gave its worker slot back to wait for (a scope's cap or window)"
+    )
+    waits: int = Field(default=0, description="times in a row it gave its slot back for a running cap")
 
     def node(self, status: AgentStatus) -> Node:
         """The agent's tree node as it stands: its usage so far, for readers and the crash path."""
@@ -67,6 +71,7 @@ class AgentState(BaseModel):
             task=preview(self.spec.task),
             task_id=self.task_id,
             started_at=self.started_at,
+            wait=self.waiting_for if status is AgentStatus.WAITING else None,
         )
 
 

@@ -41,7 +41,7 @@ from covey.spec import AgentSpec, InvalidSpec, JobSpec
 from covey.status import AgentStatus, Cause, CauseKind
 from covey.store.outbox import Message
 from covey.store.tree import Node, preview
-from covey.worker import handover, loop, lost, reconciler, signing
+from covey.worker import handover, loop, lost, reconciler, signing, slots
 from covey.worker.agent_state import AgentState, UnreadableCheckpoint, dump_checkpoint, load_checkpoint
 from covey.worker.app import app
 from covey.worker.deps import Deps, worker_deps
@@ -192,7 +192,10 @@ def _guarded(task, job_id: str, agent_id: str, step: Step) -> dict[str, Any] | s
             return done
         taken = _taken_up(task, job_id, agent_id)
         state, action = step()
-        return _drive(task, state, action, taken)
+        try:
+            return _drive(task, state, action, taken)
+        finally:
+            slots.give_back(worker_deps(), job_id, agent_id)  # a step that crashed: _drive gave back the rest
     except (Ignore, Reject, Retry):
         raise
     except OUTAGES as e:
@@ -316,6 +319,7 @@ def _drive(task, state: AgentState, action: Action, taken: str | None) -> dict[s
     then send them. ``taken`` is the expected message this step took up."""
     deps = worker_deps()
     outcome = loop.advance(deps, state, action)
+    slots.give_back(deps, state.ctx.job_id, state.ctx.agent_id)  # before the messages that may want them
     if isinstance(outcome, loop.Finished):
         faults.at("after_finish")
         _send(outcome.resume)
@@ -323,10 +327,12 @@ def _drive(task, state: AgentState, action: Action, taken: str | None) -> dict[s
     state, ctx, request = outcome.state, outcome.state.ctx, task.request
     state.step += 1
     carried = handover.carried(request) if ctx.depth == 0 else {}  # a sender's links wait for the job's end
-    then, resume, children = None, None, []
+    then, resume, children, status = None, None, [], AgentStatus.WAITING
     if isinstance(outcome, loop.Paused):
         state.next_action = to_json(outcome.action)
-        then = _proceed_message(deps.secret, request.id, ctx, state.step, carried)
+        countdown = outcome.hop.seconds if outcome.hop else None
+        then = _proceed_message(deps.secret, request.id, ctx, state.step, carried, countdown)
+        status = AgentStatus.WAITING if outcome.hop else AgentStatus.RUNNING
     else:
         resume = _resume_message(deps.secret, request.id, ctx, state.spawn_round, len(outcome.children), carried)
         children = [(c.agent_id, _agent_message(deps.secret, c, s)) for c, s in outcome.children]
@@ -337,7 +343,7 @@ def _drive(task, state: AgentState, action: Action, taken: str | None) -> dict[s
         log.info("agent %s of job %s is past step %s: stale task ignored", ctx.agent_id, ctx.job_id, state.step)
         raise Ignore()
     faults.at("after_checkpoint")
-    deps.tree.record(ctx.job_id, state.node(AgentStatus.RUNNING if then else AgentStatus.WAITING))
+    deps.tree.record(ctx.job_id, state.node(status))
     for message in [then] if then else [m for _, m in children]:
         _send(message)
     faults.at("after_send")
@@ -387,11 +393,16 @@ def _resume_message(
     )
 
 
-def _proceed_message(secret: bytes, task_id: str, ctx: RunContext, step: int, carried: dict[str, Any]) -> Message:
-    """The task that takes a paused agent up again, under its own task id."""
+def _proceed_message(
+    secret: bytes, task_id: str, ctx: RunContext, step: int, carried: dict[str, Any], countdown: float | None = None
+) -> Message:
+    """The task that takes a paused agent up again, under its own task id; a waiting
+    agent's is sent ``countdown`` seconds ahead (a re-send waits it out again)."""
     kwargs = {"job_id": ctx.job_id, "agent_id": ctx.agent_id, "step": step}
     sig = signing.sign(secret, task_id, _proceed_payload(ctx.job_id, ctx.agent_id, step))
-    options = {"ignore_result": ctx.depth > 0, **wire.proceed(ctx.job_id, ctx.agent_id, step)}
+    options: dict[str, Any] = {"ignore_result": ctx.depth > 0, **wire.proceed(ctx.job_id, ctx.agent_id, step)}
+    if countdown:
+        options["countdown"] = round(countdown, 3)
     return Message(wire.PROCEED, task_id, {**kwargs, "sig": sig}, {**options, **carried})
 
 

@@ -1,0 +1,112 @@
+"""An agent's step holds a running slot on its capped scopes; one that must wait gives its worker slot back.
+
+Before a step the agent takes a slot on every scope of its that caps the agents
+running at once (``covey.budgets.running``), and gives them back when the step
+ends, whichever way. A thread per worker process renews the leases of the slots
+its steps hold, so a worker that dies frees them within a lease.
+
+An agent that finds a scope full, or a scope's per-minute window full, does not
+sleep in its worker slot: its step checkpoints and ends, and its next step is
+sent with a countdown (``Hop``), so the slot serves other jobs meanwhile. A
+countdown stays under the broker's patience: a Redis broker hands a message its
+worker has not acknowledged within the visibility timeout to another worker, and
+a worker holds a counted-down message unacknowledged from the moment it fetches
+it, through the countdown and the step that follows.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from dataclasses import dataclass
+from datetime import timedelta
+
+from covey import keys
+from covey.config.settings import Settings
+from covey.status import Wait
+from covey.worker.agent_state import AgentState
+from covey.worker.deps import Deps
+
+log = logging.getLogger(__name__)
+
+# The longest countdown of one hop: a job cancelled meanwhile ends within it, and
+# a wait longer than it (a minute's window) is taken in several hops.
+MAX_HOP_SECONDS = 10.0
+FIRST_CAP_HOP_SECONDS = 0.5  # a capped agent asks again after this, doubling each time, up to a hop
+
+
+@dataclass(frozen=True)
+class Hop:
+    """An agent gives its slot back: its next step is sent ``seconds`` from now; ``wait`` says why."""
+
+    wait: Wait
+    seconds: float
+
+
+def longest_hop(settings: Settings) -> float:
+    """A hop's countdown plus the step after it end before the visibility timeout."""
+    spare = settings.redelivery_seconds - settings.slice_seconds - settings.longest_call_seconds
+    return max(0.1, min(MAX_HOP_SECONDS, spare / 2))
+
+
+def hop(deps: Deps, reason: str, seconds: float) -> Hop:
+    """Wait ``seconds`` for ``reason``: the agent says so, and its next step comes
+    after at most a hop (a longer wait is taken in several)."""
+    until = deps.now() + timedelta(seconds=seconds)
+    return Hop(Wait(reason=reason, until=until), min(seconds, longest_hop(deps.settings)))
+
+
+class _Held:
+    """The slots this process's steps hold: (job id, agent id) -> scopes, renewed by one thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._slots: dict[tuple[str, str], tuple[str, ...]] = {}
+        self._renewer: threading.Thread | None = None
+
+    def add(self, deps: Deps, job_id: str, agent_id: str, scopes: tuple[str, ...]) -> None:
+        with self._lock:
+            self._slots[(job_id, agent_id)] = scopes
+            if self._renewer is None or not self._renewer.is_alive():  # a prefork child starts its own
+                self._renewer = threading.Thread(target=self._renew, args=(deps,), name="covey-slots", daemon=True)
+                self._renewer.start()
+
+    def pop(self, job_id: str, agent_id: str) -> tuple[str, ...]:
+        with self._lock:
+            return self._slots.pop((job_id, agent_id), ())
+
+    def _renew(self, deps: Deps) -> None:
+        stop = threading.Event()
+        while not stop.wait(keys.RUNNING_LEASE_SECONDS / 3):
+            with self._lock:
+                held = [(job, agent, scopes) for (job, agent), scopes in self._slots.items()]
+            try:
+                deps.slots.renew(held)
+            except Exception:  # Redis away: the next renewal tries again, well within the lease
+                log.exception("running slots: renewing their leases failed")
+
+
+_held = _Held()
+
+
+def take(deps: Deps, state: AgentState) -> Hop | None:
+    """Take the agent's running slots for this step, or the hop it waits instead."""
+    ctx = state.ctx
+    taken = deps.slots.take(ctx.job_id, ctx.agent_id, ctx.scopes)
+    if taken.ok:
+        state.waits = 0
+        if taken.held:
+            _held.add(deps, ctx.job_id, ctx.agent_id, taken.held)
+        return None
+    log.info("job %s agent %s gives its slot back: %s", ctx.job_id, ctx.agent_id, taken.reason)
+    seconds = FIRST_CAP_HOP_SECONDS * 2**state.waits * random.uniform(0.5, 1.0)  # spread the waiters' asks apart
+    state.waits = min(state.waits + 1, 16)
+    return hop(deps, taken.reason, seconds)
+
+
+def give_back(deps: Deps, job_id: str, agent_id: str) -> None:
+    """Give back the slots the agent's step holds, if it holds any."""
+    scopes = _held.pop(job_id, agent_id)
+    if scopes:
+        deps.slots.give_back(job_id, agent_id, scopes)
