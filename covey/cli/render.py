@@ -27,8 +27,9 @@ def result(r: AgentResult) -> str:
 
 
 def tree(nodes: list[Node], now: datetime | None = None) -> str:
-    """Every agent under its parent: status, role, spend, elapsed (to ``now`` for one
-    still running) and the start of its task."""
+    """Every agent under its parent: status (and what it waits for, when it waits
+    for a scope), role, spend, elapsed (to ``now`` for one still running) and the
+    start of its task."""
     now = now or datetime.now(UTC)
     children: dict[str | None, list[Node]] = {}
     for node in nodes:
@@ -41,7 +42,7 @@ def tree(nodes: list[Node], now: datetime | None = None) -> str:
                 (
                     indent + node.agent_id,
                     node.role,
-                    node.status,
+                    node.status if node.wait is None else f"{node.status}: {node.wait.said(now)}",
                     node.usage.total_tokens,
                     node.usage.cycles,
                     _elapsed(node, now),

@@ -33,7 +33,11 @@ log = logging.getLogger(__name__)
 # The longest countdown of one hop: a job cancelled meanwhile ends within it, and
 # a wait longer than it (a minute's window) is taken in several hops.
 MAX_HOP_SECONDS = 10.0
-FIRST_CAP_HOP_SECONDS = 0.5  # a capped agent asks again after this, doubling each time, up to a hop
+# A capped agent asks again after the first, doubling each time up to the longest:
+# a slot given back is taken again within seconds, and a thousand waiters ask a
+# few hundred times a second at most.
+FIRST_CAP_HOP_SECONDS = 0.25
+LONGEST_CAP_HOP_SECONDS = 4.0
 
 
 @dataclass(frozen=True)
@@ -100,7 +104,8 @@ def take(deps: Deps, state: AgentState) -> Hop | None:
             _held.add(deps, ctx.job_id, ctx.agent_id, taken.held)
         return None
     log.info("job %s agent %s gives its slot back: %s", ctx.job_id, ctx.agent_id, taken.reason)
-    seconds = FIRST_CAP_HOP_SECONDS * 2**state.waits * random.uniform(0.5, 1.0)  # spread the waiters' asks apart
+    backoff = min(LONGEST_CAP_HOP_SECONDS, FIRST_CAP_HOP_SECONDS * 2**state.waits)
+    seconds = backoff * random.uniform(0.5, 1.0)  # spreads the waiters' asks apart
     state.waits = min(state.waits + 1, 16)
     return hop(deps, taken.reason, seconds)
 
