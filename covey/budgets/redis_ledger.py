@@ -260,8 +260,6 @@ class RedisLedger:
         with self.client.pipeline(transaction=True) as pipe:
             for a in ids:
                 pipe.hgetall(keys.agent(job_id, a))
-            for s in names:
-                pipe.hgetall(keys.scope(s))
             pipe.exists(keys.cancel(job_id))
             *rows, cancelled = pipe.execute()
         agents = sorted((_agent_row(a, r) for a, r in zip(ids, rows) if r), key=lambda row: (row.depth, row.agent_id))
@@ -286,7 +284,7 @@ class RedisLedger:
             root_id=root.agent_id if root else None,
             cancelled=bool(cancelled),
             agents=agents,
-            scopes=[_scope_row(s, r) for s, r in zip(names, rows[len(ids) :])],
+            scopes=self._scope_rows(names),
             **totals,
         )
 
@@ -325,7 +323,10 @@ class RedisLedger:
         return bool(self.client.sismember(keys.scopes_index(), name))
 
     def scope_rows(self) -> list[ScopeRow]:
-        names = sorted(_str(s) for s in self.client.smembers(keys.scopes_index()))
+        return self._scope_rows(sorted(_str(s) for s in self.client.smembers(keys.scopes_index())))
+
+    def _scope_rows(self, names: list[str]) -> list[ScopeRow]:
+        """The scopes' rows, each with its agents running now (``covey.budgets.running``)."""
         now = self.clock()
         with self.client.pipeline(transaction=False) as pipe:
             for s in names:

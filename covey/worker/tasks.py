@@ -150,7 +150,8 @@ def resume(self, job_id: str, agent_id: str, spawn_round: int, sig: str | None =
 
 @app.task(bind=True, name=wire.PROCEED)
 def proceed(self, job_id: str, agent_id: str, step: int, sig: str | None = None) -> dict[str, Any] | str:
-    """Go on with an agent whose last task used up its slice (``COVEY_SLICE_SECONDS``)."""
+    """Go on with an agent whose last task used up its slice (``COVEY_SLICE_SECONDS``),
+    or gave its slot back to wait for a scope's running cap or window (``covey.worker.slots``)."""
     _signed_or_ignored(self, _proceed_payload(job_id, agent_id, step), sig, wire.PROCEED)
 
     def take_up() -> tuple[AgentState, Action]:
