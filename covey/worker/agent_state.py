@@ -42,6 +42,10 @@ class AgentState(BaseModel):
     children: list[ChildSummary] = Field(default_factory=list)
     spawn_round: int = 0
     pending: list[PendingChild] = Field(default_factory=list)
+    waiting_for: Wait | None = Field(
+        default=None, description="what it gave its worker slot back to wait for (a scope's cap or window)"
+    )
+    waits: int = Field(default=0, description="times in a row it gave its slot back for a running cap")
     started_at: datetime
     task_id: str | None = Field(default=None, description="the Celery task running this agent")
     deadline: datetime | None = Field(default=None, description="the agent's own timeout")
@@ -53,10 +57,6 @@ class AgentState(BaseModel):
         default=None, description="the Action a paused agent takes when its next task starts"
     )
     recorded_at: datetime | None = Field(default=None, description="when its running node was last written")
-    waiting_for: Wait | None = Field(
-        default=None, description="what it gave its worker slot back to wait for (a scope's cap or window)"
-    )
-    waits: int = Field(default=0, description="times in a row it gave its slot back for a running cap")
 
     def node(self, status: AgentStatus) -> Node:
         """The agent's tree node as it stands: its usage so far, for readers and the crash path."""
