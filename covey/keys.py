@@ -154,6 +154,17 @@ def scope_running(name: str) -> str:
     return f"{PREFIX}:scope:{name}:running"
 
 
+# A scope's queue of waiting agents lives this long past the last agent joining it;
+# every waiter asks again within a hop (seconds), so it lapses only once no one waits.
+WAITING_TTL_SECONDS = 3600
+
+
+def scope_waiting(name: str) -> str:
+    """Sorted set of the agents waiting for a running slot on a scope: JSON [job id,
+    agent id] -> when it first waited. A step that gives a slot back wakes the first."""
+    return f"{PREFIX}:scope:{name}:waiting"
+
+
 def scopes_index() -> str:
     """Set of every global scope name ever charged."""
     return f"{PREFIX}:scopes"

@@ -4,7 +4,8 @@
 take a step at the same moment, across every worker. An agent takes a slot on
 each of its capped scopes before its step and gives it back when the step ends
 (it finishes, pauses, fans out or waits); one that finds a scope full takes
-none and waits outside the worker (``covey.worker.slots``). Each slot is a lease
+none, joins the scope's queue of waiters and waits outside the worker
+(``covey.worker.slots``): each slot given back wakes the first in the queue. Each slot is a lease
 its worker renews, so a slot of a worker that died is free again within
 ``keys.RUNNING_LEASE_SECONDS`` instead of lost. The check and the take are one
 Lua script (``lua/running.lua``), atomic across machines.
@@ -75,8 +76,13 @@ class RunningSlots:
         if not scopes:
             return Taken(ok=True)
         now = self.clock()
-        row_keys = [*(keys.scope(s) for s in scopes), *(keys.scope_running(s) for s in scopes)]
-        args = [member(job_id, agent_id), now, now + keys.RUNNING_LEASE_SECONDS, keys.RUNNING_LEASE_SECONDS, *scopes]
+        row_keys = [
+            *(keys.scope(s) for s in scopes),
+            *(keys.scope_running(s) for s in scopes),
+            *(keys.scope_waiting(s) for s in scopes),
+        ]
+        lease, waiting = keys.RUNNING_LEASE_SECONDS, keys.WAITING_TTL_SECONDS
+        args = [member(job_id, agent_id), now, now + lease, lease, waiting, *scopes]
         status, *rest = self._take(keys=row_keys, args=args)
         if status == 1:
             return Taken(ok=True, held=tuple(_str(s) for s in rest))
@@ -94,11 +100,25 @@ class RunningSlots:
                     pipe.expire(keys.scope_running(s), keys.RUNNING_LEASE_SECONDS)
             pipe.execute()
 
-    def give_back(self, job_id: str, agent_id: str, scopes: Iterable[str]) -> None:
+    def give_back(self, job_id: str, agent_id: str, scopes: Iterable[str]) -> list[tuple[str, str, str]]:
+        """Free the agent's slots, and take the first waiter off each scope's queue:
+        (scope, job id, agent id) of each, for the caller to wake."""
+        scopes = list(scopes)
         with self.client.pipeline(transaction=False) as pipe:
             for s in scopes:
                 pipe.zrem(keys.scope_running(s), member(job_id, agent_id))
-            pipe.execute()
+                pipe.zpopmin(keys.scope_waiting(s))
+            replies = pipe.execute()
+        return [(s, *_waiter(popped[0][0])) for s, popped in zip(scopes, replies[1::2]) if popped]
+
+    def next_waiter(self, name: str) -> tuple[str, str] | None:
+        """Take the first waiter off scope ``name``'s queue: (job id, agent id), or None."""
+        popped = self.client.zpopmin(keys.scope_waiting(name))
+        return _waiter(popped[0][0]) if popped else None
+
+    def waiting(self, name: str) -> int:
+        """Agents in scope ``name``'s queue for a slot."""
+        return int(self.client.zcard(keys.scope_waiting(name)))
 
     def running(self, name: str) -> int:
         """Agents holding a live slot on scope ``name``."""
@@ -107,3 +127,8 @@ class RunningSlots:
 
 def _str(value: str | bytes) -> str:
     return value.decode() if isinstance(value, bytes) else value
+
+
+def _waiter(raw: str | bytes) -> tuple[str, str]:
+    job_id, agent_id = json.loads(_str(raw))
+    return job_id, agent_id

@@ -11,7 +11,6 @@ records and messages are gone (a Redis wiped), which nothing will ever finish.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
 from typing import TYPE_CHECKING
@@ -138,11 +137,7 @@ def wake_waiting(client: Client, job_id: str) -> list[Message]:
     if not waiting:
         return []
     expected = Outbox(client.redis).messages(job_id)
-    woken = [
-        dataclasses.replace(m, options={k: v for k, v in m.options.items() if k != "countdown"})
-        for agent_id, m in expected.items()
-        if agent_id in waiting and "countdown" in m.options
-    ]
+    woken = [now for agent_id, m in expected.items() if agent_id in waiting and (now := m.now()) is not None]
     for message in woken:
         send(client.app, message)
     return woken

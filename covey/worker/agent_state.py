@@ -45,7 +45,6 @@ class AgentState(BaseModel):
     waiting_for: Wait | None = Field(
         default=None, description="what it gave its worker slot back to wait for (a scope's cap or window)"
     )
-    waits: int = Field(default=0, description="times in a row it gave its slot back for a running cap")
     started_at: datetime
     task_id: str | None = Field(default=None, description="the Celery task running this agent")
     deadline: datetime | None = Field(default=None, description="the agent's own timeout")

@@ -7,8 +7,11 @@ its steps hold, so a worker that dies frees them within a lease.
 
 An agent that finds a scope full, or a scope's per-minute window full, does not
 sleep in its worker slot: its step checkpoints and ends, and its next step is
-sent with a countdown (``Hop``), so the slot serves other jobs meanwhile. A
-countdown stays under the broker's patience: a Redis broker hands a message its
+sent with a countdown (``Hop``), so the slot serves other jobs meanwhile. One
+waiting for a cap joins the scope's queue, and each step that gives a slot back
+sends the next step of the first in the queue at once (the countdown is only for
+a wake that went astray), so a freed slot is taken again at once and waiters do
+not poll. A countdown stays under the broker's patience: a Redis broker hands a message its
 worker has not acknowledged within the visibility timeout to another worker, and
 a worker holds a counted-down message unacknowledged from the moment it fetches
 it, through the countdown and the step that follows.
@@ -25,6 +28,7 @@ from datetime import timedelta
 from covey import keys
 from covey.config.settings import Settings
 from covey.status import Wait
+from covey.store.outbox import Message
 from covey.worker.agent_state import AgentState
 from covey.worker.deps import Deps
 
@@ -33,11 +37,9 @@ log = logging.getLogger(__name__)
 # The longest countdown of one hop: a job cancelled meanwhile ends within it, and
 # a wait longer than it (a minute's window) is taken in several hops.
 MAX_HOP_SECONDS = 10.0
-# A capped agent asks again after the first, doubling each time up to the longest:
-# a slot given back is taken again within seconds, and a thousand waiters ask a
-# few hundred times a second at most.
-FIRST_CAP_HOP_SECONDS = 0.25
-LONGEST_CAP_HOP_SECONDS = 4.0
+# Waiters taken off a scope's queue per slot given back until one is woken: those
+# that ended meanwhile (cancelled, timed out) have no next step to wake and are skipped.
+WAKE_TRIES = 3
 
 
 @dataclass(frozen=True)
@@ -99,19 +101,38 @@ def take(deps: Deps, state: AgentState) -> Hop | None:
     ctx = state.ctx
     taken = deps.slots.take(ctx.job_id, ctx.agent_id, ctx.scopes)
     if taken.ok:
-        state.waits = 0
         if taken.held:
             _held.add(deps, ctx.job_id, ctx.agent_id, taken.held)
         return None
     log.info("job %s agent %s gives its slot back: %s", ctx.job_id, ctx.agent_id, taken.reason)
-    backoff = min(LONGEST_CAP_HOP_SECONDS, FIRST_CAP_HOP_SECONDS * 2**state.waits)
-    seconds = backoff * random.uniform(0.5, 1.0)  # spreads the waiters' asks apart
-    state.waits = min(state.waits + 1, 16)
-    return hop(deps, taken.reason, seconds)
+    # Woken when a slot is given back; the countdown is for a wake that went astray.
+    return hop(deps, taken.reason, longest_hop(deps.settings) * random.uniform(0.75, 1.0))
 
 
-def give_back(deps: Deps, job_id: str, agent_id: str) -> None:
-    """Give back the slots the agent's step holds, if it holds any."""
+def give_back(deps: Deps, job_id: str, agent_id: str) -> list[Message]:
+    """Give back the slots the agent's step holds, if it holds any; the messages
+    that wake the first waiter of each scope, for the caller to send."""
     scopes = _held.pop(job_id, agent_id)
-    if scopes:
-        deps.slots.give_back(job_id, agent_id, scopes)
+    if not scopes:
+        return []
+    firsts = deps.slots.give_back(job_id, agent_id, scopes)
+    return [m for scope, job, agent in firsts if (m := _wake_first(deps, scope, (job, agent))) is not None]
+
+
+def _wake_first(deps: Deps, scope: str, waiter: tuple[str, str]) -> Message | None:
+    """The next step, at once, of the first waiter taken off the scope's queue that still waits."""
+    for tries in range(1, WAKE_TRIES + 1):
+        message = _next_step_now(deps, *waiter)
+        if message is not None or tries == WAKE_TRIES:
+            return message
+        popped = deps.slots.next_waiter(scope)
+        if popped is None:
+            return None
+        waiter = popped
+    return None
+
+
+def _next_step_now(deps: Deps, job_id: str, agent_id: str) -> Message | None:
+    """A waiting agent's next step without its countdown; None if it waits no more."""
+    stored = deps.outbox.expected(job_id, agent_id)
+    return Message.loads(stored).now() if stored is not None else None

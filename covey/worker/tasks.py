@@ -196,7 +196,8 @@ def _guarded(task, job_id: str, agent_id: str, step: Step) -> dict[str, Any] | s
         try:
             return _drive(task, state, action, taken)
         finally:
-            slots.give_back(worker_deps(), job_id, agent_id)  # a step that crashed: _drive gave back the rest
+            for woken in slots.give_back(worker_deps(), job_id, agent_id):  # a step that crashed: _drive gave back
+                _send(woken)
     except (Ignore, Reject, Retry):
         raise
     except OUTAGES as e:
@@ -320,7 +321,8 @@ def _drive(task, state: AgentState, action: Action, taken: str | None) -> dict[s
     then send them. ``taken`` is the expected message this step took up."""
     deps = worker_deps()
     outcome = loop.advance(deps, state, action)
-    slots.give_back(deps, state.ctx.job_id, state.ctx.agent_id)  # before the messages that may want them
+    for woken in slots.give_back(deps, state.ctx.job_id, state.ctx.agent_id):  # before it sends what wants them
+        _send(woken)
     if isinstance(outcome, loop.Finished):
         faults.at("after_finish")
         _send(outcome.resume)

@@ -9,13 +9,16 @@ from datetime import timedelta
 
 import pytest
 
+from covey import wire
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentTerms
 from covey.config.settings import Settings
 from covey.context import RunContext
 from covey.spec import AgentSpec
 from covey.status import AgentStatus
+from covey.store.outbox import Message
 from covey.worker import loop, slots
+from covey.worker.agent_state import dump_checkpoint
 from covey.worker.deps import Deps
 
 
@@ -47,11 +50,12 @@ def test_an_agent_over_the_cap_waits_saying_so_and_runs_once_the_slot_is_given_b
     out = loop.advance(deps, state, action)
     assert isinstance(out, loop.Paused) and out.hop is not None
     assert out.hop.wait.reason == f"{tenant} running cap 1/1"
-    assert 0 < out.hop.seconds <= slots.LONGEST_CAP_HOP_SECONDS
+    assert 0 < out.hop.seconds <= slots.MAX_HOP_SECONDS
+    assert deps.slots.waiting(tenant) == 1
     assert out.state.cycle == 0 and deps.slots.running(tenant) == 1  # it called nothing and holds nothing
     assert out.state.node(AgentStatus.WAITING).wait == out.hop.wait
 
-    slots.give_back(deps, holder.ctx.job_id, "root")
+    assert slots.give_back(deps, holder.ctx.job_id, "root") == []  # the waiter saved no next step to wake here
     done = loop.advance(deps, out.state, out.action)
     assert isinstance(done, loop.Finished) and done.result.output == "42"
     assert deps.tree.node(state.ctx.job_id, "root").wait is None
@@ -59,18 +63,27 @@ def test_an_agent_over_the_cap_waits_saying_so_and_runs_once_the_slot_is_given_b
     assert deps.slots.running(tenant) == 0
 
 
-def test_a_capped_agent_asks_again_sooner_than_a_hop_and_later_each_time(deps, tenant):
+def save_waiting(deps, out: loop.Paused) -> None:
+    """What the task does with a hop: checkpoint, recording its next step with the countdown."""
+    ctx = out.state.ctx
+    then = Message(wire.PROCEED, ctx.job_id, {"job_id": ctx.job_id, "agent_id": "root", "step": 1}, {"countdown": 9})
+    assert deps.checkpoints.save(ctx.job_id, "root", 1, dump_checkpoint(out.state), None, then)
+
+
+def test_a_slot_given_back_wakes_the_first_waiter_still_waiting_and_keeps_the_rest_queued(deps, tenant):
     holder, _ = begin(deps, tenant)
     slots.take(deps, holder)
-    state, action = begin(deps, tenant)
-    hops = []
-    for _ in range(6):
-        out = loop.advance(deps, state, action)
-        hops.append(out.hop.seconds)
-        state, action = out.state, out.action
-    assert hops[0] <= slots.FIRST_CAP_HOP_SECONDS
-    assert hops[-1] > slots.FIRST_CAP_HOP_SECONDS * 4
-    assert max(hops) <= slots.LONGEST_CAP_HOP_SECONDS
+    waiters = []
+    for _ in range(3):
+        state, action = begin(deps, tenant)
+        waiters.append(loop.advance(deps, state, action))
+    deps.ledger.cancel(waiters[0].state.ctx.job_id)  # the first ended meanwhile: it has no next step
+    for out in waiters[1:]:
+        save_waiting(deps, out)
+    (woken,) = slots.give_back(deps, holder.ctx.job_id, "root")
+    assert woken.kwargs["job_id"] == waiters[1].state.ctx.job_id  # the first that still waits, in order
+    assert "countdown" not in woken.options  # sent at once
+    assert deps.slots.waiting(tenant) == 1  # the third keeps its place
 
 
 def test_a_cancelled_or_late_agent_ends_instead_of_waiting_again(deps, tenant):
