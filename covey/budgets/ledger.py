@@ -83,6 +83,7 @@ class ScopeRow(BaseModel):
     requests_per_minute: int | None = None
     running: int = 0  # agents holding a running slot now (``covey.budgets.running``)
     running_limit: int | None = None  # agents it lets run at once, across jobs
+    waiting: int = 0  # agents queued for a running slot
 
 
 class AgentRow(BaseModel):

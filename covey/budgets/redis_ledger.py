@@ -332,9 +332,11 @@ class RedisLedger:
             for s in names:
                 pipe.hgetall(keys.scope(s))
                 pipe.zcount(keys.scope_running(s), now, "+inf")  # live leases only
+                pipe.zcard(keys.scope_waiting(s))
             found = pipe.execute()
-        rows = [_scope_row(s, r) for s, r in zip(names, found[::2])]
-        return [row.model_copy(update={"running": running}) for row, running in zip(rows, found[1::2])]
+        rows = [_scope_row(s, r) for s, r in zip(names, found[::3])]
+        counts = zip(found[1::3], found[2::3])
+        return [row.model_copy(update={"running": r, "waiting": w}) for row, (r, w) in zip(rows, counts)]
 
 
 def _short(

@@ -110,8 +110,15 @@ def scopes(rows: list[ScopeRow]) -> str:
                 c.cycles_limit,
                 c.tokens_per_minute,
                 c.requests_per_minute,
-                c.running if c.running_limit is None else f"{c.running}/{c.running_limit}",
+                _running(c),
             )
             for c in rows
         ],
     )
+
+
+def _running(c: ScopeRow) -> str:
+    """``3``, or against a cap ``2/2`` and its queue: ``2/2+998`` (998 waiting for a slot)."""
+    if c.running_limit is None:
+        return str(c.running)
+    return f"{c.running}/{c.running_limit}" + (f"+{c.waiting}" if c.waiting else "")

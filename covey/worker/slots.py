@@ -11,10 +11,10 @@ sent with a countdown (``Hop``), so the slot serves other jobs meanwhile. One
 waiting for a cap joins the scope's queue, and each step that gives a slot back
 sends the next step of the first in the queue at once (the countdown is only for
 a wake that went astray), so a freed slot is taken again at once and waiters do
-not poll. A countdown stays under the broker's patience: a Redis broker hands a message its
-worker has not acknowledged within the visibility timeout to another worker, and
-a worker holds a counted-down message unacknowledged from the moment it fetches
-it, through the countdown and the step that follows.
+not poll. A countdown stays under the broker's patience: a Redis broker hands a
+message its worker has not acknowledged within the visibility timeout to another
+worker, and a worker holds a counted-down message unacknowledged from the moment
+it fetches it, through the countdown and the step that follows.
 """
 
 from __future__ import annotations

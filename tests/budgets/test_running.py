@@ -93,13 +93,15 @@ def test_a_cap_out_of_range_is_refused_naming_it(slots):
         slots.set_cap("acme", 2)
 
 
-def test_a_refused_agent_queues_once_in_order_and_leaves_the_queue_when_it_runs(slots, tenant, clock):
+def test_a_refused_agent_queues_once_in_order_and_leaves_the_queue_when_it_runs(slots, tenant, clock, ledger):
     slots.take("j1", "root", [tenant])
     slots.take("j2", "root", [tenant])
     for job in ("j3", "j4", "j3"):  # j3 asks again: it keeps its place
         clock.now += 1
         assert not slots.take(job, "root", [tenant]).ok
     assert slots.waiting(tenant) == 2
+    (row,) = [r for r in ledger.scope_rows() if r.name == tenant]
+    assert (row.running, row.running_limit, row.waiting) == (2, 2, 2)
     assert slots.give_back("j1", "root", [tenant]) == [(tenant, "j3", "root")]
     assert slots.take("j4", "root", [tenant]).ok  # not the woken one: it got there first
     assert slots.waiting(tenant) == 0
