@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -83,8 +84,8 @@ class _Held:
             return self._slots.pop((job_id, agent_id), ())
 
     def _renew(self, deps: Deps) -> None:
-        stop = threading.Event()
-        while not stop.wait(keys.RUNNING_LEASE_SECONDS / 3):
+        while True:  # a daemon thread: it ends with its process, and so do the leases it renews
+            time.sleep(keys.RUNNING_LEASE_SECONDS / 3)
             with self._lock:
                 held = [(job, agent, scopes) for (job, agent), scopes in self._slots.items()]
             try:

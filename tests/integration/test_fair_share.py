@@ -141,6 +141,19 @@ def test_agents_waiting_on_a_window_hold_no_slot_say_so_and_end_at_once_on_cance
     assert client.redis.zcard(keys.scope_running(f"tenant:{windowed}")) == 0
 
 
+@pytest.mark.slow
+def test_a_step_longer_than_a_lease_keeps_its_slot(fleet):
+    _, client, base_url, _ = fleet
+    tenant = new_tenant(client, max_running=1)
+    httpx2.delete(base_url.removesuffix("/v1") + "/sim/calls")
+    seconds = keys.RUNNING_LEASE_SECONDS + 5  # the worker renews the lease meanwhile
+    long = client.submit(client.spec(f"[sim:latency {seconds * 1000}] What is 5 + 5?", tenant=tenant, model=SIMHTTP))
+    wait_until(lambda: sim_calls(base_url)["in_flight"] == 1, "the long call in flight")
+    short = client.submit(client.spec("What is 6 + 6?", tenant=tenant, model=SIMHTTP, tools=[]))
+    assert [long.result(timeout=120).output, short.result(timeout=120).output] == ["10", "12"]
+    assert sim_calls(base_url)["most_in_flight"] == 1  # the short job never ran beside the long one
+
+
 def run_cli(server, env, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "covey", *args],
