@@ -154,6 +154,13 @@ def scope_running(name: str) -> str:
     return f"{PREFIX}:scope:{name}:running"
 
 
+def scope_holders(name: str) -> str:
+    """Hash: an agent holding a running slot on a scope (JSON [job id, agent id]) ->
+    the run of its step that holds it, so a copy of the same step's message cannot
+    run beside it. It lives as long as the running set."""
+    return f"{PREFIX}:scope:{name}:holders"
+
+
 # A scope's queue of waiting agents lives this long past the last agent joining it;
 # every waiter asks again within a hop (seconds), so it lapses only once no one waits.
 WAITING_TTL_SECONDS = 3600

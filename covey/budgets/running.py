@@ -38,6 +38,7 @@ class Taken:
     scope: str | None = None
     running: int = 0
     limit: int = 0
+    elsewhere: bool = False  # another run of the agent's step holds its slot: this one is a duplicate
 
     @property
     def reason(self) -> str:
@@ -71,8 +72,10 @@ class RunningSlots:
             pipe.sadd(keys.scopes_index(), name)
             pipe.execute()
 
-    def take(self, job_id: str, agent_id: str, scopes: list[str]) -> Taken:
-        """A slot on every capped scope of ``scopes``, or none and the scope that is full."""
+    def take(self, job_id: str, agent_id: str, scopes: list[str], holder: str = "") -> Taken:
+        """A slot on every capped scope of ``scopes`` for the run ``holder`` of the
+        agent's step, or none and the scope that is full (or, ``elsewhere``, whose
+        slot another run of the agent's step holds)."""
         if not scopes:
             return Taken(ok=True)
         now = self.clock()
@@ -80,12 +83,15 @@ class RunningSlots:
             *(keys.scope(s) for s in scopes),
             *(keys.scope_running(s) for s in scopes),
             *(keys.scope_waiting(s) for s in scopes),
+            *(keys.scope_holders(s) for s in scopes),
         ]
         lease, waiting = keys.RUNNING_LEASE_SECONDS, keys.WAITING_TTL_SECONDS
-        args = [member(job_id, agent_id), now, now + lease, lease, waiting, *scopes]
+        args = [member(job_id, agent_id), now, now + lease, lease, waiting, holder, *scopes]
         status, *rest = self._take(keys=row_keys, args=args)
         if status == 1:
             return Taken(ok=True, held=tuple(_str(s) for s in rest))
+        if status == 2:
+            return Taken(ok=False, scope=_str(rest[0]), elsewhere=True)
         name, running, limit = rest
         return Taken(ok=False, scope=_str(name), running=int(running), limit=int(limit))
 
@@ -98,6 +104,7 @@ class RunningSlots:
                 for s in scopes:
                     pipe.zadd(keys.scope_running(s), {member(job_id, agent_id): expiry}, xx=True)
                     pipe.expire(keys.scope_running(s), keys.RUNNING_LEASE_SECONDS)
+                    pipe.expire(keys.scope_holders(s), keys.RUNNING_LEASE_SECONDS)
             pipe.execute()
 
     def give_back(self, job_id: str, agent_id: str, scopes: Iterable[str]) -> list[tuple[str, str, str]]:
@@ -107,9 +114,10 @@ class RunningSlots:
         with self.client.pipeline(transaction=False) as pipe:
             for s in scopes:
                 pipe.zrem(keys.scope_running(s), member(job_id, agent_id))
+                pipe.hdel(keys.scope_holders(s), member(job_id, agent_id))
                 pipe.zpopmin(keys.scope_waiting(s))
             replies = pipe.execute()
-        return [(s, *_waiter(popped[0][0])) for s, popped in zip(scopes, replies[1::2]) if popped]
+        return [(s, *_waiter(popped[0][0])) for s, popped in zip(scopes, replies[2::3]) if popped]
 
     def next_waiter(self, name: str) -> tuple[str, str] | None:
         """Take the first waiter off scope ``name``'s queue: (job id, agent id), or None."""

@@ -186,11 +186,12 @@ def join(deps: Deps, state: AgentState) -> tuple[AgentState, Action]:
     return state, action
 
 
-def advance(deps: Deps, state: AgentState, action: Action) -> Finished | FanOut | Paused:
+def advance(deps: Deps, state: AgentState, action: Action, holder: str = "") -> Finished | FanOut | Paused:
     """Run the agent from ``action`` until it ends, fans out or pauses. Its task
-    gives back the running slots this takes (``slots.give_back``) when it returns."""
+    (the run ``holder`` of its step) gives back the running slots this takes
+    (``slots.give_back``) when it returns."""
     strategy = registry.strategy(state.spec.strategy)
-    wait = slots.take(deps, state)
+    wait = slots.take(deps, state, holder)
     if wait is not None and _stop(deps, state, checked_at_reserve=False) is None:
         return _waits(state, action, wait)
     if state.waiting_for is not None:  # its wait is over: it runs again

@@ -43,6 +43,12 @@ MAX_HOP_SECONDS = 10.0
 WAKE_TRIES = 3
 
 
+class RunningElsewhere(Exception):
+    """Another run of this step holds the agent's slot (a woken copy and its
+    counted-down original both arrived): this one is dropped. If the other dies, the
+    reconciler sends the step again, which runs once the dead run's lease lapses."""
+
+
 @dataclass(frozen=True)
 class Hop:
     """An agent gives its slot back: its next step is sent ``seconds`` from now; ``wait`` says why."""
@@ -65,29 +71,30 @@ def hop(deps: Deps, reason: str, seconds: float) -> Hop:
 
 
 class _Held:
-    """The slots this process's steps hold: (job id, agent id) -> scopes, renewed by one thread."""
+    """The slots this process's steps hold: (job id, agent id, run) -> scopes,
+    renewed by one thread."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._slots: dict[tuple[str, str], tuple[str, ...]] = {}
+        self._slots: dict[tuple[str, str, str], tuple[str, ...]] = {}
         self._renewer: threading.Thread | None = None
 
-    def add(self, deps: Deps, job_id: str, agent_id: str, scopes: tuple[str, ...]) -> None:
+    def add(self, deps: Deps, step: tuple[str, str, str], scopes: tuple[str, ...]) -> None:
         with self._lock:
-            self._slots[(job_id, agent_id)] = scopes
+            self._slots[step] = scopes
             if self._renewer is None or not self._renewer.is_alive():  # a prefork child starts its own
                 self._renewer = threading.Thread(target=self._renew, args=(deps,), name="covey-slots", daemon=True)
                 self._renewer.start()
 
-    def pop(self, job_id: str, agent_id: str) -> tuple[str, ...]:
+    def pop(self, step: tuple[str, str, str]) -> tuple[str, ...]:
         with self._lock:
-            return self._slots.pop((job_id, agent_id), ())
+            return self._slots.pop(step, ())
 
     def _renew(self, deps: Deps) -> None:
         while True:  # a daemon thread: it ends with its process, and so do the leases it renews
             time.sleep(keys.RUNNING_LEASE_SECONDS / 3)
             with self._lock:
-                held = [(job, agent, scopes) for (job, agent), scopes in self._slots.items()]
+                held = [(job, agent, scopes) for (job, agent, _), scopes in self._slots.items()]
             try:
                 deps.slots.renew(held)
             except Exception:  # Redis away: the next renewal tries again, well within the lease
@@ -97,23 +104,26 @@ class _Held:
 _held = _Held()
 
 
-def take(deps: Deps, state: AgentState) -> Hop | None:
-    """Take the agent's running slots for this step, or the hop it waits instead."""
+def take(deps: Deps, state: AgentState, holder: str = "") -> Hop | None:
+    """Take the agent's running slots for this run ``holder`` of its step, or the hop
+    it waits instead; ``RunningElsewhere`` for a duplicate of a step that runs."""
     ctx = state.ctx
-    taken = deps.slots.take(ctx.job_id, ctx.agent_id, ctx.scopes)
+    taken = deps.slots.take(ctx.job_id, ctx.agent_id, ctx.scopes, holder)
+    if taken.elsewhere:
+        raise RunningElsewhere(f"agent {ctx.agent_id} of job {ctx.job_id} runs in another copy of this step")
     if taken.ok:
         if taken.held:
-            _held.add(deps, ctx.job_id, ctx.agent_id, taken.held)
+            _held.add(deps, (ctx.job_id, ctx.agent_id, holder), taken.held)
         return None
     log.info("job %s agent %s gives its slot back: %s", ctx.job_id, ctx.agent_id, taken.reason)
     # Woken when a slot is given back; the countdown is for a wake that went astray.
     return hop(deps, taken.reason, longest_hop(deps.settings) * random.uniform(0.75, 1.0))
 
 
-def give_back(deps: Deps, job_id: str, agent_id: str) -> list[Message]:
-    """Give back the slots the agent's step holds, if it holds any; the messages
-    that wake the first waiter of each scope, for the caller to send."""
-    scopes = _held.pop(job_id, agent_id)
+def give_back(deps: Deps, job_id: str, agent_id: str, holder: str = "") -> list[Message]:
+    """Give back the slots the run ``holder`` of the agent's step holds, if it holds
+    any; the messages that wake the first waiter of each scope, for the caller to send."""
+    scopes = _held.pop((job_id, agent_id, holder))
     if not scopes:
         return []
     firsts = deps.slots.give_back(job_id, agent_id, scopes)

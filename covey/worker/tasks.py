@@ -170,7 +170,11 @@ def _checkpointed(
     ``moved_on`` says is past this task, makes the task stale: ``Ignore``. None, or
     an earlier one, means the checkpoint this task was sent for is lost."""
     what = f"{counter.replace('_', ' ')} {expected}"
-    saved = worker_deps().checkpoints.load(job_id, agent_id)
+    deps = worker_deps()
+    saved = deps.checkpoints.load(job_id, agent_id)
+    if saved is None and (node := deps.tree.node(job_id, agent_id)) is not None and node.final:
+        log.info("agent %s of job %s finished while this copy of %s waited: ignored", agent_id, job_id, what)
+        raise Ignore()  # a copy of its last step ran beside it (a woken copy and its counted-down original)
     if saved is None:
         raise StateLost(f"checkpoint of agent {agent_id} lost; cannot resume {what}")
     state = load_checkpoint(saved.state)
@@ -193,10 +197,14 @@ def _guarded(task, job_id: str, agent_id: str, step: Step) -> dict[str, Any] | s
             return done
         taken = _taken_up(task, job_id, agent_id)
         state, action = step()
+        # This run of the step: a copy of an expected message running beside it is dropped
+        # (the reconciler sends the message again if this run dies). A root's first
+        # run_job is no outbox's: a copy of it is the broker's redelivery, and takes over.
+        holder = "" if taken is None else uuid.uuid4().hex
         try:
-            return _drive(task, state, action, taken)
-        finally:
-            for woken in slots.give_back(worker_deps(), job_id, agent_id):  # a step that crashed: _drive gave back
+            return _drive(task, state, action, taken, holder)
+        finally:  # a step that crashed; _drive gave back the others'
+            for woken in slots.give_back(worker_deps(), job_id, agent_id, holder):
                 _send(woken)
     except (Ignore, Reject, Retry):
         raise
@@ -213,6 +221,9 @@ def _guarded(task, job_id: str, agent_id: str, step: Step) -> dict[str, Any] | s
         return reported
     except loop.Unfinished as e:
         log.warning("job %s: %s; dropped", job_id, e)
+        raise Ignore() from None
+    except slots.RunningElsewhere as e:
+        log.info("%s: duplicate dropped", e)
         raise Ignore() from None
     except loop.NotOpened as e:
         # Nothing is written, not even a result under this task's id: the message
@@ -284,9 +295,11 @@ def _crashed(
         known = deps.tree.node(job_id, agent_id)
         if known is not None:
             node = _failed(known, error, spent, cause)
-        _, resume = deps.tree.finish(
+        written, resume = deps.tree.finish(
             job_id, node, retire=[keys.checkpoint(job_id, agent_id), keys.replies(job_id, agent_id)]
         )
+        if not written:  # it had finished: that end stands, and is what this task reports
+            node = deps.tree.node(job_id, agent_id) or node
         _send(resume)
     except Exception:
         log.exception("agent %s of job %s: its failure could not be recorded in Redis", agent_id, job_id)
@@ -315,13 +328,14 @@ def _returned(**_: Any) -> None:
     faults.at("after_return")
 
 
-def _drive(task, state: AgentState, action: Action, taken: str | None) -> dict[str, Any] | str:
+def _drive(task, state: AgentState, action: Action, taken: str | None, holder: str) -> dict[str, Any] | str:
     """Advance the agent; end with its result, or checkpoint it with the messages
     that go on with it (its children and their join, or ``proceed`` after a slice),
-    then send them. ``taken`` is the expected message this step took up."""
+    then send them. ``taken`` is the expected message this step took up; ``holder``
+    names this run of it, which holds the agent's running slots."""
     deps = worker_deps()
-    outcome = loop.advance(deps, state, action)
-    for woken in slots.give_back(deps, state.ctx.job_id, state.ctx.agent_id):  # before it sends what wants them
+    outcome = loop.advance(deps, state, action, holder)
+    for woken in slots.give_back(deps, state.ctx.job_id, state.ctx.agent_id, holder):  # before it sends the rest
         _send(woken)
     if isinstance(outcome, loop.Finished):
         faults.at("after_finish")

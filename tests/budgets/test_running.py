@@ -112,3 +112,19 @@ def test_a_queue_of_waiters_lives_past_its_last_waiter_for_a_while_only(slots, t
     slots.take("j2", "root", [tenant])
     slots.take("j3", "root", [tenant])
     assert 0 < redis_client.ttl(keys.scope_waiting(tenant)) <= keys.WAITING_TTL_SECONDS
+
+
+def test_a_second_delivery_of_a_running_step_is_told_it_runs_elsewhere(slots, tenant, clock):
+    assert slots.take("j1", "root", [tenant], holder="7").ok
+    twin = slots.take("j1", "root", [tenant], holder="8")  # a woken copy and its counted-down original
+    assert (twin.ok, twin.elsewhere, twin.scope) == (False, True, tenant)
+    assert slots.take("j1", "root", [tenant], holder="7").ok  # the holder itself renews
+    assert slots.running(tenant) == 1
+    clock.now += keys.RUNNING_LEASE_SECONDS + 1  # the holder died: its lease lapsed
+    assert slots.take("j1", "root", [tenant], holder="8").ok
+
+
+def test_a_run_that_names_no_holder_takes_over_the_slot(slots, tenant):
+    assert slots.take("j1", "root", [tenant], holder="7").ok
+    assert slots.take("j1", "root", [tenant]).ok  # a redelivered first step, of no outbox
+    assert slots.running(tenant) == 1

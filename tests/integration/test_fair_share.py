@@ -57,11 +57,11 @@ def sim_calls(base_url: str) -> dict:
 
 @pytest.fixture(scope="module")
 def fleet():
-    """A Redis, a sim-server that answers each call in 400 ms and counts the calls in
+    """A Redis, a sim-server that answers each call in 800 ms and counts the calls in
     flight (model ``simhttp``), and one worker of 4 slots serving both it and the
     in-process ``sim``."""
     with RedisServer() as server, tempfile.TemporaryDirectory() as directory:
-        sim, base_url = start_sim_server(server.url, COVEY_SIM_LATENCY_MS="400")
+        sim, base_url = start_sim_server(server.url, COVEY_SIM_LATENCY_MS="800")
         env = served_over_http(Path(directory), base_url)
         worker = start_worker(server.url, concurrency=SLOTS, **env)
         client = Client(Settings(redis_url=server.url))
@@ -79,7 +79,7 @@ def test_a_capped_tenant_never_runs_more_than_its_cap_and_a_small_tenant_is_not_
     big = new_tenant(client, max_running=2)
     small = new_tenant(client)
     httpx2.delete(base_url.removesuffix("/v1") + "/sim/calls")
-    # The big tenant's 24 jobs go first, every one a 400 ms call to the counting
+    # The big tenant's 24 jobs go first, every one an 800 ms call to the counting
     # server; the small tenant's 6 follow on the in-process model.
     big_jobs = [client.submit(client.spec(f"What is {i} + 1?", tenant=big, model=SIMHTTP, tools=[])) for i in range(24)]
     small_jobs = [client.submit(client.spec(f"What is {i} + 2?", tenant=small, tools=[])) for i in range(6)]
