@@ -199,8 +199,9 @@ def _guarded(task, job_id: str, agent_id: str, step: Step) -> dict[str, Any] | s
         state, action = step()
         # This run of the step: a copy of an expected message running beside it is dropped
         # (the reconciler sends the message again if this run dies). A root's first
-        # run_job is no outbox's: a copy of it is the broker's redelivery, and takes over.
-        holder = "" if taken is None else uuid.uuid4().hex
+        # run_job is no outbox's, and without a Redis broker no reconciler runs: a copy
+        # is then the broker's redelivery, and takes over.
+        holder = uuid.uuid4().hex if taken is not None and worker_deps().settings.redis_broker else ""
         try:
             return _drive(task, state, action, taken, holder)
         finally:  # a step that crashed; _drive gave back the others'
