@@ -120,6 +120,31 @@ def reconciler_lock() -> str:
     return f"{PREFIX}:reconciler"
 
 
+# Broker deliveries and who holds them: these keys live in the broker's Redis,
+# beside kombu's ``unacked`` hash, so one transaction covers both.
+
+
+def workers() -> str:
+    """Set of the worker processes (holders) that hold or held broker deliveries."""
+    return f"{PREFIX}:workers"
+
+
+def worker_alive(holder: str) -> str:
+    """A worker process's heartbeat; it lapses COVEY_WORKER_HEARTBEAT_SECONDS after
+    the last one, and then the process counts as dead."""
+    return f"{PREFIX}:worker:{holder}:alive"
+
+
+def worker_held(holder: str) -> str:
+    """Set of the delivery tags (kombu's ``unacked`` fields) a worker process holds."""
+    return f"{PREFIX}:worker:{holder}:held"
+
+
+def takeover_lock() -> str:
+    """One worker at a time puts dead workers' deliveries back (``covey.worker.takeover``)."""
+    return f"{PREFIX}:takeover"
+
+
 def nodes(job_id: str) -> str:
     """Hash: agent id -> JSON node of the job's tree (role, depth, status, usage)."""
     return f"{_job(job_id)}:nodes"
@@ -156,6 +181,36 @@ def scope_window(name: str, minute: int) -> str:
     """Hash of the tokens and requests granted on a scope in one epoch minute
     (``tokens``, ``requests``), checked against its ``tpm_limit``/``rpm_limit``."""
     return f"{PREFIX}:scope:{name}:window:{minute}"
+
+
+# A running slot's lease: its worker renews it every third of this span while the
+# agent's step runs, so a slot held by a worker that died frees up within it.
+RUNNING_LEASE_SECONDS = 30
+
+
+def scope_running(name: str) -> str:
+    """Sorted set of the agents holding a running slot on a scope: JSON [job id,
+    agent id] -> lease expiry, counted against the scope's ``running_limit``. It
+    lives one lease past its last write."""
+    return f"{PREFIX}:scope:{name}:running"
+
+
+def scope_holders(name: str) -> str:
+    """Hash: an agent holding a running slot on a scope (JSON [job id, agent id]) ->
+    the run of its step that holds it, so a copy of the same step's message cannot
+    run beside it. It lives as long as the running set."""
+    return f"{PREFIX}:scope:{name}:holders"
+
+
+# A scope's queue of waiting agents lives this long past the last agent joining it;
+# every waiter asks again within a hop (seconds), so it lapses only once no one waits.
+WAITING_TTL_SECONDS = 3600
+
+
+def scope_waiting(name: str) -> str:
+    """Sorted set of the agents waiting for a running slot on a scope: JSON [job id,
+    agent id] -> when it first waited. A step that gives a slot back wakes the first."""
+    return f"{PREFIX}:scope:{name}:waiting"
 
 
 def scopes_index() -> str:

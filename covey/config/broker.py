@@ -20,20 +20,51 @@ is no connection error, so it escaped kombu's close path and Celery stopped the
 worker with exit code 0. Here it is a connection error, which the close path
 ignores: the worker reconnects, and the messages stay in Redis's unacknowledged
 set until a worker restores them.
+
+Its QoS records which worker process holds each delivery (``covey.config.holder``),
+in the transaction that records the delivery as unacknowledged and in the one
+that acknowledges it, so a dead process's deliveries are known the moment its
+heartbeat lapses.
 """
 
 from __future__ import annotations
 
+import time
+
 from kombu.transport import redis as kombu_redis
+from kombu.transport import virtual
+from kombu.utils.json import dumps
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from covey.config import faults, sentinel
+from covey import keys
+from covey.config import faults, holder, sentinel
 
 SCHEMES = {"redis": "Transport", "sentinel": "SentinelTransport"}
 DEFAULT_PORT = 6379
 
 
+class QoS(kombu_redis.QoS):
+    def append(self, message, delivery_tag):
+        # kombu's append, with the holder's set written in the same transaction.
+        me, delivery = holder.current(), message.delivery_info
+        record = dumps([message._raw, delivery["exchange"], delivery["routing_key"]])
+        held = keys.worker_held(me.id)
+        with self.pipe_or_acquire() as pipe:
+            pipe.zadd(self.unacked_index_key, {delivery_tag: time.time()}).hset(
+                self.unacked_key, delivery_tag, record
+            ).sadd(held, delivery_tag).expire(held, int(self.visibility_timeout)).execute()
+        me.delivered(delivery_tag)
+        virtual.QoS.append(self, message, delivery_tag)  # the in-memory record; kombu's Redis one is above
+
+    def _remove_from_indices(self, delivery_tag, pipe=None):
+        # An ack, a reject, a restore: the delivery is no longer this process's.
+        me = holder.current()
+        me.done(delivery_tag)
+        return super()._remove_from_indices(delivery_tag, pipe).srem(keys.worker_held(me.id), delivery_tag)
+
+
 class Channel(kombu_redis.Channel):
+    QoS = QoS
     _client = None
 
     def _create_client(self, asynchronous=False):

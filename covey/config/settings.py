@@ -136,6 +136,13 @@ class Settings(BaseSettings):
         le=MAX_SECONDS,
         description="how often a worker looks for a dead worker's tasks to redeliver",
     )
+    worker_heartbeat_seconds: float = Field(
+        default=6.0,
+        gt=0,
+        le=MAX_SECONDS,
+        description="a worker process that has not beaten for this long counts as dead, and another worker "
+        "puts its unacknowledged tasks back on their queues at once (covey.worker.takeover)",
+    )
     reconcile_seconds: float = Field(
         default=5.0,
         gt=0,

@@ -23,7 +23,7 @@ from pydantic import BaseModel
 
 from covey import keys, wire
 from covey.results import AgentResult, ChildSummary, Usage
-from covey.status import AgentStatus, Cause
+from covey.status import AgentStatus, Cause, Wait
 from covey.store import transcripts
 from covey.store.transcripts import Entries
 
@@ -53,6 +53,7 @@ class Node(BaseModel):
     task_id: str | None = None  # the Celery task that runs it (the same across its resumes)
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    wait: Wait | None = None  # what a waiting agent with no children out waits for (a scope's cap or window)
 
     @property
     def final(self) -> bool:
@@ -113,6 +114,7 @@ _PACKED = {
     "task_id": "i",
     "started_at": "a",
     "finished_at": "f",
+    "wait": "w",
 }
 _UNPACKED = {short: name for name, short in _PACKED.items()}
 _CAUSE = {"kind": "k", "scope": "s", "agent_id": "a", "resource": "r", "status": "h", "retry_after": "w"}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -15,6 +14,7 @@ from redis import Redis
 
 from covey.budgets.ledger import Ledger
 from covey.budgets.redis_ledger import RedisLedger, ReplicaWait
+from covey.budgets.running import RunningSlots
 from covey.config import connections
 from covey.config.settings import Settings, get_settings
 from covey.models.llm import LLM
@@ -24,7 +24,7 @@ from covey.store.tree import JobTree
 from covey.store.workspace import Workspace
 from covey.tools.mcp import config as mcp_config
 from covey.tools.mcp.config import HttpServer
-from covey.worker import signing
+from covey.worker import signing, takeover
 
 MIN_SECRET_CHARS = 8
 
@@ -42,8 +42,10 @@ class Deps:
     tree: JobTree
     checkpoints: Checkpoints
     outbox: Outbox
+    slots: RunningSlots
     now: Callable[[], datetime] = field(default=utcnow)
-    sleep: Callable[[float], None] = field(default=time.sleep)  # waits for a scope's next window
+    # Raises when another worker took the running step's delivery (covey.worker.takeover).
+    still_held: Callable[[], None] = field(default=lambda: None)
 
     def workspace(self, job_id: str) -> Workspace:
         return Workspace(self.redis, job_id, self.settings.job_ttl)
@@ -77,6 +79,8 @@ class Deps:
             tree=JobTree(client, settings.job_ttl),
             checkpoints=Checkpoints(client, settings.job_ttl),
             outbox=Outbox(client),
+            still_held=takeover.still_held,
+            slots=RunningSlots(client),
         )
 
 

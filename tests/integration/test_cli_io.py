@@ -36,7 +36,7 @@ def test_a_task_file_and_a_tool_list_shape_the_job(cli, client, tmp_path):
     root = client.job(job_id).ledger().agents[0]
     assert root.tools == ["calculator", "read_file"]
     status = json.loads(cli("status", job_id, "--json").stdout)
-    assert status == {"job_id": job_id, "status": "completed", "stuck": None}
+    assert status == {"job_id": job_id, "status": "completed", "stuck": None, "waits": []}
 
 
 def test_cancelling_a_finished_job_says_so_and_exits_1(cli, client):
@@ -87,6 +87,7 @@ def test_a_wait_on_a_job_whose_worker_died_names_the_stalled_agents(tmp_path):
         )
         assert proc.returncode == 3
         assert "stopped reporting (no worker answers): root;" in proc.stderr
+        assert "once their worker's heartbeat lapses" in proc.stderr
         assert re.search(r"not finished after \d+\.\ds", proc.stderr)  # the time it really waited
         assert client.redis.exists(keys.nodes(handle.id))
         stop_worker(worker)
