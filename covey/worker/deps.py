@@ -15,6 +15,7 @@ from covey.budgets.redis_ledger import RedisLedger
 from covey.config import connections
 from covey.config.settings import Settings, get_settings
 from covey.models.llm import LLM
+from covey.store.cancels import Cancels
 from covey.store.checkpoints import Checkpoints
 from covey.store.outbox import Outbox
 from covey.store.tree import JobTree
@@ -35,6 +36,7 @@ class Deps:
     tree: JobTree
     checkpoints: Checkpoints
     outbox: Outbox
+    cancels: Cancels
     now: Callable[[], datetime] = field(default=utcnow)
     sleep: Callable[[float], None] = field(default=time.sleep)  # waits for a scope's next window
 
@@ -57,6 +59,7 @@ class Deps:
             tree=JobTree(client, settings.job_ttl),
             checkpoints=Checkpoints(client, settings.job_ttl),
             outbox=Outbox(client),
+            cancels=Cancels(client, settings.job_ttl),
         )
 
 
