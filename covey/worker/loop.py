@@ -255,8 +255,8 @@ def _cancel(deps: Deps, state: AgentState, action: Cancel) -> list[tuple[RunCont
 def _deadline(deps: Deps, state: AgentState) -> Stop | None:
     """The deadline that has passed, if one has: the job's or the agent's."""
     ctx, now = state.ctx, deps.now()
-    if ctx.budget.expired(now):
-        return Stop.of(CauseKind.DEADLINE, "job deadline passed")
+    if ctx.budget.expired(now):  # a child's holds its parent's deadline and its own timeout too
+        return Stop.of(CauseKind.DEADLINE, "deadline passed" if ctx.ancestors else "job deadline passed")
     if state.deadline is not None and now >= state.deadline:
         return Stop.of(CauseKind.DEADLINE, f"agent timeout of {state.spec.timeout}s passed")
     return None
