@@ -221,7 +221,7 @@ def advance(deps: Deps, state: AgentState, action: Action) -> Finished | FanOut 
         elif isinstance(action, Spawn | Cancel):
             children = spawn(deps, state, action) if isinstance(action, Spawn) else _cancel(deps, state, action)
             if any(p.refused is None for p in state.pending):  # it waits on some
-                agent_event(f"spawned {len(children)}", state, AgentStatus.WAITING)
+                agent_event(f"spawned {len(children)}" if children else "waiting", state, AgentStatus.WAITING)
                 return FanOut(state=state, children=children)
             state, action = _fold(deps, state, None)
             continue

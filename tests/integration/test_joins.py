@@ -5,12 +5,17 @@ slot of its own."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
+from covey import keys
 from covey.client import Client
 from covey.config.settings import Settings
 from covey.orchestration import registry
 from tests.integration.conftest import start_worker, stop_worker, wait_for_worker
+from tests.integration.test_lost_messages import assert_whole, died, finished_by_another, killed_at
+from tests.redis_server import RedisServer
 
 QUEUE = "covey-joins"
 
@@ -79,3 +84,33 @@ def test_a_cancel_by_the_parent_stops_a_running_child_at_its_next_step(joins):
     assert 0 < back["spinner"]["cycles"] < 200  # stopped, not run out of cycles
     spun = next(n for n in handle.tree() if n.role == "agent" and n.depth == 1 and n.status == "cancelled")
     assert spun.cause.kind == "cancelled"
+
+
+def test_an_agent_that_finishes_cancels_the_children_it_still_runs(joins):
+    quick = {"task": "What is 2 + 2?", "strategy": "single", "key": "quick"}
+    spinner = {"task": "[sim:latency 200] [sim:loop] spin", "strategy": "react", "key": "spinner"}
+    options = {"children": [quick, spinner], "finish_first": True}
+    handle = joins.submit(joins.spec("race", strategy="race", options=options, tools=["calculator"], max_cycles=200))
+    result = handle.result(timeout=60)
+    assert result.ok and [c["key"] for c in result.data] == ["quick"]
+    deadline = time.monotonic() + 60
+    while not (spun := next(n for n in handle.tree() if n.task.startswith("[sim:latency 200]"))).final:
+        assert time.monotonic() < deadline, "the spinner ran on after its parent finished"
+        time.sleep(0.05)
+    assert (spun.status, spun.error) == ("cancelled", "it was cancelled by its parent")
+    assert spun.usage.cycles < 200
+
+
+def test_a_resume_lost_with_the_child_that_woke_its_parent_is_sent_again():
+    """The first step to finish made its idle parent's resume expected and its worker
+    died before sending it: the reconciler sends it, another worker ends the job whole."""
+    with RedisServer() as server:
+        client = Client(Settings(redis_url=server.url))
+        first = killed_at(server, client, "after_finish:kill:1")
+        handle = client.submit(client.spec("[sim:plan race] go", strategy="plan_execute"))
+        died(first)
+        result = finished_by_another(server, handle)
+        assert [s["status"] for s in result.data["steps"]] == ["completed"] * 3
+        assert_whole(client, handle, result, 4)
+        for key in (keys.awaited, keys.done, keys.batch):
+            assert not client.redis.exists(key(handle.id, "root"))
