@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import redis
 
 from covey import keys
+from covey.config import connections
 from covey.status import AgentStatus
 from covey.store.outbox import Message
 from covey.store.tree import Node
@@ -36,7 +37,7 @@ LOOKS_APART_SECONDS = 1.0  # a message missing at two looks this far apart was l
 def _redis_broker(client: Client) -> redis.Redis | None:
     if not client.settings.redis_broker:
         return None
-    return redis.Redis.from_url(client.settings.broker, decode_responses=True)
+    return connections.client(client.settings.broker, client.settings.redis_master, decode_responses=True)
 
 
 def queue_of(client: Client, job_id: str) -> str | None:

@@ -11,7 +11,7 @@ from functools import cached_property, lru_cache
 from redis import Redis
 
 from covey.budgets.ledger import Ledger
-from covey.budgets.redis_ledger import RedisLedger
+from covey.budgets.redis_ledger import RedisLedger, ReplicaWait
 from covey.config import connections
 from covey.config.settings import Settings, get_settings
 from covey.models.llm import LLM
@@ -50,11 +50,14 @@ class Deps:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Deps:
-        client = connections.patient_client(settings.redis_url, settings.worker_slots, settings.redis_outage_seconds)
+        client = connections.patient_client(
+            settings.redis_url, settings.worker_slots, settings.redis_outage_seconds, settings.redis_master
+        )
+        replicas = ReplicaWait(settings.ledger_wait_replicas, settings.redis_outage_seconds)
         return cls(
             settings=settings,
             redis=client,
-            ledger=RedisLedger(client, settings.job_ttl),
+            ledger=RedisLedger(client, settings.job_ttl, replicas=replicas),
             llm=LLM(settings),
             tree=JobTree(client, settings.job_ttl),
             checkpoints=Checkpoints(client, settings.job_ttl),

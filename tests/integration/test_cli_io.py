@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from celery import Celery
 
 from covey import keys
@@ -63,6 +64,7 @@ def test_a_job_sent_to_celerys_default_queue_is_found_there_and_named(cli, clien
         bare.close()
 
 
+@pytest.mark.slow
 def test_a_wait_on_a_job_whose_worker_died_names_the_stalled_agents(tmp_path):
     with RedisServer() as server:
         client = Client(Settings(redis_url=server.url))

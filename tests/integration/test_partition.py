@@ -26,7 +26,7 @@ from covey.client import Client
 from covey.client.errors import JobTimeout
 from covey.config.settings import Settings
 from covey.store.tree import Node
-from tests.integration.conftest import ROOT, stop_worker, wait_for_worker, worker_env
+from tests.integration.conftest import ROOT, stop_worker, wait_for_worker, worker_env, worker_log
 from tests.netns import Link, NetnsUnavailable, veth_namespace
 from tests.redis_server import RedisServer
 
@@ -76,10 +76,8 @@ class ReachableRedis(RedisServer):
 
 
 def start_worker_in(link: Link, redis_url: str) -> subprocess.Popen:
-    """``covey worker`` (4 threads) inside the namespace, logging to a file under TMPDIR."""
-    log = open(
-        Path(os.environ.get("TMPDIR", "/tmp")) / f"covey-worker-partition-{os.getpid()}-{time.time_ns()}.log", "w"
-    )
+    """``covey worker`` (4 threads) inside the namespace, logging to a file of the session's."""
+    log = worker_log("covey-worker-partition")
     proc = subprocess.Popen(
         link.exec_args(
             [sys.executable, "-m", "covey", "worker", "--concurrency", "4", "--pool", "threads", "--loglevel", "info"]
