@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.resources import files
+from typing import Literal
 
 import redis
 
@@ -19,6 +20,10 @@ from covey import keys
 from covey.store.outbox import Message
 
 _SAVE = (files("covey.store") / "lua" / "advance.lua").read_text(encoding="utf-8")
+
+
+Join = Literal["all", "each", "now"]
+STALE, SAVED, WOKEN = 0, 1, 2  # what ``Checkpoints.save`` did
 
 
 @dataclass(frozen=True)
@@ -42,14 +47,19 @@ class Checkpoints:
         then: Message | None = None,
         resume: Message | None = None,
         children: Sequence[tuple[str, Message]] = (),
-    ) -> bool:
+        join: Join = "all",
+    ) -> int:
         """Store ``state`` for ``step`` and, in the same script, the messages the step
         sends: ``then`` (the agent's continuation), or ``children`` (agent id, message)
-        and the ``resume`` the last of them sends. ``taken`` is the expected message
-        the step took up, as stored (None: it took up none).
+        and the ``resume`` that joins them: sent by the last of them (``join="all"``),
+        or by the next to finish (``"each"``; ``"now"``: due at once, for results the
+        step already holds). ``taken`` is the expected message the step took up, as
+        stored (None: it took up none).
 
-        False, with nothing written, if a newer step is stored or ``taken`` is no
-        longer expected: the step is stale and must send nothing."""
+        ``STALE``, with nothing written, if a newer step is stored or ``taken`` is no
+        longer expected: the step is stale and must send nothing. ``SAVED``; or
+        ``WOKEN`` when the resume is due now (children finished while the step ran):
+        the caller sends it with the children."""
         args: list[str | int] = [
             step,
             state,
@@ -59,11 +69,17 @@ class Checkpoints:
             taken or "",
             then.dumps() if then else "",
             resume.dumps() if resume else "",
+            join,
         ]
         for child_id, message in children:
             args += [child_id, message.dumps()]
         job_keys = [keys.checkpoint(job_id, agent_id), keys.expected(job_id), keys.pending(job_id, agent_id)]
-        return bool(self._save(keys=[*job_keys, keys.joins(job_id), keys.expecting()], args=args))
+        each = [keys.awaited(job_id, agent_id), keys.done(job_id, agent_id), keys.batch(job_id, agent_id)]
+        return int(self._save(keys=[*job_keys, keys.joins(job_id), keys.expecting(), *each], args=args))
+
+    def batch(self, job_id: str, agent_id: str) -> set[str]:
+        """The finished children the agent's expected resume hands it (``join="each"``)."""
+        return {str(m) for m in self._redis.smembers(keys.batch(job_id, agent_id))}
 
     def load(self, job_id: str, agent_id: str) -> Checkpoint | None:
         spawn_round, state = self._redis.hmget(keys.checkpoint(job_id, agent_id), "round", "state")

@@ -167,12 +167,15 @@ class JobTree:
         makes obsolete: its checkpoint, its stored replies), and its expected message.
 
         Returns whether it was written (False: the agent had already finished), and
-        the parent's resume message when this was the last child the parent waited
-        on: the caller sends it."""
+        the parent's resume message when this child makes it due (the last of a
+        ``join="all"``, or any of a ``join="each"`` while the parent is idle): the
+        caller sends it."""
         parent = node.parent_id or ""
-        pending = keys.pending(job_id, parent or node.agent_id)
+        waiter = parent or node.agent_id
+        joined = [keys.pending(job_id, waiter), keys.joins(job_id), keys.awaited(job_id, waiter)]
+        waiting = [keys.done(job_id, waiter), keys.batch(job_id, waiter)]
         written, *resume = self._finish(
-            keys=[keys.nodes(job_id), keys.expected(job_id), pending, keys.joins(job_id), *retire],
+            keys=[keys.nodes(job_id), keys.expected(job_id), *joined, *waiting, *retire],
             args=[node.agent_id, pack(node), self._job_ttl, parent, _FINALS],
         )
         return bool(written), (resume[0] if resume else None)

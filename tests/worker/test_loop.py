@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -13,7 +14,7 @@ from covey.config.settings import Settings
 from covey.context import RunContext
 from covey.models.tokenizers import SimTokenizer
 from covey.models.tokens import estimate_prompt_tokens
-from covey.orchestration.actions import ChildRequest, to_json
+from covey.orchestration.actions import Cancel, ChildRequest, Spawn, from_json, to_json
 from covey.orchestration.prompts import opening
 from covey.results import ChildSummary
 from covey.spec import AgentSpec, InvalidSpec
@@ -257,6 +258,22 @@ def test_a_child_gets_what_it_asks_for_within_its_parents_tools():
     assert (asked.tools, asked.strategy, asked.model) == (["calculator"], "single", "gpt-x")
     with pytest.raises(InvalidSpec, match="options.schema"):
         child_spec(parent, ctx, ChildRequest(task="c", strategy="single", options={"schema": 3}))
+
+
+def test_a_child_requests_its_own_timeout_and_a_bad_one_is_refused_naming_it():
+    parent = AgentSpec(task="lead", model="sim", timeout=60)
+    ctx = RunContext(job_id="j", agent_id="root", budget=Budget())
+    assert child_spec(parent, ctx, ChildRequest(task="a", timeout=1)).timeout == 1
+    assert child_spec(parent, ctx, ChildRequest(task="a")).timeout == 60
+    with pytest.raises(InvalidSpec, match="timeout"):
+        child_spec(parent, ctx, ChildRequest(task="a", timeout=0))
+
+
+def test_a_paused_join_each_spawn_or_cancel_is_taken_up_as_it_was():
+    state = AgentSpec(task="x")  # any model stands for the strategy's state here
+    spawn = Spawn(state=state, children=[ChildRequest(task="a", key="k", timeout=2.5)], join="each")
+    for action in (spawn, Cancel(state=state, agent_ids=["root-sub-1"])):
+        assert from_json(json.loads(json.dumps(to_json(action))), state) == action
 
 
 class Clock:
