@@ -195,7 +195,7 @@ def _checked(
     stray = [c.name for c in reply.tool_calls if c.name not in offered_names]
     if stray:
         return Stop.of(CauseKind.MALFORMED_REPLY, f"model called tool {stray[0]!r}, which this call did not offer")
-    if action.schema is None:
+    if action.schema is None or reply.tool_calls:  # a reply that acts first answers later
         return reply
     try:
         return replace(reply, parsed=parse(reply.content, action.schema))

@@ -7,8 +7,9 @@ directives in the task text (see ``covey.models.sim.directives``) and read from
 the conversation so far; the same request always gets the same response.
 Sleeping is the only side effect, and the sleep function is injectable.
 
-A ``json_schema`` or ``json_object`` ``response_format`` is answered at once with
-a JSON document (``covey.models.sim.structured``). A reply longer than the
+A ``json_schema`` or ``json_object`` ``response_format`` is answered with a JSON
+document (``covey.models.sim.structured``): at once, or when the request also
+offers tools, after the task's own tool call. A reply longer than the
 request's ``max_tokens``/``max_completion_tokens`` is cut the way the real API cuts
 it, so the worker's handling of ``finish_reason="length"`` meets realistic input.
 """
@@ -230,9 +231,11 @@ def _fail(kind: str, request: httpx2.Request) -> httpx2.Response | _Reply | None
 def _decide(chat: _Chat, directives: Directives) -> _Reply:
     """The reply when no failure applies:
     structured output > loop > spawn > call > delegate > write > arithmetic > answer > leaf
-    (a spawning agent's children, given its directives but the spawn, make the call)."""
+    (a spawning agent's children, given its directives but the spawn, make the call).
+    Structured output offered with tools first makes the task's own tool call
+    (``_acting``), as an agent asked to act and then answer JSON would."""
     if chat.output != "text":
-        return _Reply(content=json.dumps(_document(chat, directives)))
+        return _acting(chat, directives) or _Reply(content=json.dumps(_document(chat, directives)))
     if directives.loop:
         return _Reply(tool_calls=[("calculator", json.dumps({"expression": "1+1"}))])
     if directives.spawn and "spawn_agents" in chat.tool_names:
@@ -264,6 +267,16 @@ def _decide(chat: _Chat, directives: Directives) -> _Reply:
             return _Reply(tool_calls=[("calculator", json.dumps({"expression": directives.expression}))])
         return _finish(chat, results[-1])
     return _finish(chat, _plain_answer(directives))
+
+
+def _acting(chat: _Chat, directives: Directives) -> _Reply | None:
+    """The tool call a structured request offering tools makes before it answers:
+    the ``[sim:call]`` or the arithmetic's ``calculator``, once; ``None`` when done."""
+    if directives.call and directives.call.name in chat.tool_names and not chat.results_of(directives.call.name):
+        return _Reply(tool_calls=[(directives.call.name, directives.call.arguments)])
+    if directives.expression and "calculator" in chat.tool_names and not chat.results_of("calculator"):
+        return _Reply(tool_calls=[("calculator", json.dumps({"expression": directives.expression}))])
+    return None
 
 
 def _called(chat: _Chat, call: Call) -> _Reply:
