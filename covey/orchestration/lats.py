@@ -88,13 +88,13 @@ class Options(BaseModel):
 
 
 def candidates_schema(count: int) -> dict[str, Any]:
-    """Exactly ``count`` non-empty candidate actions."""
+    """Exactly ``count`` candidate actions."""
     return {
         "type": "object",
         "properties": {
             "candidates": {
                 "type": "array",
-                "items": {"type": "string", "minLength": 1},
+                "items": {"type": "string", "description": "one next action, in a sentence"},
                 "minItems": count,
                 "maxItems": count,
             },

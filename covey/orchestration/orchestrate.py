@@ -158,7 +158,7 @@ def assignments_schema(options: Options) -> dict[str, Any]:
         "type": "object",
         "properties": {
             "specialist": {"type": "string", "enum": [s.name for s in options.specialists]},
-            "task": {"type": "string", "minLength": 1, "description": "all the specialist will see"},
+            "task": {"type": "string", "description": "all the specialist will see"},
         },
         "required": ["specialist", "task"],
         "additionalProperties": False,
