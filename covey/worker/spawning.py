@@ -107,6 +107,7 @@ def child_spec(parent: AgentSpec, ctx: RunContext, request: ChildRequest) -> Age
         "tools": tools,
         "max_cycles": min(request.max_cycles or parent.max_cycles, parent.max_cycles),
         "max_call_tokens": parent.max_call_tokens,
+        "max_schema_retries": parent.max_schema_retries,
         "timeout": parent.timeout,
     }
     try:

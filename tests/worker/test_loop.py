@@ -219,13 +219,30 @@ def test_a_single_child_with_a_schema_hands_back_data(deps):
     assert out.result.usage.cycles == 1
 
 
-def test_a_reply_that_misses_the_schema_fails_the_agent(deps):
+def test_a_reply_that_misses_the_schema_is_asked_again_then_fails_the_agent(deps):
     ctx = root(deps, Budget(max_tokens=10_000))
     schema = {"type": "object", "properties": {"value": {"type": "integer"}}, "required": ["value"]}
     out = run(deps, ctx, "[sim:fail bad_json] What is 6 * 7?", strategy="single", options={"schema": schema})
     assert out.result.status is AgentStatus.FAILED
     assert out.result.error == "model reply does not match the schema at the top level: 'value' is a required property"
     assert out.result.cause == Cause(kind=CauseKind.MALFORMED_REPLY)
+    assert out.result.usage.cycles == 2  # the first ask and the one retry, both charged
+    assert deps.ledger.snapshot(ctx.job_id).tokens_used == out.result.usage.total_tokens
+
+
+def test_an_off_schema_reply_asked_again_once_comes_right(deps):
+    ctx = root(deps, Budget(max_tokens=10_000))
+    schema = {"type": "object", "properties": {"value": {"type": "integer"}}, "required": ["value"]}
+    out = run(deps, ctx, "[sim:fail bad_json once] What is 6 * 7?", strategy="single", options={"schema": schema})
+    assert (out.result.status, out.result.data, out.result.usage.cycles) == (AgentStatus.COMPLETED, {"value": 42}, 2)
+
+
+def test_with_no_schema_retries_an_off_schema_reply_fails_at_once(deps):
+    ctx = root(deps, Budget(max_tokens=10_000))
+    schema = {"type": "object", "properties": {"value": {"type": "integer"}}, "required": ["value"]}
+    task = "[sim:fail bad_json once] What is 6 * 7?"
+    out = run(deps, ctx, task, strategy="single", options={"schema": schema}, max_schema_retries=0)
+    assert (out.result.status, out.result.usage.cycles) == (AgentStatus.FAILED, 1)
 
 
 def test_an_agent_runs_under_its_ledger_terms_not_its_message(deps):

@@ -169,7 +169,7 @@ def make_handler(
             return _error(400, f"sim: {e}", "invalid_request_error", "invalid_request")
         if latency_ms + directives.latency_ms:
             _wait(request, (latency_ms + directives.latency_ms) / 1000, sleep)
-        if chat.first_call and directives.fail:
+        if _failing(chat, directives):
             failed = _fail(directives.fail, request)
             if isinstance(failed, httpx2.Response):
                 return failed
@@ -206,6 +206,18 @@ def is_chat_completion(request: httpx2.Request) -> bool:
 def transport(latency_ms: int = 0) -> httpx2.MockTransport:
     """An in-process transport for ``httpx2.Client(transport=transport())``."""
     return httpx2.MockTransport(make_handler(latency_ms))
+
+
+def _failing(chat: _Chat, directives: Directives) -> bool:
+    """Whether this call meets the scripted failure: a first call (no assistant turn
+    yet), except that a bare ``bad_json`` also fails every structured call, and
+    ``bad_json once`` only the first ask of a structured call, so asked again it is right."""
+    if directives.fail != "bad_json":
+        return directives.fail is not None and chat.first_call
+    structured = chat.output != "text"
+    if directives.fail_once:
+        return structured and chat.first_call
+    return chat.first_call or structured
 
 
 def _fail(kind: str, request: httpx2.Request) -> httpx2.Response | _Reply | None:
