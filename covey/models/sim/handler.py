@@ -169,7 +169,7 @@ def make_handler(
             return _error(400, f"sim: {e}", "invalid_request_error", "invalid_request")
         if latency_ms + directives.latency_ms:
             _wait(request, (latency_ms + directives.latency_ms) / 1000, sleep)
-        if _failing(chat, directives):
+        if directives.fail is not None and _failing(chat, directives):
             failed = _fail(directives.fail, request)
             if isinstance(failed, httpx2.Response):
                 return failed
@@ -213,7 +213,7 @@ def _failing(chat: _Chat, directives: Directives) -> bool:
     yet), except that a bare ``bad_json`` also fails every structured call, and
     ``bad_json once`` only the first ask of a structured call, so asked again it is right."""
     if directives.fail != "bad_json":
-        return directives.fail is not None and chat.first_call
+        return chat.first_call
     structured = chat.output != "text"
     if directives.fail_once:
         return structured and chat.first_call
