@@ -22,6 +22,7 @@ carry their child's start and end, tool steps none (a strategy has no clock).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -210,13 +211,18 @@ def _next_wave(run: Run[Options], state: State) -> Action:
     wave = plan.ready(state.steps, state.results)
     if not wave:
         return _synthesise(run, state)
-    inputs = {s.id: plan.resolve(s.input, state.results) for s in wave}
+    inputs = {s.id: plan.resolve(s.input, state.results, _escape(s.tool)) for s in wave}
     state.wave = Wave(tools=[s.id for s in wave if s.tool], agents=[s.id for s in wave if s.role], inputs=inputs)
     calls = [_tool_call(s.id, s.tool, inputs[s.id]) for s in wave if s.tool]
     if not calls:
         return _spawn(run, state)
     state.phase = "tools"
     return RunTools(state=state, calls=calls)
+
+
+def _escape(tool: str | None) -> Callable[[str], str]:
+    """A tool step whose input is its JSON arguments gets its references JSON-escaped."""
+    return plan.json_escaped if tool is not None and len(_required(tool)) != 1 else str
 
 
 def _tool_call(step_id: str, tool: str, text: str) -> ToolCall:
