@@ -65,9 +65,10 @@ def call_model(
 ) -> ModelReply | Stop:
     ctx, spec = state.ctx, state.spec
     began = deps.now()
-    allowed = offered(ctx.allow, ctx.deny)
-    names = narrow(allowed, action.tools)
+    names = narrow(offered(ctx.allow, ctx.deny), action.tools)
     agents_left = _agents_left(state) if SPAWN_TOOLS & set(names) else None
+    if ctx.budget.max_depth < 1 or agents_left == 0:  # no spawn could succeed: none is offered
+        names = [name for name in names if name not in SPAWN_TOOLS]
     tools = schemas(names, agents_left)
     held = reservation(deps, state, action, tools)
     estimate = held.prompt

@@ -63,11 +63,24 @@ def test_a_spawn_returns_a_fan_out_with_deterministic_children(deps):
     assert [n.status for n in deps.tree.nodes(ctx.job_id)] == ["running", "queued", "queued"]
 
 
-def test_spawning_at_the_depth_cap_resumes_at_once_with_the_refusal(deps):
+def test_at_the_depth_cap_no_spawn_tool_is_offered(deps):
     ctx = root(deps, Budget(max_tokens=10_000, max_depth=0))
     out = run(deps, ctx, "[sim:spawn width=2 depth=1] go")
     assert isinstance(out, loop.Finished)
-    assert out.result.output.startswith("leaves=0 (2 not completed: spawn refused: depth cap reached")
+    assert (out.result.output, out.result.children) == ("done: go", [])  # a leaf: it had nothing to spawn with
+
+
+def test_with_no_agent_left_no_spawn_tool_is_offered(deps):
+    ctx = root(deps, Budget(max_tokens=10_000, max_agents=0))
+    out = run(deps, ctx, "[sim:spawn width=2 depth=1] go")
+    assert (out.result.output, out.result.children) == ("done: go", [])
+
+
+def test_a_strategys_spawn_at_the_depth_cap_resumes_at_once_with_the_refusal(deps):
+    ctx = root(deps, Budget(max_tokens=10_000, max_depth=0))
+    out = run(deps, ctx, "What is 1 + 1?", strategy="debate", options={"num_debaters": 2})
+    assert isinstance(out, loop.Finished) and out.result.status is AgentStatus.FAILED
+    assert out.result.error.startswith("no debater proposed an answer: debater 0 budget_exceeded: spawn refused: depth")
     assert [c.status for c in out.result.children] == [AgentStatus.BUDGET_EXCEEDED] * 2
     assert [c.cause for c in out.result.children] == [
         Cause(kind=CauseKind.BUDGET, agent_id="root", resource=Resource.DEPTH)
@@ -274,6 +287,14 @@ def test_a_child_gets_what_it_asks_for_within_its_parents_tools():
     assert (asked.tools, asked.strategy, asked.model) == (["calculator"], "single", "gpt-x")
     with pytest.raises(InvalidSpec, match="options.schema"):
         child_spec(parent, ctx, ChildRequest(task="c", strategy="single", options={"schema": 3}))
+
+
+def test_a_child_that_cannot_spawn_gets_no_spawn_tool_and_no_more_cycles_than_its_parent():
+    parent = AgentSpec(task="lead", max_cycles=9, max_schema_retries=2)
+    ctx = RunContext(job_id="j", agent_id="root", budget=Budget(), allow=["calculator", "spawn_agents", "delegate"])
+    leaf = child_spec(parent, ctx, ChildRequest(task="a", can_spawn=False, max_cycles=3))
+    assert (leaf.tools, leaf.max_cycles, leaf.max_schema_retries) == (["calculator"], 3, 2)
+    assert child_spec(parent, ctx, ChildRequest(task="a", max_cycles=50)).max_cycles == 9
 
 
 class Clock:

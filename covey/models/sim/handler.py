@@ -250,9 +250,10 @@ def _decide(chat: _Chat, directives: Directives) -> _Reply:
         return _acting(chat, directives) or _Reply(content=json.dumps(_document(chat, directives)))
     if directives.loop:
         return _Reply(tool_calls=[("calculator", json.dumps({"expression": "1+1"}))])
-    if directives.spawn and "spawn_agents" in chat.tool_names:
-        results = chat.results_of("spawn_agents")
-        if len(results) < directives.rounds:
+    spawned = chat.results_of("spawn_agents") if directives.spawn else []
+    if directives.spawn and ("spawn_agents" in chat.tool_names or spawned):
+        results = spawned  # answered once no spawn tool is left, as when its agents are used up
+        if len(results) < directives.rounds and "spawn_agents" in chat.tool_names:
             tasks = sim_directives.child_tasks(chat.task, spawn_round=len(results) + 1)
             agents = [{"task": t, "role": "worker"} for t in tasks]
             return _Reply(tool_calls=[("spawn_agents", json.dumps({"agents": agents}))])
