@@ -42,7 +42,7 @@ import redis
 from celery import Celery
 
 from bench import raw_tree
-from bench.harness import Worker, interruptible, private_redis, report
+from bench.harness import Worker, cpu_seconds, interruptible, private_redis, report
 from covey.client import Client
 from covey.config.settings import Settings
 from covey.models import sim
@@ -178,12 +178,6 @@ def measure(client: Client, raw_app: Celery, width: int, depth: int, repeats: in
     return {name: statistics.median(values) for name, values in times.items()}
 
 
-def cpu_seconds(pid: int) -> float:
-    """User and system CPU of a process so far (Linux ``/proc``), its threads included."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def commands(r: redis.Redis) -> int:
     """Commands Redis has run since its counters were reset (those inside scripts too)."""
     return sum(stat["calls"] for stat in r.info("commandstats").values())
@@ -192,21 +186,22 @@ def commands(r: redis.Redis) -> int:
 def costs(
     client: Client, raw_app: Celery, pids: dict[str, int], r: redis.Redis, width: int, depth: int, trees: int
 ) -> dict[str, dict[str, float]]:
-    """Redis commands and worker CPU per agent, for covey and raw Celery: ``trees``
-    trees each, after the timed rounds (the counters read only this work)."""
+    """Redis commands, Redis's CPU and the worker's per agent, for covey and raw
+    Celery: ``trees`` trees each, after the timed rounds (the counters read only this work)."""
     runs = {"covey": lambda: run_covey(client, width, depth), "raw": lambda: run_raw(raw_app, width, depth)}
     n = agents(width, depth) * trees
     out = {}
     for name, run in runs.items():
         time.sleep(1)  # the last round's acks and events land before the counters reset
         r.config_resetstat()
-        cpu = cpu_seconds(pids[name])
+        cpu, redis_cpu = cpu_seconds(pids[name]), cpu_seconds(pids["redis"])
         for _ in range(trees):
             run()
         time.sleep(1)
         out[name] = {
             "commands_per_agent": commands(r) / n,
             "cpu_ms_per_agent": 1000 * (cpu_seconds(pids[name]) - cpu) / n,
+            "redis_cpu_ms_per_agent": 1000 * (cpu_seconds(pids["redis"]) - redis_cpu) / n,
         }
     return out
 
@@ -232,6 +227,7 @@ def cost_table(after: dict, before: dict | None) -> str:
     figures = [
         ("Redis commands per agent", "commands_per_agent", ".0f"),
         ("worker CPU ms per agent", "cpu_ms_per_agent", ".2f"),
+        ("Redis CPU ms per agent", "redis_cpu_ms_per_agent", ".2f"),
     ]
     runs = [("before", before["costs"]), ("after", after["costs"])] if before else [("", after["costs"])]
     head = " | ".join(f"{label} covey | {label} raw Celery | {label} covey / raw".strip() for label, _ in runs)
@@ -241,7 +237,10 @@ def cost_table(after: dict, before: dict | None) -> str:
     ]
     for title, key, fmt in figures:
         cells = " | ".join(
-            f"{c['covey'][key]:{fmt}} | {c['raw'][key]:{fmt}} | {c['covey'][key] / c['raw'][key]:.2f}×" for _, c in runs
+            f"{c['covey'][key]:{fmt}} | {c['raw'][key]:{fmt}} | {c['covey'][key] / c['raw'][key]:.2f}×"
+            if key in c["covey"]
+            else "— | — | —"  # an older bench/ measured less
+            for _, c in runs
         )
         lines.append(f"| {title} | {cells} |")
     return "\n".join(lines)
@@ -321,6 +320,7 @@ def run_all(repeats: int, logs: Path) -> dict:
         for concurrency in CONCURRENCIES:
             with ExitStack() as workers:
                 client, raw_app, pids = start_workers(workers, server.url, concurrency, logs)
+                pids["redis"] = server.proc.pid
                 for width, depth in SHAPES:
                     rows.append([width, depth, concurrency, measure(client, raw_app, width, depth, repeats)])
                     print(f"measured {width}×{depth} on {concurrency} slot(s)", file=sys.stderr)

@@ -26,7 +26,13 @@ import redis
 
 from tests.redis_server import RedisServer
 
-__all__ = ["ROOT", "RedisServer", "Worker", "interruptible", "private_redis", "report", "start_redis"]
+__all__ = ["ROOT", "RedisServer", "Worker", "cpu_seconds", "interruptible", "private_redis", "report", "start_redis"]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU of a process so far (Linux ``/proc``), its threads included."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def start_redis(server: RedisServer) -> None:

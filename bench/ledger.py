@@ -7,12 +7,17 @@ Run from the repo root: ``python bench/ledger.py [--json PATH]``.
   depth 2 of a job (root, parent, agent; the scopes of a job without tenant or
   sweep), as a worker's model calls would. Medians of interleaved rounds after
   a warm-up, so the noise of a shared machine hits both alike.
+- WAIT: pairs on a second private redis-server with a replica of its own, from
+  one client, alternately as they run by default (no wait) and with the ledger
+  waiting for the replica (``COVEY_LEDGER_REPLICAS=1``, on by default under
+  Sentinel), pair by pair, so a load that comes and goes on a shared machine
+  falls on both alike: the medians' difference is what ``WAIT`` adds to a pair.
 - race: 32 threads, released together by a barrier, each ask for 100 of the
   last 1,000 tokens under a cap. A check-then-charge counter (GET, compare,
   INCRBY: two round trips) lets more of them through than fit; covey's reserve
   checks and holds in one Lua script, so it must never charge past the cap.
 
-A private redis-server is started here and stopped on exit, Ctrl-C or error.
+The private redis-servers are started here and stopped on exit, Ctrl-C or error.
 """
 
 from __future__ import annotations
@@ -37,11 +42,16 @@ sys.path.insert(0, str(ROOT))  # `python bench/ledger.py` puts bench/, not the r
 
 import redis
 
-from bench.harness import interruptible, private_redis, report
+from bench.harness import RedisServer, cpu_seconds, interruptible, private_redis, report, start_redis
 from covey import keys
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentTerms
 from covey.budgets.redis_ledger import RedisLedger
+
+try:
+    from covey.budgets.redis_ledger import ReplicaWait
+except ImportError:  # a covey from before the ledger could wait (bench/all.py --before): no WAIT figures
+    ReplicaWait = None
 from covey.context import ROOT_AGENT_ID
 from covey.spec import JobSpec
 
@@ -54,6 +64,7 @@ RESERVE, FLOOR, SPEND = 4_596, 564, 1_000
 RACERS, TRIALS = 32, 20
 CAP, LEFT, ASK = 10_000, 1_000, 100
 TIMEOUT = 120.0  # seconds a stuck process or thread is waited for
+REPLICAS = 1  # what COVEY_LEDGER_REPLICAS is by default under Sentinel
 COMMAND = "python bench/ledger.py"
 
 # (JSON key, what the table calls it); pairs/s are higher-is-better, overspends lower.
@@ -161,6 +172,67 @@ def pairs_per_second(ledger: RedisLedger, url: str, n: int) -> float:
     return n * PAIRS / elapsed
 
 
+# --- a replica to wait for ---
+
+
+class Replica(RedisServer):
+    """A private redis-server replicating ``master``, in sync before it is used."""
+
+    def __init__(self, master: RedisServer) -> None:
+        super().__init__()
+        self.master = master
+
+    def persistence(self) -> list[str]:
+        return [*super().persistence(), "--replicaof", "127.0.0.1", str(self.master.port)]
+
+    def in_sync(self) -> None:
+        client = redis.Redis(port=self.port, decode_responses=True)
+        deadline = time.monotonic() + TIMEOUT
+        while client.info("replication").get("master_link_status") != "up":
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the replica on port {self.port} did not sync within {TIMEOUT:g}s")
+            time.sleep(0.05)
+        client.close()
+
+
+def replicated(stack: ExitStack) -> tuple[RedisServer, redis.Redis]:
+    """A second private redis-server with a replica of its own, both stopped as ``stack`` unwinds."""
+    server, client = private_redis(stack)
+    replica = Replica(server)
+    stack.callback(replica.stop)
+    start_redis(replica)
+    replica.in_sync()
+    return server, client
+
+
+def wait_cost(stack: ExitStack) -> dict[str, float]:
+    """Median µs of a pair on a replicated Redis without and with ``WAIT``, from one
+    client, the two alternating pair by pair (which goes first alternating too)."""
+    primary, client = replicated(stack)
+    plain = RedisLedger(client, keys.DEFAULT_JOB_TTL_SECONDS)
+    waiting = RedisLedger(client, keys.DEFAULT_JOB_TTL_SECONDS, replicas=ReplicaWait(REPLICAS, TIMEOUT))
+    pairs = ROUNDS * PAIRS
+    budget = Budget(max_tokens=10**12, max_cycles=10**7, max_agents=100, max_depth=1)
+    job_id, scopes = open_root(plain, budget)
+    agents = [
+        (ledger, open_child(plain, job_id, [ROOT_AGENT_ID], budget, scopes, pairs + 1)[0], [])
+        for ledger in (plain, waiting)
+    ]
+    for cycle in range(1, pairs + 1):
+        for ledger, chain, took in agents if cycle % 2 else agents[::-1]:
+            start = time.perf_counter()
+            if not spend(ledger, job_id, chain, scopes, cycle, RESERVE, FLOOR, SPEND):
+                raise RuntimeError(f"{chain[-1]} was refused call {cycle}")
+            took.append(time.perf_counter() - start)
+    (_, _, without), (_, _, with_wait) = agents
+    print(f"timed {pairs:,} pairs each without and with WAIT", file=sys.stderr)
+    return {
+        "wait_pairs": pairs,
+        "pair_us_replicated": round(1e6 * statistics.median(without), 1),
+        "pair_us_wait": round(1e6 * statistics.median(with_wait), 1),
+    }
+
+
 # --- the race for the last tokens ---
 
 
@@ -230,14 +302,17 @@ def run_all() -> dict:
     with ExitStack() as stack:
         server, client = private_redis(stack)
         ledger = RedisLedger(client, keys.DEFAULT_JOB_TTL_SECONDS)
-
         rates: dict[int, list[float]] = {n: [] for n in PROCESSES}
+        redis_cpu = 0.0  # the server's CPU over the measured rounds: what a pair costs Redis itself
         for round_ in range(ROUNDS + 1):  # round 0 warms up
             for n in PROCESSES:
+                cpu = cpu_seconds(server.proc.pid)
                 rate = pairs_per_second(ledger, server.url, n)
                 if round_:
                     rates[n].append(rate)
+                    redis_cpu += cpu_seconds(server.proc.pid) - cpu
             print(f"throughput round {round_}/{ROUNDS}", file=sys.stderr)
+        waits = wait_cost(stack) if ReplicaWait is not None else {}
 
         overspends: dict[str, list[int]] = {"naive": [], "covey": []}
         for _ in range(TRIALS):
@@ -257,6 +332,8 @@ def run_all() -> dict:
         "python": platform.python_version(),
     }
     figures.update({f"pairs_per_s_{n}": round(statistics.median(r)) for n, r in rates.items()})
+    figures["redis_cpu_us_per_pair"] = round(1e6 * redis_cpu / (ROUNDS * PAIRS * sum(PROCESSES)), 1)
+    figures.update(waits)
     for name, values in overspends.items():
         figures.update({f"{name}_overspend_max": max(values), f"{name}_overspend_total": sum(values)})
     return figures
@@ -272,6 +349,27 @@ def table(after: dict, before: dict | None) -> str:
         old, new = before.get(key), after[key]
         ratio = f"{new / old:.2f}×" if old else "—"
         lines.append(f"| {label} | {'—' if old is None else f'{old:,}'} | {new:,} | {ratio} |")
+    return "\n".join(lines)
+
+
+def wait_table(figures: dict) -> str:
+    """What a pair costs Redis, and what waiting for a replica adds to it (no WAIT
+    figures for a covey without it)."""
+    cpu = figures["redis_cpu_us_per_pair"]
+    lines = [
+        f"redis-server's own CPU per pair (over every measured round): {cpu:,} µs, so one Redis "
+        f"core runs at most about {1e6 / cpu:,.0f} pairs/s.",
+    ]
+    if "pair_us_wait" in figures:
+        plain, waiting = figures["pair_us_replicated"], figures["pair_us_wait"]
+        lines += [
+            "",
+            f"| one client, a local replica | µs per pair (median of {figures['wait_pairs']:,}) | pairs/s |",
+            "|---|---:|---:|",
+            f"| no wait (COVEY_LEDGER_REPLICAS=0) | {plain:,.0f} | {1e6 / plain:,.0f} |",
+            f"| WAIT {REPLICAS} (COVEY_LEDGER_REPLICAS={REPLICAS}) | {waiting:,.0f} | {1e6 / waiting:,.0f} |",
+            f"| WAIT's cost per pair | {waiting - plain:+,.0f} ({waiting / plain:.2f}×) | |",
+        ]
     return "\n".join(lines)
 
 
@@ -299,6 +397,15 @@ Command (from the repo root; it starts its own redis-server):
 ```
 
 {table(after, before)}
+
+Under Sentinel the ledger waits for a replica to hold each write before it
+counts (`WAIT`, sent in the same round trip as the script; see docs/operate.md).
+Its cost, on a second private redis-server with a replica of its own on this
+machine (the replica shares its 2 cores): one client's pairs, alternately without
+waiting and with `COVEY_LEDGER_REPLICAS={REPLICAS}`, pair by pair. A replica across
+a network adds its round trip to each write:
+
+{wait_table(after)}
 """
 
 
@@ -306,7 +413,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures as JSON to PATH")
     args = parser.parse_args()
-    report(lambda logs: run_all(), lambda figures: table(figures, None), args.json)
+    report(lambda logs: run_all(), lambda figures: f"{table(figures, None)}\n\n{wait_table(figures)}", args.json)
 
 
 if __name__ == "__main__":

@@ -31,8 +31,17 @@ def _job(job_id: str) -> str:
 
 
 def submitted(job_id: str) -> str:
-    """Set when a covey client submits the job, so a queued job is told from an unknown id."""
+    """JSON {spec, at}: the spec a covey client sent and when (epoch seconds), written
+    once it is sent, so a queued job is told from an unknown id and ``covey retry``
+    can send it again."""
     return f"{_job(job_id)}:submitted"
+
+
+def jobs() -> str:
+    """Sorted set across jobs: job id -> when it was submitted (epoch seconds), for
+    ``covey jobs``. Each submit drops the members older than a job's TTL and gives
+    the set that TTL again, so it holds only jobs whose records still live."""
+    return f"{PREFIX}:jobs"
 
 
 def agent(job_id: str, agent_id: str) -> str:
@@ -102,6 +111,31 @@ RECONCILE_LOCK_SECONDS = 30
 
 def reconciler_lock() -> str:
     return f"{PREFIX}:reconciler"
+
+
+# Broker deliveries and who holds them: these keys live in the broker's Redis,
+# beside kombu's ``unacked`` hash, so one transaction covers both.
+
+
+def workers() -> str:
+    """Set of the worker processes (holders) that hold or held broker deliveries."""
+    return f"{PREFIX}:workers"
+
+
+def worker_alive(holder: str) -> str:
+    """A worker process's heartbeat; it lapses COVEY_WORKER_HEARTBEAT_SECONDS after
+    the last one, and then the process counts as dead."""
+    return f"{PREFIX}:worker:{holder}:alive"
+
+
+def worker_held(holder: str) -> str:
+    """Set of the delivery tags (kombu's ``unacked`` fields) a worker process holds."""
+    return f"{PREFIX}:worker:{holder}:held"
+
+
+def takeover_lock() -> str:
+    """One worker at a time puts dead workers' deliveries back (``covey.worker.takeover``)."""
+    return f"{PREFIX}:takeover"
 
 
 def nodes(job_id: str) -> str:
@@ -185,6 +219,18 @@ def sweep_claim(sweep_id: str, unit: str) -> str:
     return f"{PREFIX}:sweep:{sweep_id}:claim:{unit}"
 
 
+def sweep_cancel(sweep_id: str) -> str:
+    """Flag set by ``covey sweep-cancel``: the sweep's submitters send no more jobs
+    and cancel those in flight. A rerun clears it. Lives as long as a job's keys."""
+    return f"{PREFIX}:sweep:{sweep_id}:cancel"
+
+
 def sweep_owner(sweep_id: str, owner: str) -> str:
     """A live submitter's lease (see ``SWEEP_OWNER_TTL_SECONDS``)."""
     return f"{PREFIX}:sweep:{sweep_id}:owner:{owner}"
+
+
+def demo() -> str:
+    """Marks a database of a Redis that ``covey demo`` found empty and runs in; the
+    demo empties the database again when it ends, this key with the rest."""
+    return f"{PREFIX}:demo"

@@ -64,6 +64,11 @@ class AgentSpec(BaseModel):
         description="times an off-schema reply is asked again before the agent fails",
     )
 
+    @field_validator("task")
+    @classmethod
+    def _has_text(cls, value: str) -> str:
+        return require_text(value)
+
     @field_validator("strategy")
     @classmethod
     def _known_strategy(cls, value: str) -> str:
@@ -139,6 +144,13 @@ class JobSpec(AgentSpec):
     def scopes(self) -> list[str]:
         """Global ledger scopes this job is charged to."""
         return scopes.of_job(self.tenant, self.sweep)
+
+
+def require_text(value: str) -> str:
+    """A blank task would run, and cost, a job that can answer nothing."""
+    if not value.strip():
+        raise ValueError("only whitespace: give the task some text")
+    return value
 
 
 def _strategies() -> ModuleType:

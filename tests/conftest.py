@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 
 import pytest
@@ -13,8 +15,9 @@ from tests.redis_server import RedisServer
 for _name in [n for n in os.environ if n.startswith("COVEY_") or n == "OPENAI_API_KEY"]:
     del os.environ[_name]
 # Workers on this host keep their shared secret in the user's state directory: the
-# tests' own, not the developer's (covey.worker.signing).
+# tests' own, not the developer's (covey.worker.signing); removed when the run ends.
 os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="covey-test-state-")
+atexit.register(shutil.rmtree, os.environ["XDG_STATE_HOME"], True)
 
 
 @pytest.fixture(scope="session")

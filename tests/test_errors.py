@@ -20,6 +20,7 @@ BUILTIN_BASE = {
     "SweepInputError": ValueError,
     "WorkspaceError": ValueError,
     "UnknownStrategy": LookupError,
+    "UnknownJob": LookupError,
     "JobTimeout": TimeoutError,
     "StoreUnavailable": ConnectionError,
     "LedgerError": Exception,

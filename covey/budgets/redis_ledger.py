@@ -5,19 +5,33 @@ Python builds every key (``covey.keys``) and passes it in ``KEYS``; the scripts 
 ``lua/`` never build a key. A job's keys share its ``{job_id}`` hash tag. Global
 scope rows are not per job: a script that charges scopes touches keys of more than
 one slot, so these scripts need a single Redis node (or a cluster proxy that allows it).
+
+Redis replicates asynchronously: a master that fails over may take its last
+acknowledged writes with it, and a charge lost that way is overspend or a model
+call billed twice. With ``ReplicaWait.replicas`` set (``COVEY_LEDGER_REPLICAS``,
+on by default under Sentinel), a script's reply counts only once that many
+replicas hold its writes (``WAIT``, sent in the script's round trip). A reply
+fewer replicas confirmed is not acted on: the script is run again (it is
+idempotent by reservation id, so on the same master it changes nothing, and on
+a promoted replica that lacks the write it writes it there) until enough
+confirm, or ``ReplicaWait.seconds`` pass and ``ReplicasBehind``, a connection
+error, hands the step back as an outage would.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from importlib.resources import files
 from typing import Any
 
 import redis
+from redis.exceptions import NoScriptError
 
 from covey import keys
 from covey.budgets import scopes as scope_names  # `scopes` here are a call's list of names
@@ -48,8 +62,28 @@ STALE_SWEEP_BATCH = 20
 # from its next reserve: one round trip per interval, not one per model call.
 STALE_SWEEP_SECONDS = 5.0
 
+# How long one WAIT blocks for a replica that is behind; then the script runs
+# again. Well under the sockets' timeout (covey.config.connections).
+REPLICA_WAIT_MS = 1_000
+
+log = logging.getLogger(__name__)
+
 _COUNTS = ("tokens_used", "cycles_used", "agents_spawned", "tool_calls_used")
 _LIMITS = ("tokens_limit", "cycles_limit", "agents_limit", "tool_calls_limit")
+
+
+class ReplicasBehind(redis.ConnectionError):
+    """A ledger write fewer replicas confirmed than asked, for the whole allowance:
+    to its caller the ledger is away (an outage), never a charge it may rely on."""
+
+
+@dataclass(frozen=True)
+class ReplicaWait:
+    """``replicas`` that must hold a script's writes before its reply counts (0:
+    none, Redis's own asynchronous replication), waited for up to ``seconds``."""
+
+    replicas: int = 0
+    seconds: float = 120.0
 
 
 class RedisLedger:
@@ -60,9 +94,16 @@ class RedisLedger:
     clocks should agree to well within ``keys.RESERVATION_TTL_SECONDS``.
     """
 
-    def __init__(self, client: redis.Redis, job_ttl: int, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        job_ttl: int,
+        clock: Callable[[], float] = time.time,
+        replicas: ReplicaWait | None = None,
+    ) -> None:
         self.client, self.job_ttl = client, job_ttl
         self.clock = clock
+        self.replicas = replicas or ReplicaWait()
         self._scripts = {name: client.register_script(src) for name, src in _LUA.items()}
         self._next_sweep = float("-inf")
 
@@ -107,7 +148,7 @@ class RedisLedger:
             _arg(None if budget.max_cost is None else micros(budget.max_cost)),
         ]
         row_keys = [keys.agent(job_id, child_id), keys.agents(job_id), *(keys.agent(job_id, a) for a in chain)]
-        status, *rest = self._scripts["open"](keys=row_keys, args=args)
+        status, *rest = self._run("open", row_keys, args)
         if status == -2:
             raise _lost(job_id, rest[0])
         if status == 0:
@@ -170,7 +211,7 @@ class RedisLedger:
             *scopes,
             *(pricing or Pricing(model="", price=None, prompt_tokens=0)).args(),
         ]
-        status, granted, reason, *rest = self._scripts["reserve"](keys=row_keys, args=args)
+        status, granted, reason, *rest = self._run("reserve", row_keys, args)
         if status == -2:
             raise _lost(job_id, reason)
         if status == -1:
@@ -220,7 +261,7 @@ class RedisLedger:
             *scopes,
             cost,
         ]
-        status, reason = self._scripts["settle"](keys=row_keys, args=args)
+        status, reason = self._run("settle", row_keys, args)
         if status == -3:
             raise _lost(job_id, reason)
         if status == -2:
@@ -235,7 +276,7 @@ class RedisLedger:
             *(keys.agent(job_id, a) for a in chain),
             keys.replies(job_id, chain[-1]),
         ]
-        status, *rest = self._scripts["tool_call"](keys=row_keys, args=[call_id, self.job_ttl, *chain])
+        status, *rest = self._run("tool_call", row_keys, [call_id, self.job_ttl, *chain])
         if status == -2:
             raise _lost(job_id, rest[0])
         if status == 0:
@@ -270,8 +311,42 @@ class RedisLedger:
                 *self._rows(job_id, where["chain"], where["scopes"]),
                 keys.live_reservations(),
             ]
-            released += self._scripts["release"](keys=row_keys, args=[rid, now, data, member])
+            released += self._run("release", row_keys, [rid, now, data, member])
         return released
+
+    def _run(self, name: str, row_keys: list[str], args: list[Any]) -> Any:
+        """Script ``name``'s reply, once ``self.replicas`` replicas hold its writes.
+        A reply after a rerun is the rerun's: a settle that charged on the first
+        run answers "already settled"."""
+        script, wanted = self._scripts[name], self.replicas.replicas
+        if not wanted:
+            return script(keys=row_keys, args=args)
+        give_up, told = time.monotonic() + self.replicas.seconds, False
+        while True:
+            with self.client.pipeline(transaction=False) as pipe:  # one round trip: the script, then WAIT
+                pipe.evalsha(script.sha, len(row_keys), *row_keys, *args)
+                pipe.execute_command("WAIT", wanted, REPLICA_WAIT_MS)
+                try:
+                    reply, confirmed = pipe.execute()
+                except NoScriptError:  # a fresh master (a restart, a failover): load it, run again
+                    self.client.script_load(script.script)
+                    continue
+            if confirmed >= wanted:
+                return reply
+            if time.monotonic() >= give_up:
+                raise ReplicasBehind(
+                    f"ledger write confirmed by {confirmed} of the {wanted} replica(s) COVEY_LEDGER_REPLICAS "
+                    f"asks for, for {self.replicas.seconds:g}s"
+                )
+            if not told:
+                told = True
+                log.warning(
+                    "ledger %s confirmed by %d of %d replica(s): run again until one more confirms, for up to %gs",
+                    name,
+                    confirmed,
+                    wanted,
+                    self.replicas.seconds,
+                )
 
     @staticmethod
     def _rows(job_id: str, chain: list[str], scopes: list[str]) -> list[str]:

@@ -77,4 +77,4 @@ def _fail(message: str, code: int) -> None:
     sys.exit(code)
 
 
-from covey.cli import jobs, models, ops, sweep, tools  # noqa: E402,F401 - registers the commands on `cli`
+from covey.cli import jobs, listing, models, ops, sweep, tools  # noqa: E402,F401 - registers the commands on `cli`

@@ -1,11 +1,13 @@
 """``covey demo``: covey's main job on the embedded default, with no setup.
 
-It uses the Redis at ``COVEY_REDIS_URL`` when one answers there, else starts a
-throwaway one (``covey.cli.embedded``); it starts a real worker process (concurrency
-1, to show that waiting parents hold no slot), runs a sim agent tree, prints the
-result, the tree and the ledger, and stops what it started. The worker's log
-lives in an unnamed temporary file, shown only when the job did not finish, so
-nothing is left behind.
+It uses the Redis at ``COVEY_REDIS_URL`` when one answers there, in a database of
+it that is empty (so its worker takes no job of the deployment's and none of the
+deployment's workers takes its jobs), and empties that database again at the end;
+else, or with no empty database, it starts a throwaway Redis (``covey.cli.embedded``).
+It starts a real worker process (concurrency 1, to show that waiting parents hold
+no slot), runs a sim agent tree, prints the result, the tree and the ledger, and
+stops what it started. The worker's log lives in an unnamed temporary file, shown
+only when the job did not finish, so nothing is left behind.
 """
 
 from __future__ import annotations
@@ -18,10 +20,13 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import IO
+from urllib.parse import urlsplit, urlunsplit
 
 import click
+import redis
 from kombu.utils.url import maybe_sanitize_url
 
+from covey import keys
 from covey.cli import render
 from covey.cli.embedded import EmbeddedRedis, NoRedisBinary, answers
 from covey.config.settings import Settings, get_settings
@@ -35,23 +40,76 @@ def run_demo(width: int, depth: int, as_json: bool = False) -> int:
     """Run the demo; with ``as_json`` the result, tree and ledger are printed as one
     JSON document and the narration goes to standard error."""
     settings = get_settings()
-    if answers(settings.redis_url):
-        return _run(settings, width, depth, as_json, embedded=False)
     where = maybe_sanitize_url(settings.redis_url)
+    why = f"no Redis answers at {where}"
+    if answers(settings.redis_url, settings.redis_master):
+        spare = _empty_database(settings.redis_url)
+        if spare is not None:
+            click.echo(
+                f"using the Redis at {where}, in its database {spare.rpartition('/')[2]}, which is empty: "
+                "emptied again when the demo ends",
+                err=as_json,
+            )
+            try:
+                return _run(_on(settings, spare), width, depth, as_json, embedded=False)
+            finally:
+                _empty(spare)
+        why = f"the Redis at {where} has no empty database for the demo"
     try:
         redis_server = EmbeddedRedis()
     except NoRedisBinary as e:
-        click.echo(f"Error: no Redis answers at {where}, and {e}", err=True)
+        click.echo(f"Error: {why}, and {e}", err=True)
         return 2
     with redis_server:
         click.echo(
-            f"no Redis answers at {where}: started {redis_server.binary} "
-            f"on 127.0.0.1:{redis_server.port} for this demo (stopped when it ends)",
+            f"{why}: started {redis_server.binary} on 127.0.0.1:{redis_server.port} for this demo "
+            "(stopped when it ends)",
             err=as_json,
         )
-        # Everything on the throwaway Redis: ledger, broker and result backend.
-        own = settings.model_copy(update={"redis_url": redis_server.url, "broker_url": None, "result_backend": None})
-        return _run(own, width, depth, as_json, embedded=True)
+        return _run(_on(settings, redis_server.url), width, depth, as_json, embedded=True)
+
+
+def _on(settings: Settings, url: str) -> Settings:
+    """Everything on the demo's Redis: ledger, broker and result backend."""
+    return settings.model_copy(update={"redis_url": url, "broker_url": None, "result_backend": None})
+
+
+DEMO_DATABASES = range(1, 16)  # Redis has 16 by default; a deployment's keys live in the URL's, mostly 0
+
+
+def _empty_database(url: str) -> str | None:
+    """The URL of an empty database of the Redis at ``url``, marked as the demo's;
+    None when it has none (a Redis Cluster has only database 0)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("redis", "rediss"):
+        return None
+    for db in DEMO_DATABASES:
+        candidate = urlunsplit(parts._replace(path=f"/{db}"))
+        client = redis.Redis.from_url(candidate, socket_connect_timeout=1, socket_timeout=2)
+        try:
+            if client.dbsize() == 0 and client.set(keys.demo(), 1, nx=True):
+                return candidate
+        except redis.ResponseError:  # past the last database, or SELECT refused
+            return None
+        finally:
+            client.close()
+    return None
+
+
+def _empty(url: str) -> None:
+    """Delete every key of the demo's database: it was empty when the demo took it."""
+    client = redis.Redis.from_url(url)
+    try:
+        batch = []
+        for key in client.scan_iter(count=1000):
+            batch.append(key)
+            if len(batch) >= 1000:
+                client.unlink(*batch)
+                batch.clear()
+        if batch:
+            client.unlink(*batch)
+    finally:
+        client.close()
 
 
 def _run(settings: Settings, width: int, depth: int, as_json: bool, embedded: bool) -> int:
@@ -74,7 +132,7 @@ def _run(settings: Settings, width: int, depth: int, as_json: bool, embedded: bo
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
-            env=_worker_env(settings, embedded),
+            env=_worker_env(settings),
         )
         click.echo("worker started (concurrency 1)", err=as_json)
         try:
@@ -149,9 +207,7 @@ def _small_sweep(settings: Settings, as_json: bool) -> str:
             log.close()
 
 
-def _worker_env(settings: Settings, embedded: bool) -> dict[str, str]:
-    if not embedded:
-        return dict(os.environ)
+def _worker_env(settings: Settings) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("COVEY_BROKER_URL", "COVEY_RESULT_BACKEND")}
     env["COVEY_REDIS_URL"] = settings.redis_url
     return env

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import redis
 
+from covey.config import connections
+
 START_SECONDS = 10  # a redis-server that has not answered by then is not going to
 
 
@@ -25,10 +27,11 @@ class NoRedisBinary(RuntimeError):
     """Neither a ``redis-server`` on the PATH nor the ``[embedded]`` extra."""
 
 
-def answers(url: str) -> bool:
-    """Whether a Redis server answers at ``url``. A server that answers but refuses
-    the password is not "no Redis": its error goes to the caller."""
-    client = redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=2)
+def answers(url: str, master: str | None = None) -> bool:
+    """Whether a Redis server answers at ``url`` (a Sentinel URL: the master it names).
+    A server that answers but refuses the password is not "no Redis": its error goes
+    to the caller."""
+    client = connections.client(url, master, socket_connect_timeout=1, socket_timeout=2)
     try:
         return bool(client.ping())
     except redis.AuthenticationError:

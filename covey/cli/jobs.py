@@ -130,11 +130,11 @@ def _task(task: str | None, task_file) -> str:
 @click.option("--json", "as_json", is_flag=True, help="print the root AgentResult as JSON")
 def run(task: str | None, as_json: bool, **options: Any) -> None:
     """Submit TASK (- reads standard input) and wait; exit 0 only when the job completed."""
+    from covey.cli.waiting import wait  # before the job is sent: Ctrl-C during the import would read as "Aborted!"
+
     client = connect()
     handle = client.submit(_spec(client, task, options))
     click.echo(f"job {handle.id}", err=True)
-    from covey.cli.waiting import wait
-
     timeout = options["timeout"]
     try:
         done = wait(handle, None if timeout is None else timeout + REPORT_GRACE_SECONDS, _live(as_json))

@@ -72,6 +72,9 @@ def worker(
     count = processes or s.worker_processes or (1 if pool == "prefork" else os.cpu_count() or 1)
     slots = concurrency or s.model_copy(update={"worker_pool": pool}).worker_slots
     if count > 1:
+        from covey.worker import logs
+
+        logs.emit(s.log_format)  # the supervisor's own lines
         # Each process loads its tools and opens its MCP servers itself (covey.worker.app);
         # checked here too, so a tool that cannot load is one line, not one per process.
         try:

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from covey.budgets.ledger import LedgerSnapshot, ScopeRow
 from covey.results import AgentResult
 from covey.store.tree import Node
 from covey.wire import cut, table
+
+if TYPE_CHECKING:
+    from covey.client.jobs import JobEntry
 
 
 def result(r: AgentResult) -> str:
@@ -143,5 +147,26 @@ def scopes(rows: list[ScopeRow]) -> str:
                 c.requests_per_minute,
             )
             for c in rows
+        ],
+    )
+
+
+def jobs(entries: list[JobEntry], now: datetime | None = None) -> str:
+    """One row per job, newest first: its status, how long ago it was sent, for whom."""
+    now = now or datetime.now(UTC)
+    return table(
+        ["job", "status", "submitted", "tenant", "sweep", "strategy", "model", "task"],
+        [
+            (
+                e.job_id,
+                e.status,
+                f"{(now - e.submitted_at).total_seconds():.0f}s ago",
+                e.tenant,
+                e.sweep,
+                e.strategy,
+                e.model or "default",
+                _short(e.task),
+            )
+            for e in entries
         ],
     )

@@ -133,11 +133,9 @@ def sweep(
         raise _BadInput(str(e)) from None
     except KeyboardInterrupt:
         show.close()
-        found = Manifest.check(Path(out), None, None)
-        scope = f"sweep:{found.id}" if found else "sweep:<id>"
         interrupted(
-            f"the sweep's jobs in flight go on: rerun the same command to resume (it follows them), "
-            f"or stop them with `covey scope {scope} --max-cycles 0`"
+            "the sweep's jobs in flight go on: rerun the same command to resume (it follows them), "
+            f"or stop them with `covey sweep-cancel {out}`"
         )
     finally:
         show.close()
@@ -151,6 +149,15 @@ def sweep(
             "rerun the same command to resume"
         )
     probe.close()
+    if outcome.cancelled:
+        _report(Path(out), as_json)
+        left = outcome.total - (outcome.progress.finished if outcome.progress else 0)
+        click.echo(
+            f"sweep {outcome.sweep_id} cancelled: {left} of {outcome.total} units not run; "
+            "rerun the same command to resume them",
+            err=as_json,
+        )
+        sys.exit(1)
     if outcome.dry:
         click.echo("the sweep's cap ran out: the samples it left are recorded skipped_budget", err=True)
     rows = _report(
@@ -172,6 +179,29 @@ def sweep(
 def _no_worker(queue: str) -> str:
     hint = "covey worker" if queue == get_settings().sweep_queue else f"covey worker --queues covey,{queue}"
     return f"no worker reads queue {queue}: start one with `{hint}`"
+
+
+@cli.command("sweep-cancel")
+@click.argument("directory", type=click.Path(file_okay=False, exists=True))
+def sweep_cancel(directory) -> None:
+    """Cancel the sweep in DIRECTORY: its jobs in flight stop at their next model call,
+    and a running `covey sweep` sends no more, then exits 1 (a rerun resumes)."""
+    from covey.cli.app import connect
+    from covey.sweeps import SweepInputError
+    from covey.sweeps.claims import Claims
+    from covey.sweeps.manifest import Manifest
+
+    try:
+        found = Manifest.check(Path(directory), None, None)
+    except SweepInputError as e:
+        raise _BadInput(str(e)) from None
+    if found is None:
+        raise _BadInput(f"{directory}: no sweep.json here, so no sweep to cancel")
+    client = connect()
+    jobs = Claims(client.redis, found.id, client.settings.job_ttl).cancel()
+    for job_id in jobs:
+        client.job(job_id).cancel()
+    click.echo(f"sweep {found.id} cancelled: {len(jobs)} jobs in flight stop at their next model call")
 
 
 @cli.command("sweep-report")
@@ -229,16 +259,19 @@ class _Lines:
 
     def __init__(self) -> None:
         self._last_at = 0.0
-        self._last = None
+        self._last = None  # the latest progress, until it is printed
 
     def __call__(self, progress) -> None:
         self._last = progress
         if time.monotonic() - self._last_at >= PLAIN_EVERY_SECONDS:
             self._last_at = time.monotonic()
-            click.echo(progress.line(), err=True)
+            self._print()
 
     def close(self) -> None:
-        """Print the last line once, however often it is called."""
+        """Print the last line, unless it was just printed; once, however often it is called."""
+        self._print()
+
+    def _print(self) -> None:
         if self._last is not None:
             click.echo(self._last.line(), err=True)
             self._last = None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -24,8 +24,10 @@ from redis.exceptions import InvalidResponse
 from covey import keys, wire
 from covey.budgets.ledger import LedgerSnapshot, unknown_scope
 from covey.budgets.redis_ledger import RedisLedger
+from covey.client import jobs as listing
 from covey.client import waits
 from covey.client.errors import BROKER, REDIS, RESULT_STORE, JobRefused, JobTimeout, StoreUnavailable
+from covey.client.jobs import JobEntry
 from covey.client.outages import Outage, Waiting
 from covey.client.progress import Progress
 from covey.config import connections
@@ -36,6 +38,7 @@ from covey.results import AgentResult
 from covey.spec import InvalidSpec, JobSpec
 from covey.status import Cause, CauseKind, JobStatus
 from covey.store.catalog import NoWorkerServes, WorkerCatalog, check_workers_serve
+from covey.store.jobs import JobIndex
 from covey.store.tree import JobTree, Node
 
 WATCH_INTERVAL_SECONDS = 0.5  # how often a watcher reads the tree and the ledger
@@ -69,8 +72,9 @@ class Client:
                 "retry_policy": {"max_retries": 0},
             },
         )
-        self.redis = redis.Redis.from_url(
+        self.redis = connections.client(
             self.settings.redis_url,
+            self.settings.redis_master,
             decode_responses=True,
             socket_connect_timeout=CLIENT_OUTAGE_SECONDS,
             socket_timeout=connections.SOCKET_TIMEOUT_SECONDS,
@@ -78,6 +82,7 @@ class Client:
         self.ledger = RedisLedger(self.redis, self.settings.job_ttl)
         self.resubscribe = False  # the result store went away under a wait: subscribe again first
         self.tree = JobTree(self.redis, self.settings.job_ttl)
+        self.index = JobIndex(self.redis, self.settings.job_ttl)
         self.catalog = WorkerCatalog(self.redis, self.settings.catalog_ttl)
 
     def spec(self, task: str, **fields: Any) -> JobSpec:
@@ -127,8 +132,20 @@ class Client:
         # can ask about the id before submit returns it, and a root that has started
         # tells its own status, so marking after the send races with nothing.
         with self._reaching(REDIS):
-            self.redis.set(keys.submitted(job_id), 1, ex=self.settings.job_ttl)
+            self.index.record(job_id, spec.wire(), time.time())
         return JobHandle(self, job_id)
+
+    def jobs(self, statuses: Collection[JobStatus] = (), tenant: str | None = None, limit: int = 20) -> list[JobEntry]:
+        """The newest ``limit`` jobs covey clients submitted whose records still live,
+        of these ``statuses`` and this ``tenant`` when given (``covey.client.jobs``)."""
+        with self._reaching(REDIS):
+            return listing.jobs(self, set(statuses), tenant, limit)
+
+    def retry(self, job_id: str) -> JobHandle:
+        """Submit the spec ``job_id`` was sent with again, as a new job (``covey.client.jobs``)."""
+        with self._reaching(REDIS):
+            spec = listing.again(self, job_id)
+        return self.submit(spec)
 
     def ping(self) -> None:
         """Raise ``StoreUnavailable`` now if Redis is down, before any work starts."""
@@ -236,18 +253,32 @@ class JobHandle:
         while not await asyncio.to_thread(self.done):
             waited = time.monotonic() - started
             if timeout is not None and waited >= timeout:
-                raise JobTimeout(self.id, waited, await asyncio.to_thread(self.why_stuck))
+                raise JobTimeout(self.id, waited, await asyncio.to_thread(self._diagnosis))
             await asyncio.sleep(interval if timeout is None else min(interval, timeout - waited))
         return await asyncio.to_thread(self.result, RESULT_FETCH_SECONDS)
 
     def why_stuck(self) -> str | None:
-        """Why the job is not moving, in one line (see ``covey.client.waits``), or None."""
+        """Why the job is not moving, in one line (see ``covey.client.waits``), or None.
+
+        A store is tried again for ``CLIENT_OUTAGE_SECONDS`` before ``StoreUnavailable``:
+        after a Redis restart the first use of a pooled connection fails, and the next
+        one, on a fresh connection, does not."""
+        return Outage(CLIENT_OUTAGE_SECONDS, lambda _: None).ride(self._why_stuck_once)
+
+    def _why_stuck_once(self) -> str | None:
         try:
             with self._client._reaching(BROKER):
                 return waits.why_stuck(self._client, self.id)
         except StoreUnavailable:
             self._client.ping()  # it reads the tree from Redis too: blame Redis if that is what is down
             raise
+
+    def _diagnosis(self) -> str | None:
+        """``why_stuck`` for a wait that ran out: a store still away is the reason."""
+        try:
+            return self.why_stuck()
+        except StoreUnavailable as e:
+            return str(e)
 
     def result(
         self, timeout: float | None = None, diagnose: bool = True, waiting: Waiting | None = None
@@ -280,7 +311,7 @@ class JobHandle:
         except CeleryTimeout as e:
             self._stop_waiting()
             waited = time.monotonic() - started
-            raise JobTimeout(self.id, waited, self.why_stuck() if diagnose else None) from e
+            raise JobTimeout(self.id, waited, self._diagnosis() if diagnose else None) from e
         except StoreUnavailable as e:
             if deadline is None or time.monotonic() < deadline:
                 raise  # away past COVEY_REDIS_OUTAGE_SECONDS

@@ -1,4 +1,4 @@
-"""What the client raises: a job refused, a wait run out, a store out of reach.
+"""What the client raises: a job refused or unknown, a wait run out, a store out of reach.
 
 The names of the stores (``REDIS``, ``BROKER``, ``RESULT_STORE``) live here too:
 ``StoreUnavailable.store`` is one of them, so a caller can tell which is down.
@@ -30,6 +30,17 @@ class JobTimeout(CoveyError, TimeoutError):
     def __init__(self, job_id: str, waited: float, reason: str | None) -> None:
         self.job_id, self.waited, self.reason = job_id, waited, reason
         super().__init__(f"job {job_id} not finished after {waited:.1f}s" + (f": {reason}" if reason else ""))
+
+
+class UnknownJob(CoveyError, LookupError):
+    """No spec is recorded for the job (``Client.retry``): never sent by a covey
+    client, expired, or lost with its records."""
+
+    def __init__(self, job_id: str) -> None:
+        self.job_id = job_id
+        super().__init__(
+            f"unknown job {job_id}: no spec recorded (never submitted by covey, expired, or lost with its records)"
+        )
 
 
 class StoreUnavailable(CoveyError, ConnectionError):

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import redis
 
 from covey import keys
+from covey.config import connections
 from covey.status import AgentStatus
 from covey.store.outbox import Message
 from covey.store.tree import Node
@@ -36,7 +37,7 @@ LOOKS_APART_SECONDS = 1.0  # a message missing at two looks this far apart was l
 def _redis_broker(client: Client) -> redis.Redis | None:
     if not client.settings.redis_broker:
         return None
-    return redis.Redis.from_url(client.settings.broker, decode_responses=True)
+    return connections.client(client.settings.broker, client.settings.redis_master, decode_responses=True)
 
 
 def queue_of(client: Client, job_id: str) -> str | None:
@@ -124,8 +125,8 @@ def why_stuck(client: Client, job_id: str) -> str | None:
         return None
     who = "no worker answers" if live is None else "no live worker runs them"
     return (
-        f"agents of job {job_id} stopped reporting ({who}): {_names(stuck)}; the broker hands their "
-        "tasks to another worker after its visibility timeout"
+        f"agents of job {job_id} stopped reporting ({who}): {_names(stuck)}; a live worker takes their "
+        "tasks up once their worker's heartbeat lapses (COVEY_WORKER_HEARTBEAT_SECONDS)"
     )
 
 

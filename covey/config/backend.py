@@ -9,11 +9,11 @@ Redis client.
 from __future__ import annotations
 
 import redis
-from celery.backends.redis import RedisBackend
+from celery.backends.redis import RedisBackend, SentinelBackend
 
-from covey.config import connections
+from covey.config import connections, sentinel
 
-REDIS_SCHEMES = ("redis", "rediss")
+BACKENDS = {"redis": "PatientRedisBackend", "rediss": "PatientRedisBackend", "sentinel": "PatientSentinelBackend"}
 
 
 class PatientRedisBackend(RedisBackend):
@@ -23,7 +23,28 @@ class PatientRedisBackend(RedisBackend):
         return redis.BlockingConnectionPool(**params)
 
 
+class PatientSentinelBackend(SentinelBackend):
+    """Celery's Sentinel result store on the same patient, blocking pool: a failover
+    is waited out like an outage, and the new master found through the sentinels."""
+
+    def _get_pool(self, **params):
+        outage = self.app.conf.covey_redis_outage_seconds
+        params.update(timeout=outage, retry=connections.PatientRetry(outage))
+        params.setdefault("connection_class", sentinel.FollowingConnection)  # rediss keeps Celery's SSL one
+        hosts = params.pop("hosts")
+        options = self._transport_options
+        sentinels = sentinel.Sentinels(
+            [(h["host"], h["port"]) for h in hosts], sentinel_kwargs=options.get("sentinel_kwargs"), **params
+        )
+        return sentinels.master_for(
+            options.get("master_name"),
+            redis_class=self._get_client(),
+            connection_pool_class=sentinel.BlockingSentinelPool,
+        ).connection_pool
+
+
 def patient(url: str) -> str:
-    """The ``result_backend`` setting for ``url``: this backend for a Redis URL, else ``url``."""
-    scheme = url.partition("://")[0]
-    return f"{__name__}:PatientRedisBackend+{url}" if scheme in REDIS_SCHEMES else url
+    """The ``result_backend`` setting for ``url``: a patient backend for a Redis or
+    Sentinel URL, else ``url``."""
+    name = BACKENDS.get(url.partition("://")[0])
+    return f"{__name__}:{name}+{url}" if name else url

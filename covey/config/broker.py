@@ -4,8 +4,13 @@ kombu's Redis channel builds a new ``redis.Redis`` for each ack, each message
 it marks unacknowledged and each publish; redis-py's constructor copies its
 table of reply callbacks every time, which py-spy showed as about 6% of a worker's
 CPU. A client only borrows connections from its pool per command, so one client
-per pool serves every thread. Only a plain ``redis://`` broker takes this
-transport: ``rediss://`` and RabbitMQ keep kombu's own.
+per pool serves every thread. A plain ``redis://`` broker takes this transport,
+a ``sentinel://`` one its Sentinel twin (kombu's Sentinel channel, with the same
+changes); ``rediss://`` and RabbitMQ keep kombu's own.
+
+It also names the broker by its URL (``redis://host:port/db``) wherever kombu
+names a connection, where kombu's own name is this class's path with a fake
+password.
 
 It also keeps a Redis restart from killing the worker (kombu issue #582): when
 the consumer's connection drops, kombu closes its channels, and closing one gives
@@ -15,19 +20,51 @@ is no connection error, so it escaped kombu's close path and Celery stopped the
 worker with exit code 0. Here it is a connection error, which the close path
 ignores: the worker reconnects, and the messages stay in Redis's unacknowledged
 set until a worker restores them.
+
+Its QoS records which worker process holds each delivery (``covey.config.holder``),
+in the transaction that records the delivery as unacknowledged and in the one
+that acknowledges it, so a dead process's deliveries are known the moment its
+heartbeat lapses.
 """
 
 from __future__ import annotations
 
+import time
+
 from kombu.transport import redis as kombu_redis
+from kombu.transport import virtual
+from kombu.utils.json import dumps
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from covey.config import faults
+from covey import keys
+from covey.config import faults, holder, sentinel
 
-SCHEME = "redis"
+SCHEMES = {"redis": "Transport", "sentinel": "SentinelTransport"}
+DEFAULT_PORT = 6379
+
+
+class QoS(kombu_redis.QoS):
+    def append(self, message, delivery_tag):
+        # kombu's append, with the holder's set written in the same transaction.
+        me, delivery = holder.current(), message.delivery_info
+        record = dumps([message._raw, delivery["exchange"], delivery["routing_key"]])
+        held = keys.worker_held(me.id)
+        with self.pipe_or_acquire() as pipe:
+            pipe.zadd(self.unacked_index_key, {delivery_tag: time.time()}).hset(
+                self.unacked_key, delivery_tag, record
+            ).sadd(held, delivery_tag).expire(held, int(self.visibility_timeout)).execute()
+        me.delivered(delivery_tag)
+        virtual.QoS.append(self, message, delivery_tag)  # the in-memory record; kombu's Redis one is above
+
+    def _remove_from_indices(self, delivery_tag, pipe=None):
+        # An ack, a reject, a restore: the delivery is no longer this process's.
+        me = holder.current()
+        me.done(delivery_tag)
+        return super()._remove_from_indices(delivery_tag, pipe).srem(keys.worker_held(me.id), delivery_tag)
 
 
 class Channel(kombu_redis.Channel):
+    QoS = QoS
     _client = None
 
     def _create_client(self, asynchronous=False):
@@ -44,8 +81,33 @@ class Channel(kombu_redis.Channel):
         return super()._connparams(asynchronous=asynchronous)
 
 
+class SentinelChannel(Channel, kombu_redis.SentinelChannel):
+    """kombu's Sentinel channel with covey's changes, on connections that follow a
+    failover when they reconnect (``covey.config.sentinel.FollowingConnection``)."""
+
+    connection_class = sentinel.FollowingConnection
+
+
 class Transport(kombu_redis.Transport):
     Channel = Channel
+    scheme = "redis"  # as its URL is spelt
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # kombu names a connection (Celery's banner, its "Connected to" line) by
+        # this class's path with a "**" password even when there is none; an
+        # instance that says it parses URLs is asked for its own name instead
+        # (``as_uri``). The class still says it does not, so kombu parses the URL.
+        self.can_parse_url = True
+
+    def as_uri(self, uri: str, include_password: bool = False, mask: str = "**") -> str:
+        """The broker's URL as a person may read it: its password masked, and only if it has one."""
+        c = self.client
+        if c is None:  # a transport not made for a connection: kombu's own naming
+            raise NotImplementedError
+        password = (c.password if include_password else mask) if c.password else ""
+        auth = f"{c.userid or ''}:{password}@" if password else (f"{c.userid}@" if c.userid else "")
+        return f"{self.scheme}://{auth}{c.hostname}:{c.port or DEFAULT_PORT}/{c.virtual_host or 0}"
 
     def _deliver(self, message, queue):
         # The pop has returned; the delivery is recorded as unacknowledged only in
@@ -55,7 +117,13 @@ class Transport(kombu_redis.Transport):
         return super()._deliver(message, queue)
 
 
+class SentinelTransport(Transport, kombu_redis.SentinelTransport):
+    Channel = SentinelChannel
+    scheme = "sentinel"
+
+
 def transport(url: str) -> str | None:
-    """The ``broker_transport`` setting for a broker at ``url``: this transport for
-    ``redis://``, else None (the URL's scheme picks kombu's)."""
-    return f"{__name__}:Transport" if url.partition("://")[0] == SCHEME else None
+    """The ``broker_transport`` setting for a broker at ``url``: these transports for
+    ``redis://`` and ``sentinel://``, else None (the URL's scheme picks kombu's)."""
+    name = SCHEMES.get(url.partition("://")[0])
+    return f"{__name__}:{name}" if name else None

@@ -7,7 +7,7 @@ from typing import Any
 
 from celery import Celery
 
-from covey.config import backend, broker, connections
+from covey.config import backend, broker, connections, sentinel
 from covey.config.settings import Settings
 
 
@@ -38,7 +38,9 @@ def celery_config(settings: Settings) -> dict[str, Any]:
             "unacked_restore_throttle": 1,
             **_redis_link(),
             "max_connections": connections.pool_size(settings.worker_slots),  # kombu's Redis pool: acks, publishes
+            **_sentinels(settings, settings.broker),
         },
+        "result_backend_transport_options": _sentinels(settings, settings.backend),
         "broker_connection_retry_on_startup": True,
         **_outages_waited_out(settings),
         "result_expires": int(settings.job_ttl),
@@ -60,6 +62,14 @@ def _redis_link() -> dict[str, Any]:
         "socket_keepalive": True,
         "health_check_interval": connections.HEALTH_CHECK_SECONDS,
     }
+
+
+def _sentinels(settings: Settings, url: str) -> dict[str, Any]:
+    """kombu's and Celery's transport options for a ``sentinel://`` URL: the master's
+    name, and timeouts for the sentinels (Celery's result store gives them none)."""
+    if not sentinel.is_sentinel(url):
+        return {}
+    return {"master_name": settings.redis_master, "sentinel_kwargs": connections.sentinel_options()}
 
 
 def _outages_waited_out(settings: Settings) -> dict[str, Any]:

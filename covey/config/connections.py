@@ -10,6 +10,10 @@ notice a link that went silent, where a read would otherwise wait forever.
 
 A pool holds a connection per worker slot (and a few for the worker's own
 threads); a caller beyond that waits for a free one instead of failing.
+
+Every covey client of Redis is built here (``client``, ``patient_client``), from
+a ``redis://`` URL or a Sentinel one (``covey.config.sentinel``): a failover is
+an outage like any other, waited out until the promoted replica answers.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from typing import Any, TypeVar
 import redis
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
+
+from covey.config import sentinel
 
 T = TypeVar("T")
 
@@ -45,7 +51,9 @@ class PatientRetry(Retry):
         super().__init__(
             ExponentialBackoff(cap=BACKOFF_CAP_SECONDS, base=0.05),
             retries=-1,
-            supported_errors=(redis.ConnectionError, redis.TimeoutError, socket.timeout),
+            # READONLY: a master demoted by a failover, reached by an address that
+            # did not follow it (a DNS name, a proxy); Sentinel clients reconnect themselves.
+            supported_errors=(redis.ConnectionError, redis.TimeoutError, socket.timeout, redis.ReadOnlyError),
         )
         self.seconds = seconds
 
@@ -65,6 +73,8 @@ class PatientRetry(Retry):
                 fail(error, failures) if with_failure_count else fail(error)
                 pause = self._backoff.compute(failures)
                 if time.monotonic() + pause > give_up:
+                    if isinstance(error, redis.ReadOnlyError):  # to its caller an outage, not a failed command
+                        raise redis.ConnectionError(f"Redis is a read-only replica: {error}") from error
                     raise
                 time.sleep(pause)
 
@@ -90,7 +100,25 @@ def options(slots: int, outage_seconds: float) -> dict[str, Any]:
     }
 
 
-def patient_client(url: str, slots: int, outage_seconds: float) -> redis.Redis:
+def sentinel_options() -> dict[str, Any]:
+    """How a client reaches the sentinels: a silent one is given up on, and the next asked."""
+    return {"socket_timeout": CONNECT_TIMEOUT_SECONDS, "socket_connect_timeout": CONNECT_TIMEOUT_SECONDS}
+
+
+def client(url: str, master: str | None, **kwargs: Any) -> redis.Redis:
+    """A client of the Redis at ``url``; for a ``sentinel://`` URL, of the master
+    the sentinels call ``master`` (``COVEY_REDIS_MASTER``), wherever it is now."""
+    if not sentinel.is_sentinel(url):
+        return redis.Redis.from_url(url, **kwargs)
+    if not master:
+        raise ValueError(f"{url!r} is a Sentinel URL: set COVEY_REDIS_MASTER to the name its sentinels monitor")
+    return sentinel.master(url, master, sentinel_options(), **kwargs)
+
+
+def patient_client(url: str, slots: int, outage_seconds: float, master: str | None = None) -> redis.Redis:
     """A client for a worker process: ``decode_responses``, one pool sized to its slots."""
-    pool = redis.BlockingConnectionPool.from_url(url, decode_responses=True, **options(slots, outage_seconds))
+    opts = options(slots, outage_seconds)
+    if sentinel.is_sentinel(url):
+        return client(url, master, blocking=True, decode_responses=True, **opts)
+    pool = redis.BlockingConnectionPool.from_url(url, decode_responses=True, **opts)
     return redis.Redis(connection_pool=pool)

@@ -11,12 +11,14 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from covey.budgets.budget import MAX_COUNT, MAX_SECONDS, Budget
 from covey.budgets.prices import Price
+from covey.config import sentinel
 from covey.keys import DEFAULT_CATALOG_TTL_SECONDS, DEFAULT_JOB_TTL_SECONDS, RESERVATION_TTL_SECONDS
 
 SDK_MAX_BACKOFF_SECONDS = 8  # the openai SDK's longest wait between two retries
 REDELIVERY_MARGIN_SECONDS = 30  # beyond a task's longest run, before the broker redelivers it
 MAX_CONCURRENCY = 1024  # worker slots: Celery starts them all at once, so a typo must not start millions
 MAX_PROCESSES = 256
+MAX_LEDGER_REPLICAS = 16  # WAIT for more replicas than a deployment runs would refuse every charge
 Pool = Literal["threads", "prefork", "gevent", "solo"]
 # Slots per worker process when COVEY_WORKER_CONCURRENCY is unset. An agent spends
 # nearly all its time waiting on its model, so a process of threads or greenlets
@@ -32,6 +34,17 @@ class Settings(BaseSettings):
     redis_url: str = "redis://localhost:6379/0"
     broker_url: str | None = Field(default=None, description="defaults to redis_url")
     result_backend: str | None = Field(default=None, description="defaults to redis_url")
+    redis_master: str | None = Field(
+        default=None,
+        description="COVEY_REDIS_MASTER: the master's name for sentinel:// URLs (kombu's and Celery's master_name)",
+    )
+    ledger_replicas: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_LEDGER_REPLICAS,
+        description="COVEY_LEDGER_REPLICAS: replicas that must hold each ledger write before it counts "
+        "(Redis WAIT; 0 = off; default: 1 under Sentinel, else 0)",
+    )
     queue: str = "covey"
     sweep_queue: str = Field(
         default="covey-sweeps",
@@ -123,6 +136,13 @@ class Settings(BaseSettings):
         le=MAX_SECONDS,
         description="how often a worker looks for a dead worker's tasks to redeliver",
     )
+    worker_heartbeat_seconds: float = Field(
+        default=6.0,
+        gt=0,
+        le=MAX_SECONDS,
+        description="a worker process that has not beaten for this long counts as dead, and another worker "
+        "puts its unacknowledged tasks back on their queues at once (covey.worker.takeover)",
+    )
     reconcile_seconds: float = Field(
         default=5.0,
         gt=0,
@@ -146,8 +166,18 @@ class Settings(BaseSettings):
     def _has_a_scheme(cls, url: str | None) -> str | None:
         """``localhost:6379`` would reach redis-py as a URL of scheme ``localhost``, a traceback deep in a client."""
         if url is not None and "://" not in url:
-            raise ValueError(f"{url!r} has no scheme: write it as redis://{url}/0 (or rediss://, amqp://, unix://)")
+            raise ValueError(
+                f"{url!r} has no scheme: write it as redis://{url}/0 (or rediss://, amqp://, unix://, sentinel://)"
+            )
+        if url is not None and sentinel.is_sentinel(url):
+            sentinel.SentinelURL.parse(url)
         return url
+
+    @model_validator(mode="after")
+    def _sentinels_name_their_master(self) -> Settings:
+        if not self.redis_master and any(sentinel.is_sentinel(u) for u in (self.redis_url, self.broker, self.backend)):
+            raise ValueError("a sentinel:// URL needs COVEY_REDIS_MASTER, the name its sentinels monitor the master by")
+        return self
 
     @property
     def worker_slots(self) -> int:
@@ -186,6 +216,14 @@ class Settings(BaseSettings):
         return self
 
     @property
+    def ledger_wait_replicas(self) -> int:
+        """Replicas each ledger write waits for: a Sentinel deployment has at least one,
+        and a failover must not lose a charge the master acknowledged."""
+        if self.ledger_replicas is not None:
+            return self.ledger_replicas
+        return 1 if sentinel.is_sentinel(self.redis_url) else 0
+
+    @property
     def broker(self) -> str:
         return self.broker_url or self.redis_url
 
@@ -193,7 +231,7 @@ class Settings(BaseSettings):
     def redis_broker(self) -> bool:
         """Whether the broker is a Redis, whose queues and unacknowledged deliveries
         covey can read (to find a job's message, or one that was lost)."""
-        return self.broker.startswith(("redis://", "rediss://", "unix://"))
+        return self.broker.startswith(("redis://", "rediss://", "unix://", "sentinel://"))
 
     @property
     def backend(self) -> str:

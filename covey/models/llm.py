@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 import openai
@@ -112,7 +113,7 @@ class LLM:
         except openai.APIStatusError as e:
             raise ModelError(f"model call failed: HTTP {e.status_code}: {_message(e)}", _status_cause(e)) from e
         except openai.APIConnectionError as e:
-            raise ModelError(f"model unreachable: {e}", failed) from e
+            raise ModelError(f"model unreachable at {_shown(endpoint.base_url)}: {e}", failed) from e
         except openai.OpenAIError as e:
             raise ModelError(f"model call failed: {type(e).__name__}: {e}", failed) from e
         except ValueError as e:  # an answer the SDK cannot parse (not JSON): billed, for all covey knows
@@ -175,6 +176,14 @@ def _retry_after(headers: httpx2.Headers) -> float | None:
         except (KeyError, ValueError):
             continue
     return None
+
+
+def _shown(base_url: str | None) -> str:
+    """The endpoint as a person may see it: no user, password or query (a key may sit there)."""
+    if base_url is None:
+        return "the in-process sim"
+    parts = urlsplit(base_url)
+    return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))
 
 
 def _message(error: openai.APIStatusError) -> str:

@@ -47,6 +47,21 @@ class Claims:
         """Give up the lease now: another submitter may adopt this one's units at once."""
         self.redis.delete(keys.sweep_owner(self.sweep_id, self.owner))
 
+    def cancel(self) -> list[str]:
+        """Mark the sweep cancelled (``covey sweep-cancel``); returns the jobs of its
+        units not yet recorded, for the caller to cancel."""
+        self.redis.set(keys.sweep_cancel(self.sweep_id), 1, ex=self.job_ttl)
+        claimed = list(self.redis.scan_iter(match=keys.sweep_claim(self.sweep_id, "*"), count=1000))
+        held = [json.loads(raw) for raw in self.redis.mget(claimed) if raw is not None] if claimed else []
+        return [h["job"] for h in held if h["recorded"] is None]
+
+    def cancelled(self) -> bool:
+        return bool(self.redis.exists(keys.sweep_cancel(self.sweep_id)))
+
+    def resume(self) -> None:
+        """A rerun after a cancel goes on with the units not run."""
+        self.redis.delete(keys.sweep_cancel(self.sweep_id))
+
     def take(self, unit: str, job_id: str) -> Take:
         key = keys.sweep_claim(self.sweep_id, unit)
         mine = json.dumps({"job": job_id, "owner": self.owner, "recorded": None})

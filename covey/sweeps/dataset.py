@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from covey.spec import describe
+from covey.spec import describe, require_text
 from covey.sweeps.errors import SweepInputError
 
 
@@ -36,10 +36,7 @@ class Sample(BaseModel):
     @field_validator("input")
     @classmethod
     def _has_text(cls, value: str) -> str:
-        """A blank task would run, and cost, a job that can answer nothing."""
-        if not value.strip():
-            raise ValueError("only whitespace: give the task some text")
-        return value
+        return require_text(value)
 
 
 def load_dataset(path: str | Path) -> list[Sample]:

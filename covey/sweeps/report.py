@@ -5,7 +5,7 @@ scores 0; ``skipped_budget`` ones did not run and are only counted), with its
 standard error; with several scorers, the first is the accuracy and each one's
 mean score is reported beside it. Tokens, cycles and latency are the sample jobs' own (a judge's
 tokens are reported apart). The same rows go to a table, ``summary.csv`` and
-``summary.png``, a chart of accuracy against tokens per sample.
+``summary.png``, a chart of accuracy against tokens per sample (``covey.sweeps.chart``).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from covey import wire
+from covey.sweeps.chart import write_chart
 from covey.sweeps.records import SKIPPED_BUDGET, Record, ResultsLog
 
 SUMMARY_CSV = "summary.csv"
@@ -191,61 +192,6 @@ def write_csv(rows: list[ConfigSummary], path: Path) -> None:
 
 def _cell(value: object) -> object:
     return "" if value is None else round(value, 6) if isinstance(value, float) else value
-
-
-def write_chart(rows: list[ConfigSummary], path: Path, title: str = "") -> bool:
-    """Accuracy (± standard error) against mean tokens per sample, one labelled point
-    per configuration. False when matplotlib is not installed."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
-    # (row, accuracy, mean tokens) of the rows that have both
-    shown = [(r, r.accuracy, r.mean_tokens) for r in rows if r.accuracy is not None and r.mean_tokens is not None]
-    fig, ax = plt.subplots(figsize=(9, 5.5), dpi=120)
-    colors = [plt.get_cmap("tab10")(i) for i in range(10)]
-    for i, (r, accuracy, tokens) in enumerate(shown):
-        color = colors[i % len(colors)]
-        ax.errorbar(
-            tokens,
-            100 * accuracy,
-            yerr=100 * (r.stderr or 0),
-            fmt="o",
-            markersize=10,
-            capsize=6,
-            color=color,
-            label=f"{r.config}  ({100 * accuracy:.1f}% of {r.ran}, {tokens:.0f} tok)",
-        )
-        # Right of the point, staggered so neighbours' labels do not sit on each other.
-        ax.annotate(
-            r.config,
-            (tokens, 100 * accuracy),
-            textcoords="offset points",
-            xytext=(12, 10 * (i % 3 - 1)),
-            ha="left",
-            va="center",
-            fontsize=10,
-            color=color,
-            fontweight="bold",
-            bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.8},
-        )
-    most = max((tokens for _, _, tokens in shown), default=1.0) or 1.0
-    ax.set_xlim(-0.04 * most, most * 1.3)
-    ax.set_ylim(0, 115)
-    ax.set_yticks(range(0, 101, 20))
-    ax.set_xlabel("mean tokens per sample (lower is cheaper)", fontsize=11)
-    ax.set_ylabel("accuracy, % (± standard error)", fontsize=11)
-    ax.set_title(title or "Accuracy against tokens per configuration", fontsize=13)
-    ax.grid(True, alpha=0.3)
-    if shown:
-        ax.legend(loc="lower right", fontsize=9, framealpha=0.9)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return True
 
 
 def build_report(directory: Path) -> tuple[list[ConfigSummary], bool]:

@@ -84,6 +84,7 @@ class SweepOutcome:
     dry: bool  # the sweep's cap ran out
     progress: SweepProgress | None = None
     timed_out: bool = False  # ``timeout`` ran out with units unrecorded; a rerun resumes them
+    cancelled: bool = False  # ``covey sweep-cancel`` stopped it; a rerun resumes the units not run
 
 
 @dataclass
@@ -111,6 +112,7 @@ class _Run:
     adopted: int = 0
     peak: int = 0
     dry: bool = False
+    cancelled: bool = False
     started: float = field(default_factory=time.monotonic)
 
     def progress(self) -> SweepProgress:
@@ -151,7 +153,9 @@ def run_sweep(
     rerun with the same ``out`` skips what a rerun keeps (``records.KEPT``), runs
     the rest again with ``retries`` more attempts each, and follows the jobs a
     killed submitter left running instead of running their samples again.
-    ``selection`` narrows this run to some samples. ``SweepMismatch`` when
+    ``selection`` narrows this run to some samples. Once the sweep is cancelled
+    (``Claims.cancel``) it sends no more jobs and returns when those in flight have
+    ended (``cancelled``); a rerun goes on with the units not run. ``SweepMismatch`` when
     ``out`` holds a sweep of another dataset or grid. Past ``timeout`` seconds
     it stops waiting (``timed_out``): the jobs in flight go on, and a rerun
     follows them.
@@ -202,6 +206,7 @@ def run_sweep(
     )
     run.done = run.already_done
     del units
+    run.claims.resume()
     run.claims.renew()
     renewed = time.monotonic()
     timed_out = False
@@ -210,12 +215,13 @@ def run_sweep(
             if time.monotonic() - renewed >= RENEW_SECONDS:
                 run.claims.renew()
                 renewed = time.monotonic()
+                _check_cancelled(run)
             _check_dry(run)
             moved = _fill(run)
             moved |= _collect(run)
             if observer is not None:
                 observer(run.progress())
-            if not run.flights and not run.busy and not _has_pending(run):
+            if not run.flights and (run.cancelled or (not run.busy and not _has_pending(run))):
                 break
             if timeout is not None and time.monotonic() - run.started >= timeout:
                 timed_out = True
@@ -238,6 +244,7 @@ def run_sweep(
         dry=run.dry,
         progress=run.progress(),
         timed_out=timed_out,
+        cancelled=run.cancelled,
     )
 
 
@@ -262,7 +269,7 @@ def _next_unit(run: _Run) -> Unit | None:
 def _fill(run: _Run) -> bool:
     """Submit (or adopt) units until the window is full; True if any was."""
     moved = False
-    while len(run.flights) < run.window.size:
+    while len(run.flights) < run.window.size and not run.cancelled:
         if run.dry:
             _skip_rest(run)
             return moved
@@ -358,7 +365,7 @@ def _ended(run: _Run, flight: Flight, result: AgentResult | str) -> None:
             _score(scorer, record, unit.sample)
         record.score = record.scores.get(run.scoring.primary)
     judge = run.scoring.judge
-    if result.ok and judge is not None:
+    if result.ok and judge is not None and not run.cancelled:
         judge_id = uuid()
         _send(run, judge_id, judge.spec(unit.sample, result.output or "", run.manifest.id))
         record.judge_job_id = judge_id
@@ -447,6 +454,16 @@ def _sweep_refused(run: _Run, result: AgentResult) -> bool:
     """Whether the job ended because the sweep's own scope was short (not its own budget, nor another scope)."""
     cause = result.cause
     return cause is not None and cause.kind is CauseKind.BUDGET and cause.scope == run.manifest.scope
+
+
+def _check_cancelled(run: _Run) -> None:
+    """Once the sweep is cancelled, send nothing more and cancel what is in flight
+    (``covey sweep-cancel`` cancels the jobs it finds claimed; these include any sent since)."""
+    if run.cancelled or not run.claims.cancelled():
+        return
+    run.cancelled = True
+    for job_id in run.flights:
+        run.client.ledger.cancel(job_id)
 
 
 def _check_dry(run: _Run) -> None:

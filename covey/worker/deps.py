@@ -11,7 +11,7 @@ from functools import cached_property, lru_cache
 from redis import Redis
 
 from covey.budgets.ledger import Ledger
-from covey.budgets.redis_ledger import RedisLedger
+from covey.budgets.redis_ledger import RedisLedger, ReplicaWait
 from covey.config import connections
 from covey.config.settings import Settings, get_settings
 from covey.models.llm import LLM
@@ -19,7 +19,7 @@ from covey.store.checkpoints import Checkpoints
 from covey.store.outbox import Outbox
 from covey.store.tree import JobTree
 from covey.store.workspace import Workspace
-from covey.worker import signing
+from covey.worker import signing, takeover
 
 
 def utcnow() -> datetime:
@@ -37,6 +37,8 @@ class Deps:
     outbox: Outbox
     now: Callable[[], datetime] = field(default=utcnow)
     sleep: Callable[[float], None] = field(default=time.sleep)  # waits for a scope's next window
+    # Raises when another worker took the running step's delivery (covey.worker.takeover).
+    still_held: Callable[[], None] = field(default=lambda: None)
 
     def workspace(self, job_id: str) -> Workspace:
         return Workspace(self.redis, job_id, self.settings.job_ttl)
@@ -48,15 +50,19 @@ class Deps:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Deps:
-        client = connections.patient_client(settings.redis_url, settings.worker_slots, settings.redis_outage_seconds)
+        client = connections.patient_client(
+            settings.redis_url, settings.worker_slots, settings.redis_outage_seconds, settings.redis_master
+        )
+        replicas = ReplicaWait(settings.ledger_wait_replicas, settings.redis_outage_seconds)
         return cls(
             settings=settings,
             redis=client,
-            ledger=RedisLedger(client, settings.job_ttl),
+            ledger=RedisLedger(client, settings.job_ttl, replicas=replicas),
             llm=LLM(settings),
             tree=JobTree(client, settings.job_ttl),
             checkpoints=Checkpoints(client, settings.job_ttl),
             outbox=Outbox(client),
+            still_held=takeover.still_held,
         )
 
 

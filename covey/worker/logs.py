@@ -7,6 +7,10 @@ ids and counts only, never a prompt, a reply or a setting, so no secret reaches 
 Every other line (an error, a traceback, Celery's own) is redacted
 (``covey.worker.redaction``), and Celery's line for a finished task names the task,
 not what it returned: a root's return value is the job's whole answer.
+
+Under JSON every line the worker writes is JSON: Celery's banner and shutdown
+notices, which it prints around logging, and warnings, also those raised before
+Celery sets its logging up.
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from celery.app import trace
-from celery.signals import after_setup_logger, after_setup_task_logger
+from celery.apps import worker as celery_worker
+from celery.signals import after_setup_logger, after_setup_task_logger, celeryd_after_setup
+from celery.utils.log import get_multiprocessing_logger as multiprocessing_logger
 
 from covey.worker.redaction import Redacting
 
@@ -63,13 +69,52 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, default=str)
 
 
+def _handlers(logger: logging.Logger | None) -> list[logging.Handler]:
+    """The handlers Celery just set up: the task logger's, or the root's and the
+    prefork pool's, which it sets up beside the root's."""
+    root = logging.getLogger()
+    loggers = [logger] if logger not in (None, root) else [root, multiprocessing_logger()]
+    return [h for each in loggers if each is not None for h in each.handlers]
+
+
 def _json_handlers(logger: logging.Logger | None = None, **_: Any) -> None:
-    for handler in (logger or logging.getLogger()).handlers:
+    for handler in _handlers(logger):
         handler.setFormatter(JsonFormatter())
 
 
+def emit(log_format: str) -> None:
+    """Send what is logged before Celery sets its handlers up (an import's warning,
+    the supervisor of several worker processes) to standard error in ``log_format``,
+    and Python's warnings through logging, so they are formatted like the rest."""
+    handler = logging.StreamHandler()
+    handler.addFilter(Redacting())
+    if log_format == "json":
+        handler.setFormatter(JsonFormatter())
+    root = logging.getLogger()
+    root.handlers = [handler]
+    root.setLevel(logging.INFO)
+    logging.captureWarnings(True)
+
+
+# Celery writes its banner with print() and its shutdown notices with os.write,
+# both to standard output and around logging; under JSON each becomes a record.
+said = logging.getLogger("celery.apps.worker")
+
+
+def _banner_as_json(instance: Any = None, **_: Any) -> None:
+    """The banner's lines as one record, and Celery's own banner off (it reads
+    ``quiet`` right after this signal)."""
+    info = instance.startup_info(artlines=False) + (instance.extra_info() or "")
+    said.info("worker starting", extra={"covey": {"event": "worker_starting", "banner": info.strip().splitlines()}})
+    instance.quiet = True
+
+
+def _say_as_json(msg: str, f: Any = None) -> None:
+    said.warning(msg.strip())
+
+
 def _redacting_handlers(logger: logging.Logger | None = None, **_: Any) -> None:
-    for handler in (logger or logging.getLogger()).handlers:
+    for handler in _handlers(logger):
         handler.addFilter(Redacting())
 
 
@@ -91,5 +136,8 @@ def install(log_format: str) -> None:
     after_setup_logger.connect(_redacting_handlers, weak=False)
     after_setup_task_logger.connect(_redacting_handlers, weak=False)
     if log_format == "json":
+        emit(log_format)
         after_setup_logger.connect(_json_handlers, weak=False)
         after_setup_task_logger.connect(_json_handlers, weak=False)
+        celeryd_after_setup.connect(_banner_as_json, weak=False)
+        celery_worker.safe_say = _say_as_json

@@ -183,6 +183,7 @@ def join(deps: Deps, state: AgentState) -> tuple[AgentState, Action]:
 def advance(deps: Deps, state: AgentState, action: Action) -> Finished | FanOut | Paused:
     strategy = registry.strategy(state.spec.strategy)
     while True:
+        deps.still_held()  # a step taken by another worker while this one was quiet goes no further
         state.strategy_state = action.state
         if isinstance(action, Finish):
             cause = action.cause or _strategy_cause(action.status, state.children)

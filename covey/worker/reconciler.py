@@ -32,6 +32,7 @@ from celery import Celery
 from celery.signals import worker_ready
 
 from covey import keys
+from covey.config import connections
 from covey.config.settings import Settings, get_settings
 from covey.store.outbox import Message, Outbox
 
@@ -94,8 +95,8 @@ class Reconciler:
 
 
 def _loop(settings: Settings, app: Celery) -> None:
-    store = redis.Redis.from_url(settings.redis_url, decode_responses=True)
-    broker = redis.Redis.from_url(settings.broker, decode_responses=True)
+    store = connections.client(settings.redis_url, settings.redis_master, decode_responses=True)
+    broker = connections.client(settings.broker, settings.redis_master, decode_responses=True)
     reconciler = Reconciler(store, broker, [settings.queue], lambda m: send(app, m))
     token, lock = uuid.uuid4().hex, keys.reconciler_lock()
     while True:

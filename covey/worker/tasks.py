@@ -43,7 +43,7 @@ from covey.store.catalog import NoWorkerServes
 from covey.store.outbox import Message
 from covey.store.tree import Node, preview
 from covey.tools.registry import NotServed, check_served
-from covey.worker import catalog, handover, loop, lost, reconciler, signing
+from covey.worker import catalog, handover, loop, lost, reconciler, signing, takeover
 from covey.worker.agent_state import AgentState, UnreadableCheckpoint, dump_checkpoint, load_checkpoint
 from covey.worker.app import app
 from covey.worker.deps import Deps, worker_deps
@@ -197,6 +197,8 @@ def _guarded(task, job_id: str, agent_id: str, step: Step) -> dict[str, Any] | s
     ``failed`` result, which counts the agent off its parent's join like any end."""
     state: AgentState | None = None
     try:
+        takeover.taking_up(task.request)
+        takeover.still_held()
         done = _finished_before(task, job_id, agent_id)
         if done is not None:
             return done
@@ -207,6 +209,10 @@ def _guarded(task, job_id: str, agent_id: str, step: Step) -> dict[str, Any] | s
         raise
     except OUTAGES as e:
         _hand_back(job_id, agent_id, e)
+    except takeover.TakenOver as e:
+        # This process went quiet past its heartbeat: the worker that took the step runs it.
+        log.warning("agent %s of job %s: %s; this copy dropped", agent_id, job_id, e)
+        raise Ignore() from None
     except (UnreadableCheckpoint, StateLost) as e:
         # Its records are gone (a Redis wiped, keys expired) or its checkpoint is not
         # this worker's to read: the agent fails saying so, in one line, keeping what

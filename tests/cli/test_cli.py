@@ -11,9 +11,9 @@ import pytest
 from tests.redis_server import free_port
 
 
-def covey(*args, redis_url):
+def covey(*args, redis_url, **settings: str):
     env = {k: v for k, v in os.environ.items() if not k.startswith("COVEY_")}
-    env["COVEY_REDIS_URL"] = redis_url
+    env.update(COVEY_REDIS_URL=redis_url, **settings)
     return subprocess.run([sys.executable, "-m", "covey", *args], env=env, capture_output=True, text=True, timeout=60)
 
 
@@ -104,6 +104,7 @@ def test_version_is_the_packages(redis_server):
         (("submit", "x", "--tenant", ""), "tenant:"),
         (("submit", "x", "--tools", "calculator,tele port"), "tools:"),  # which exist is the workers' to say
         (("submit",), "give the task as TASK"),
+        (("run", "  \n "), "task: only whitespace"),
         (("submit", "x", "--task-file", "/no/such/file"), "--task-file"),
         (("submit", "x", "--strategy", "debate", "--option", "num_debaters=1"), "options.num_debaters"),
         (("submit", "x", "--option", "=3"), "--option"),

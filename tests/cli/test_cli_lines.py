@@ -7,6 +7,7 @@ import socket
 import pytest
 
 from tests.cli.test_cli import covey
+from tests.redis_server import free_port
 
 
 def one_line(proc, code: int) -> str:
@@ -25,7 +26,7 @@ def test_a_redis_url_without_a_scheme_is_one_line_saying_how_to_write_it(command
     line = one_line(covey(*command, redis_url="localhost:6379"), 2)
     assert line == (
         "Error: invalid configuration: redis_url: 'localhost:6379' has no scheme: "
-        "write it as redis://localhost:6379/0 (or rediss://, amqp://, unix://)"
+        "write it as redis://localhost:6379/0 (or rediss://, amqp://, unix://, sentinel://)"
     )
 
 
@@ -42,3 +43,16 @@ def test_flower_on_a_busy_port_is_one_line_naming_it(redis_server):
 def test_a_tenant_given_with_its_scope_prefix_is_told_to_drop_it(redis_server):
     line = one_line(covey("submit", "x", "--tenant", "tenant:acme", redis_url=redis_server.url), 2)
     assert line.endswith("tenant: give the name without its prefix: 'acme'")
+
+
+@pytest.mark.parametrize(
+    "env, said",
+    [
+        ({}, "Error: invalid configuration: a sentinel:// URL needs COVEY_REDIS_MASTER"),
+        ({"COVEY_REDIS_MASTER": "covey"}, "Error: cannot reach Redis (sentinel://127.0.0.1:"),
+    ],
+)
+def test_a_sentinel_url_without_its_master_or_its_sentinels_is_one_line(env, said):
+    url = f"sentinel://127.0.0.1:{free_port()};sentinel://127.0.0.1:{free_port()}"
+    line = one_line(covey("status", "j", redis_url=url, **env), 2)
+    assert line.startswith(said)

@@ -7,6 +7,7 @@ import pytest
 from covey import keys
 from covey.client import Client
 from covey.config.settings import Settings
+from covey.spec import InvalidSpec
 from covey.status import JobStatus
 
 TTL = 60  # the shortest COVEY_JOB_TTL allowed, far from the default week
@@ -30,3 +31,10 @@ def test_a_job_sent_under_a_chosen_id_without_a_subscription_is_queued_under_it(
     handle = client.submit("What is 2 + 2?", job_id="chosen-1", subscribe=False)
     assert handle.id == "chosen-1" and handle.status() is JobStatus.QUEUED
     assert not client.app.backend.result_consumer.subscribed_to
+
+
+def test_a_whitespace_only_task_is_refused_naming_the_field_before_anything_is_sent(client):
+    before = client.redis.dbsize()
+    with pytest.raises(InvalidSpec, match=r"^invalid job spec: task: only whitespace"):
+        client.submit(" \n\t ")
+    assert client.redis.dbsize() == before

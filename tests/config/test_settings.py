@@ -4,6 +4,7 @@ import pytest
 from pydantic import ValidationError
 
 from covey.config.celery import celery_config
+from covey.config.sentinel import SentinelURL
 from covey.config.settings import Settings
 
 
@@ -77,3 +78,46 @@ def test_the_sims_price_is_json_with_the_models_files_keys(monkeypatch):
         Settings()
     monkeypatch.delenv("COVEY_SIM_PRICE")
     assert Settings().sim_price is None  # the sim keeps no cost unless asked to
+
+
+SENTINELS = "sentinel://:pw@10.0.0.1:26379/2;sentinel://10.0.0.2:26380;sentinel://10.0.0.3"
+
+
+def test_a_sentinel_url_reaches_the_broker_the_result_store_and_the_ledger_through_its_master():
+    settings = Settings(redis_url=SENTINELS, redis_master="covey")
+    conf = celery_config(settings)
+    assert conf["broker_url"] == SENTINELS
+    assert conf["broker_transport"] == "covey.config.broker:SentinelTransport"
+    assert conf["result_backend"] == f"covey.config.backend:PatientSentinelBackend+{SENTINELS}"
+    for options in (conf["broker_transport_options"], conf["result_backend_transport_options"]):
+        assert options["master_name"] == "covey"
+        assert options["sentinel_kwargs"]["socket_timeout"] > 0  # a silent sentinel is given up on
+    assert settings.ledger_wait_replicas == 1  # on by default under Sentinel
+    assert Settings(redis_url=SENTINELS, redis_master="covey", ledger_replicas=0).ledger_wait_replicas == 0
+    assert Settings().ledger_wait_replicas == 0  # a lone Redis has no replica to wait for
+    assert celery_config(Settings())["result_backend_transport_options"] == {}
+
+
+def test_a_sentinel_url_names_its_sentinels_and_the_masters_login():
+    where = SentinelURL.parse(SENTINELS)
+    assert where.hosts == (("10.0.0.1", 26379), ("10.0.0.2", 26380), ("10.0.0.3", 26379))
+    assert (where.db, where.password) == (2, "pw")
+
+
+@pytest.mark.parametrize(
+    "url, said",
+    [
+        ("sentinel://h:port", "'sentinel://h:port' is not a sentinel address"),
+        ("sentinel://h:1;redis://h:2", "'redis://h:2' is not a sentinel address"),
+        ("sentinel://h:1/zero", "the database after the first sentinel's address must be a number"),
+    ],
+)
+def test_a_bad_sentinel_url_is_refused_naming_the_address(url, said):
+    with pytest.raises(ValidationError, match=said):
+        Settings(redis_url=url, redis_master="covey")
+
+
+@pytest.mark.parametrize("field", ["redis_url", "broker_url", "result_backend"])
+def test_a_sentinel_url_without_its_masters_name_is_refused(field):
+    with pytest.raises(ValidationError, match="COVEY_REDIS_MASTER"):
+        Settings(**{field: "sentinel://h:26379"})

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import IO
 
 import httpx2
 import pytest
@@ -17,6 +20,23 @@ from covey.config.settings import Settings
 from tests.redis_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
+_LOGS: list[Path] = []  # the session's directory of worker logs, once made
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _worker_logs():
+    """Workers log into one directory of the session's, removed when it ends, so
+    a run leaves no file in the system's temporary directory."""
+    yield
+    for directory in _LOGS:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def worker_log(name: str) -> IO[str]:
+    """A new log file for one worker process, in the session's log directory."""
+    if not _LOGS:
+        _LOGS.append(Path(tempfile.mkdtemp(prefix="covey-worker-logs-")))
+    return open(_LOGS[0] / f"{name}-{time.time_ns()}.log", "w")
 
 
 def worker_env(redis_url: str, **extra: str) -> dict[str, str]:
@@ -34,7 +54,7 @@ def start_worker(
 
 def start_covey_worker(redis_url: str, flags: list[str], **extra: str) -> subprocess.Popen:
     """``covey worker`` with these flags only (none: every default, as a deployment runs it)."""
-    log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"covey-worker-{os.getpid()}-{time.time_ns()}.log", "w")
+    log = worker_log("covey-worker")
     proc = subprocess.Popen(
         [sys.executable, "-m", "covey", "worker", *flags],
         env=worker_env(redis_url, **extra),
@@ -70,13 +90,19 @@ def start_sim_server(redis_url: str) -> tuple[subprocess.Popen, str]:
 SIMHTTP = "simhttp"  # the name a models file gives ``covey sim-server`` in the tests
 
 
-def served_over_http(directory: Path, base_url: str) -> dict[str, str]:
+DOWN_URL = "http://user:hunter2@127.0.0.1:{port}/v1?key=hunter2"  # the ``down`` model's endpoint
+
+
+def served_over_http(directory: Path, base_url: str, down: bool = False) -> dict[str, str]:
     """Worker variables serving ``simhttp`` from ``covey sim-server`` at ``base_url``
-    through a models file, plus ``nokey``, whose key variable is never set."""
+    through a models file, plus ``nokey``, whose key variable is never set, and with
+    ``down``, a model of that name whose endpoint (credentials in its URL) nothing
+    listens on."""
+    unreachable = f'\n[models.down]\nbase_url = "{DOWN_URL.format(port=free_port())}"\napi_key_env = "SIMHTTP_KEY"\n'
     path = directory / "models.toml"
     path.write_text(
         f'[models.{SIMHTTP}]\nbase_url = "{base_url}"\napi_key_env = "SIMHTTP_KEY"\nmodel = "sim"\n\n'
-        f'[models.nokey]\nbase_url = "{base_url}"\napi_key_env = "NOKEY_KEY"\n'
+        f'[models.nokey]\nbase_url = "{base_url}"\napi_key_env = "NOKEY_KEY"\n' + (unreachable if down else "")
     )
     return {"COVEY_MODELS": str(path), "SIMHTTP_KEY": "unused"}
 

@@ -98,6 +98,7 @@ def test_a_killed_workers_entry_lapses_with_its_heartbeat(served):
 
 
 @pytest.mark.parametrize("pool", ["threads", "prefork"])
+@pytest.mark.slow
 def test_a_worker_stopped_cleanly_withdraws_its_entry_at_once(served, pool):
     server, client = served
     name = f"stopped-{pool}@test"

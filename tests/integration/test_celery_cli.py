@@ -8,6 +8,8 @@ import sys
 import time
 import uuid
 
+import pytest
+
 from covey.client import Client
 from covey.config.settings import Settings
 from tests.integration.conftest import ROOT, stop_worker, worker_env
@@ -24,6 +26,7 @@ def celery(redis_url: str, *args: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_celery_inspect_reaches_a_covey_worker(redis_server, worker):
     ping = celery(redis_server.url, "inspect", "ping", "--timeout", "2")
     assert ping.returncode == 0, ping.stderr
@@ -33,6 +36,7 @@ def test_celery_inspect_reaches_a_covey_worker(redis_server, worker):
     assert "celery@" in active.stdout
 
 
+@pytest.mark.slow
 def test_celery_worker_on_covey_serves_covey_jobs(redis_server, tmp_path):
     queue = f"covey-celery-{uuid.uuid4().hex[:8]}"
     proc = subprocess.Popen(

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from celery import Celery
 
 from covey import keys
@@ -63,6 +64,7 @@ def test_a_job_sent_to_celerys_default_queue_is_found_there_and_named(cli, clien
         bare.close()
 
 
+@pytest.mark.slow
 def test_a_wait_on_a_job_whose_worker_died_names_the_stalled_agents(tmp_path):
     with RedisServer() as server:
         client = Client(Settings(redis_url=server.url))
@@ -85,6 +87,7 @@ def test_a_wait_on_a_job_whose_worker_died_names_the_stalled_agents(tmp_path):
         )
         assert proc.returncode == 3
         assert "stopped reporting (no worker answers): root;" in proc.stderr
+        assert "once their worker's heartbeat lapses" in proc.stderr
         assert re.search(r"not finished after \d+\.\ds", proc.stderr)  # the time it really waited
         assert client.redis.exists(keys.nodes(handle.id))
         stop_worker(worker)

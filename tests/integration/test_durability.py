@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx2
+import pytest
 
 from covey import keys
 from covey.client import Client
@@ -56,6 +57,7 @@ def assert_charged_once(client: Client, handle, result) -> None:
     assert ledger.tokens_reserved == 0
 
 
+@pytest.mark.slow
 def test_a_job_survives_its_worker_being_killed():
     with RedisServer() as server:
         client = Client(Settings(redis_url=server.url))
@@ -129,6 +131,7 @@ def run_killed(server, client, env, task: str, kill_when: str, calls_before: int
         stop_worker(second)
 
 
+@pytest.mark.slow
 def test_a_call_settled_before_the_kill_reaches_the_model_once():
     with counted_model() as (server, client, env):
         # root:1 asks for the calculator and is settled; root:2 is in flight at the kill.
@@ -142,6 +145,7 @@ def test_a_call_settled_before_the_kill_reaches_the_model_once():
         assert_charged_once(client, handle, result)
 
 
+@pytest.mark.slow
 def test_a_redelivered_resume_replays_its_round_and_opens_the_same_children():
     with counted_model() as (server, client, env):
         # root:2 runs in the callback of round 1; the kill lands in it, so that callback is redelivered.
@@ -158,6 +162,7 @@ def test_a_redelivered_resume_replays_its_round_and_opens_the_same_children():
         assert client.redis.keys(keys.checkpoint(handle.id, "*")) == []
 
 
+@pytest.mark.slow
 def test_an_agent_outlives_its_slices_and_its_worker():
     with RedisServer() as server:
         client = Client(Settings(redis_url=server.url))

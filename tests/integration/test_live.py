@@ -10,6 +10,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from covey.status import AgentStatus
 from tests.integration.conftest import ROOT, worker_env
 
@@ -51,6 +53,7 @@ def test_tree_watch_redraws_until_the_end_showing_spend_as_agents_settle(client,
     assert "3 done, 0 running, 0 waiting, 0 queued" in screen
 
 
+@pytest.mark.slow
 def test_run_on_a_terminal_shows_a_live_line_then_the_result(redis_server, worker):
     screen = in_terminal(redis_server.url, "run", SLOW_TREE, "--max-depth", "2")
     assert re.search(r"\d done, \d running, \d waiting, \d queued \| tokens \d+/\d+", screen), screen[-2000:]

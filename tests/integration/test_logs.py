@@ -21,6 +21,7 @@ from covey.status import AgentStatus
 from tests.integration.conftest import (
     ROOT,
     SIMHTTP,
+    start_covey_worker,
     start_sim_server,
     start_worker,
     stop_worker,
@@ -187,3 +188,39 @@ def test_covey_models_shows_no_password_in_an_endpoint(guarded):
         assert listed.returncode == 0, listed.stderr
         assert "https://ops:***@models.internal/v1" in listed.stdout
         assert PASSWORD not in listed.stdout
+
+
+def banner(lines: list[str]) -> list[str]:
+    [record] = [json.loads(line) for line in lines if '"worker_starting"' in line][:1]
+    return record["banner"]
+
+
+def test_the_banner_names_a_brokers_password_only_masked(guarded):
+    client, worker, _, _ = guarded
+    host = client.settings.redis_url.rpartition("@")[2]
+    assert f".> transport:   redis://:**@{host}" in banner(log_lines(worker))
+
+
+@pytest.mark.slow
+def test_under_json_every_line_a_worker_writes_is_json_from_its_banner_to_its_shutdown():
+    with RedisServer() as server:  # of its own: the job is this worker's, not another's
+        worker = start_covey_worker(server.url, [], COVEY_LOG_FORMAT="json")  # every other default
+        client = Client(Settings(redis_url=server.url))
+        try:
+            wait_for_worker(client, worker)
+            assert client.run(client.spec("What is 6 * 7?"), timeout=60).ok
+        finally:
+            client.close()
+            stop_worker(worker)
+    lines = [line for line in log_lines(worker) if line.strip()]
+    not_json = [line for line in lines if not _is_json(line)]
+    assert not not_json, not_json[:5]
+    assert f".> transport:   {server.url}" in banner(lines)
+    assert any(json.loads(line).get("message", "").startswith("worker: Warm shutdown") for line in lines)
+
+
+def _is_json(line: str) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False

@@ -11,6 +11,8 @@ from __future__ import annotations
 import subprocess
 import time
 
+import pytest
+
 from covey import keys
 from covey.client import Client
 from covey.config.settings import Settings
@@ -75,12 +77,14 @@ def killed_once(fault: str, task: str, max_depth: int, output: str, agents: int)
         assert_whole(client, handle, result, agents)
 
 
+@pytest.mark.slow
 def test_children_survive_a_kill_between_the_checkpoint_and_their_send():
     """Item 1: a resumed parent saves its next round and dies before sending it.
     The root checkpoints at round 1 (pass 1) and, resumed, at round 2 (pass 2): killed there."""
     killed_once("after_checkpoint:kill:2", "[sim:rounds 2] [sim:spawn width=2 depth=1] go", 2, "leaves=4", 5)
 
 
+@pytest.mark.slow
 def test_a_message_popped_at_a_kill_is_sent_again():
     """Item 3: the broker popped a grandchild's message and the worker died before
     the delivery was recorded; the message is nowhere but in the job's outbox.
@@ -88,12 +92,14 @@ def test_a_message_popped_at_a_kill_is_sent_again():
     killed_once("after_pop:kill:4", "[sim:spawn width=2 depth=2] go", 2, "leaves=4", 7)
 
 
+@pytest.mark.slow
 def test_a_resume_lost_with_the_last_child_is_sent_again():
     """The last child wrote its end, which made the parent's resume expected, and died
     before sending it."""
     killed_once("after_finish:kill:2", "[sim:spawn width=2 depth=1] go", 1, "leaves=2", 3)
 
 
+@pytest.mark.slow
 def test_a_waiting_parent_delivered_again_makes_no_answer_up():
     """Item 2: the root dies after sending its children; a second worker runs both
     and dies after the last one returned (its parent's resume sent). The root's own

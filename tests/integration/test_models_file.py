@@ -43,7 +43,7 @@ QUEUE = "covey-models"
 @pytest.fixture(scope="module")
 def two_endpoints(redis_server, tmp_path_factory):
     server, base_url = start_sim_server(redis_server.url)
-    env = {**served_over_http(tmp_path_factory.mktemp("models"), base_url), "COVEY_QUEUE": QUEUE}
+    env = {**served_over_http(tmp_path_factory.mktemp("models"), base_url, down=True), "COVEY_QUEUE": QUEUE}
     worker = start_worker(redis_server.url, **env)
     client = Client(Settings(redis_url=redis_server.url, queue=QUEUE))
     try:
@@ -100,6 +100,23 @@ def test_a_model_the_worker_cannot_serve_is_refused_and_runs_nothing(two_endpoin
     assert handle.status() == "refused"
     assert handle.tree() == []
     assert calls_reaching(base_url) == before
+
+
+def test_a_model_endpoint_nothing_answers_is_named_without_its_credentials(two_endpoints, redis_server):
+    _, _, env = two_endpoints
+    run = subprocess.run(
+        [sys.executable, "-m", "covey", "run", "What is 1 + 1?", "--model", "down"],
+        env=worker_env(redis_server.url, **env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert run.returncode == 1, run.stderr
+    port = re.search(r"127\.0\.0\.1:(\d+)", Path(env["COVEY_MODELS"]).read_text().split("[models.down]")[1])
+    assert port is not None
+    assert f"model unreachable at http://127.0.0.1:{port[1]}/v1: Connection error." in run.stdout + run.stderr
+    assert "hunter2" not in run.stdout + run.stderr and "user" not in run.stdout + run.stderr
 
 
 def test_a_jobs_model_params_reach_its_calls_and_its_children(redis_server, tmp_path):

@@ -15,7 +15,7 @@ import pytest
 
 from covey import keys
 from covey.client import Client
-from covey.client.errors import BROKER, REDIS, RESULT_STORE, StoreUnavailable
+from covey.client.errors import BROKER, REDIS, RESULT_STORE, JobTimeout, StoreUnavailable
 from covey.config.settings import Settings
 from tests.integration.conftest import ROOT, start_worker, stop_worker, wait_for_worker, worker_env
 from tests.integration.test_durability import wait_until
@@ -45,6 +45,7 @@ def submitted(redis_client) -> set[str]:
 
 @pytest.mark.parametrize("store", STORES)
 @pytest.mark.parametrize("command", [("run", "x"), ("submit", "x"), ("status", "j"), ("result", "j")])
+@pytest.mark.slow
 def test_a_store_down_is_one_line_naming_it_and_nothing_is_marked_submitted(
     redis_server, redis_client, dead_url, store, command
 ):
@@ -80,6 +81,7 @@ def test_the_python_client_raises_store_unavailable_and_leaves_nothing(redis_ser
     assert submitted(redis_client) == before
 
 
+@pytest.mark.slow
 def test_a_wait_on_a_job_rides_out_a_redis_restart_and_says_it_waits(caplog):
     """``covey result`` and ``JobHandle.result``, waiting when Redis stops for a few
     seconds, wait for it (up to ``COVEY_REDIS_OUTAGE_SECONDS``), saying so, and get
@@ -117,3 +119,21 @@ def test_a_wait_on_a_job_rides_out_a_redis_restart_and_says_it_waits(caplog):
         assert json.loads(stdout)["output"] == "5"
         assert "warning: waiting up to 60s for the result store to come back: cannot reach " in stderr, stderr
         assert "Traceback" not in stderr
+
+
+@pytest.mark.slow
+def test_a_wait_that_runs_out_after_a_redis_restart_says_why_the_job_is_stuck_not_that_the_broker_is_away():
+    """The restart closes the client's pooled broker connection: the diagnosis tries
+    again on a fresh one instead of blaming a broker that is back."""
+    with AofRedis() as server:
+        client = Client(Settings(redis_url=server.url))
+        try:
+            handle = client.submit("What is 1 + 1?")  # no worker: it stays queued
+            assert handle.why_stuck() is not None  # the broker connection is pooled now
+            server.halt()
+            time.sleep(1)
+            server.start()
+            with pytest.raises(JobTimeout, match="no worker reads queue 'covey'"):
+                handle.result(timeout=2)
+        finally:
+            client.close()

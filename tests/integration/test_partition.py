@@ -6,7 +6,10 @@ private ``redis-server`` (broker, result store and ledger alike) over a veth lin
 only; the test, the client, talks to that Redis over 127.0.0.1 and is never cut
 off. Mid-tree, with model calls in flight, the link goes down for
 ``PARTITION_SECONDS`` (long enough for TCP to stall and back off, not to give up)
-and comes back. Needs root and network namespaces; skipped, saying why, elsewhere.
+and comes back. In the second test a worker on the test's side of the cut takes
+the silent worker's steps once its heartbeat lapses, and the cut-off worker,
+back on the link, drops them. Needs root and network namespaces; skipped, saying
+why, elsewhere.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from covey.client import Client
 from covey.client.errors import JobTimeout
 from covey.config.settings import Settings
 from covey.store.tree import Node
-from tests.integration.conftest import ROOT, stop_worker, wait_for_worker, worker_env
+from tests.integration.conftest import ROOT, start_worker, stop_worker, wait_for_worker, worker_env, worker_log
 from tests.netns import Link, NetnsUnavailable, veth_namespace
 from tests.redis_server import RedisServer
 
@@ -76,10 +79,8 @@ class ReachableRedis(RedisServer):
 
 
 def start_worker_in(link: Link, redis_url: str) -> subprocess.Popen:
-    """``covey worker`` (4 threads) inside the namespace, logging to a file under TMPDIR."""
-    log = open(
-        Path(os.environ.get("TMPDIR", "/tmp")) / f"covey-worker-partition-{os.getpid()}-{time.time_ns()}.log", "w"
-    )
+    """``covey worker`` (4 threads) inside the namespace, logging to a file of the session's."""
+    log = worker_log("covey-worker-partition")
     proc = subprocess.Popen(
         link.exec_args(
             [sys.executable, "-m", "covey", "worker", "--concurrency", "4", "--pool", "threads", "--loglevel", "info"]
@@ -229,4 +230,49 @@ def test_a_worker_cut_off_from_redis_mid_tree_finishes_the_job_once_the_link_ret
         finally:
             link.restore()
             stop_worker(worker)
+            client.close()
+
+
+@pytest.mark.slow
+def test_a_worker_cut_off_past_its_heartbeat_drops_the_steps_another_worker_took(link):
+    with ReachableRedis(also=link.host_address) as server:
+        client = Client(Settings(redis_url=server.url))
+        cut_off = start_worker_in(link, server.url_at(link.host_address))
+        other = None
+        try:
+            wait_for_worker(client, cut_off)
+            clean = client.submit(client.spec(TASK))
+            clean_result = clean.result(timeout=CLEAN_SECONDS)
+            clean_agents = per_agent(client, clean.id)
+
+            handle = client.submit(client.spec(TASK))
+            wait_until(
+                lambda: 0 < sum(n.final for n in handle.tree()) < AGENTS and handle.ledger().tokens_reserved > 0,
+                "some agents finished, others running with a model call in flight",
+                60,
+            )
+            link.cut()
+            try:
+                # A worker on this side of the cut takes the silent worker's steps once its heartbeat lapses.
+                other = start_worker(server.url, concurrency=4, **WORKER_ENV)
+                time.sleep(PARTITION_SECONDS)
+            finally:
+                link.restore()
+            result = handle.result(timeout=RECOVERY_SECONDS)
+            assert result.ok, f"{result.status}: {result.error} (cut-off worker's log: {cut_off.log_path})"
+            assert result.usage == clean_result.usage
+            assert per_agent(client, handle.id) == clean_agents
+            assert {n.status for n in handle.tree()} == {"completed"} and len(handle.tree()) == AGENTS
+            # Back on the link, the cut-off worker drops the steps it was running: they were taken.
+            wait_until(
+                lambda: "this copy dropped" in cut_off.log_path.read_text(),
+                "the cut-off worker to drop a step taken from it",
+                RECOVERY_SECONDS,
+            )
+            assert cut_off.poll() is None, f"the cut-off worker exited (log: {cut_off.log_path})"
+        finally:
+            link.restore()
+            for worker in (cut_off, other):
+                if worker is not None:
+                    stop_worker(worker)
             client.close()

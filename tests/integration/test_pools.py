@@ -9,6 +9,7 @@ from tests.integration.conftest import start_worker, stop_worker, wait_for_worke
 
 
 @pytest.mark.parametrize("pool, concurrency", [("prefork", 2), ("gevent", 8), ("solo", 1)])
+@pytest.mark.slow
 def test_a_tree_completes_on_every_pool(settings, redis_server, pool, concurrency):
     queue = f"covey-{pool}"
     client = Client(settings.model_copy(update={"queue": queue}))

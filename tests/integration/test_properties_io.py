@@ -63,6 +63,7 @@ def submit(redis_server):
 
 @FEW
 @given(options=st.dictionaries(st.sampled_from(OPTIONS), typed, min_size=1, max_size=3))
+@pytest.mark.slow
 def test_generated_cli_options_exit_0_or_2_in_one_line(submit, options):
     proc = submit("What is 1 + 1?", *(f"{option}={value}" for option, value in options.items()))
     event(f"exit {proc.returncode}")

@@ -19,6 +19,7 @@ WIDE = "[sim:spawn width=200 depth=1] wide"
 PROBE_QUEUE = "covey-probe"
 
 
+@pytest.mark.slow
 def test_two_hundred_children_complete_with_the_default_call_cap(cli):
     # 300,000 tokens: the root's last call reserves its prompt's bytes (200 summaries) after 200 leaves
     # each spent a prompt of every built-in tool's schema; the default 200,000 no longer holds both.
@@ -83,6 +84,7 @@ def probe(redis_server, tmp_path, monkeypatch):
     registry.strategy.cache_clear()
 
 
+@pytest.mark.slow
 def test_a_single_child_with_a_schema_hands_its_parent_data(probe):
     schema = {"type": "object", "properties": {"value": {"type": "number"}}, "required": ["value"]}
     child = {"task": "What is 6 * 7?", "role": "judge", "strategy": "single", "options": {"schema": schema}}

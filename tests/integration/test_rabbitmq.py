@@ -32,6 +32,7 @@ def rabbitmq_queue():
         conn.default_channel.queue_delete(queue)
 
 
+@pytest.mark.slow
 def test_a_tree_runs_with_rabbitmq_as_broker_and_redis_as_ledger(redis_server, rabbitmq_queue):
     settings = Settings(redis_url=redis_server.url, broker_url=RABBITMQ, queue=rabbitmq_queue, model="sim")
     worker = start_worker(redis_server.url, COVEY_BROKER_URL=RABBITMQ, COVEY_QUEUE=rabbitmq_queue)

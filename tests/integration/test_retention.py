@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import redis
 
 from covey.client import Client
@@ -12,6 +13,7 @@ from tests.redis_server import RedisServer
 TTL = 300
 
 
+@pytest.mark.slow
 def test_every_key_a_finished_job_leaves_expires_within_covey_job_ttl():
     with RedisServer() as server:
         client = Client(Settings(redis_url=server.url, job_ttl=TTL))

@@ -8,6 +8,7 @@ import stat
 import subprocess
 import sys
 
+import pytest
 import redis
 
 from covey.client import Client
@@ -32,6 +33,7 @@ def values(r: redis.Redis) -> str:
     return "\n".join(held)
 
 
+@pytest.mark.slow
 def test_workers_agree_on_a_secret_kept_outside_redis_after_a_wipe():
     with RedisServer() as server:
         client = Client(Settings(redis_url=server.url, model="sim"))

@@ -109,6 +109,7 @@ def single_grid(tmp_path) -> str:
     return str(grid)
 
 
+@pytest.mark.slow
 def test_arithmetic_across_two_configurations_scores_full_marks_within_the_window(settings, db, tmp_path):
     """200 samples x (react, single) on sim, at most 6 jobs enqueued at a time,
     observed from Redis too: the claims of units not yet recorded."""
@@ -156,6 +157,7 @@ def test_a_small_total_cap_stops_the_sweep_at_it_with_the_rest_skipped(settings,
     assert sum(r["usage"]["total_tokens"] for r in rows) <= cap
 
 
+@pytest.mark.slow
 def test_a_killed_sweep_reruns_without_running_any_sample_twice(sweep_redis, db, tmp_path):
     data, out = dataset(tmp_path, 40, "[sim:latency 100]"), tmp_path / "killed"
     args = ("sweep", data, "--grid", str(GRID), "--out", str(out), "--max-in-flight", "4")
@@ -303,6 +305,7 @@ def test_several_scorers_are_reported_side_by_side(sweep_redis, sweep_worker, tm
     assert "score_numeric" in (out / "summary.csv").read_text().splitlines()[0]
 
 
+@pytest.mark.slow
 def test_limit_shuffle_and_sample_ids_choose_the_samples_a_run_takes(sweep_redis, sweep_worker, tmp_path):
     data, grid = dataset(tmp_path, 10), single_grid(tmp_path)
 
@@ -319,22 +322,66 @@ def test_limit_shuffle_and_sample_ids_choose_the_samples_a_run_takes(sweep_redis
     assert sorted(ran("a"), key=int) == [str(i) for i in range(10)]  # a full rerun runs only the other 7
 
 
-def test_ctrl_c_on_a_sweep_says_its_jobs_go_on_and_how_to_resume_and_exits_130(sweep_redis, sweep_worker, tmp_path):
-    data, out = dataset(tmp_path, 40, "[sim:latency 100]"), tmp_path / "stopped"
+def running_sweep(sweep_redis, data: str, out) -> tuple[subprocess.Popen, tuple[str, ...]]:
+    """``covey sweep`` of ``data`` on the example grid, four in flight, once it has recorded a unit."""
     args = ("sweep", data, "--grid", str(GRID), "--out", str(out), "--max-in-flight", "4")
     proc = covey(sweep_redis, *args)
     while not (out / "results.jsonl").exists():
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.05)
+    return proc, args
+
+
+@pytest.mark.slow
+def test_ctrl_c_on_a_sweep_says_its_jobs_go_on_and_how_to_resume_and_exits_130(sweep_redis, sweep_worker, tmp_path):
+    out = tmp_path / "stopped"
+    proc, args = running_sweep(sweep_redis, dataset(tmp_path, 40, "[sim:latency 100]"), out)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
-    sweep_id = Manifest.model_validate_json((out / "sweep.json").read_text()).id
     assert stderr.strip().splitlines()[-1] == (
         "interrupted: the sweep's jobs in flight go on: rerun the same command to resume (it follows them), "
-        f"or stop them with `covey scope sweep:{sweep_id} --max-cycles 0`"
+        f"or stop them with `covey sweep-cancel {out}`"
     )
     again = covey(sweep_redis, *args)
     _, stderr = again.communicate(timeout=120)
     assert again.returncode == 0, stderr
     assert len({r["unit"] for r in results(out) if r["status"] == "completed"}) == 80
+
+
+@pytest.mark.slow
+def test_sweep_cancel_stops_a_running_sweep_which_reports_it_and_exits_1_and_a_rerun_resumes(
+    sweep_redis, sweep_worker, db, tmp_path
+):
+    out = tmp_path / "cancelled"
+    proc, args = running_sweep(sweep_redis, dataset(tmp_path, 40, "[sim:latency 300]"), out)
+    cancel = covey(sweep_redis, "sweep-cancel", str(out))
+    said, _ = cancel.communicate(timeout=60)
+    assert cancel.returncode == 0
+    sweep_id = Manifest.model_validate_json((out / "sweep.json").read_text()).id
+    assert said.startswith(f"sweep {sweep_id} cancelled: ")
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 1, stderr
+    recorded = {r["unit"] for r in results(out)}
+    assert stdout.strip().splitlines()[-1] == (
+        f"sweep {sweep_id} cancelled: {80 - len(recorded)} of 80 units not run; rerun the same command to resume them"
+    )
+    assert 0 < len(recorded) < 80
+    claims = [json.loads(db.get(k)) for k in db.scan_iter(match=keys.sweep_claim(sweep_id, "*"))]
+    assert len(claims) == len(recorded) and all(c["recorded"] for c in claims), "a job left running unrecorded"
+    again = covey(sweep_redis, *args)
+    _, stderr = again.communicate(timeout=180)
+    latest = {r["unit"]: r["status"] for r in results(out)}
+    assert len(latest) == 80, stderr
+    assert again.returncode == (1 if "cancelled" in latest.values() else 0), stderr
+
+
+@pytest.mark.slow
+def test_a_piped_sweep_prints_its_last_progress_line_once(sweep_redis, sweep_worker, tmp_path):
+    data, grid, out = dataset(tmp_path, 3), single_grid(tmp_path), str(tmp_path / "out")
+    for _ in range(2):  # the rerun finds every unit done at its first look
+        proc = covey(sweep_redis, "sweep", data, "--grid", grid, "--out", out)
+        _, stderr = proc.communicate(timeout=120)
+        assert proc.returncode == 0, stderr
+    progress = [line for line in stderr.splitlines() if " done, " in line]
+    assert len(progress) == 1 and progress[0].startswith("3/3 done"), stderr

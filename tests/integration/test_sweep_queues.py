@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from covey.client import Client
 from covey.config.settings import Settings
 from tests.integration.conftest import ROOT, start_covey_worker, stop_worker, wait_for_worker, worker_env
@@ -33,6 +35,7 @@ def sweep_files(tmp_path, n: int) -> tuple[str, str]:
     return str(data), str(grid)
 
 
+@pytest.mark.slow
 def test_an_interactive_job_sent_after_a_sweep_backlog_runs_before_it(tmp_path):
     """A sweep fills ``covey-sweeps`` while no worker runs, then ``covey submit``
     sends one job to ``covey``. A default worker with one slot reads ``covey``

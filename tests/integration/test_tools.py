@@ -244,6 +244,7 @@ def test_a_jobs_tool_call_cap_stops_it_budget_exceeded(client):
     assert (handle.ledger().tool_calls_used, handle.ledger().tool_calls_limit) == (0, 0)
 
 
+@pytest.mark.slow
 def test_a_tool_called_before_a_kill_runs_once(tmp_path, example):
     """The worker dies (SIGKILL) after the tool returned and its result was kept, before
     the step's ack; another worker takes the step up again and replays the result:
@@ -278,6 +279,7 @@ def readme_section() -> str:
     return text.split("## Your own tools\n", 1)[1].split("\n## ", 1)[0]
 
 
+@pytest.mark.slow
 def test_the_readme_commands_work_as_written(tmp_path):
     """The section's shell block, line by line; only ``pip install`` goes to a
     directory of its own (``--target``), not the environment every test shares."""

@@ -35,6 +35,7 @@ def live_calls(r: redis.Redis, job_id: str) -> int:
     [(LEAF, 1), (TREE, 2)],
     ids=["an agent mid-call", "children mid-call under a waiting root"],
 )
+@pytest.mark.slow
 def test_a_job_whose_records_are_wiped_ends_failed_state_lost_and_clients_say_so(task, in_flight):
     with RedisServer() as server:
         client = Client(Settings(redis_url=server.url, model="sim"))
@@ -69,6 +70,7 @@ def test_a_job_whose_records_are_wiped_ends_failed_state_lost_and_clients_say_so
         assert "Traceback" not in log and "crashed" not in log
 
 
+@pytest.mark.slow
 def test_a_job_wiped_with_its_message_before_it_started_is_said_to_be_lost():
     """Nothing runs a job whose message went with the wipe: the clients say its
     records are gone instead of waiting in silence."""

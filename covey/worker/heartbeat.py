@@ -1,0 +1,57 @@
+"""A worker process's heartbeat in the broker's Redis, and what it learns after a lapse.
+
+The heartbeat is a key with a short TTL (``COVEY_WORKER_HEARTBEAT_SECONDS``),
+set again several times a TTL by a thread of the process that consumes. While
+it stands, no other worker touches this process's deliveries, however slow its
+steps. Once it lapses (the process died, was stopped, starved or cut off from
+Redis) another worker may put them back on their queues (``covey.worker.takeover``).
+The next heartbeat after a lapse reads which deliveries this process still
+holds: the others were taken, and the steps running them drop them
+(``taken``), so no step is finished by two workers.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from importlib.resources import files
+
+import redis
+from kombu.utils.encoding import bytes_to_str
+
+from covey import keys
+from covey.config.holder import Holder
+
+log = logging.getLogger(__name__)
+
+_BEAT = (files("covey.worker") / "lua" / "heartbeat.lua").read_text(encoding="utf-8")
+
+
+class Heartbeat:
+    def __init__(self, client: redis.Redis, holder: Holder, seconds: float, kept_seconds: float) -> None:
+        self.holder, self.seconds = holder, seconds
+        self._kept = max(1, int(kept_seconds))
+        self._beat = client.register_script(_BEAT)
+        self._keys = [keys.worker_alive(holder.id), keys.worker_held(holder.id), keys.workers()]
+        self._answered = ""  # the token of the last beat whose reply came back
+
+    def beat(self) -> None:
+        """Say this process is alive; after a lapse, mark what was taken from it."""
+        holder = self.holder
+        with holder.lock:
+            sent, token = time.monotonic(), uuid.uuid4().hex  # the key stands at least a TTL from here
+            ttl_ms = int(self.seconds * 1000)
+            reply = self._beat(keys=self._keys, args=[holder.id, ttl_ms, self._kept, self._answered, token])
+            self._answered = token
+            held = None if reply == 1 else {bytes_to_str(tag) for tag in reply}
+            gone = holder.renewed(sent, self.seconds, held)
+        if gone:
+            log.warning("worker %s: its heartbeat had lapsed; %d of its deliveries were taken", holder.id, len(gone))
+
+    def taken(self, tag: str) -> bool:
+        """Whether another worker took delivery ``tag`` from this process. While the
+        last heartbeat stands, this costs no round trip."""
+        if not self.holder.sure():
+            self.beat()
+        return tag in self.holder.taken

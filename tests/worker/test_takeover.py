@@ -1,0 +1,113 @@
+"""Taking a dead worker process's deliveries back, against a real redis-server and
+kombu's Redis channel: once, only from the dead, and known to a holder that wakes."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import redis
+from kombu import Connection, Exchange, Queue
+
+from covey import keys
+from covey.config import broker, holder
+from covey.worker.heartbeat import Heartbeat
+from covey.worker.takeover import dead_holders, take_over
+from tests.redis_server import RedisServer
+
+QUEUE = Queue("jobs", Exchange("jobs", "direct"), "jobs")
+
+
+@pytest.fixture
+def server():
+    with RedisServer() as made:
+        yield made
+
+
+@pytest.fixture
+def connections(server):
+    """Two broker connections: this process consumes on the first; a taker uses the second."""
+    with (
+        Connection(server.url, transport=broker.transport(server.url)) as mine,
+        Connection(server.url, transport=broker.transport(server.url)) as taker,
+    ):
+        yield mine, taker
+
+
+def delivered(conn: Connection, task_id: str):
+    """A message published and then consumed here, not yet acknowledged."""
+    conn.Producer().publish(
+        {"n": task_id}, exchange=QUEUE.exchange, routing_key="jobs", declare=[QUEUE], headers={"id": task_id}
+    )
+    message = conn.default_channel.basic_get("jobs", no_ack=False)
+    assert message is not None
+    return message
+
+
+def queued(client: redis.Redis) -> list[str]:
+    return client.lrange("jobs", 0, -1)
+
+
+def test_a_dead_holder_s_delivery_goes_back_once_and_its_late_ack_is_harmless(server, connections):
+    mine, taker = connections
+    client = redis.Redis.from_url(server.url, decode_responses=True)
+    message = delivered(mine, "t1")
+    me = holder.current().id
+    assert client.smembers(keys.worker_held(me)) == {message.delivery_tag}
+
+    assert take_over(taker.default_channel, me) == 1  # no heartbeat: dead
+    assert take_over(taker.default_channel, me) == 0  # a second taker finds nothing to put back
+    assert len(queued(client)) == 1 and client.hlen("unacked") == 0 and client.zcard("unacked_index") == 0
+    assert not client.exists(keys.worker_held(me))
+
+    again = taker.default_channel.basic_get("jobs", no_ack=False)
+    assert again.headers["id"] == "t1" and again.headers["redelivered"] is True
+    message.ack()  # the old holder's ack, late: the taker's delivery stays recorded
+    assert client.hkeys("unacked") == [again.delivery_tag]
+
+
+def test_a_beating_holder_keeps_its_deliveries(server, connections):
+    mine, taker = connections
+    client = redis.Redis.from_url(server.url)
+    message = delivered(mine, "t2")
+    me = holder.current()
+    Heartbeat(client, me, seconds=30, kept_seconds=60).beat()
+
+    assert me.id not in dead_holders(client, "another")
+    assert take_over(taker.default_channel, me.id) == 0
+    assert client.hexists("unacked", message.delivery_tag) and client.llen("jobs") == 0
+
+
+def taken_while_silent(server, connections, task_id: str):
+    """A holder beating every 0.2 s delivered a message, fell silent, and had it taken.
+    Returns its heartbeat, the Redis client and the delivery taken."""
+    mine, taker = connections
+    client = redis.Redis.from_url(server.url)
+    me = holder.current()
+    heartbeat = Heartbeat(client, me, seconds=0.2, kept_seconds=60)
+    heartbeat.beat()
+    message = delivered(mine, task_id)
+    assert not heartbeat.taken(message.delivery_tag)
+    deadline = time.monotonic() + 30
+    while client.exists(keys.worker_alive(me.id)):
+        assert time.monotonic() < deadline, "the heartbeat never lapsed"
+        time.sleep(0.05)
+    assert me.id in dead_holders(client, "another")
+    assert take_over(taker.default_channel, me.id) == 1
+    return heartbeat, client, message
+
+
+def test_a_holder_that_beats_again_knows_which_deliveries_were_taken(server, connections):
+    heartbeat, _, first = taken_while_silent(server, connections, "t3")
+    again = connections[0].default_channel.basic_get("jobs", no_ack=False)  # delivered here again
+    assert again.headers["id"] == "t3" and again.delivery_tag != first.delivery_tag
+    assert heartbeat.taken(first.delivery_tag)  # the copy delivered before the lapse is dropped
+    assert not heartbeat.taken(again.delivery_tag)  # the new delivery is this process's
+
+
+def test_a_beat_that_reaches_redis_late_does_not_hide_a_takeover(server, connections):
+    """A beat that timed out in a partition may still land when the link returns: the
+    key then stands again, but not with the token of the last beat answered."""
+    heartbeat, client, message = taken_while_silent(server, connections, "t5")
+    client.set(keys.worker_alive(heartbeat.holder.id), "a beat whose reply was lost", px=30_000)  # landed late
+    assert heartbeat.taken(message.delivery_tag)
