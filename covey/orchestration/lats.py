@@ -286,6 +286,7 @@ def _carry_out(run: Run[Options], state: State, node_id: int | None, solved: boo
         instructions="Carry out the chosen path and answer the task.",
         strategy=run.options.evaluator_strategy,
         options={},
+        max_cycles=run.options.evaluator_max_cycles,
         can_spawn=False,
     )
     return Spawn(state=state, children=[child])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from covey.status import AgentStatus
+from covey.tools.builtin import SPAWN_TOOLS
 
 
 def run_lats(client, task: str, budget: dict | None = None, **options):
@@ -36,6 +37,9 @@ def test_it_answers_the_right_number_through_its_evaluators(cli, client):
     assert all(n.usage.cycles == 2 for n in evaluators)
     (executor,) = [n for n in nodes if n.role == "executor"]
     assert (executor.output, executor.usage.tool_calls) == ("51", 1)
+    rows = [row for row in client.job(result["job_id"]).ledger().agents if row.depth == 1]
+    assert len(rows) == 4 and all(row.tools and not SPAWN_TOOLS & set(row.tools) for row in rows)  # can_spawn=false
+    assert "calculator" in rows[0].tools
 
 
 def test_single_evaluators_judge_without_acting(client):

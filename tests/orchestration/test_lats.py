@@ -198,6 +198,7 @@ def test_the_best_path_is_carried_out_and_the_executors_answer_is_the_result():
     assert isinstance(action, Spawn)
     (executor,) = action.children
     assert (executor.role, executor.strategy, executor.options, executor.can_spawn) == ("executor", "react", {}, False)
+    assert executor.max_cycles == 4
     assert executor.task.startswith(TASK) and "Path:\n1. compute\n" in executor.task
     done = resumed(lats, s, CTX, action.state, ChildResults([executed("42")]))
     assert isinstance(done, Finish) and (done.status, done.output) == (AgentStatus.COMPLETED, "42")

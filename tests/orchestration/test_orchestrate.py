@@ -181,6 +181,13 @@ def test_qa_verifies_last_with_a_verdict_schema_and_the_write_reports():
     )
 
 
+def test_kinds_not_the_planned_order_put_qa_after_the_writes():
+    _, first = run_plan(spec(), plan(("QATester", "verify"), ("Writer", "write")))
+    assert [c.role for c in first.children] == ["Writer"]
+    then = resumed(orchestrate, spec(), CTX, first.state, ChildResults([result("Writer", output="wrote")]))
+    assert [c.role for c in then.children] == ["QATester"]
+
+
 def test_a_failed_verdict_starts_another_round_carrying_its_findings():
     s = spec()
     _, first = run_plan(s, plan(*ROUND))
