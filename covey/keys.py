@@ -181,6 +181,36 @@ def scope_window(name: str, minute: int) -> str:
     return f"{PREFIX}:scope:{name}:window:{minute}"
 
 
+# A running slot's lease: its worker renews it every third of this span while the
+# agent's step runs, so a slot held by a worker that died frees up within it.
+RUNNING_LEASE_SECONDS = 30
+
+
+def scope_running(name: str) -> str:
+    """Sorted set of the agents holding a running slot on a scope: JSON [job id,
+    agent id] -> lease expiry, counted against the scope's ``running_limit``. It
+    lives one lease past its last write."""
+    return f"{PREFIX}:scope:{name}:running"
+
+
+def scope_holders(name: str) -> str:
+    """Hash: an agent holding a running slot on a scope (JSON [job id, agent id]) ->
+    the run of its step that holds it, so a copy of the same step's message cannot
+    run beside it. It lives as long as the running set."""
+    return f"{PREFIX}:scope:{name}:holders"
+
+
+# A scope's queue of waiting agents lives this long past the last agent joining it;
+# every waiter asks again within a hop (seconds), so it lapses only once no one waits.
+WAITING_TTL_SECONDS = 3600
+
+
+def scope_waiting(name: str) -> str:
+    """Sorted set of the agents waiting for a running slot on a scope: JSON [job id,
+    agent id] -> when it first waited. A step that gives a slot back wakes the first."""
+    return f"{PREFIX}:scope:{name}:waiting"
+
+
 def scopes_index() -> str:
     """Set of every global scope name ever charged."""
     return f"{PREFIX}:scopes"

@@ -11,6 +11,7 @@ that value in the tree, Flower, ``covey status`` and a sweep's ``results.jsonl``
 
 from __future__ import annotations
 
+from datetime import datetime
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
@@ -123,3 +124,18 @@ class Cause(BaseModel):
     resource: Resource | None = None
     status: int | None = None  # the model endpoint's HTTP status
     retry_after: float | None = None  # seconds to wait before asking again
+
+
+class Wait(BaseModel):
+    """What a ``waiting`` agent that holds no worker slot waits for, and until when
+    it next asks: a scope's running cap (``tenant:acme running cap 2/2``) or its
+    per-minute window. It waits outside the workers, re-sent with a countdown."""
+
+    model_config = ConfigDict(frozen=True)
+
+    reason: str
+    until: datetime
+
+    def said(self, now: datetime) -> str:
+        """``tenant:acme running cap 2/2, ~3 s``: the wait's reason and the seconds to its end (or next look)."""
+        return f"{self.reason}, ~{max(0, round((self.until - now).total_seconds()))} s"

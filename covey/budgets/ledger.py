@@ -101,6 +101,9 @@ class ScopeRow(BaseModel):
     cycles_limit: int | None = None
     tokens_per_minute: int | None = None  # granted tokens per epoch minute, across jobs
     requests_per_minute: int | None = None
+    running: int = 0  # agents holding a running slot now (``covey.budgets.running``)
+    running_limit: int | None = None  # agents it lets run at once, across jobs
+    waiting: int = 0  # agents queued for a running slot
 
 
 class AgentRow(BaseModel):

@@ -368,8 +368,6 @@ class RedisLedger:
         with self.client.pipeline(transaction=True) as pipe:
             for a in ids:
                 pipe.hgetall(keys.agent(job_id, a))
-            for s in names:
-                pipe.hgetall(keys.scope(s))
             pipe.exists(keys.cancel(job_id))
             *rows, cancelled = pipe.execute()
         agents = sorted((_agent_row(a, r) for a, r in zip(ids, rows) if r), key=lambda row: (row.depth, row.agent_id))
@@ -399,7 +397,7 @@ class RedisLedger:
             root_id=root.agent_id if root else None,
             cancelled=bool(cancelled),
             agents=agents,
-            scopes=[_scope_row(s, r) for s, r in zip(names, rows[len(ids) :])],
+            scopes=self._scope_rows(names),
             **totals,
         )
 
@@ -442,11 +440,20 @@ class RedisLedger:
         return bool(self.client.sismember(keys.scopes_index(), name))
 
     def scope_rows(self) -> list[ScopeRow]:
-        names = sorted(_str(s) for s in self.client.smembers(keys.scopes_index()))
+        return self._scope_rows(sorted(_str(s) for s in self.client.smembers(keys.scopes_index())))
+
+    def _scope_rows(self, names: list[str]) -> list[ScopeRow]:
+        """The scopes' rows, each with its agents running now (``covey.budgets.running``)."""
+        now = self.clock()
         with self.client.pipeline(transaction=False) as pipe:
             for s in names:
                 pipe.hgetall(keys.scope(s))
-            return [_scope_row(s, r) for s, r in zip(names, pipe.execute())]
+                pipe.zcount(keys.scope_running(s), now, "+inf")  # live leases only
+                pipe.zcard(keys.scope_waiting(s))
+            found = pipe.execute()
+        rows = [_scope_row(s, r) for s, r in zip(names, found[::3])]
+        counts = zip(found[1::3], found[2::3])
+        return [row.model_copy(update={"running": r, "waiting": w}) for row, (r, w) in zip(rows, counts)]
 
 
 def _short(
@@ -558,6 +565,7 @@ def _scope_row(name: str, raw: dict) -> ScopeRow:
         cycles_limit=_int(f.get("cycles_limit")),
         tokens_per_minute=_int(f.get("tpm_limit")),
         requests_per_minute=_int(f.get("rpm_limit")),
+        running_limit=_int(f.get("running_limit")),
         tokens_used=int(f.get("tokens_used", 0)),
         tokens_reserved=_reserved(f),
         cycles_used=int(f.get("cycles_used", 0)),

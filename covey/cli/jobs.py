@@ -12,6 +12,7 @@ from covey.budgets.budget import MAX_COUNT
 from covey.cli import render
 from covey.cli.app import cli, connect, interrupted, print_json
 from covey.cli.options import Dollars, KeyValue, Seconds
+from covey.client.progress import waiting
 from covey.orchestration import registry
 from covey.spec import MAX_CALL_TOKENS
 from covey.status import JobStatus
@@ -158,17 +159,21 @@ def submit(task: str | None, as_json: bool, **options: Any) -> None:
 
 @cli.command()
 @click.argument("job_id")
-@click.option("--json", "as_json", is_flag=True, help='print {"job_id", "status", "stuck"} as JSON')
+@click.option("--json", "as_json", is_flag=True, help='print {"job_id", "status", "stuck", "waits"} as JSON')
 def status(job_id: str, as_json: bool) -> None:
-    """Print the job's status (and, on standard error, why it is stuck); exit 1 when
-    the job is unknown."""
+    """Print the job's status (and, on standard error, what its agents wait for and
+    why it is stuck); exit 1 when the job is unknown."""
     handle = connect().job(job_id)
     state = handle.status()
-    stuck = handle.why_stuck() if not state.final and state is not JobStatus.UNKNOWN else None
+    live = not state.final and state is not JobStatus.UNKNOWN
+    stuck = handle.why_stuck() if live else None
+    waits = handle.progress().waits if live else []
     if as_json:
-        print_json({"job_id": job_id, "status": state, "stuck": stuck})
+        print_json({"job_id": job_id, "status": state, "stuck": stuck, "waits": waits})
     else:
         click.echo(state)
+        if waits:
+            click.echo(waiting(waits), err=True)
         if stuck:
             click.echo(f"warning: {stuck}", err=True)
     sys.exit(1 if state is JobStatus.UNKNOWN else 0)

@@ -8,6 +8,7 @@ import sys
 import click
 
 from covey.budgets.budget import MAX_COUNT
+from covey.budgets.running import RunningSlots
 from covey.cli import render
 from covey.cli.app import cli, connect, print_json
 from covey.cli.options import Dollars
@@ -169,25 +170,37 @@ class _CostCap(click.ParamType):
 @click.option(
     "--max-cost", type=_CostCap(), default=None, help="USD across jobs, priced models only ('none' removes it)"
 )
+@click.option(
+    "--max-running",
+    type=_Cap(),
+    default=None,
+    help="agents running at once across jobs; the rest wait outside the workers' slots ('none' removes it)",
+)
 @click.option("--json", "as_json", is_flag=True, help="print the scope as JSON")
-def scope(name: str, max_tokens, max_cycles, tokens_per_minute, requests_per_minute, max_cost, as_json: bool) -> None:
+def scope(
+    name: str, max_tokens, max_cycles, tokens_per_minute, requests_per_minute, max_cost, max_running, as_json: bool
+) -> None:
     """Show a global ledger scope (global, tenant:<x>, sweep:<x>), creating it or changing the caps given."""
-    ledger = connect().ledger
+    client = connect()
+    ledger = client.ledger
     current = next((row for row in ledger.scope_rows() if row.name == name), None)
     given = (max_tokens, max_cycles, tokens_per_minute, requests_per_minute, max_cost)
-    if any(cap is not None for cap in given):
+    if any(cap is not None for cap in (*given, max_running)):
         fields = ("tokens_limit", "cycles_limit", "tokens_per_minute", "requests_per_minute", "cost_limit")
         try:
             ledger.set_scope(
                 name, *(_cap(cap, getattr(current, f) if current else None) for cap, f in zip(given, fields))
             )
+            if max_running is not None:
+                running = _cap(max_running, None)
+                RunningSlots(client.redis).set_cap(name, None if running is None else int(running))
         except ValueError as e:
             raise click.BadParameter(str(e), param_hint="NAME") from None
         current = next(row for row in ledger.scope_rows() if row.name == name)
     if current is None:
         raise click.ClickException(
             f"no scope {name} yet: give --max-tokens, --max-cycles, --tokens-per-minute, "
-            "--requests-per-minute or --max-cost to create it"
+            "--requests-per-minute, --max-cost or --max-running to create it"
         )
     print_json(current) if as_json else click.echo(render.scopes([current]))
 

@@ -42,8 +42,9 @@ def _spent(used: float, limit: float | None) -> str | None:
 
 
 def tree(nodes: list[Node], now: datetime | None = None) -> str:
-    """Every agent under its parent: status, role, spend, elapsed (to ``now`` for one
-    still running) and the start of its task."""
+    """Every agent under its parent: status (and what it waits for, when it waits
+    for a scope), role, spend, elapsed (to ``now`` for one still running) and the
+    start of its task."""
     now = now or datetime.now(UTC)
     children: dict[str | None, list[Node]] = {}
     for node in nodes:
@@ -56,7 +57,7 @@ def tree(nodes: list[Node], now: datetime | None = None) -> str:
                 (
                     indent + node.agent_id,
                     node.role,
-                    node.status,
+                    node.status if node.wait is None else f"{node.status}: {node.wait.said(now)}",
                     node.usage.total_tokens,
                     dollars(node.usage.cost_usd) if node.usage.cost_micros else None,
                     node.usage.cycles,
@@ -133,7 +134,18 @@ def ledger(s: LedgerSnapshot) -> str:
 
 def scopes(rows: list[ScopeRow]) -> str:
     return table(
-        ["scope", "tokens", "token limit", "cost", "cost limit", "cycles", "cycle limit", "tokens/min", "requests/min"],
+        [
+            "scope",
+            "tokens",
+            "token limit",
+            "cost",
+            "cost limit",
+            "cycles",
+            "cycle limit",
+            "tokens/min",
+            "requests/min",
+            "running",
+        ],
         [
             (
                 c.name,
@@ -145,6 +157,7 @@ def scopes(rows: list[ScopeRow]) -> str:
                 c.cycles_limit,
                 c.tokens_per_minute,
                 c.requests_per_minute,
+                _running(c),
             )
             for c in rows
         ],
@@ -170,3 +183,10 @@ def jobs(entries: list[JobEntry], now: datetime | None = None) -> str:
             for e in entries
         ],
     )
+
+
+def _running(c: ScopeRow) -> str:
+    """``3``, or against a cap ``2/2`` and its queue: ``2/2+998`` (998 waiting for a slot)."""
+    if c.running_limit is None:
+        return str(c.running)
+    return f"{c.running}/{c.running_limit}" + (f"+{c.waiting}" if c.waiting else "")

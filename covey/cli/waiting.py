@@ -4,7 +4,8 @@ On a terminal a live line (rich, on standard error) shows the agents done,
 running, waiting and queued and the spend against the caps; elsewhere, or with
 ``--json``, nothing is drawn and only the final result is printed. Either way,
 a job that has not finished after a few seconds is looked at, and what keeps it
-(no worker, the wrong queue, agents whose worker died) is said once. A store that
+(no worker, the wrong queue, agents whose worker died, or, off a terminal, a
+scope's running cap or window its agents wait for) is said once. A store that
 goes away meanwhile is waited out up to ``COVEY_REDIS_OUTAGE_SECONDS``, saying so.
 """
 
@@ -20,6 +21,7 @@ from rich.text import Text
 from covey.cli import render
 from covey.client.client import RESULT_FETCH_SECONDS, JobHandle
 from covey.client.errors import JobTimeout
+from covey.client.progress import waiting
 from covey.results import AgentResult
 
 NO_WORKER_HINT_SECONDS = 3.0  # how long a job may sit still before we look for why
@@ -40,6 +42,7 @@ def _quiet(handle: JobHandle, timeout: float | None) -> AgentResult:
         if timeout is not None and timeout <= first:
             raise
         _warn(e.reason)
+        _say_waits(handle)
         reason = e.reason
     remaining = None if timeout is None else timeout - (time.monotonic() - started)
     if remaining is not None and remaining <= 0:
@@ -69,6 +72,13 @@ def _live(handle: JobHandle, timeout: float | None) -> AgentResult:
     if not handle.done():
         raise JobTimeout(handle.id, waited, handle.why_stuck())
     return handle.result(timeout=RESULT_FETCH_SECONDS, diagnose=False, waiting=_warn)
+
+
+def _say_waits(handle: JobHandle) -> None:
+    """What the job's agents wait for, when they wait for a scope: the live line's news, said once."""
+    waits = handle.progress().waits
+    if waits:
+        click.echo(waiting(waits), err=True)
 
 
 def _warn(reason: str | None) -> None:

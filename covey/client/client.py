@@ -338,6 +338,9 @@ class JobHandle:
             return self._client.ledger.snapshot(self.id)
 
     def cancel(self) -> None:
-        """Every agent of the job stops at its next cycle and reports ``cancelled``."""
+        """Every agent of the job stops at its next cycle and reports ``cancelled``;
+        one waiting for a scope's cap or window is taken up at once to end."""
         with self._client._reaching(REDIS):
             self._client.ledger.cancel(self.id)
+        with self._client._reaching(BROKER):
+            waits.wake_waiting(self._client, self.id)

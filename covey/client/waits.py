@@ -20,7 +20,7 @@ import redis
 from covey import keys
 from covey.config import connections
 from covey.status import AgentStatus
-from covey.store.outbox import Message
+from covey.store.outbox import Message, Outbox
 from covey.store.tree import Node
 from covey.worker.reconciler import Reconciler, send
 
@@ -128,6 +128,20 @@ def why_stuck(client: Client, job_id: str) -> str | None:
         f"agents of job {job_id} stopped reporting ({who}): {_names(stuck)}; a live worker takes their "
         "tasks up once their worker's heartbeat lapses (COVEY_WORKER_HEARTBEAT_SECONDS)"
     )
+
+
+def wake_waiting(client: Client, job_id: str) -> list[Message]:
+    """Send now, without its countdown, the next step of every agent of the job that
+    waits for a scope's cap or window, so a cancel ends it at once. The counted-down
+    copy, when its turn comes, finds its agent finished (or past that step) and is dropped."""
+    waiting = {n.agent_id for n in client.tree.nodes(job_id) if n.wait is not None and not n.final}
+    if not waiting:
+        return []
+    expected = Outbox(client.redis).messages(job_id)
+    woken = [now for agent_id, m in expected.items() if agent_id in waiting and (now := m.now()) is not None]
+    for message in woken:
+        send(client.app, message)
+    return woken
 
 
 def _names(nodes: list[Node]) -> str:

@@ -37,6 +37,15 @@ class Message:
     def loads(cls, raw: str) -> Message:
         return cls(**json.loads(raw))
 
+    def now(self) -> Message | None:
+        """This message without its countdown, to send at once; None if it has none
+        (it is no waiting agent's next step)."""
+        if "countdown" not in self.options:
+            return None
+        return Message(
+            self.name, self.task_id, self.kwargs, {k: v for k, v in self.options.items() if k != "countdown"}
+        )
+
     def carried_by(self, name: str, task_id: str, kwargs: dict[str, Any]) -> bool:
         """Whether a delivery of task ``name`` under ``task_id`` with ``kwargs`` is this message."""
         return (self.name, self.task_id, self.kwargs) == (name, task_id, kwargs)

@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from covey import keys, wire
 from covey.results import AgentResult, ChildSummary, Usage
-from covey.status import AgentStatus, Cause
+from covey.status import AgentStatus, Cause, Wait
 
 _RECORD = (files("covey.store") / "lua" / "record.lua").read_text(encoding="utf-8")
 _FINISH = (files("covey.store") / "lua" / "finish.lua").read_text(encoding="utf-8")
@@ -52,6 +52,7 @@ class Node(BaseModel):
     task_id: str | None = None  # the Celery task that runs it (the same across its resumes)
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    wait: Wait | None = None  # what a waiting agent with no children out waits for (a scope's cap or window)
 
     @property
     def final(self) -> bool:
@@ -112,6 +113,7 @@ _PACKED = {
     "task_id": "i",
     "started_at": "a",
     "finished_at": "f",
+    "wait": "w",
 }
 _UNPACKED = {short: name for name, short in _PACKED.items()}
 _CAUSE = {"kind": "k", "scope": "s", "agent_id": "a", "resource": "r", "status": "h", "retry_after": "w"}

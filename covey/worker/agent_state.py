@@ -21,7 +21,7 @@ from covey.models.tokens import PromptMark
 from covey.orchestration import registry
 from covey.results import AgentResult, ChildSummary, Usage
 from covey.spec import AgentSpec, describe
-from covey.status import AgentStatus
+from covey.status import AgentStatus, Wait
 from covey.store.tree import Node, preview
 
 CHECKPOINT_FORMAT = 2  # 2: typed strategy states in an envelope; 1 (unversioned): the state a dict in the agent
@@ -43,6 +43,9 @@ class AgentState(BaseModel):
     children: list[ChildSummary] = Field(default_factory=list)
     spawn_round: int = 0
     pending: list[PendingChild] = Field(default_factory=list)
+    waiting_for: Wait | None = Field(
+        default=None, description="what it gave its worker slot back to wait for (a scope's cap or window)"
+    )
     started_at: datetime
     task_id: str | None = Field(default=None, description="the Celery task running this agent")
     deadline: datetime | None = Field(default=None, description="the agent's own timeout")
@@ -71,6 +74,7 @@ class AgentState(BaseModel):
             task=preview(self.spec.task),
             task_id=self.task_id,
             started_at=self.started_at,
+            wait=self.waiting_for if status is AgentStatus.WAITING else None,
         )
 
 

@@ -10,8 +10,9 @@ token cap, withheld by a content filter or calling a tool it was not offered
 ends the agent with a status that says so, never ``completed`` with a fragment.
 One that misses the JSON schema it was asked for is asked again with the
 validation error, up to the spec's ``max_schema_retries`` (each ask a call of its
-own, reserved and settled), before the agent fails. A scope whose per-minute window is full
-makes the agent wait for the next minute, unless that passes its deadline.
+own, reserved and settled), before the agent fails. A scope whose per-minute
+window is full makes the agent give its worker slot back and ask again when the
+next minute opens (``covey.worker.slots``), unless that passes its deadline.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from covey.budgets.ledger import Grant
 from covey.models.llm import ModelError
 from covey.models.replies import ModelReply
 from covey.models.structured import SchemaMismatch, parse
@@ -29,11 +31,13 @@ from covey.results import Usage
 from covey.status import AgentStatus, Cause, CauseKind, Resource
 from covey.tools.builtin import SPAWN_TOOLS
 from covey.tools.registry import narrow, offered, schemas
+from covey.worker import slots
 from covey.worker.agent_state import AgentState
 from covey.worker.deps import Deps
 from covey.worker.redaction import redact
 from covey.worker.replay import CallRecord
 from covey.worker.reservation import Reservation, reservation
+from covey.worker.slots import Hop
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +66,7 @@ class Stop:
 
 def call_model(
     deps: Deps, state: AgentState, action: CallModel, seconds_left: float | None, asked_again: int = 0
-) -> ModelReply | Stop:
+) -> ModelReply | Stop | Hop:
     ctx, spec = state.ctx, state.spec
     began = deps.now()
     names = narrow(offered(ctx.allow, ctx.deny), action.tools)
@@ -75,26 +79,22 @@ def call_model(
     state.cycle += 1
     rid = f"{ctx.agent_id}:{state.cycle}"
     floor = min(MIN_REPLY_TOKENS, spec.max_call_tokens)
-    while True:
-        grant = deps.ledger.reserve(
-            ctx.job_id,
-            ctx.chain,
-            ctx.scopes,
-            rid,
-            tokens=estimate + spec.max_call_tokens,
-            min_tokens=estimate + floor,
-            cycle=state.cycle,
-            pricing=held.pricing,
-        )
-        if grant.retry_after is None:
-            break
+    grant = deps.ledger.reserve(
+        ctx.job_id,
+        ctx.chain,
+        ctx.scopes,
+        rid,
+        tokens=estimate + spec.max_call_tokens,
+        min_tokens=estimate + floor,
+        cycle=state.cycle,
+        pricing=held.pricing,
+    )
+    if grant.retry_after is not None:
+        state.cycle -= 1  # nothing was reserved: the call is asked for again under the same id
         if seconds_left is not None and grant.retry_after >= seconds_left:
             return Stop.of(CauseKind.DEADLINE, f"{grant.reason}: the next minute's window opens after the deadline")
         log.info("job %s agent %s waits %.1fs: %s", ctx.job_id, ctx.agent_id, grant.retry_after, grant.reason)
-        before = deps.now()
-        deps.sleep(grant.retry_after)
-        if seconds_left is not None:
-            seconds_left = max(0.001, seconds_left - (deps.now() - before).total_seconds())
+        return _window_wait(deps, grant)
     if not grant.ok:
         assert grant.cause is not None and grant.reason is not None  # a refusal always says why
         return Stop(grant.cause, grant.reason)
@@ -141,6 +141,13 @@ def _ask_again(action: CallModel, reply: ModelReply, error: SchemaMismatch) -> C
         {"role": "user", "content": retry},
     ]
     return replace(action, messages=messages)
+
+
+def _window_wait(deps: Deps, grant: Grant) -> Hop:
+    """The agent gives its worker slot back until the scope's next window opens."""
+    assert grant.cause is not None and grant.cause.resource is not None and grant.retry_after is not None
+    what = grant.cause.resource.value.replace("_", " ")
+    return slots.hop(deps, f"the per-minute window of scope {grant.cause.scope} ({what})", grant.retry_after)
 
 
 def _agents_left(state: AgentState) -> int | None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -12,6 +11,7 @@ from redis import Redis
 
 from covey.budgets.ledger import Ledger
 from covey.budgets.redis_ledger import RedisLedger, ReplicaWait
+from covey.budgets.running import RunningSlots
 from covey.config import connections
 from covey.config.settings import Settings, get_settings
 from covey.models.llm import LLM
@@ -35,8 +35,8 @@ class Deps:
     tree: JobTree
     checkpoints: Checkpoints
     outbox: Outbox
+    slots: RunningSlots
     now: Callable[[], datetime] = field(default=utcnow)
-    sleep: Callable[[float], None] = field(default=time.sleep)  # waits for a scope's next window
     # Raises when another worker took the running step's delivery (covey.worker.takeover).
     still_held: Callable[[], None] = field(default=lambda: None)
 
@@ -63,6 +63,7 @@ class Deps:
             checkpoints=Checkpoints(client, settings.job_ttl),
             outbox=Outbox(client),
             still_held=takeover.still_held,
+            slots=RunningSlots(client),
         )
 
 

@@ -31,11 +31,13 @@ from covey.results import AgentResult, ChildSummary, Usage
 from covey.spec import AgentSpec
 from covey.status import AgentStatus, Cause, CauseKind
 from covey.tools.registry import narrow
+from covey.worker import slots
 from covey.worker.agent_state import AgentState
 from covey.worker.calls import Stop, call_model, seconds_left
 from covey.worker.deps import Deps
 from covey.worker.logs import agent_event
 from covey.worker.redaction import redact
+from covey.worker.slots import Hop
 from covey.worker.spawning import spawn, unreported
 from covey.worker.tool_calls import run_tools
 
@@ -65,10 +67,13 @@ class FanOut:
 
 @dataclass(frozen=True)
 class Paused:
-    """The task's slice is over: checkpoint, and take ``action`` in a new task."""
+    """The task's slice is over, or the agent must wait (``hop``: for a scope's running
+    cap or window) without holding its worker slot: checkpoint, and take ``action``
+    in a new task, sent after the hop's countdown."""
 
     state: AgentState
     action: Action
+    hop: Hop | None = None
 
 
 def begin(
@@ -180,8 +185,17 @@ def join(deps: Deps, state: AgentState) -> tuple[AgentState, Action]:
     return state, action
 
 
-def advance(deps: Deps, state: AgentState, action: Action) -> Finished | FanOut | Paused:
+def advance(deps: Deps, state: AgentState, action: Action, holder: str = "") -> Finished | FanOut | Paused:
+    """Run the agent from ``action`` until it ends, fans out or pauses. Its task
+    (the run ``holder`` of its step) gives back the running slots this takes
+    (``slots.give_back``) when it returns."""
     strategy = registry.strategy(state.spec.strategy)
+    wait = slots.take(deps, state, holder)
+    if wait is not None and _stop(deps, state, checked_at_reserve=False) is None:
+        return _waits(state, action, wait)
+    if state.waiting_for is not None:  # its wait is over: it runs again
+        state.waiting_for = None
+        deps.tree.record(state.ctx.job_id, state.node(AgentStatus.RUNNING))
     while True:
         deps.still_held()  # a step taken by another worker while this one was quiet goes no further
         state.strategy_state = action.state
@@ -196,6 +210,8 @@ def advance(deps: Deps, state: AgentState, action: Action) -> Finished | FanOut 
             return Paused(state, action)
         if isinstance(action, CallModel):
             outcome: Any = call_model(deps, state, action, _seconds_left(deps, state))
+            if isinstance(outcome, Hop):
+                return _waits(state, action, outcome)
             if isinstance(outcome, Stop):
                 # A call cut short by a deadline is the deadline's doing, not the model's.
                 stop = (outcome.status is AgentStatus.FAILED and _deadline(deps, state)) or outcome
@@ -218,6 +234,12 @@ def advance(deps: Deps, state: AgentState, action: Action) -> Finished | FanOut 
             raise TypeError(f"unknown action {type(action).__name__}")
         agent_event("model call" if isinstance(action, CallModel) else "tools", state, AgentStatus.RUNNING)
         action = strategy.resume(state.spec, state.ctx, state.strategy_state, outcome)
+
+
+def _waits(state: AgentState, action: Action, hop: Hop) -> Paused:
+    state.waiting_for = hop.wait
+    agent_event("waiting", state, AgentStatus.WAITING)
+    return Paused(state, action, hop)
 
 
 def _stop(deps: Deps, state: AgentState, checked_at_reserve: bool) -> Stop | None:

@@ -43,7 +43,7 @@ from covey.store.catalog import NoWorkerServes
 from covey.store.outbox import Message
 from covey.store.tree import Node, preview
 from covey.tools.registry import NotServed, check_served
-from covey.worker import catalog, handover, loop, lost, reconciler, signing, takeover
+from covey.worker import catalog, handover, loop, lost, reconciler, signing, slots, takeover
 from covey.worker.agent_state import AgentState, UnreadableCheckpoint, dump_checkpoint, load_checkpoint
 from covey.worker.app import app
 from covey.worker.deps import Deps, worker_deps
@@ -160,7 +160,8 @@ def resume(self, job_id: str, agent_id: str, spawn_round: int, sig: str | None =
 
 @app.task(bind=True, name=wire.PROCEED)
 def proceed(self, job_id: str, agent_id: str, step: int, sig: str | None = None) -> dict[str, Any] | str:
-    """Go on with an agent whose last task used up its slice (``COVEY_SLICE_SECONDS``)."""
+    """Go on with an agent whose last task used up its slice (``COVEY_SLICE_SECONDS``),
+    or gave its slot back to wait for a scope's running cap or window (``covey.worker.slots``)."""
     _signed_or_ignored(self, _proceed_payload(job_id, agent_id, step), sig, wire.PROCEED)
 
     def take_up() -> tuple[AgentState, Action]:
@@ -179,7 +180,11 @@ def _checkpointed(
     ``moved_on`` says is past this task, makes the task stale: ``Ignore``. None, or
     an earlier one, means the checkpoint this task was sent for is lost."""
     what = f"{counter.replace('_', ' ')} {expected}"
-    saved = worker_deps().checkpoints.load(job_id, agent_id)
+    deps = worker_deps()
+    saved = deps.checkpoints.load(job_id, agent_id)
+    if saved is None and (node := deps.tree.node(job_id, agent_id)) is not None and node.final:
+        log.info("agent %s of job %s finished while this copy of %s waited: ignored", agent_id, job_id, what)
+        raise Ignore()  # a copy of its last step ran beside it (a woken copy and its counted-down original)
     if saved is None:
         raise StateLost(f"checkpoint of agent {agent_id} lost; cannot resume {what}")
     state = load_checkpoint(saved.state)
@@ -204,7 +209,16 @@ def _guarded(task, job_id: str, agent_id: str, step: Step) -> dict[str, Any] | s
             return done
         taken = _taken_up(task, job_id, agent_id)
         state, action = step()
-        return _drive(task, state, action, taken)
+        # This run of the step: a copy of an expected message running beside it is dropped
+        # (the reconciler sends the message again if this run dies). A root's first
+        # run_job is no outbox's, and without a Redis broker no reconciler runs: a copy
+        # is then the broker's redelivery, and takes over.
+        holder = uuid.uuid4().hex if taken is not None and worker_deps().settings.redis_broker else ""
+        try:
+            return _drive(task, state, action, taken, holder)
+        finally:  # a step that crashed; _drive gave back the others'
+            for woken in slots.give_back(worker_deps(), job_id, agent_id, holder):
+                _send(woken)
     except (Ignore, Reject, Retry):
         raise
     except OUTAGES as e:
@@ -224,6 +238,9 @@ def _guarded(task, job_id: str, agent_id: str, step: Step) -> dict[str, Any] | s
         return reported
     except loop.Unfinished as e:
         log.warning("job %s: %s; dropped", job_id, e)
+        raise Ignore() from None
+    except slots.RunningElsewhere as e:
+        log.info("%s: duplicate dropped", e)
         raise Ignore() from None
     except loop.NotOpened as e:
         # Nothing is written, not even a result under this task's id: the message
@@ -295,9 +312,11 @@ def _crashed(
         known = deps.tree.node(job_id, agent_id)
         if known is not None:
             node = _failed(known, error, spent, cause)
-        _, resume = deps.tree.finish(
+        written, resume = deps.tree.finish(
             job_id, node, retire=[keys.checkpoint(job_id, agent_id), keys.replies(job_id, agent_id)]
         )
+        if not written:  # it had finished: that end stands, and is what this task reports
+            node = deps.tree.node(job_id, agent_id) or node
         _send(resume)
     except Exception:
         log.exception("agent %s of job %s: its failure could not be recorded in Redis", agent_id, job_id)
@@ -326,12 +345,15 @@ def _returned(**_: Any) -> None:
     faults.at("after_return")
 
 
-def _drive(task, state: AgentState, action: Action, taken: str | None) -> dict[str, Any] | str:
+def _drive(task, state: AgentState, action: Action, taken: str | None, holder: str) -> dict[str, Any] | str:
     """Advance the agent; end with its result, or checkpoint it with the messages
     that go on with it (its children and their join, or ``proceed`` after a slice),
-    then send them. ``taken`` is the expected message this step took up."""
+    then send them. ``taken`` is the expected message this step took up; ``holder``
+    names this run of it, which holds the agent's running slots."""
     deps = worker_deps()
-    outcome = loop.advance(deps, state, action)
+    outcome = loop.advance(deps, state, action, holder)
+    for woken in slots.give_back(deps, state.ctx.job_id, state.ctx.agent_id, holder):  # before it sends the rest
+        _send(woken)
     if isinstance(outcome, loop.Finished):
         faults.at("after_finish")
         _send(outcome.resume)
@@ -339,10 +361,12 @@ def _drive(task, state: AgentState, action: Action, taken: str | None) -> dict[s
     state, ctx, request = outcome.state, outcome.state.ctx, task.request
     state.step += 1
     carried = handover.carried(request) if ctx.depth == 0 else {}  # a sender's links wait for the job's end
-    then, resume, children = None, None, []
+    then, resume, children, status = None, None, [], AgentStatus.WAITING
     if isinstance(outcome, loop.Paused):
         state.next_action = to_json(outcome.action)
-        then = _proceed_message(deps.secret, request.id, ctx, state.step, carried)
+        countdown = outcome.hop.seconds if outcome.hop else None
+        then = _proceed_message(deps.secret, request.id, ctx, state.step, carried, countdown)
+        status = AgentStatus.WAITING if outcome.hop else AgentStatus.RUNNING
     else:
         resume = _resume_message(deps.secret, request.id, ctx, state.spawn_round, len(outcome.children), carried)
         children = [(c.agent_id, _agent_message(deps.secret, c, s)) for c, s in outcome.children]
@@ -353,7 +377,7 @@ def _drive(task, state: AgentState, action: Action, taken: str | None) -> dict[s
         log.info("agent %s of job %s is past step %s: stale task ignored", ctx.agent_id, ctx.job_id, state.step)
         raise Ignore()
     faults.at("after_checkpoint")
-    deps.tree.record(ctx.job_id, state.node(AgentStatus.RUNNING if then else AgentStatus.WAITING))
+    deps.tree.record(ctx.job_id, state.node(status))
     for message in [then] if then else [m for _, m in children]:
         _send(message)
     faults.at("after_send")
@@ -403,11 +427,16 @@ def _resume_message(
     )
 
 
-def _proceed_message(secret: bytes, task_id: str, ctx: RunContext, step: int, carried: dict[str, Any]) -> Message:
-    """The task that takes a paused agent up again, under its own task id."""
+def _proceed_message(
+    secret: bytes, task_id: str, ctx: RunContext, step: int, carried: dict[str, Any], countdown: float | None = None
+) -> Message:
+    """The task that takes a paused agent up again, under its own task id; a waiting
+    agent's is sent ``countdown`` seconds ahead (a re-send waits it out again)."""
     kwargs = {"job_id": ctx.job_id, "agent_id": ctx.agent_id, "step": step}
     sig = signing.sign(secret, task_id, _proceed_payload(ctx.job_id, ctx.agent_id, step))
-    options = {"ignore_result": ctx.depth > 0, **wire.proceed(ctx.job_id, ctx.agent_id, step)}
+    options: dict[str, Any] = {"ignore_result": ctx.depth > 0, **wire.proceed(ctx.job_id, ctx.agent_id, step)}
+    if countdown:
+        options["countdown"] = round(countdown, 3)
     return Message(wire.PROCEED, task_id, {**kwargs, "sig": sig}, {**options, **carried})
 
 

@@ -82,11 +82,25 @@ def test_scope_changes_only_the_caps_given(redis_server):
     covey("scope", name, "--tokens-per-minute", "600", redis_url=redis_server.url)
     shown = covey("scope", name, redis_url=redis_server.url)
     assert shown.returncode == 0
-    assert shown.stdout.splitlines()[1].split() == [name, "0", "1000", "-", "-", "0", "10", "600", "-"]
+    assert shown.stdout.splitlines()[1].split() == [name, "0", "1000", "-", "-", "0", "10", "600", "-", "0"]
+    covey("scope", name, "--max-running", "3", redis_url=redis_server.url)
     removed = covey("scope", name, "--max-tokens", "none", redis_url=redis_server.url)
-    assert removed.stdout.splitlines()[1].split() == [name, "0", "-", "-", "-", "0", "10", "600", "-"]
+    assert removed.stdout.splitlines()[1].split() == [name, "0", "-", "-", "-", "0", "10", "600", "-", "0/3"]
+    uncapped = covey("scope", name, "--max-running", "none", redis_url=redis_server.url)
+    assert uncapped.stdout.splitlines()[1].split() == [name, "0", "-", "-", "-", "0", "10", "600", "-", "0"]
     priced = covey("scope", name, "--max-cost", "2.5", redis_url=redis_server.url)
-    assert priced.stdout.splitlines()[1].split() == [name, "0", "-", "$0.000000", "$2.500000", "0", "10", "600", "-"]
+    assert priced.stdout.splitlines()[1].split() == [
+        name,
+        "0",
+        "-",
+        "$0.000000",
+        "$2.500000",
+        "0",
+        "10",
+        "600",
+        "-",
+        "0",
+    ]
 
 
 def test_version_is_the_packages(redis_server):

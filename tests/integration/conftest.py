@@ -66,12 +66,12 @@ def start_covey_worker(redis_url: str, flags: list[str], **extra: str) -> subpro
     return proc
 
 
-def start_sim_server(redis_url: str) -> tuple[subprocess.Popen, str]:
+def start_sim_server(redis_url: str, **extra: str) -> tuple[subprocess.Popen, str]:
     """``covey sim-server`` on a free port, answering; returns it and its base URL."""
     port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "covey", "sim-server", "--port", str(port)],
-        env=worker_env(redis_url),
+        env=worker_env(redis_url, **extra),
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -36,7 +36,7 @@ def test_a_task_file_and_a_tool_list_shape_the_job(cli, client, tmp_path):
     root = client.job(job_id).ledger().agents[0]
     assert root.tools == ["calculator", "read_file"]
     status = json.loads(cli("status", job_id, "--json").stdout)
-    assert status == {"job_id": job_id, "status": "completed", "stuck": None}
+    assert status == {"job_id": job_id, "status": "completed", "stuck": None, "waits": []}
 
 
 def test_cancelling_a_finished_job_says_so_and_exits_1(cli, client):

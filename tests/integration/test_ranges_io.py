@@ -91,6 +91,9 @@ def test_result_refuses_a_wait_that_is_not_a_number(cli):
 def test_scope_caps_are_bounded(cli, client):
     proc = cli("scope", "tenant:ranges", "--max-tokens", HUGE)
     assert proc.returncode == 2 and "Invalid value for '--max-tokens'" in proc.stderr
+    for bad in ("-1", "2.5", HUGE):
+        proc = cli("scope", "tenant:ranges", "--max-running", bad)
+        assert proc.returncode == 2 and "Invalid value for '--max-running'" in proc.stderr
     assert all(row.name != "tenant:ranges" for row in client.ledger.scope_rows())
     with pytest.raises(ValueError, match="max_cycles cannot be over 9007199254740991"):
         client.ledger.set_scope("tenant:ranges", None, MAX_COUNT + 1)

@@ -49,8 +49,11 @@ def test_covey_scope_sets_and_shows_the_window_caps(cli):
     row = json.loads(made.stdout)
     assert (row["tokens_per_minute"], row["requests_per_minute"], row["tokens_limit"]) == (90000, 500, None)
     shown = cli("scope", name, "--max-tokens", "7").stdout
-    assert shown.splitlines()[0].split()[-2:] == ["tokens/min", "requests/min"]
-    assert shown.splitlines()[1].split() == [name, "0", "7", "-", "-", "0", "-", "90000", "500"]
+    assert shown.splitlines()[0].split()[-3:] == ["tokens/min", "requests/min", "running"]
+    assert shown.splitlines()[1].split() == [name, "0", "7", "-", "-", "0", "-", "90000", "500", "0"]
+    capped = cli("scope", name, "--max-running", "2").stdout
+    assert capped.splitlines()[1].split() == [name, "0", "7", "-", "-", "0", "-", "90000", "500", "0/2"]
+    assert json.loads(cli("scope", name, "--max-running", "none", "--json").stdout)["running_limit"] is None
 
 
 @pytest.mark.slow

@@ -1,5 +1,6 @@
-"""Agents under a scope's per-minute window wait for the next minute, on a real
-Redis ledger and the sim model, with a clock the test moves (no real minutes)."""
+"""Agents under a scope's per-minute window give their slot back until the next
+minute, on a real Redis ledger and the sim model, with a clock the test moves
+(no real minutes): each hop's countdown is waited out by moving it."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from covey.config.settings import Settings
 from covey.context import RunContext
 from covey.spec import AgentSpec
 from covey.status import AgentStatus
-from covey.worker import loop
+from covey.worker import loop, slots
 from covey.worker.deps import Deps
 
 # One call reserves its prompt (about 45 tokens, counted as the sim bills) and its
@@ -26,7 +27,7 @@ TOKENS_PER_MINUTE = 300
 
 
 class Time:
-    """One clock for the ledger and the loop; sleeping moves it."""
+    """One clock for the ledger and the loop; waiting out a countdown moves it."""
 
     def __init__(self) -> None:
         self.t = 60 * 30_000 + 5.0
@@ -64,7 +65,7 @@ def time_():
 def deps(redis_server, time_):
     deps = Deps.from_settings(Settings(redis_url=redis_server.url, model_retries=0))
     deps.ledger = SettleLog(deps.redis, time_.time)
-    deps.now, deps.sleep = time_.now, time_.sleep
+    deps.now = time_.now
     return deps
 
 
@@ -75,7 +76,9 @@ def tenant(deps):
     return name
 
 
-def run(deps, tenant, task, deadline=None):
+def run(deps, time_, tenant, task, deadline=None):
+    """The job's result and what it said it waited for at each hop."""
+    waits = []
     ctx = RunContext(
         job_id=f"rate-{uuid.uuid4().hex}",
         agent_id="root",
@@ -85,23 +88,34 @@ def run(deps, tenant, task, deadline=None):
     )
     deps.ledger.open_root(ctx.job_id, "root", ctx.budget, AgentTerms(scopes=ctx.scopes))
     state, action = loop.begin(deps, ctx, AgentSpec(task=task, max_call_tokens=200, tools=[]))
-    return loop.advance(deps, state, action).result
+    outcome = loop.advance(deps, state, action)
+    while isinstance(outcome, loop.Paused):  # what the proceed message sent after its countdown does
+        assert outcome.hop is not None and outcome.hop.wait.reason == (
+            f"the per-minute window of scope {tenant} (tokens per minute)"
+        )
+        assert 0 < outcome.hop.seconds <= slots.MAX_HOP_SECONDS
+        waits.append(outcome.hop.wait.said(time_.now()))
+        time_.sleep(outcome.hop.seconds)
+        outcome = loop.advance(deps, outcome.state, outcome.action)
+    return outcome.result, waits
 
 
 def test_two_jobs_sharing_a_window_are_paced_by_it_and_both_complete(deps, tenant, time_):
-    first = run(deps, tenant, "What is 2 * 21?")
-    second = run(deps, tenant, "What is 3 + 4?")
+    first, _ = run(deps, time_, tenant, "What is 2 * 21?")
+    second, waits = run(deps, time_, tenant, "What is 3 + 4?")
     assert (first.status, first.output) == (AgentStatus.COMPLETED, "42"), first.error
     assert (second.status, second.output) == (AgentStatus.COMPLETED, "7")
     assert time_.slept, "the window never filled: the test spends too little to show pacing"
+    assert sum(time_.slept) < 60, "a wait for the next minute is never longer than the minute"
+    assert waits[0].startswith(f"the per-minute window of scope {tenant} (tokens per minute), ~")
     assert len(deps.ledger.charged) >= 2
     assert max(deps.ledger.charged.values()) <= TOKENS_PER_MINUTE
     assert sum(deps.ledger.charged.values()) == first.usage.total_tokens + second.usage.total_tokens
 
 
 def test_a_wait_that_would_pass_the_deadline_times_the_agent_out(deps, tenant, time_):
-    run(deps, tenant, "What is 2 * 21?")  # fills this minute's window
-    late = run(deps, tenant, "What is 3 + 4?", deadline=time_.now() + timedelta(seconds=5))
+    run(deps, time_, tenant, "What is 2 * 21?")  # fills this minute's window
+    late, _ = run(deps, time_, tenant, "What is 3 + 4?", deadline=time_.now() + timedelta(seconds=5))
     assert late.status is AgentStatus.TIMED_OUT
     assert late.error.endswith("the next minute's window opens after the deadline")
     assert f"scope {tenant} is at its {TOKENS_PER_MINUTE} tokens per minute" in late.error

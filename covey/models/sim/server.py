@@ -6,9 +6,12 @@ Point the OpenAI SDK at ``base_url="http://HOST:PORT/v1"``.
 Run it with ``covey sim-server``.
 
 Unlike the stateless handler, the server counts the chat-completion calls that reach
-it, so a test can prove a step was sent once: ``GET /sim/calls`` answers
-``{"total": N, "by_body": {DIGEST: N, ...}}`` (``DIGEST``: the first 12 hex digits of
-the SHA-1 of the raw request body); ``DELETE /sim/calls`` answers the same and resets.
+it, so a test can prove a step was sent once, and how many it answers at once, so
+a test can prove a cap on running agents holds: ``GET /sim/calls`` answers
+``{"total": N, "by_body": {DIGEST: N, ...}, "in_flight": N, "most_in_flight": N}``
+(``DIGEST``: the first 12 hex digits of the SHA-1 of the raw request body;
+``most_in_flight``: the most calls it was answering at one moment); ``DELETE
+/sim/calls`` answers the same and resets the counts and the most in flight.
 """
 
 from __future__ import annotations
@@ -40,18 +43,27 @@ class _CallCounts:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._by_body: Counter[str] = Counter()
+        self._in_flight = self._most_in_flight = 0
 
     def add(self, body: bytes) -> None:
+        """A call arrives: counted, and in flight until ``done``."""
         with self._lock:
             self._by_body[hashlib.sha1(body).hexdigest()[:12]] += 1
+            self._in_flight += 1
+            self._most_in_flight = max(self._most_in_flight, self._in_flight)
+
+    def done(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
 
     def report(self, *, reset: bool = False) -> dict[str, Any]:
         """The counts so far, cleared in the same step when ``reset`` (so no call slips between)."""
         with self._lock:
-            by_body = dict(self._by_body)
+            by_body, in_flight, most = dict(self._by_body), self._in_flight, self._most_in_flight
             if reset:
                 self._by_body.clear()
-        return {"total": sum(by_body.values()), "by_body": by_body}
+                self._most_in_flight = self._in_flight
+        return {"total": sum(by_body.values()), "by_body": by_body, "in_flight": in_flight, "most_in_flight": most}
 
 
 def _counting(
@@ -62,9 +74,13 @@ def _counting(
     def counted(request: httpx2.Request) -> httpx2.Response:
         if request.url.path == CALLS_PATH and request.method in ("GET", "DELETE"):
             return httpx2.Response(200, json=calls.report(reset=request.method == "DELETE"))
-        if is_chat_completion(request):
-            calls.add(request.content)
-        return handle(request)
+        if not is_chat_completion(request):
+            return handle(request)
+        calls.add(request.content)
+        try:
+            return handle(request)
+        finally:
+            calls.done()
 
     return counted
 

@@ -1,0 +1,149 @@
+"""An agent's step holds a running slot on its capped scopes; one that must wait gives its worker slot back.
+
+Before a step the agent takes a slot on every scope of its that caps the agents
+running at once (``covey.budgets.running``), and gives them back when the step
+ends, whichever way. A thread per worker process renews the leases of the slots
+its steps hold, so a worker that dies frees them within a lease.
+
+An agent that finds a scope full, or a scope's per-minute window full, does not
+sleep in its worker slot: its step checkpoints and ends, and its next step is
+sent with a countdown (``Hop``), so the slot serves other jobs meanwhile. One
+waiting for a cap joins the scope's queue, and each step that gives a slot back
+sends the next step of the first in the queue at once (the countdown is only for
+a wake that went astray), so a freed slot is taken again at once and waiters do
+not poll. A countdown stays under the broker's patience: a Redis broker hands a
+message its worker has not acknowledged within the visibility timeout to another
+worker, and a worker holds a counted-down message unacknowledged from the moment
+it fetches it, through the countdown and the step that follows.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+
+from covey import keys
+from covey.config.settings import Settings
+from covey.status import Wait
+from covey.store.outbox import Message
+from covey.worker.agent_state import AgentState
+from covey.worker.deps import Deps
+
+log = logging.getLogger(__name__)
+
+# The longest countdown of one hop: a job cancelled meanwhile ends within it, and
+# a wait longer than it (a minute's window) is taken in several hops.
+MAX_HOP_SECONDS = 10.0
+# Waiters taken off a scope's queue per slot given back until one is woken: those
+# that ended meanwhile (cancelled, timed out) have no next step to wake and are skipped.
+WAKE_TRIES = 3
+
+
+class RunningElsewhere(Exception):
+    """Another run of this step holds the agent's slot (a woken copy and its
+    counted-down original both arrived): this one is dropped. If the other dies, the
+    reconciler sends the step again, which runs once the dead run's lease lapses."""
+
+
+@dataclass(frozen=True)
+class Hop:
+    """An agent gives its slot back: its next step is sent ``seconds`` from now; ``wait`` says why."""
+
+    wait: Wait
+    seconds: float
+
+
+def longest_hop(settings: Settings) -> float:
+    """A hop's countdown plus the step after it end before the visibility timeout."""
+    spare = settings.redelivery_seconds - settings.slice_seconds - settings.longest_call_seconds
+    return max(0.1, min(MAX_HOP_SECONDS, spare / 2))
+
+
+def hop(deps: Deps, reason: str, seconds: float) -> Hop:
+    """Wait ``seconds`` for ``reason``: the agent says so, and its next step comes
+    after at most a hop (a longer wait is taken in several)."""
+    until = deps.now() + timedelta(seconds=seconds)
+    return Hop(Wait(reason=reason, until=until), min(seconds, longest_hop(deps.settings)))
+
+
+class _Held:
+    """The slots this process's steps hold: (job id, agent id, run) -> scopes,
+    renewed by one thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._slots: dict[tuple[str, str, str], tuple[str, ...]] = {}
+        self._renewer: threading.Thread | None = None
+
+    def add(self, deps: Deps, step: tuple[str, str, str], scopes: tuple[str, ...]) -> None:
+        with self._lock:
+            self._slots[step] = scopes
+            if self._renewer is None or not self._renewer.is_alive():  # a prefork child starts its own
+                self._renewer = threading.Thread(target=self._renew, args=(deps,), name="covey-slots", daemon=True)
+                self._renewer.start()
+
+    def pop(self, step: tuple[str, str, str]) -> tuple[str, ...]:
+        with self._lock:
+            return self._slots.pop(step, ())
+
+    def _renew(self, deps: Deps) -> None:
+        while True:  # a daemon thread: it ends with its process, and so do the leases it renews
+            time.sleep(keys.RUNNING_LEASE_SECONDS / 3)
+            with self._lock:
+                held = [(job, agent, scopes) for (job, agent, _), scopes in self._slots.items()]
+            try:
+                deps.slots.renew(held)
+            except Exception:  # Redis away: the next renewal tries again, well within the lease
+                log.exception("running slots: renewing their leases failed")
+
+
+_held = _Held()
+
+
+def take(deps: Deps, state: AgentState, holder: str = "") -> Hop | None:
+    """Take the agent's running slots for this run ``holder`` of its step, or the hop
+    it waits instead; ``RunningElsewhere`` for a duplicate of a step that runs."""
+    ctx = state.ctx
+    taken = deps.slots.take(ctx.job_id, ctx.agent_id, ctx.scopes, holder)
+    if taken.elsewhere:
+        raise RunningElsewhere(f"agent {ctx.agent_id} of job {ctx.job_id} runs in another copy of this step")
+    if taken.ok:
+        if taken.held:
+            _held.add(deps, (ctx.job_id, ctx.agent_id, holder), taken.held)
+        return None
+    log.info("job %s agent %s gives its slot back: %s", ctx.job_id, ctx.agent_id, taken.reason)
+    # Woken when a slot is given back; the countdown is for a wake that went astray.
+    return hop(deps, taken.reason, longest_hop(deps.settings) * random.uniform(0.75, 1.0))
+
+
+def give_back(deps: Deps, job_id: str, agent_id: str, holder: str = "") -> list[Message]:
+    """Give back the slots the run ``holder`` of the agent's step holds, if it holds
+    any; the messages that wake the first waiter of each scope, for the caller to send."""
+    scopes = _held.pop((job_id, agent_id, holder))
+    if not scopes:
+        return []
+    firsts = deps.slots.give_back(job_id, agent_id, scopes)
+    return [m for scope, job, agent in firsts if (m := _wake_first(deps, scope, (job, agent))) is not None]
+
+
+def _wake_first(deps: Deps, scope: str, waiter: tuple[str, str]) -> Message | None:
+    """The next step, at once, of the first waiter taken off the scope's queue that still waits."""
+    for tries in range(1, WAKE_TRIES + 1):
+        message = _next_step_now(deps, *waiter)
+        if message is not None or tries == WAKE_TRIES:
+            return message
+        popped = deps.slots.next_waiter(scope)
+        if popped is None:
+            return None
+        waiter = popped
+    return None
+
+
+def _next_step_now(deps: Deps, job_id: str, agent_id: str) -> Message | None:
+    """A waiting agent's next step without its countdown; None if it waits no more."""
+    stored = deps.outbox.expected(job_id, agent_id)
+    return Message.loads(stored).now() if stored is not None else None
