@@ -174,6 +174,11 @@ def workspace(job_id: str) -> str:
     return f"{_job(job_id)}:workspace"
 
 
+def workspace_writer(job_id: str) -> str:
+    """Lock: held by the one tool call writing the job's workspace."""
+    return f"{_job(job_id)}:workspace:writer"
+
+
 def job_scopes(job_id: str) -> str:
     """Set of the global scope names this job charged, so its ledger snapshot shows them."""
     return f"{_job(job_id)}:scopes"

@@ -20,7 +20,7 @@ from covey.errors import CoveyError
 from covey.models import sim
 from covey.models.catalog import Catalog, Endpoint, ModelParams, UnservableModel
 from covey.models.replies import ModelReply, ToolCall
-from covey.models.structured import SCHEMA_NAME, response_format
+from covey.models.structured import SCHEMA_NAME, answered, asking
 from covey.models.tokens import estimate_prompt_tokens
 from covey.results import Usage
 from covey.status import Cause, CauseKind
@@ -92,9 +92,10 @@ class LLM:
         client = self._client(endpoint)
         kwargs: dict[str, Any] = {**endpoint.params.request(), **(params.request() if params else {})}
         # max_completion_tokens: OpenAI's current name; reasoning models refuse max_tokens.
-        kwargs.update(model=endpoint.model, max_completion_tokens=max_tokens, **_as_json(messages, tools))
         if schema is not None:
-            kwargs["response_format"] = response_format(schema, schema_name)
+            messages, tools, asked = asking(endpoint.structured, schema, schema_name, messages, tools)
+            kwargs.update(asked)
+        kwargs.update(model=endpoint.model, max_completion_tokens=max_tokens, **_as_json(messages, tools))
         # Never wait past the model timeout, even with a far deadline: a reservation
         # outliving RESERVATION_TTL_SECONDS would be released while still in use. A
         # nearer deadline bounds the whole call, so it gets one attempt, no retries.
@@ -122,9 +123,10 @@ class LLM:
         except ValueError as e:  # charged as the worst case: what it really cost is unknown
             raise ModelError(f"model reported unusable usage: {e}", malformed, worst) from e
         try:
-            return _reply(completion), usage
+            reply = _reply(completion)
         except (AttributeError, TypeError, ValueError) as e:
             raise ModelError(f"model returned a malformed reply: {e}", malformed, usage) from e
+        return (reply if schema is None else answered(endpoint.structured, schema_name, reply)), usage
 
     def _client(self, endpoint: Endpoint) -> openai.OpenAI:
         key = (endpoint.base_url, endpoint.key_env)

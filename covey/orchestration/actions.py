@@ -20,8 +20,9 @@ from covey.status import AgentStatus, Cause
 @dataclass(frozen=True)
 class ChildRequest:
     """A sub-agent a strategy asks for. What it leaves unset the child takes from
-    its parent (strategy with its options, model); its tools are always cut to
-    what the parent was offered, and its budget to what the parent has left."""
+    its parent (strategy with its options, model, ``max_cycles``); its tools are
+    always cut to what the parent was offered, and its budget to what the parent
+    has left. ``can_spawn = False`` offers it no spawn tool, whatever its tools say."""
 
     task: str
     role: str = "agent"
@@ -33,6 +34,8 @@ class ChildRequest:
     fraction: float | None = None  # share of the parent's budget; None: the job's child_fraction
     timeout: float | None = None  # seconds; its deadline is the earlier of its parent's and now + this
     key: str | None = None  # the strategy's own name for it, handed back in ``ChildResults.keys``
+    max_cycles: int | None = None  # model calls it may make on its own, never more than its parent's
+    can_spawn: bool = True
 
 
 # --- Actions -----------------------------------------------------------------

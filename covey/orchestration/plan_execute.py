@@ -27,6 +27,7 @@ strategy has no clock).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -214,7 +215,7 @@ def _dispatch(run: Run[Options], state: State) -> Action:
     ready = [s for s in plan.ready(state.steps, state.results) if s.id not in state.inputs]
     tools = [s for s in ready if s.tool]
     now = tools or ready  # tool steps run in this task, so what they make ready joins the agents after them
-    state.inputs |= {s.id: plan.resolve(s.input, state.results) for s in now}
+    state.inputs |= {s.id: plan.resolve(s.input, state.results, _escape(s.tool)) for s in now}
     if tools:
         state.tools = [s.id for s in tools]
         state.phase = "tools"
@@ -222,6 +223,11 @@ def _dispatch(run: Run[Options], state: State) -> Action:
     if now:
         return _spawn(run, state, now)
     return _wait(state) if state.running else _synthesise(run, state)
+
+
+def _escape(tool: str | None) -> Callable[[str], str]:
+    """A tool step whose input is its JSON arguments gets its references JSON-escaped."""
+    return plan.json_escaped if tool is not None and len(_required(tool)) != 1 else str
 
 
 def _tool_call(step_id: str, tool: str, text: str) -> ToolCall:

@@ -24,6 +24,7 @@ from covey.results import AgentResult
 from covey.spec import AgentSpec, InvalidSpec, describe
 from covey.status import AgentStatus, Cause, CauseKind, Resource
 from covey.store.tree import Node, preview
+from covey.tools.builtin import SPAWN_TOOLS
 from covey.tools.registry import narrow, offered
 from covey.worker.agent_state import AgentState, PendingChild
 from covey.worker.deps import Deps
@@ -100,6 +101,8 @@ def child_spec(parent: AgentSpec, ctx: RunContext, request: ChildRequest) -> Age
     tools never beyond what the parent was offered. ``InvalidSpec`` names a bad field."""
     allowed = offered(ctx.allow, ctx.deny)
     tools = narrow(allowed, request.tools)
+    if not request.can_spawn:
+        tools = [name for name in tools if name not in SPAWN_TOOLS]
     own_options = request.strategy is not None or bool(request.options)
     fields: dict[str, Any] = {
         "task": request.task,
@@ -110,8 +113,9 @@ def child_spec(parent: AgentSpec, ctx: RunContext, request: ChildRequest) -> Age
         "strategy": request.strategy or parent.strategy,
         "options": request.options if own_options else parent.options,
         "tools": tools,
-        "max_cycles": parent.max_cycles,
+        "max_cycles": min(request.max_cycles or parent.max_cycles, parent.max_cycles),
         "max_call_tokens": parent.max_call_tokens,
+        "max_schema_retries": parent.max_schema_retries,
         "timeout": parent.timeout if request.timeout is None else request.timeout,
     }
     try:

@@ -263,6 +263,24 @@ def test_a_tool_of_several_arguments_takes_the_input_as_its_json_arguments():
     ]
 
 
+def test_a_result_spliced_into_json_arguments_is_escaped_and_into_plain_text_is_not():
+    args = '{"path": "notes.md", "content": "said: {{a.result}}"}'
+    action = resume(
+        plan_execute.start(SPEC, CTX),
+        planned(
+            step("a", role="writer", text="quote"),
+            step("b", "a", tool="write_file", text=args),
+            step("c", "a", tool="calculator", text="{{a.result}}"),
+        ),
+    )
+    said = 'he said "no"\nand left \\ there'
+    action = resume(action, finished(a=child(output=said)))
+    assert [(c.name, json.loads(c.arguments)) for c in action.calls] == [
+        ("write_file", {"path": "notes.md", "content": f"said: {said}"}),
+        ("calculator", {"expression": said}),
+    ]
+
+
 def test_a_step_out_of_budget_ends_the_agent_with_that_status():
     action = resume(plan_execute.start(SPEC, CTX), planned(CALC, CHECK))
     action = resume(action, ToolResults({"step_1": "42"}))
