@@ -105,8 +105,9 @@ class LLM:
             client = client.with_options(max_retries=retries)
         failed = Cause(kind=CauseKind.MODEL_ERROR)
         malformed = Cause(kind=CauseKind.MALFORMED_REPLY)
-        try:
-            completion = client.chat.completions.create(**kwargs, timeout=per_attempt)
+        try:  # the raw response, for the retries the SDK took before this answer
+            raw = client.chat.completions.with_raw_response.create(**kwargs, timeout=per_attempt)
+            completion = raw.parse()
         except openai.APITimeoutError as e:
             raise ModelError(f"model call timed out after {per_attempt:g}s (and {retries} retries)", failed) from e
         except openai.APIStatusError as e:
@@ -118,7 +119,7 @@ class LLM:
         except ValueError as e:  # an answer the SDK cannot parse (not JSON): billed, for all covey knows
             raise ModelError(f"model returned a malformed reply: {e}", malformed, worst) from e
         try:
-            usage = _usage(completion, worst)
+            usage = _usage(completion, worst) + Usage(model_retries=raw.retries_taken)
         except ValueError as e:  # charged as the worst case: what it really cost is unknown
             raise ModelError(f"model reported unusable usage: {e}", malformed, worst) from e
         try:

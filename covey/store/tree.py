@@ -118,7 +118,16 @@ _CAUSE = {"kind": "k", "scope": "s", "agent_id": "a", "resource": "r", "status":
 _CAUSE_UNPACKED = {short: name for name, short in _CAUSE.items()}
 # Usage as a list in this order; the fields after the first four only where they are not all 0
 # (older records lack them).
-_USAGE = ("prompt_tokens", "completion_tokens", "cycles", "agents", "tool_calls", "cached_tokens", "cost_micros")
+_USAGE = (
+    "prompt_tokens",
+    "completion_tokens",
+    "cycles",
+    "agents",
+    "tool_calls",
+    "cached_tokens",
+    "cost_micros",
+    "model_retries",
+)
 _USAGE_ALWAYS = 4
 
 

@@ -105,7 +105,9 @@ class _Run:
     busy: deque[tuple[float, Unit]] = field(default_factory=deque)
     flights: dict[str, Flight] = field(default_factory=dict)
     done: int = 0
-    failed: int = 0
+    failed: int = 0  # units, not attempts: one that fails then completes on a retry is done only
+    scored: int = 0  # units kept or failed for good, before this run or in it, and the sum of their scores
+    score_sum: float = 0.0
     skipped: int = 0
     tokens: int = 0
     submitted: int = 0
@@ -128,7 +130,13 @@ class _Run:
             tokens=self.tokens,
             elapsed=elapsed,
             rate=finished / elapsed if elapsed > 0 else 0.0,
+            accuracy=self.score_sum / self.scored if self.scored else None,
         )
+
+    def count(self, record: Record) -> None:
+        """Count a unit that ended for good into the live accuracy (a failed one scores 0)."""
+        self.scored += 1
+        self.score_sum += record.score or 0.0
 
 
 def run_sweep(
@@ -190,7 +198,8 @@ def run_sweep(
         manifest.scope, manifest.max_tokens_total, manifest.max_cycles_total, max_cost=manifest.max_cost_total
     )
     log = ResultsLog(out)
-    kept = {unit for unit, record in log.latest().items() if record.kept}
+    latest = log.latest()
+    kept = {unit for unit, record in latest.items() if record.kept}
     units = [Unit(s, c, r) for s in samples for c in grid.configs for r in range(grid.repeats)]
     run = _Run(
         client=client,
@@ -205,7 +214,10 @@ def run_sweep(
         already_done=sum(1 for u in units if u.key in kept),
     )
     run.done = run.already_done
-    del units
+    for unit in units:
+        if unit.key in kept:
+            run.count(latest[unit.key])
+    del units, latest
     run.claims.resume()
     run.claims.renew()
     renewed = time.monotonic()
@@ -439,15 +451,17 @@ def _finish(run: _Run, flight: Flight, record: Record) -> None:
     run.log.append(record)
     run.claims.record(flight.unit.key, flight.job_id, record.status)
     run.tokens += record.usage.total_tokens
-    if record.kept:
-        run.done += 1
-    elif record.status == SKIPPED_BUDGET:
+    if record.status == SKIPPED_BUDGET:
         run.skipped += 1
+    elif record.status in RETRYABLE and flight.unit.attempt <= run.retries and not run.dry:
+        flight.unit.attempt += 1
+        run.again.append(flight.unit)
     else:
-        run.failed += 1
-        if record.status in RETRYABLE and flight.unit.attempt <= run.retries and not run.dry:
-            flight.unit.attempt += 1
-            run.again.append(flight.unit)
+        run.count(record)
+        if record.kept:
+            run.done += 1
+        else:
+            run.failed += 1
 
 
 def _sweep_refused(run: _Run, result: AgentResult) -> bool:

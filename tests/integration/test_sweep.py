@@ -385,3 +385,22 @@ def test_a_piped_sweep_prints_its_last_progress_line_once(sweep_redis, sweep_wor
         assert proc.returncode == 0, stderr
     progress = [line for line in stderr.splitlines() if " done, " in line]
     assert len(progress) == 1 and progress[0].startswith("3/3 done"), stderr
+
+
+def test_retries_are_in_the_results_and_the_live_line_counts_samples_not_attempts(sweep_redis, sweep_worker, tmp_path):
+    """On the default worker the SDK retries a 429 (which ``[sim:fail 429]`` answers only
+    the first attempt of) and a 500 (which it answers every time) twice; ``--retries 1``
+    runs the failed sample once more."""
+    data = tmp_path / "d.jsonl"
+    inputs = ["What is 1 + 1? [sim:fail 500]", "What is 2 + 1? [sim:fail 429]", "What is 3 + 1?", "What is 4 + 1?"]
+    data.write_text("".join(json.dumps({"id": i, "input": t, "target": i + 2}) + "\n" for i, t in enumerate(inputs)))
+    out = tmp_path / "out"
+    proc = covey(sweep_redis, "sweep", str(data), "--grid", single_grid(tmp_path), "--out", str(out), "--retries", "1")
+    _, stderr = proc.communicate(timeout=180)
+    assert proc.returncode == 1, stderr
+    lines = results(out)
+    assert [(r["attempt"], r["status"]) for r in lines if r["sample_id"] == "0"] == [(1, "failed"), (2, "failed")]
+    completed = {r["sample_id"]: r["usage"]["model_retries"] for r in lines if r["status"] == "completed"}
+    assert completed == {"1": 1, "2": 0, "3": 0}
+    progress = [line for line in stderr.splitlines() if " done, " in line]
+    assert progress[-1].startswith("3/4 done, 1 failed, 0 skipped, accuracy 75.0% | "), stderr
