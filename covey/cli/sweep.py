@@ -94,9 +94,16 @@ def sweep(
     try:  # checked here, before any connection; run_sweep reads them again from the same files
         samples, grid = load_dataset(dataset), load_grid(grid_path)
         selection.apply(samples, Path(dataset).name)
-        Manifest.check(Path(out), digest(samples), grid.digest)
+        found = Manifest.check(Path(out), digest(samples), grid.digest)
     except SweepInputError as e:
         raise _BadInput(str(e)) from None
+    original = found.original(Path(out)) if found else None
+    if found and original:
+        click.echo(
+            f"{out} is a copy of {original} (sweep {found.id}): it runs as a new sweep, with a cap of its own, "
+            "keeping the results it holds",
+            err=True,
+        )
     queue = queue or settings.sweep_queue
     settings = settings.model_copy(update={"queue": queue})
     probe = Client(settings)
@@ -197,6 +204,9 @@ def sweep_cancel(directory) -> None:
         raise _BadInput(str(e)) from None
     if found is None:
         raise _BadInput(f"{directory}: no sweep.json here, so no sweep to cancel")
+    original = found.original(Path(directory))
+    if original is not None:
+        raise _BadInput(f"{directory} is a copy of {original}, where sweep {found.id} runs: cancel it there")
     client = connect()
     jobs = Claims(client.redis, found.id, client.settings.job_ttl).cancel()
     for job_id in jobs:

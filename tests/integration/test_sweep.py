@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -404,3 +405,37 @@ def test_retries_are_in_the_results_and_the_live_line_counts_samples_not_attempt
     assert completed == {"1": 1, "2": 0, "3": 0}
     progress = [line for line in stderr.splitlines() if " done, " in line]
     assert progress[-1].startswith("3/4 done, 1 failed, 0 skipped, accuracy 75.0% | "), stderr
+
+
+def test_a_copied_results_directory_runs_as_a_sweep_of_its_own_leaving_the_originals_cap(
+    sweep_redis, sweep_worker, db, tmp_path
+):
+    data, grid, original, copy = dataset(tmp_path, 3), single_grid(tmp_path), tmp_path / "a", tmp_path / "b"
+    proc = covey(sweep_redis, "sweep", data, "--grid", grid, "--out", str(original), "--max-tokens-total", "100000")
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    first = Manifest.model_validate_json((original / "sweep.json").read_text())
+    ledger = Client(Settings(redis_url=sweep_redis.url)).ledger
+
+    def row(sweep_id: str):
+        return next(r for r in ledger.scope_rows() if r.name == f"sweep:{sweep_id}")
+
+    spent = row(first.id)
+    assert spent.tokens_used > 0 and spent.tokens_limit == 100000
+    shutil.copytree(original, copy)
+    cancel = covey(sweep_redis, "sweep-cancel", str(copy))
+    _, stderr = cancel.communicate(timeout=60)
+    assert cancel.returncode == 2
+    assert stderr.strip() == f"Error: {copy} is a copy of {original}, where sweep {first.id} runs: cancel it there"
+    before = jobs_sent(db)
+    proc = covey(sweep_redis, "sweep", data, "--grid", grid, "--out", str(copy), "--max-tokens-total", "50")
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    assert (
+        f"{copy} is a copy of {original} (sweep {first.id}): it runs as a new sweep, with a cap of its own, "
+        "keeping the results it holds"
+    ) in stderr.splitlines()
+    second = Manifest.model_validate_json((copy / "sweep.json").read_text())
+    assert second.id != first.id and second.copy_of == first.id
+    assert jobs_sent(db) == before  # the copy's three results are kept
+    assert row(first.id) == spent and row(second.id).tokens_limit == 50  # the original's cap neither shared nor reset
