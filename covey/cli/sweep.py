@@ -216,19 +216,32 @@ def sweep_cancel(directory) -> None:
 
 @cli.command("sweep-report")
 @click.argument("directory", type=click.Path(file_okay=False, exists=True))
+@click.option(
+    "--scorer",
+    "scorers",
+    multiple=True,
+    metavar="NAME",
+    help="re-score the recorded outputs with this scorer (repeatable; a kind, a grid's scorer, module:function)",
+)
 @click.option("--json", "as_json", is_flag=True, help="print the summary rows as JSON")
-def sweep_report(directory, as_json) -> None:
-    """Rebuild DIR/summary.csv and DIR/summary.png from DIR/results.jsonl and print the table."""
-    _report(Path(directory), as_json)
+def sweep_report(directory, scorers, as_json) -> None:
+    """Rebuild DIR/summary.csv and DIR/summary.png from DIR/results.jsonl and print the table.
+
+    With --scorer, the outputs recorded there are scored again, the first scorer
+    as the accuracy, each one's mean beside it; nothing runs and Redis is not used."""
+    lead = f"re-scored from the outputs recorded; accuracy by {scorers[0]}" if scorers else None
+    _report(Path(directory), as_json, lead=lead, scorers=list(scorers))
 
 
-def _report(directory: Path, as_json: bool, lead: str | None = None) -> list[ConfigSummary]:
+def _report(
+    directory: Path, as_json: bool, lead: str | None = None, scorers: list[str] | None = None
+) -> list[ConfigSummary]:
     """Rebuild and print the summary; returns its rows."""
     from covey.sweeps import SweepInputError
     from covey.sweeps.report import SUMMARY_CSV, SUMMARY_PNG, build_report, table
 
     try:
-        rows, drawn = build_report(directory)
+        rows, drawn = build_report(directory, scorers)
     except (FileNotFoundError, SweepInputError) as e:
         raise _BadInput(str(e)) from None
     if as_json:

@@ -36,7 +36,7 @@ from covey.sweeps.grid import Config, Grid, load_grid
 from covey.sweeps.manifest import Manifest
 from covey.sweeps.progress import SweepProgress
 from covey.sweeps.records import REFUSED, SKIPPED_BUDGET, Record, RecordUsage, ResultsLog
-from covey.sweeps.scorers import Scorer, Scoring
+from covey.sweeps.scorers import Scoring, mark, score_failed
 from covey.sweeps.selection import Selection
 from covey.sweeps.served import check_models
 from covey.sweeps.window import Window
@@ -374,7 +374,7 @@ def _ended(run: _Run, flight: Flight, result: AgentResult | str) -> None:
     record = _record(unit, flight, result.status.value, result=result)
     if result.ok:
         for scorer in run.scoring.local:
-            _score(scorer, record, unit.sample)
+            mark(scorer, record, unit.sample)
         record.score = record.scores.get(run.scoring.primary)
     judge = run.scoring.judge
     if result.ok and judge is not None and not run.cancelled:
@@ -392,29 +392,16 @@ def _judged(run: _Run, flight: Flight, result: AgentResult | str) -> None:
     judge = run.scoring.judge
     assert judge is not None
     if isinstance(result, str):
-        _score_failed(record, judge.name, f"judge refused: {result}")
+        score_failed(record, judge.name, f"judge refused: {result}")
     else:
         record.judge_tokens = result.usage.total_tokens
         run.tokens += record.judge_tokens
         try:
             record.scores[judge.name] = judge.verdict(result)
         except ValueError as e:
-            _score_failed(record, judge.name, str(e))
+            score_failed(record, judge.name, str(e))
     record.score = record.scores.get(run.scoring.primary)
     _finish(run, Flight(flight.unit, record.job_id or flight.job_id, flight.sent), record)
-
-
-def _score(scorer: Scorer, record: Record, sample: Sample) -> None:
-    try:
-        record.scores[scorer.name] = scorer.score(record.output, sample)
-    except Exception as e:
-        record.scores[scorer.name] = 0.0
-        _score_failed(record, scorer.name, f"{type(e).__name__}: {e}")
-
-
-def _score_failed(record: Record, name: str, why: str) -> None:
-    """Note why a scorer gave no score, beside any other scorer's reason."""
-    record.score_error = "; ".join(filter(None, [record.score_error, f"{name}: {why}"]))
 
 
 def _record(

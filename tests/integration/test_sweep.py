@@ -439,3 +439,44 @@ def test_a_copied_results_directory_runs_as_a_sweep_of_its_own_leaving_the_origi
     assert second.id != first.id and second.copy_of == first.id
     assert jobs_sent(db) == before  # the copy's three results are kept
     assert row(first.id) == spent and row(second.id).tokens_limit == 50  # the original's cap neither shared nor reset
+
+
+def test_a_finished_sweep_is_rescored_from_its_recorded_outputs_without_redis(sweep_redis, sweep_worker, tmp_path):
+    """Targets written ``N.0`` fail the grid's ``exact`` scorer; ``numeric`` re-scores them right."""
+    data = tmp_path / "d.jsonl"
+    data.write_text(
+        "".join(json.dumps({"id": i, "input": f"What is {i} + 1?", "target": f"{i + 1}.0"}) + "\n" for i in range(3))
+    )
+    grid, out = tmp_path / "g.toml", tmp_path / "out"
+    grid.write_text('strategies = ["single"]\nscorer = {kind = "includes", name = "mentions"}\n')
+    proc = covey(sweep_redis, "sweep", str(data), "--grid", str(grid), "--out", str(out))
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    recorded = (out / "results.jsonl").read_bytes()
+    unreachable = "redis://127.0.0.1:1/0"  # nothing listens there: a report that used Redis would fail
+
+    def report(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "covey", "sweep-report", str(out), *args],
+            env=worker_env(unreachable),
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    done = report("--scorer", "numeric", "--scorer", "mentions", "--scorer", "exact")
+    assert done.returncode == 0, done.stderr
+    header, row = done.stdout.splitlines()[1].split(), done.stdout.splitlines()[2].split()
+    assert header[:5] == ["configuration", "accuracy", "exact", "mentions", "numeric"]
+    assert row[:7] == ["default/single", "100.0%", "±", "0.0%", "0.0%", "0.0%", "100.0%"]
+    csv_header, csv_row = (out / "summary.csv").read_text().splitlines()[:2]
+    assert dict(zip(csv_header.split(","), csv_row.split(",")))["score_numeric"] == "1.0"
+    rows = json.loads(report("--scorer", "exact", "--json").stdout)
+    assert rows[0]["accuracy"] == 0.0
+    unknown = report("--scorer", "numerc")
+    assert unknown.returncode == 2
+    assert unknown.stderr.strip() == (
+        "Error: unknown scorer 'numerc': use one of exact, includes, regex, numeric, mentions, or module:function"
+    )
+    assert (out / "results.jsonl").read_bytes() == recorded
