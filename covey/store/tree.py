@@ -114,7 +114,15 @@ _PACKED = {
     "finished_at": "f",
 }
 _UNPACKED = {short: name for name, short in _PACKED.items()}
-_CAUSE = {"kind": "k", "scope": "s", "agent_id": "a", "resource": "r", "status": "h", "retry_after": "w"}
+_CAUSE = {
+    "kind": "k",
+    "scope": "s",
+    "agent_id": "a",
+    "resource": "r",
+    "status": "h",
+    "retry_after": "w",
+    "retries": "n",
+}
 _CAUSE_UNPACKED = {short: name for name, short in _CAUSE.items()}
 # Usage as a list in this order; the fields after the first four only where they are not all 0
 # (older records lack them).

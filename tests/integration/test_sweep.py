@@ -400,7 +400,8 @@ def test_retries_are_in_the_results_and_the_live_line_counts_samples_not_attempt
     _, stderr = proc.communicate(timeout=180)
     assert proc.returncode == 1, stderr
     lines = results(out)
-    assert [(r["attempt"], r["status"]) for r in lines if r["sample_id"] == "0"] == [(1, "failed"), (2, "failed")]
+    failed = [(r["attempt"], r["status"], r["cause"]["retries"]) for r in lines if r["sample_id"] == "0"]
+    assert failed == [(1, "failed", 2), (2, "failed", 2)]  # each attempt after the SDK's two retries
     completed = {r["sample_id"]: r["usage"]["model_retries"] for r in lines if r["status"] == "completed"}
     assert completed == {"1": 1, "2": 0, "3": 0}
     progress = [line for line in stderr.splitlines() if " done, " in line]
