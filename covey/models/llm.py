@@ -106,20 +106,25 @@ class LLM:
             client = client.with_options(max_retries=retries)
         failed = Cause(kind=CauseKind.MODEL_ERROR)
         malformed = Cause(kind=CauseKind.MALFORMED_REPLY)
-        try:
-            completion = client.chat.completions.create(**kwargs, timeout=per_attempt)
+        try:  # the raw response, for the retries the SDK took before this answer
+            raw = client.chat.completions.with_raw_response.create(**kwargs, timeout=per_attempt)
+            completion = raw.parse()
         except openai.APITimeoutError as e:
-            raise ModelError(f"model call timed out after {per_attempt:g}s (and {retries} retries)", failed) from e
+            raise ModelError(
+                f"model call timed out after {per_attempt:g}s (and {retries} retries)", _retried(failed, e)
+            ) from e
         except openai.APIStatusError as e:
-            raise ModelError(f"model call failed: HTTP {e.status_code}: {_message(e)}", _status_cause(e)) from e
+            raise ModelError(
+                f"model call failed: HTTP {e.status_code}: {_message(e)}", _retried(_status_cause(e), e)
+            ) from e
         except openai.APIConnectionError as e:
-            raise ModelError(f"model unreachable at {_shown(endpoint.base_url)}: {e}", failed) from e
+            raise ModelError(f"model unreachable at {_shown(endpoint.base_url)}: {e}", _retried(failed, e)) from e
         except openai.OpenAIError as e:
             raise ModelError(f"model call failed: {type(e).__name__}: {e}", failed) from e
         except ValueError as e:  # an answer the SDK cannot parse (not JSON): billed, for all covey knows
             raise ModelError(f"model returned a malformed reply: {e}", malformed, worst) from e
         try:
-            usage = _usage(completion, worst)
+            usage = _usage(completion, worst) + Usage(model_retries=raw.retries_taken)
         except ValueError as e:  # charged as the worst case: what it really cost is unknown
             raise ModelError(f"model reported unusable usage: {e}", malformed, worst) from e
         try:
@@ -166,6 +171,16 @@ def _status_cause(error: openai.APIStatusError) -> Cause:
     if error.status_code != 429:
         return Cause(kind=CauseKind.MODEL_ERROR, status=error.status_code)
     return Cause(kind=CauseKind.RATE_LIMITED, status=429, retry_after=_retry_after(error.response.headers))
+
+
+def _retried(cause: Cause, error: openai.APIError) -> Cause:
+    """``cause`` with the retries the SDK took before giving up: it raises without
+    saying, but numbers every attempt in a header of the request it sent."""
+    try:
+        taken = int(error.request.headers.get("x-stainless-retry-count", "0"))
+    except ValueError:
+        return cause
+    return cause.model_copy(update={"retries": taken}) if taken > 0 else cause
 
 
 def _retry_after(headers: httpx2.Headers) -> float | None:

@@ -116,11 +116,28 @@ _PACKED = {
     "wait": "w",
 }
 _UNPACKED = {short: name for name, short in _PACKED.items()}
-_CAUSE = {"kind": "k", "scope": "s", "agent_id": "a", "resource": "r", "status": "h", "retry_after": "w"}
+_CAUSE = {
+    "kind": "k",
+    "scope": "s",
+    "agent_id": "a",
+    "resource": "r",
+    "status": "h",
+    "retry_after": "w",
+    "retries": "n",
+}
 _CAUSE_UNPACKED = {short: name for name, short in _CAUSE.items()}
 # Usage as a list in this order; the fields after the first four only where they are not all 0
 # (older records lack them).
-_USAGE = ("prompt_tokens", "completion_tokens", "cycles", "agents", "tool_calls", "cached_tokens", "cost_micros")
+_USAGE = (
+    "prompt_tokens",
+    "completion_tokens",
+    "cycles",
+    "agents",
+    "tool_calls",
+    "cached_tokens",
+    "cost_micros",
+    "model_retries",
+)
 _USAGE_ALWAYS = 4
 
 
