@@ -43,7 +43,7 @@ from covey.store.catalog import NoWorkerServes
 from covey.store.outbox import Message
 from covey.store.tree import Node, preview
 from covey.tools.registry import NotServed, check_served
-from covey.worker import catalog, handover, loop, lost, reconciler, signing
+from covey.worker import catalog, handover, loop, lost, reconciler, signing, telemetry
 from covey.worker.agent_state import AgentState, UnreadableCheckpoint, dump_checkpoint, load_checkpoint
 from covey.worker.app import app
 from covey.worker.deps import Deps, worker_deps
@@ -201,8 +201,9 @@ def _guarded(task, job_id: str, agent_id: str, step: Step) -> dict[str, Any] | s
         if done is not None:
             return done
         taken = _taken_up(task, job_id, agent_id)
-        state, action = step()
-        return _drive(task, state, action, taken)
+        with telemetry.step(task, job_id, agent_id):
+            state, action = step()
+            return _drive(task, state, action, taken)
     except (Ignore, Reject, Retry):
         raise
     except OUTAGES as e:
@@ -382,7 +383,11 @@ def _agent_message(secret: bytes, ctx: RunContext, spec: AgentSpec) -> Message:
     ``COVEY_JOB_TTL``."""
     payload = {"ctx": ctx.model_dump(mode="json"), "spec": spec.model_dump(mode="json")}
     task_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"covey:{ctx.job_id}/{ctx.agent_id}"))
-    options = {"ignore_result": True, **wire.agent(ctx.job_id, ctx.agent_id, spec.role, ctx.depth, spec.task)}
+    options = {
+        "ignore_result": True,
+        **wire.agent(ctx.job_id, ctx.agent_id, spec.role, ctx.depth, spec.task),
+        **telemetry.headers(ctx),
+    }
     return Message(wire.AGENT, task_id, {**payload, "sig": signing.sign(secret, task_id, payload)}, options)
 
 
@@ -391,7 +396,11 @@ def _resume_message(
 ) -> Message:
     """The resume of a waiting agent, under its own task id: the root's stores the job's result."""
     payload = _resume_payload(ctx.job_id, ctx.agent_id, spawn_round)
-    options = {"ignore_result": ctx.depth > 0, **wire.resume(ctx.job_id, ctx.agent_id, spawn_round, children)}
+    options = {
+        "ignore_result": ctx.depth > 0,
+        **wire.resume(ctx.job_id, ctx.agent_id, spawn_round, children),
+        **telemetry.headers(ctx),
+    }
     return Message(
         wire.RESUME, task_id, {**payload, "sig": signing.sign(secret, task_id, payload)}, {**options, **carried}
     )
@@ -401,7 +410,7 @@ def _proceed_message(secret: bytes, task_id: str, ctx: RunContext, step: int, ca
     """The task that takes a paused agent up again, under its own task id."""
     kwargs = {"job_id": ctx.job_id, "agent_id": ctx.agent_id, "step": step}
     sig = signing.sign(secret, task_id, _proceed_payload(ctx.job_id, ctx.agent_id, step))
-    options = {"ignore_result": ctx.depth > 0, **wire.proceed(ctx.job_id, ctx.agent_id, step)}
+    options = {"ignore_result": ctx.depth > 0, **wire.proceed(ctx.job_id, ctx.agent_id, step), **telemetry.headers(ctx)}
     return Message(wire.PROCEED, task_id, {**kwargs, "sig": sig}, {**options, **carried})
 
 
