@@ -131,7 +131,7 @@ def _serve_metrics(port: int) -> None:
     try:
         metrics.serve(port)
     except OSError as e:
-        raise click.ClickException(f"--metrics-port {port}: {e.strerror or e}") from None
+        raise click.ClickException(f"--metrics-port {port}: {e.strerror or e}; give another --metrics-port") from None
 
 
 def _patch_for_gevent() -> None:
