@@ -103,3 +103,27 @@ def test_a_tool_call_is_a_span_of_its_agent(traced, receiver):
     tools = spans_of(receiver, handle.id, "execute_tool", 1)
     assert [s["attributes"]["gen_ai.tool.name"] for s in tools] == ["calculator"]
     assert tools[0]["attributes"]["covey.agent_id"] == "root"
+
+
+def test_a_budget_refusal_is_an_event_on_the_refused_agents_task(traced, receiver):
+    handle = traced.submit(traced.spec("[sim:spawn width=2 depth=1] survey", budget={"max_tokens": 300}))
+    result = handle.result(timeout=120)
+    assert result.status == "budget_exceeded", result
+    agents = spans_of(receiver, handle.id, "invoke_agent", 1)
+    refused = [s for s in agents if s["attributes"]["covey.status"] == "budget_exceeded"]
+    assert refused
+    deadline = time.monotonic() + SPANS_SECONDS
+    while (
+        not (
+            events := [
+                e
+                for s in receiver.received()
+                for e in s["events"]
+                if e["name"] == "covey.budget_refused" and s["attributes"].get("covey.job_id") == handle.id
+            ]
+        )
+        and time.monotonic() < deadline
+    ):
+        time.sleep(0.2)
+    assert events, "no covey.budget_refused event"
+    assert any(a["key"] == "resource" and a["value"]["stringValue"] == "tokens" for a in events[0]["attributes"])
