@@ -127,3 +127,16 @@ def test_a_budget_refusal_is_an_event_on_the_refused_agents_task(traced, receive
         time.sleep(0.2)
     assert events, "no covey.budget_refused event"
     assert any(a["key"] == "resource" and a["value"]["stringValue"] == "tokens" for a in events[0]["attributes"])
+
+
+def test_a_cancelled_agent_span_says_so(traced, receiver):
+    spin = "[sim:loop] [sim:latency 20] spin"
+    handle = traced.submit(traced.spec(spin, budget={"max_cycles": 10_000}, max_cycles=10_000))
+    deadline = time.monotonic() + 60
+    while handle.ledger().cycles_used <= 5 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    handle.cancel()
+    assert handle.result(timeout=60).status == "cancelled"
+    [agent] = spans_of(receiver, handle.id, "invoke_agent", 1)
+    assert agent["attributes"]["covey.status"] == "cancelled"
+    assert [e["name"] for e in agent["events"]] == ["covey.cancelled"]
