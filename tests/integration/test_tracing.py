@@ -96,13 +96,17 @@ def test_a_111_agent_tree_is_one_trace_of_agent_spans_under_their_parents(traced
     assert tokens == ledger.tokens_used == result.usage.total_tokens
 
 
-def test_a_tool_call_is_a_span_of_its_agent(traced, receiver):
-    handle = traced.submit(traced.spec('Compute. [sim:call calculator {"expression": "6*7"}]'))
+def test_a_tool_call_is_a_span_of_its_agent_and_spans_name_the_tenant(traced, receiver):
+    traced.ledger.set_scope("tenant:acme", max_tokens=None, max_cycles=None)
+    handle = traced.submit(traced.spec('Compute. [sim:call calculator {"expression": "6*7"}]', tenant="acme"))
     result = handle.result(timeout=120)
     assert result.ok, result
     tools = spans_of(receiver, handle.id, "execute_tool", 1)
     assert [s["attributes"]["gen_ai.tool.name"] for s in tools] == ["calculator"]
     assert tools[0]["attributes"]["covey.agent_id"] == "root"
+    [agent] = spans_of(receiver, handle.id, "invoke_agent", 1)
+    calls = spans_of(receiver, handle.id, "chat", 2)
+    assert {s["attributes"].get("covey.tenant") for s in [agent, *tools, *calls]} == {"acme"}
 
 
 def test_a_budget_refusal_is_an_event_on_the_refused_agents_task(traced, receiver):
