@@ -1,8 +1,9 @@
 """``covey worker --metrics-port``: one Prometheus endpoint for every worker process,
-scraped after real jobs; its token counters are the ledger's."""
+scraped after real jobs; its token and cost counters are the ledger's."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections import defaultdict
 
@@ -23,7 +24,8 @@ TOOL = 'Compute. [sim:call calculator {"expression": "6*7"}]'
 def metered(redis_server):
     port = free_port()
     flags = ["--processes", "2", "--concurrency", "4", "--queues", "metered", "--metrics-port", str(port)]
-    proc = start_covey_worker(redis_server.url, flags, COVEY_QUEUE="metered")
+    price = json.dumps({"input": 0.15, "output": 0.6})  # USD per million tokens
+    proc = start_covey_worker(redis_server.url, flags, COVEY_QUEUE="metered", COVEY_SIM_PRICE=price)
     client = Client(Settings(redis_url=redis_server.url, model="sim", queue="metered"))
     wait_for_worker(client, proc)
     yield client, f"http://127.0.0.1:{port}/metrics"
@@ -56,6 +58,8 @@ def test_a_scrape_after_jobs_counts_the_tokens_the_ledger_charged(metered):
     while (m := scrape(url)) and total(m["covey_agents_finished_total"]) < 8 and time.monotonic() < deadline:
         time.sleep(0.2)
     assert total(m["covey_tokens_total"], scope="global") == charged
+    cost = sum(h.ledger().cost_used for h in handles)
+    assert cost > 0 and total(m["covey_cost_dollars_total"], scope="global", model="sim") == pytest.approx(cost)
     assert total(m["covey_tokens_total"], scope="global", model="sim", kind="prompt") == sum(
         r.usage.prompt_tokens for r in results
     )
