@@ -31,7 +31,7 @@ from covey.results import Usage
 from covey.status import AgentStatus, Cause, CauseKind, Resource
 from covey.tools.builtin import SPAWN_TOOLS
 from covey.tools.registry import narrow, offered, schemas
-from covey.worker import slots
+from covey.worker import slots, telemetry
 from covey.worker.agent_state import AgentState
 from covey.worker.deps import Deps
 from covey.worker.redaction import redact
@@ -94,15 +94,18 @@ def call_model(
         if seconds_left is not None and grant.retry_after >= seconds_left:
             return Stop.of(CauseKind.DEADLINE, f"{grant.reason}: the next minute's window opens after the deadline")
         log.info("job %s agent %s waits %.1fs: %s", ctx.job_id, ctx.agent_id, grant.retry_after, grant.reason)
+        telemetry.waited(grant.retry_after, grant.reason or "")
         return _window_wait(deps, grant)
     if not grant.ok:
         assert grant.cause is not None and grant.reason is not None  # a refusal always says why
+        telemetry.refused(grant.cause, grant.reason)
         return Stop(grant.cause, grant.reason)
     max_tokens = max(1, grant.tokens - estimate)
-    if grant.record is not None:  # settled before this step was redelivered: replay it
-        record = CallRecord.model_validate_json(grant.record)
-    else:
-        record = _call(deps, state, rid, action, tools, held, max_tokens, seconds_left)
+    with telemetry.model_call(state, rid, replayed=grant.record is not None) as seen:
+        if grant.record is not None:  # settled before this step was redelivered: replay it
+            record = seen(CallRecord.model_validate_json(grant.record))
+        else:
+            record = seen(_call(deps, state, rid, action, tools, held, max_tokens, seconds_left))
     if record.error is not None:
         state.usage += record.usage or Usage(cycles=1)
         # A record settled by a worker that kept no cause (an older version) is a model error.

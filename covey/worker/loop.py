@@ -32,7 +32,7 @@ from covey.results import AgentResult, ChildSummary, Usage
 from covey.spec import AgentSpec
 from covey.status import AgentStatus, Cause, CauseKind
 from covey.tools.registry import narrow
-from covey.worker import slots
+from covey.worker import slots, telemetry
 from covey.worker.agent_state import AgentState
 from covey.worker.calls import Stop, call_model, seconds_left
 from covey.worker.deps import Deps
@@ -100,6 +100,7 @@ def begin(
     deps.tree.record(ctx.job_id, state.node(AgentStatus.RUNNING))
     state.recorded_at = now
     agent_event("started", state, AgentStatus.RUNNING)
+    telemetry.started()
     return state, action
 
 
@@ -338,5 +339,7 @@ def _finish(
     written, resume = deps.tree.finish(ctx.job_id, node, retire)
     if not written:  # a duplicate of a step that already ended: the first end stands
         node = deps.tree.node(ctx.job_id, ctx.agent_id) or node
+    else:
+        telemetry.finished(state, node)
     agent_event("finished", state, status)
     return Finished(node.result(ctx.job_id, state.children), resume)

@@ -44,7 +44,7 @@ from covey.store.catalog import NoWorkerServes
 from covey.store.outbox import Message
 from covey.store.tree import Node, preview
 from covey.tools.registry import NotServed, check_served
-from covey.worker import catalog, handover, loop, lost, reconciler, signing, slots, takeover
+from covey.worker import catalog, handover, loop, lost, reconciler, signing, slots, takeover, telemetry
 from covey.worker.agent_state import AgentState, UnreadableCheckpoint, dump_checkpoint, load_checkpoint
 from covey.worker.app import app
 from covey.worker.deps import Deps, worker_deps
@@ -213,17 +213,18 @@ def _guarded(task, job_id: str, agent_id: str, step: Step) -> dict[str, Any] | s
         if done is not None:
             return done
         taken = _taken_up(task, job_id, agent_id)
-        state, action = step()
-        # This run of the step: a copy of an expected message running beside it is dropped
-        # (the reconciler sends the message again if this run dies). A root's first
-        # run_job is no outbox's, and without a Redis broker no reconciler runs: a copy
-        # is then the broker's redelivery, and takes over.
-        holder = uuid.uuid4().hex if taken is not None and worker_deps().settings.redis_broker else ""
-        try:
-            return _drive(task, state, action, taken, holder)
-        finally:  # a step that crashed; _drive gave back the others'
-            for woken in slots.give_back(worker_deps(), job_id, agent_id, holder):
-                _send(woken)
+        with telemetry.step(task, job_id, agent_id):
+            state, action = step()
+            # This run of the step: a copy of an expected message running beside it is dropped
+            # (the reconciler sends the message again if this run dies). A root's first
+            # run_job is no outbox's, and without a Redis broker no reconciler runs: a copy
+            # is then the broker's redelivery, and takes over.
+            holder = uuid.uuid4().hex if taken is not None and worker_deps().settings.redis_broker else ""
+            try:
+                return _drive(task, state, action, taken, holder)
+            finally:  # a step that crashed; _drive gave back the others'
+                for woken in slots.give_back(worker_deps(), job_id, agent_id, holder):
+                    _send(woken)
     except (Ignore, Reject, Retry):
         raise
     except OUTAGES as e:
@@ -427,7 +428,11 @@ def _agent_message(secret: bytes, ctx: RunContext, spec: AgentSpec) -> Message:
     ``COVEY_JOB_TTL``."""
     payload = {"ctx": ctx.model_dump(mode="json"), "spec": spec.model_dump(mode="json")}
     task_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"covey:{ctx.job_id}/{ctx.agent_id}"))
-    options = {"ignore_result": True, **wire.agent(ctx.job_id, ctx.agent_id, spec.role, ctx.depth, spec.task)}
+    options = {
+        "ignore_result": True,
+        **wire.agent(ctx.job_id, ctx.agent_id, spec.role, ctx.depth, spec.task),
+        **telemetry.headers(ctx),
+    }
     return Message(wire.AGENT, task_id, {**payload, "sig": signing.sign(secret, task_id, payload)}, options)
 
 
@@ -444,7 +449,11 @@ def _resume_message(
     result. One of a ``join="each"`` names the step it resumes (``step``): such an agent
     waits many times in one round."""
     payload = _resume_payload(ctx.job_id, ctx.agent_id, spawn_round, step)
-    options = {"ignore_result": ctx.depth > 0, **wire.resume(ctx.job_id, ctx.agent_id, spawn_round, children, step)}
+    options = {
+        "ignore_result": ctx.depth > 0,
+        **wire.resume(ctx.job_id, ctx.agent_id, spawn_round, children, step),
+        **telemetry.headers(ctx),
+    }
     return Message(
         wire.RESUME, task_id, {**payload, "sig": signing.sign(secret, task_id, payload)}, {**options, **carried}
     )
@@ -457,7 +466,11 @@ def _proceed_message(
     agent's is sent ``countdown`` seconds ahead (a re-send waits it out again)."""
     kwargs = {"job_id": ctx.job_id, "agent_id": ctx.agent_id, "step": step}
     sig = signing.sign(secret, task_id, _proceed_payload(ctx.job_id, ctx.agent_id, step))
-    options: dict[str, Any] = {"ignore_result": ctx.depth > 0, **wire.proceed(ctx.job_id, ctx.agent_id, step)}
+    options: dict[str, Any] = {
+        "ignore_result": ctx.depth > 0,
+        **wire.proceed(ctx.job_id, ctx.agent_id, step),
+        **telemetry.headers(ctx),
+    }
     if countdown:
         options["countdown"] = round(countdown, 3)
     return Message(wire.PROCEED, task_id, {**kwargs, "sig": sig}, {**options, **carried})
