@@ -37,6 +37,7 @@ BENCHES: dict[str, list[str]] = {
     "reservations": [],
     "scale": ["--repeats", "1"],
     "sweep": ["--samples", "2000"],
+    "telemetry": ["--repeats", "15"],
     "tools": [],
     "transcripts": [],
 }

@@ -100,8 +100,34 @@ def pending(job_id: str, agent_id: str) -> str:
 
 
 def joins(job_id: str) -> str:
-    """Hash: waiting agent id -> JSON of the resume message its last child sends."""
+    """Hash: waiting agent id -> JSON of the resume message its last child sends
+    (``join="all"``), or the next child to finish (``join="each"``, while it is idle)."""
     return f"{_job(job_id)}:joins"
+
+
+def awaited(job_id: str, agent_id: str) -> str:
+    """Set of an agent's ``join="each"`` children that have not finished; each
+    child's final record moves itself to ``done``, or to ``batch`` and sends the
+    agent's resume when it is idle."""
+    return f"{_job(job_id)}:awaited:{agent_id}"
+
+
+def done(job_id: str, agent_id: str) -> str:
+    """Set of ``join="each"`` children that finished while their parent ran: its
+    next wait hands them over at once."""
+    return f"{_job(job_id)}:done:{agent_id}"
+
+
+def batch(job_id: str, agent_id: str) -> str:
+    """Set of the finished children the agent's expected resume hands it: fixed
+    when that resume is recorded, so a redelivery joins the same ones."""
+    return f"{_job(job_id)}:batch:{agent_id}"
+
+
+def stopped(job_id: str) -> str:
+    """Set of agent ids their parent cancelled: each, and every agent under it, ends
+    ``cancelled`` at its next step."""
+    return f"{_job(job_id)}:stopped"
 
 
 def expecting() -> str:
@@ -153,6 +179,11 @@ def nodes(job_id: str) -> str:
 def workspace(job_id: str) -> str:
     """Hash: normalised path -> file content, shared by every agent of the job."""
     return f"{_job(job_id)}:workspace"
+
+
+def workspace_writer(job_id: str) -> str:
+    """Lock: held by the one tool call writing the job's workspace."""
+    return f"{_job(job_id)}:workspace:writer"
 
 
 def job_scopes(job_id: str) -> str:

@@ -26,6 +26,9 @@ class Usage(BaseModel):
     tool_calls: int = Field(default=0, description="tool calls run in the worker (control tools are not counted)")
     cached_tokens: int = Field(default=0, description="of prompt_tokens, those the provider served from its cache")
     cost_micros: int = Field(default=0, description="what it cost in micro-dollars, where its models have prices")
+    model_retries: int = Field(
+        default=0, description="the SDK's retries (429, 5xx, timeouts) before the model calls that were answered"
+    )
 
     @computed_field  # type: ignore[prop-decorator]  # pydantic's documented form
     @property
@@ -46,6 +49,7 @@ class Usage(BaseModel):
             tool_calls=self.tool_calls + other.tool_calls,
             cached_tokens=self.cached_tokens + other.cached_tokens,
             cost_micros=self.cost_micros + other.cost_micros,
+            model_retries=self.model_retries + other.model_retries,
         )
 
 

@@ -56,6 +56,13 @@ class AgentSpec(BaseModel):
         description="completion cap of one model call",
     )
     timeout: Seconds | None = Field(default=None, gt=0, description="seconds this agent may run")
+    max_schema_retries: int = Field(
+        default=1,
+        ge=0,
+        le=5,
+        strict=True,
+        description="times an off-schema reply is asked again before the agent fails",
+    )
 
     @field_validator("task")
     @classmethod

@@ -124,6 +124,7 @@ class Cause(BaseModel):
     resource: Resource | None = None
     status: int | None = None  # the model endpoint's HTTP status
     retry_after: float | None = None  # seconds to wait before asking again
+    retries: int | None = None  # the SDK's retries of the model call before it failed for good, when it took any
 
 
 class Wait(BaseModel):

@@ -46,12 +46,11 @@ def agent(job_id: str, agent_id: str, role: str, depth: int, task: str) -> dict[
     }
 
 
-def resume(job_id: str, agent_id: str, spawn_round: int, children: int) -> dict[str, str]:
-    """The repr options of the task that resumes a waiting agent after its ``children``."""
-    return {
-        "argsrepr": f"[{children} child results]",
-        "kwargsrepr": f"job={job_id} agent={agent_id} round={spawn_round}",
-    }
+def resume(job_id: str, agent_id: str, spawn_round: int, children: int, step: int | None = None) -> dict[str, str]:
+    """The repr options of the task that resumes a waiting agent after its ``children``
+    (as each finishes: after the ``step`` it waits at, which tells its resumes apart)."""
+    at = f"round={spawn_round}" if step is None else f"round={spawn_round} step={step}"
+    return {"argsrepr": f"[{children} child results]", "kwargsrepr": f"job={job_id} agent={agent_id} {at}"}
 
 
 def proceed(job_id: str, agent_id: str, step: int) -> dict[str, str]:

@@ -87,3 +87,28 @@ def test_image_copies_what_exists_and_runs_as_a_user():
             assert all((root / src).exists() for src in line[1:-1]), line
     assert next(line for line in lines if line[0] == "FROM")[1].endswith("-slim")
     assert [line for line in lines if line[0] == "USER"][-1][1] not in ("root", "0")
+
+
+def test_prometheus_scrapes_every_worker_on_its_metrics_port(compose):
+    command = compose["services"]["worker"]["command"]
+    port = int(command[command.index("--metrics-port") + 1])
+    [job] = yaml.safe_load(compose["configs"]["prometheus"]["content"])["scrape_configs"]
+    [found] = job["dns_sd_configs"]
+    assert found == {"names": ["worker"], "type": "A", "port": port}
+    assert str(port) in compose["services"]["worker"]["expose"]
+
+
+def test_the_dashboard_reads_only_metrics_the_worker_exports(compose):
+    from prometheus_client.metrics import MetricWrapperBase
+
+    from covey.worker import metrics
+
+    suffixes = {"counter": ["_total"], "histogram": ["_bucket", "_count", "_sum"], "gauge": [""]}
+    families = [f for m in vars(metrics).values() if isinstance(m, MetricWrapperBase) for f in m.describe()]
+    exported = {f.name + suffix for f in families for suffix in suffixes[f.type]}
+    dashboard = json.loads((DOCKER / "grafana-dashboard.json").read_text())
+    read = {name for p in dashboard["panels"] for t in p["targets"] for name in re.findall(r"covey_\w+", t["expr"])}
+    assert read and read <= exported, read - exported
+    shown = compose["services"]["grafana"]["configs"]
+    assert {"source": "grafana-dashboard", "target": "/var/lib/grafana/dashboards/covey.json"} in shown
+    assert compose["configs"]["grafana-dashboard"]["file"] == "./grafana-dashboard.json"

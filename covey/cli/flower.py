@@ -10,7 +10,12 @@ from __future__ import annotations
 
 import ast
 import ipaddress
+import re
 import socket
+from typing import Any
+
+from covey import wire
+from covey.context import ROOT_AGENT_ID
 
 # What the tasks page shows, in order: the result opens with the AgentResult's status, so
 # outcomes differ at a glance beside Celery's state (SUCCESS for every agent that reported);
@@ -80,11 +85,8 @@ def shown(task):
     job id (which a leading ``job=<uuid>`` would fill the cell with) last. Search
     and the HTTP API see the task as sent."""
     result = getattr(task, "result", None)
-    try:
-        value = ast.literal_eval(result) if isinstance(result, str) else None
-    except (ValueError, SyntaxError):  # cut by Celery at 1024 characters: it still opens with the status
-        value = None
-    if isinstance(value, dict) and "status" in value:
+    value = _result(result) if isinstance(result, str) else None
+    if value is not None and "status" in value:
         detail = value.get("error") or value.get("output")
         task.result = f"{value['status']}: {detail}" if detail else str(value["status"])
     kwargs = getattr(task, "kwargs", None)
@@ -95,11 +97,57 @@ def shown(task):
     return task
 
 
+# A result Celery cut at 1024 characters (a root's, with its children's summaries)
+# still opens with its status, its output and its error: read those from the cut text.
+_FIELD = re.compile(r"'(status|output|error)': ('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|None)")
+
+
+def _result(text: str) -> dict[str, Any] | None:
+    """The fields of a task's result as Celery's event shows it, cut or whole."""
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        if not text.startswith("{'status': "):
+            return None
+        own = text.split("'children': ", 1)[0]  # the result's own fields come before its children's
+        found: dict[str, Any] = {}
+        for key, literal in _FIELD.findall(own):
+            if literal != "None":
+                found.setdefault(key, ast.literal_eval(literal))
+        return found
+    return value if isinstance(value, dict) else None
+
+
+def _named_as_sent(event: dict[str, Any]) -> dict[str, Any]:
+    """A root's resume or proceed runs under the job's id: Flower keeps the row's name
+    ``covey.run_job``, the task that was sent, rather than the last step's."""
+    if event.get("type") != "task-received" or event.get("name") not in (wire.RESUME, wire.PROCEED):
+        return event
+    labels = dict(re.findall(r"(job|agent)=(\S+)", str(event.get("kwargs", ""))))
+    if labels.get("agent") == ROOT_AGENT_ID and labels.get("job") == event.get("uuid"):
+        return {**event, "name": wire.RUN_JOB}
+    return event
+
+
+def _keep_root_names() -> None:
+    from flower.events import EventsState
+
+    if not getattr(EventsState.event, "covey_named", False):
+        received = EventsState.event
+
+        def event(self, event):
+            return received(self, _named_as_sent(event))
+
+        event.covey_named = True  # type: ignore[attr-defined]
+        EventsState.event = event
+
+
 def configure() -> None:
     """Settings no command-line flag can carry: run before Flower starts."""
     from flower.options import options
 
     options.format_task = shown
+    _keep_root_names()
     _protect_metrics()
 
 

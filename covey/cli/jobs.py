@@ -11,7 +11,7 @@ import click
 from covey.budgets.budget import MAX_COUNT
 from covey.cli import render
 from covey.cli.app import cli, connect, interrupted, print_json
-from covey.cli.options import Dollars, Seconds
+from covey.cli.options import Dollars, KeyValue, Seconds
 from covey.client.progress import waiting
 from covey.orchestration import registry
 from covey.spec import MAX_CALL_TOKENS
@@ -72,6 +72,20 @@ def _job_options(fn):
         click.option("--tools", default=None, help="comma-separated tools the agents may use (default: all)"),
         click.option("--deny", default=None, help="comma-separated tools no agent of the job may use"),
         click.option("--task-file", type=click.File("r"), default=None, help="read the task from a file"),
+        click.option(
+            "--option",
+            "strategy_options",
+            type=KeyValue(),
+            multiple=True,
+            help="a strategy option, KEY=VALUE with a JSON value (repeatable): --option num_debaters=2",
+        ),
+        click.option(
+            "--model-param",
+            "model_params",
+            type=KeyValue(),
+            multiple=True,
+            help="a model parameter, KEY=VALUE with a JSON value (repeatable): --model-param temperature=0.2",
+        ),
     ]
     for option in reversed(options):
         fn = option(fn)
@@ -95,6 +109,9 @@ def _spec(client, task: str | None, o: dict[str, Any]):
     for name in ("tools", "deny"):
         if o[name] is not None:
             fields[name] = [t.strip() for t in o[name].split(",") if t.strip()]
+    for name, given in (("options", o["strategy_options"]), ("model_params", o["model_params"])):
+        if given:
+            fields[name] = dict(given)
     return client.spec(_task(task, o["task_file"]), **fields)
 
 

@@ -44,6 +44,13 @@ from covey.config.settings import MAX_CONCURRENCY, MAX_PROCESSES, get_settings
     default=None,
     help="comma-separated queues to read, in order (default COVEY_QUEUE then COVEY_SWEEP_QUEUE: covey,covey-sweeps)",
 )
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(1, 65535),
+    default=None,
+    envvar="COVEY_METRICS_PORT",
+    help="serve Prometheus metrics of every worker process on this port (default COVEY_METRICS_PORT, else none)",
+)
 def worker(
     processes: int | None,
     concurrency: int | None,
@@ -51,6 +58,7 @@ def worker(
     loglevel: str,
     hostname: str | None,
     queues: str | None,
+    metrics_port: int | None,
 ) -> None:
     """Run covey's worker: a Celery worker per core, each with many slots."""
     from covey.models.catalog import Catalog
@@ -72,6 +80,8 @@ def worker(
         raise click.BadParameter("name at least one queue", param_hint="--queues")
     count = processes or s.worker_processes or (1 if pool == "prefork" else os.cpu_count() or 1)
     slots = concurrency or s.model_copy(update={"worker_pool": pool}).worker_slots
+    if metrics_port is not None:
+        _serve_metrics(metrics_port)
     if count > 1:
         from covey.worker import logs
 
@@ -110,6 +120,22 @@ def worker(
     if hostname:
         argv.append(f"--hostname={hostname}")
     sys.exit(app.start(argv))  # worker_main drops the exit code: an unrecoverable error would exit 0
+
+
+def _serve_metrics(port: int) -> None:
+    """One endpoint for the samples every process of this worker writes to one folder
+    (``covey.worker.metrics``): set before any process imports prometheus_client."""
+    import tempfile
+
+    folder = os.environ.get("PROMETHEUS_MULTIPROC_DIR") or tempfile.mkdtemp(prefix="covey-metrics-")
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = folder
+    from covey.worker import metrics
+
+    metrics.prepare(folder)
+    try:
+        metrics.serve(port)
+    except OSError as e:
+        raise click.ClickException(f"--metrics-port {port}: {e.strerror or e}; give another --metrics-port") from None
 
 
 def _patch_for_gevent() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import click
@@ -37,3 +38,22 @@ class Dollars(click.FloatRange):
         if math.isnan(usd):
             self.fail(f"{value!r} is not a number of dollars", param, ctx)
         return usd
+
+
+class KeyValue(click.ParamType):
+    """``KEY=VALUE`` with VALUE read as JSON (``3``, ``true``, ``{"a": 1}``), or as the
+    text itself when it is not JSON, so ``--option mode=score`` needs no quotes."""
+
+    name = "KEY=VALUE"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        key, sep, raw = str(value).partition("=")
+        if not sep or not key.strip():
+            self.fail(f"{value!r} is not KEY=VALUE", param, ctx)
+        try:
+            parsed = json.loads(raw)
+        except ValueError:
+            parsed = raw
+        return key.strip(), parsed

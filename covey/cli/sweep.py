@@ -94,9 +94,16 @@ def sweep(
     try:  # checked here, before any connection; run_sweep reads them again from the same files
         samples, grid = load_dataset(dataset), load_grid(grid_path)
         selection.apply(samples, Path(dataset).name)
-        Manifest.check(Path(out), digest(samples), grid.digest)
+        found = Manifest.check(Path(out), digest(samples), grid.digest)
     except SweepInputError as e:
         raise _BadInput(str(e)) from None
+    original = found.original(Path(out)) if found else None
+    if found and original:
+        click.echo(
+            f"{out} is a copy of {original} (sweep {found.id}): it runs as a new sweep, with a cap of its own, "
+            "keeping the results it holds",
+            err=True,
+        )
     queue = queue or settings.sweep_queue
     settings = settings.model_copy(update={"queue": queue})
     probe = Client(settings)
@@ -197,6 +204,9 @@ def sweep_cancel(directory) -> None:
         raise _BadInput(str(e)) from None
     if found is None:
         raise _BadInput(f"{directory}: no sweep.json here, so no sweep to cancel")
+    original = found.original(Path(directory))
+    if original is not None:
+        raise _BadInput(f"{directory} is a copy of {original}, where sweep {found.id} runs: cancel it there")
     client = connect()
     jobs = Claims(client.redis, found.id, client.settings.job_ttl).cancel()
     for job_id in jobs:
@@ -206,6 +216,13 @@ def sweep_cancel(directory) -> None:
 
 @cli.command("sweep-report")
 @click.argument("directory", type=click.Path(file_okay=False, exists=True))
+@click.option(
+    "--scorer",
+    "scorers",
+    multiple=True,
+    metavar="NAME",
+    help="re-score the recorded outputs with this scorer (repeatable; a kind, a grid's scorer, module:function)",
+)
 @click.option("--json", "as_json", is_flag=True, help="print the summary rows as JSON")
 @click.option("--sample", "sample_id", default=None, help="print this sample's transcripts instead of the summary")
 @click.option(
@@ -214,14 +231,19 @@ def sweep_cancel(directory) -> None:
     is_flag=True,
     help="write the sweep's transcripts to DIR/transcripts.jsonl, which outlives Redis",
 )
-def sweep_report(directory, as_json, sample_id, export) -> None:
+def sweep_report(directory, scorers, as_json, sample_id, export) -> None:
     """Rebuild DIR/summary.csv and DIR/summary.png from DIR/results.jsonl and print the table.
 
+    With --scorer, the outputs recorded there are scored again, the first scorer
+    as the accuracy, each one's mean beside it; nothing runs and Redis is not used.
     With --sample or --export, read the transcripts of the sweep's jobs instead,
     while their records last in Redis (COVEY_JOB_TTL)."""
     if sample_id is None and not export:
-        _report(Path(directory), as_json)
+        lead = f"re-scored from the outputs recorded; accuracy by {scorers[0]}" if scorers else None
+        _report(Path(directory), as_json, lead=lead, scorers=list(scorers))
         return
+    if scorers:
+        raise _BadInput("--scorer re-scores the summary; it does not go with --sample or --export")
     from covey.cli.app import connect
     from covey.cli.transcripts import show
     from covey.sweeps import SweepInputError
@@ -268,13 +290,15 @@ def _unit_lines(unit):
     return [*lines, ("", "")]
 
 
-def _report(directory: Path, as_json: bool, lead: str | None = None) -> list[ConfigSummary]:
+def _report(
+    directory: Path, as_json: bool, lead: str | None = None, scorers: list[str] | None = None
+) -> list[ConfigSummary]:
     """Rebuild and print the summary; returns its rows."""
     from covey.sweeps import SweepInputError
     from covey.sweeps.report import SUMMARY_CSV, SUMMARY_PNG, build_report, table
 
     try:
-        rows, drawn = build_report(directory)
+        rows, drawn = build_report(directory, scorers)
     except (FileNotFoundError, SweepInputError) as e:
         raise _BadInput(str(e)) from None
     if as_json:

@@ -12,6 +12,7 @@ parameters::
     params = { temperature = 0.2 }     # temperature, top_p, seed
     tokenizer = "fast/tokenizer.json"  # or "tiktoken:o200k_base": exact first-call reservations
     price = { input = 0.15, cached_input = 0.075, output = 0.60 }  # USD per million tokens
+    structured = "json_schema"         # or "json_object", "tools": how a JSON answer is asked for
 
 ``sim`` is built in and always runs in-process; it counts its prompts exactly (its
 tokenizer is its own billing) and takes its prices from ``COVEY_SIM_PRICE``. A
@@ -40,6 +41,7 @@ from covey.budgets.prices import Price
 from covey.config.files import read_toml
 from covey.config.settings import Settings
 from covey.errors import CoveyError
+from covey.models.structured import StructuredMode
 from covey.models.tokenizers import SimTokenizer, Tokenizer, TokenizerError
 from covey.models.tokenizers import load as load_tokenizer
 
@@ -92,6 +94,7 @@ class ModelEntry(BaseModel):
     params: ModelParams = Field(default_factory=ModelParams)
     tokenizer: str | None = Field(default=None, min_length=1)
     price: Price | None = None
+    structured: StructuredMode = "json_schema"
 
     @field_validator("api_key_env")
     @classmethod
@@ -122,6 +125,7 @@ class Endpoint:
     params: ModelParams = field(default_factory=ModelParams)
     tokenizer: Tokenizer | None = None  # None: prompts are bounded by their bytes
     price: Price | None = None  # None: no cost is kept, and no cost cap can be met
+    structured: StructuredMode = "json_schema"  # how a JSON answer is asked for (covey.models.structured)
 
     @property
     def in_process(self) -> bool:
@@ -253,4 +257,5 @@ def _endpoint(name: str, entry: ModelEntry, environ: Mapping[str, str], folder: 
         params=entry.params,
         tokenizer=tokenizer,
         price=entry.price,
+        structured=entry.structured,
     )

@@ -20,7 +20,7 @@ from covey.errors import CoveyError
 from covey.models import sim
 from covey.models.catalog import Catalog, Endpoint, ModelParams, UnservableModel
 from covey.models.replies import ModelReply, ToolCall
-from covey.models.structured import SCHEMA_NAME, response_format
+from covey.models.structured import SCHEMA_NAME, answered, asking
 from covey.models.tokens import estimate_prompt_tokens
 from covey.results import Usage
 from covey.status import Cause, CauseKind
@@ -90,9 +90,11 @@ class LLM:
         except UnservableModel as e:
             raise ModelError(str(e), Cause(kind=CauseKind.INVALID_SPEC)) from e
         client = self._client(endpoint)
-        kwargs = {**_parameters(endpoint, params, max_tokens), **_as_json(messages, tools)}
+        kwargs = _parameters(endpoint, params, max_tokens)
         if schema is not None:
-            kwargs["response_format"] = response_format(schema, schema_name)
+            messages, tools, asked = asking(endpoint.structured, schema, schema_name, messages, tools)
+            kwargs.update(asked)
+        kwargs.update(_as_json(messages, tools))
         # Never wait past the model timeout, even with a far deadline: a reservation
         # outliving RESERVATION_TTL_SECONDS would be released while still in use. A
         # nearer deadline bounds the whole call, so it gets one attempt, no retries.
@@ -103,26 +105,32 @@ class LLM:
             client = client.with_options(max_retries=retries)
         failed = Cause(kind=CauseKind.MODEL_ERROR)
         malformed = Cause(kind=CauseKind.MALFORMED_REPLY)
-        try:
-            completion = client.chat.completions.create(**kwargs, timeout=per_attempt)
+        try:  # the raw response, for the retries the SDK took before this answer
+            raw = client.chat.completions.with_raw_response.create(**kwargs, timeout=per_attempt)
+            completion = raw.parse()
         except openai.APITimeoutError as e:
-            raise ModelError(f"model call timed out after {per_attempt:g}s (and {retries} retries)", failed) from e
+            raise ModelError(
+                f"model call timed out after {per_attempt:g}s (and {retries} retries)", _retried(failed, e)
+            ) from e
         except openai.APIStatusError as e:
-            raise ModelError(f"model call failed: HTTP {e.status_code}: {_message(e)}", _status_cause(e)) from e
+            raise ModelError(
+                f"model call failed: HTTP {e.status_code}: {_message(e)}", _retried(_status_cause(e), e)
+            ) from e
         except openai.APIConnectionError as e:
-            raise ModelError(f"model unreachable at {_shown(endpoint.base_url)}: {e}", failed) from e
+            raise ModelError(f"model unreachable at {_shown(endpoint.base_url)}: {e}", _retried(failed, e)) from e
         except openai.OpenAIError as e:
             raise ModelError(f"model call failed: {type(e).__name__}: {e}", failed) from e
         except ValueError as e:  # an answer the SDK cannot parse (not JSON): billed, for all covey knows
             raise ModelError(f"model returned a malformed reply: {e}", malformed, worst) from e
         try:
-            usage = _usage(completion, worst)
+            usage = _usage(completion, worst) + Usage(model_retries=raw.retries_taken)
         except ValueError as e:  # charged as the worst case: what it really cost is unknown
             raise ModelError(f"model reported unusable usage: {e}", malformed, worst) from e
         try:
-            return _reply(completion), usage
+            reply = _reply(completion)
         except (AttributeError, TypeError, ValueError) as e:
             raise ModelError(f"model returned a malformed reply: {e}", malformed, usage) from e
+        return (reply if schema is None else answered(endpoint.structured, schema_name, reply)), usage
 
     def parameters(self, model: str, params: ModelParams | None, max_tokens: int) -> dict[str, Any]:
         """What a call of ``model`` sends besides its messages and tools (the provider's
@@ -170,6 +178,16 @@ def _status_cause(error: openai.APIStatusError) -> Cause:
     if error.status_code != 429:
         return Cause(kind=CauseKind.MODEL_ERROR, status=error.status_code)
     return Cause(kind=CauseKind.RATE_LIMITED, status=429, retry_after=_retry_after(error.response.headers))
+
+
+def _retried(cause: Cause, error: openai.APIError) -> Cause:
+    """``cause`` with the retries the SDK took before giving up: it raises without
+    saying, but numbers every attempt in a header of the request it sent."""
+    try:
+        taken = int(error.request.headers.get("x-stainless-retry-count", "0"))
+    except ValueError:
+        return cause
+    return cause.model_copy(update={"retries": taken}) if taken > 0 else cause
 
 
 def _retry_after(headers: httpx2.Headers) -> float | None:

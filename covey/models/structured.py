@@ -3,19 +3,45 @@
 A model asked for a schema may still answer something else (a weak model, an
 endpoint without strict mode, a reply cut short), so every reply is parsed and
 validated here; a mismatch is a ``SchemaMismatch`` naming where, never a crash.
+
+How the schema is asked for is the endpoint's structured mode (``asking``):
+``json_schema`` (the default) sends it as the ``response_format``; ``json_object``,
+for endpoints without JSON schema support, asks for a JSON object and shows the
+schema in a last system message; ``tools``, for endpoints with function calling
+alone, offers one more function named after the schema whose arguments are the
+answer (``answered`` turns that call back into the reply's content).
+
+A schema that fits OpenAI's strict mode (``strict_problems`` finds nothing: every
+object lists all its properties as required and allows no others, and only the
+keywords strict mode supports appear) is sent with ``strict: true``, so an
+endpoint that enforces it never answers off-schema; any other schema is sent
+without it, since a strict endpoint would refuse the request.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from dataclasses import replace
+from typing import Any, Literal
 
 import jsonschema
 from jsonschema.validators import validator_for
 
 from covey.errors import CoveyError
+from covey.models.replies import ModelReply
+
+StructuredMode = Literal["json_schema", "json_object", "tools"]
 
 SCHEMA_NAME = "answer"  # the default name of a json_schema response_format (OpenAI requires one)
+
+# The keywords OpenAI's strict structured outputs accept; any other is refused there.
+STRICT_KEYWORDS = frozenset(
+    {
+        "type", "properties", "required", "additionalProperties", "items", "enum", "const", "anyOf",
+        "$ref", "$defs", "definitions", "description", "title", "minimum", "maximum", "exclusiveMinimum",
+        "exclusiveMaximum", "multipleOf", "minItems", "maxItems", "pattern", "format",
+    }
+)  # fmt: skip
 
 
 class SchemaMismatch(CoveyError, ValueError):
@@ -33,8 +59,75 @@ def check_schema(schema: dict[str, Any]) -> None:
         raise InvalidSchema(f"not a valid JSON Schema: {e.message}") from None
 
 
+def strict_problems(schema: dict[str, Any]) -> list[str]:
+    """Why ``schema`` does not fit OpenAI's strict mode, each naming where; empty when it fits."""
+    problems: list[str] = []
+    if schema.get("type") != "object":
+        problems.append("the top level: strict mode needs an object")
+    _strict(schema, "#", problems)
+    return problems
+
+
+def _strict(node: Any, where: str, problems: list[str]) -> None:
+    if not isinstance(node, dict):
+        return
+    problems.extend(f"{where}: {key!r} is not supported" for key in node if key not in STRICT_KEYWORDS)
+    kinds = node.get("type")
+    if kinds == "object" or (isinstance(kinds, list) and "object" in kinds):
+        properties = node.get("properties") or {}
+        if node.get("additionalProperties") is not False:
+            problems.append(f"{where}: additionalProperties must be false")
+        if sorted(node.get("required") or []) != sorted(properties):
+            problems.append(f"{where}: every property must be required")
+        for name, sub in properties.items():
+            _strict(sub, f"{where}/properties/{name}", problems)
+    if "items" in node:
+        _strict(node["items"], f"{where}/items", problems)
+    for i, sub in enumerate(node.get("anyOf") or []):
+        _strict(sub, f"{where}/anyOf/{i}", problems)
+    for defs in ("$defs", "definitions"):
+        for name, sub in (node.get(defs) or {}).items():
+            _strict(sub, f"{where}/{defs}/{name}", problems)
+
+
 def response_format(schema: dict[str, Any], name: str = SCHEMA_NAME) -> dict[str, Any]:
-    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
+    """A ``json_schema`` response_format, strict when the schema fits strict mode."""
+    spec: dict[str, Any] = {"name": name, "schema": schema}
+    if not strict_problems(schema):
+        spec["strict"] = True
+    return {"type": "json_schema", "json_schema": spec}
+
+
+def asking(
+    mode: StructuredMode, schema: dict[str, Any], name: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+    """The messages, tools and further request keywords that ask for ``schema`` in ``mode``."""
+    if mode == "json_schema":
+        return messages, tools, {"response_format": response_format(schema, name)}
+    if mode == "json_object":
+        note = f"Answer with one JSON object that matches this JSON Schema, and nothing else: {json.dumps(schema)}"
+        return [*messages, {"role": "system", "content": note}], tools, {"response_format": {"type": "json_object"}}
+    function: dict[str, Any] = {
+        "name": name,
+        "description": "Give your final answer as this function's arguments.",
+        "parameters": schema,
+    }
+    if not strict_problems(schema):
+        function["strict"] = True
+    # Alone, the answer is forced; beside the agent's own tools, some call is.
+    choice: Any = "required" if tools else {"type": "function", "function": {"name": name}}
+    return messages, [*tools, {"type": "function", "function": function}], {"tool_choice": choice}
+
+
+def answered(mode: StructuredMode, name: str, reply: ModelReply) -> ModelReply:
+    """The reply with a ``tools``-mode answer call turned into its content."""
+    if mode != "tools":
+        return reply
+    answer = next((call for call in reply.tool_calls if call.name == name), None)
+    if answer is None:
+        return reply
+    finish = "stop" if reply.finish_reason == "tool_calls" else reply.finish_reason
+    return replace(reply, content=answer.arguments, tool_calls=[], finish_reason=finish)
 
 
 def parse(content: str | None, schema: dict[str, Any]) -> Any:

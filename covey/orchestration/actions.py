@@ -8,7 +8,7 @@ carrying the new state, a pydantic model the worker checkpoints as JSON.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -20,8 +20,9 @@ from covey.status import AgentStatus, Cause
 @dataclass(frozen=True)
 class ChildRequest:
     """A sub-agent a strategy asks for. What it leaves unset the child takes from
-    its parent (strategy with its options, model); its tools are always cut to
-    what the parent was offered, and its budget to what the parent has left."""
+    its parent (strategy with its options, model, ``max_cycles``); its tools are
+    always cut to what the parent was offered, and its budget to what the parent
+    has left. ``can_spawn = False`` offers it no spawn tool, whatever its tools say."""
 
     task: str
     role: str = "agent"
@@ -31,6 +32,10 @@ class ChildRequest:
     options: dict[str, Any] = field(default_factory=dict)
     model: str | None = None
     fraction: float | None = None  # share of the parent's budget; None: the job's child_fraction
+    timeout: float | None = None  # seconds; its deadline is the earlier of its parent's and now + this
+    key: str | None = None  # the strategy's own name for it, handed back in ``ChildResults.keys``
+    max_cycles: int | None = None  # model calls it may make on its own, never more than its parent's
+    can_spawn: bool = True
 
 
 # --- Actions -----------------------------------------------------------------
@@ -59,8 +64,26 @@ class RunTools:
 
 @dataclass(frozen=True)
 class Spawn:
+    """Open ``children``. ``join="all"`` resumes the strategy once, when every one
+    has finished, with their results in the order asked. ``join="each"`` resumes it
+    as they finish, with those done since its last resume (one, or a batch of those
+    that finished while it ran); it may then call the model, run tools or spawn
+    more while the others run, and a ``Spawn(join="each")`` with no children waits
+    for the next. An agent that finishes while such children run cancels them."""
+
     state: BaseModel
     children: list[ChildRequest]
+    join: Literal["all", "each"] = "all"
+
+
+@dataclass(frozen=True)
+class Cancel:
+    """Stop children this agent spawned (``join="each"``) and still runs: each ends
+    ``cancelled`` at its next step, and comes back in a later ``ChildResults`` like
+    any child. Ids of other agents are ignored. Then it waits like an empty ``Spawn``."""
+
+    state: BaseModel
+    agent_ids: list[str]
 
 
 @dataclass(frozen=True)
@@ -73,7 +96,7 @@ class Finish:
     cause: Cause | None = None  # of a failure; None: the worker takes it from the status
 
 
-Action = CallModel | RunTools | Spawn | Finish
+Action = CallModel | RunTools | Spawn | Cancel | Finish
 
 
 # --- Outcomes ----------------------------------------------------------------
@@ -86,13 +109,19 @@ class ToolResults:
 
 @dataclass(frozen=True)
 class ChildResults:
+    """Finished children's results; ``keys[i]`` is the ``key`` ``results[i]`` was
+    asked with. ``running`` maps the agent id of every child still running (a
+    ``join="each"`` spawn's) to its key: what ``Cancel`` names."""
+
     results: list[AgentResult]
+    keys: list[str | None] = field(default_factory=list)
+    running: dict[str, str | None] = field(default_factory=dict)
 
 
 Outcome = ModelReply | ToolResults | ChildResults
 
 
-_ACTIONS = {cls.__name__: cls for cls in (CallModel, RunTools, Spawn, Finish)}
+_ACTIONS = {cls.__name__: cls for cls in (CallModel, RunTools, Spawn, Cancel, Finish)}
 
 
 def to_json(action: Action) -> dict[str, Any]:

@@ -1,19 +1,27 @@
-"""debate: several debaters propose, then critique each other; the best-scored wins.
+"""debate: several debaters propose, critique each other, and revise until they agree.
 
 One wave of ``num_debaters`` proposers (``single`` children answering the
-``proposal`` schema: answer, confidence, reasoning), then ``num_rounds`` waves in
-which every debater still in the running scores every OTHER one's proposal
-(``critique`` schema: a score in [0, 1] per other debater, keyed by its index).
-Proposals are never revised: each round re-scores the same proposals, and from
-the second round on a critic also sees the mean score each proposal got in the
-round before, so it may reconsider in the light of the room. The winner is chosen
-by ``covey.orchestration.debate_scoring``.
+``proposal`` schema: answer, confidence, reasoning), then critique rounds: every
+debater still in the running scores every OTHER one's current answer
+(``critique`` schema: a score in [0, 1] per other debater, keyed by its index,
+and its reasoning). The winner is chosen by ``covey.orchestration.debate_scoring``.
+
+``mode = "revise"`` (the default) debates: after a critique round without
+consensus, each debater is shown the others' answers and the critiques and
+revises its own (``revision`` schema: answer, confidence, what changed), and the
+revised answers are critiqued again; at most ``num_rounds`` revisions. It stops
+at the first critique round whose verdict reaches consensus, so no further round
+is paid for, and it judges on the latest round's scores alone (earlier ones scored
+answers since revised). ``mode = "score"`` never revises: ``num_rounds`` critique
+rounds re-score the same proposals, a critic from the second round on also sees
+the mean scores of the round before, and the verdict counts every round.
 
 What a failure costs: a debater whose proposal failed or was refused is out of
 the running (it neither critiques nor is scored) and ``data.dropped`` says why; a
 critique that failed or was refused only loses that round's scores of that critic
-(``silent`` in its round). Critique rounds need two proposals: with fewer they are
-skipped. With no proposal at all the debate fails saying why each debater has none.
+(``silent`` in its round); a revision that failed keeps the debater's answer as it
+was. Critique rounds need two proposals: with fewer they are skipped. With no
+proposal at all the debate fails saying why each debater has none.
 
 Each child's task carries the original task (so its directives steer the sim) and
 ends ``(part I of N)`` with ``I`` the debater's index plus one, so a
@@ -44,8 +52,13 @@ WEIGHT_TOLERANCE = 1e-9  # how far from 1 the two weights may sum, for floats li
 class Options(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    mode: Literal["revise", "score"] = Field(
+        default="revise", description="revise: debaters revise their answers until they agree; score: never revise"
+    )
     num_debaters: int = Field(default=3, ge=2, le=10, description="debaters proposing in parallel")
-    num_rounds: int = Field(default=2, ge=0, le=5, description="critique rounds after the proposals")
+    num_rounds: int = Field(
+        default=2, ge=0, le=5, description="revise: revisions at most; score: critique rounds after the proposals"
+    )
     consensus_threshold: float = Field(default=0.7, ge=0, le=1, description="combined score the winner needs")
     peer_weight: float = Field(default=0.7, ge=0, le=1, description="weight of the mean peer score")
     confidence_weight: float = Field(default=0.3, ge=0, le=1, description="weight of the debater's own confidence")
@@ -70,6 +83,19 @@ class Proposal(BaseModel):
 
 
 PROPOSAL_SCHEMA = Proposal.model_json_schema()
+
+
+class Revision(BaseModel):
+    """What a debater answers when it revises; its JSON Schema is the one it is asked for."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    answer: str = Field(description="your revised answer to the task, and nothing else")
+    confidence: float = Field(ge=0, le=1, description="how sure you now are that the answer is right")
+    changed: str = Field(description="what you changed and why, or why you kept your answer")
+
+
+REVISION_SCHEMA = Revision.model_json_schema()
 
 
 def critique_schema(targets: list[int]) -> dict[str, Any]:
@@ -120,6 +146,25 @@ def critic_task(
     return "\n".join([*lines, "", _part(index, count)])
 
 
+def reviser_task(
+    task: str, index: int, count: int, revision: int, proposals: dict[str, Any], critiques: dict[str, Any]
+) -> str:
+    """A reviser's task: every current answer (its own among them) and the last
+    round's critiques, each on one line of JSON."""
+    lines = [
+        f"Debater {index} of {count}, revision {revision}: the debaters disagree. Read the other debaters' "
+        f"answers and the critiques below, then give your revised answer to the task (debater {index}), "
+        "your confidence in it from 0 to 1 and what you changed.",
+        "",
+        "Task:",
+        task,
+        "",
+        f"Proposals (JSON, by debater index): {json.dumps(proposals)}",
+        f"Critiques (JSON, by critic index): {json.dumps(critiques)}",
+    ]
+    return "\n".join([*lines, "", _part(index, count)])
+
+
 def _part(index: int, count: int) -> str:
     return f"(part {index + 1} of {count})"
 
@@ -128,20 +173,24 @@ class Round(BaseModel):
     """One critique round: each critic's scores by target, and why the silent gave none."""
 
     scores: dict[int, dict[int, float]] = Field(default_factory=dict)
+    reasons: dict[int, str] = Field(default_factory=dict)
     silent: dict[int, str] = Field(default_factory=dict)
 
 
 class State(StrategyState):
-    """The proposals (``None`` for a debater out of the running), why each of those is
-    out, the rounds scored so far and the critics of the round running.
+    """The current proposals (``None`` for a debater out of the running; a revision
+    replaces its debater's), why each of those is out, the rounds scored so far,
+    the revisions made, the debaters of the wave running and how many waves ran.
 
-    ``phase`` is the wave it waits for: the proposals, or a round of critiques."""
+    ``phase`` is the wave it waits for: the proposals, critiques or revisions."""
 
-    phase: Literal["proposals", "critiques"] = "proposals"
+    phase: Literal["proposals", "critiques", "revisions"] = "proposals"
     round: int = 0
+    wave: int = 0
     proposals: list[Proposal | None] = Field(default_factory=list)
     dropped: dict[int, str] = Field(default_factory=dict)
     rounds: list[Round] = Field(default_factory=list)
+    revisions: list[dict[int, Revision]] = Field(default_factory=list)
     critics: list[int] = Field(default_factory=list)
 
 
@@ -174,8 +223,17 @@ def resume(spec: AgentSpec, ctx: RunContext, state: State, outcome: Outcome) -> 
         {
             ("proposals", ChildResults): _on_proposals,
             ("critiques", ChildResults): _on_critiques,
+            ("revisions", ChildResults): _on_revisions,
         },
     )
+
+
+def _waves(options: Options) -> int:
+    """Waves a debate runs at most: the proposals, then the critique rounds and, when
+    revising, a revision before every critique round but the first."""
+    if options.mode == "score":
+        return 1 + options.num_rounds
+    return 2 + 2 * options.num_rounds
 
 
 def _child(
@@ -183,7 +241,7 @@ def _child(
 ) -> ChildRequest:
     """A ``single`` child of wave ``wave``. It asks for an even share of what is
     left for this wave and the ones after it, so early waves cannot starve later ones."""
-    waves_left = 1 + options.num_rounds - wave
+    waves_left = max(1, _waves(options) - wave)
     return ChildRequest(
         task=task,
         role=role,
@@ -221,10 +279,28 @@ def _on_critiques(run: Run[Options], state: State, outcome: ChildResults) -> Act
         given = debate_scoring.valid_scores(raw, critic, running)
         if given:
             scored.scores[critic] = given
+            scored.reasons[critic] = str(result.data.get("reasoning", ""))
         else:
             scored.silent[critic] = _why(result, "gave no valid score")
     state.rounds.append(scored)
     return _next(run, state)
+
+
+def _on_revisions(run: Run[Options], state: State, outcome: ChildResults) -> Action:
+    """Each reviser's answer replaces its proposal; one that gave none keeps it."""
+    made: dict[int, Revision] = {}
+    for debater, result in zip(state.critics, outcome.results):
+        try:
+            revision = Revision.model_validate(result.data) if result.ok else None
+        except ValidationError:
+            revision = None
+        if revision is not None:
+            made[debater] = revision
+            state.proposals[debater] = Proposal(
+                answer=revision.answer, confidence=revision.confidence, reasoning=revision.changed
+            )
+    state.revisions.append(made)
+    return _critique_wave(run, state, _running(state))
 
 
 def _why(result: AgentResult, fallback: str) -> str:
@@ -246,24 +322,58 @@ def _next(run: Run[Options], state: State) -> Action:
             error=f"no debater proposed an answer: {reasons}",
             data={"dropped": _by_key(state.dropped)},
         )
-    if state.round < run.options.num_rounds and len(running) >= 2:
+    if len(running) < 2:
+        return _verdict(run.options, state, running)
+    if run.options.mode == "score":
+        if state.round < run.options.num_rounds:
+            return _critique_wave(run, state, running)
+        return _verdict(run.options, state, running)
+    if not state.rounds:
         return _critique_wave(run, state, running)
-    return _verdict(run.options, state, running)
+    if _decide(run.options, state, running).consensus or len(state.revisions) >= run.options.num_rounds:
+        return _verdict(run.options, state, running)
+    return _revision_wave(run, state, running)
+
+
+def _revision_wave(run: Run[Options], state: State, running: dict[int, Proposal]) -> Spawn:
+    state.phase = "revisions"
+    state.wave += 1
+    state.critics = alive = list(running)
+    proposals = _by_key({i: p.model_dump() for i, p in running.items()})
+    last = state.rounds[-1]
+    critiques = _by_key(
+        {c: {"scores": _by_key(last.scores[c]), "reasoning": last.reasons.get(c, "")} for c in last.scores}
+    )
+    count = run.options.num_debaters
+    children = [
+        _child(
+            run.options,
+            wave=state.wave,
+            width=len(alive),
+            role="reviser",
+            task=reviser_task(run.spec.task, i, count, len(state.revisions) + 1, proposals, critiques),
+            schema=REVISION_SCHEMA,
+            schema_name="revision",
+        )
+        for i in alive
+    ]
+    return Spawn(state=state, children=children)
 
 
 def _critique_wave(run: Run[Options], state: State, running: dict[int, Proposal]) -> Spawn:
     state.phase = "critiques"
     state.round += 1
+    state.wave += 1
     state.critics = alive = list(running)
     proposals = _by_key({i: p.model_dump() for i, p in running.items()})
     previous = None
-    if state.rounds:
+    if state.rounds and run.options.mode == "score":
         previous = _by_key(debate_scoring.peer_means([state.rounds[-1].scores], alive))
     count = run.options.num_debaters
     children = [
         _child(
             run.options,
-            wave=state.round,
+            wave=state.wave,
             width=len(alive),
             role="critic",
             task=critic_task(run.spec.task, i, count, state.round, proposals, previous),
@@ -280,14 +390,21 @@ def _by_key(values: dict[int, Any]) -> dict[str, Any]:
     return {str(k): v for k, v in values.items()}
 
 
-def _verdict(options: Options, state: State, running: dict[int, Proposal]) -> Finish:
-    verdict = debate_scoring.decide(
-        [r.scores for r in state.rounds],
+def _decide(options: Options, state: State, running: dict[int, Proposal]) -> debate_scoring.Verdict:
+    """The verdict on the current answers: over every round when scoring, over the
+    latest round alone when revising (the earlier ones scored answers since revised)."""
+    rounds = state.rounds if options.mode == "score" else state.rounds[-1:]
+    return debate_scoring.decide(
+        [r.scores for r in rounds],
         {i: p.confidence for i, p in running.items()},
         peer_weight=options.peer_weight,
         confidence_weight=options.confidence_weight,
         threshold=options.consensus_threshold,
     )
+
+
+def _verdict(options: Options, state: State, running: dict[int, Proposal]) -> Finish:
+    verdict = _decide(options, state, running)
     winning = running[verdict.winner]
     data = {
         "consensus": verdict.consensus,
@@ -296,6 +413,8 @@ def _verdict(options: Options, state: State, running: dict[int, Proposal]) -> Fi
         "proposals": _by_key({i: p.model_dump() for i, p in running.items()}),
         "dropped": _by_key(state.dropped),
         "rounds": [r.model_dump(mode="json") for r in state.rounds],
+        "revisions": [_by_key({i: r.model_dump() for i, r in made.items()}) for made in state.revisions],
+        "mode": options.mode,
         "peer_means": _by_key(verdict.peer_means),
         "combined": _by_key(verdict.combined),
         "consensus_threshold": options.consensus_threshold,

@@ -1,12 +1,19 @@
 """lats: Language Agent Tree Search, Monte Carlo tree search over candidate actions.
 
 Each simulation selects a leaf by UCT, asks the model once for ``num_candidates``
-next actions from it (expansion), evaluates every candidate in a ``single``
-sub-agent of one wave (simulation) and backs each score up the path
-(backpropagation). The search stops at an evaluation that solves the task with a
-score of at least ``success_threshold``, after ``num_simulations`` expansions,
-when no leaf is left above ``max_tree_depth``, or when a whole wave of evaluators
-was refused for budget; it answers with the solving path or else the best leaf's.
+next actions from it (expansion), evaluates every candidate in a sub-agent of one
+wave (simulation) and backs each score up the path (backpropagation). An
+evaluator carries its path out: it runs ``evaluator_strategy`` (``react`` by
+default, with this agent's tools and no spawn tool, at most ``evaluator_max_cycles``
+model calls) and answers the evaluation schema. The search stops at an
+evaluation that solves the task with a score of at least ``success_threshold``,
+after ``num_simulations`` expansions, when no leaf is left above
+``max_tree_depth``, or when a whole wave of evaluators was refused for budget.
+
+Then, with ``execute_best`` (the default), one more sub-agent of the same strategy
+carries out the best path (the solving one, else the best leaf's) and its answer
+is the result; should it fail, the result is the path's evaluated answer and
+``data.executed`` says why. Without it the evaluated answer is the result.
 
 The tree lives in the strategy's state (``covey.orchestration.search_tree``), not
 in agent depth: every evaluator is a child of this agent, at depth 1 below it.
@@ -19,11 +26,11 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from covey.context import RunContext
 from covey.models.replies import ModelReply
-from covey.orchestration import search_tree, states
+from covey.orchestration import registry, search_tree, states
 from covey.orchestration.actions import Action, CallModel, ChildRequest, ChildResults, Finish, Outcome, Spawn
 from covey.orchestration.prompts import opening
 from covey.orchestration.states import Run, StrategyState
@@ -38,6 +45,7 @@ NAME = "lats"
 CANDIDATES_SCHEMA_NAME = "lats_candidates"
 EVALUATION_SCHEMA_NAME = "lats_evaluation"
 EVALUATOR_ROLE = "evaluator"
+EXECUTOR_ROLE = "executor"
 NEUTRAL_SCORE = 0.5  # an unevaluated candidate neither attracts nor repels the search
 
 EVALUATION_SCHEMA: dict[str, Any] = {
@@ -62,16 +70,31 @@ class Options(BaseModel):
     success_threshold: float = Field(default=0.9, ge=0, le=1, description="score a solving evaluation needs")
     max_tree_depth: int = Field(default=5, ge=1, le=20, description="actions in a path at most")
     seed: int | None = Field(default=None, ge=0, description="tie-break seed; default: from the job and agent ids")
+    evaluator_strategy: str = Field(default="react", description="how an evaluator carries its path out")
+    evaluator_max_cycles: int = Field(default=4, ge=1, le=50, description="model calls an evaluator may make")
+    execute_best: bool = Field(default=True, description="carry the best path out with one more sub-agent")
+
+    @field_validator("evaluator_strategy")
+    @classmethod
+    def _answers_a_schema(cls, value: str) -> str:
+        """An evaluator's verdict is JSON: its strategy must take the ``schema`` option."""
+        try:
+            registry.strategy(value).Options.model_validate({"schema": EVALUATION_SCHEMA})
+        except registry.UnknownStrategy as e:
+            raise ValueError(str(e)) from None
+        except ValidationError:
+            raise ValueError(f"strategy {value!r} takes no schema option, so it cannot answer an evaluation") from None
+        return value
 
 
 def candidates_schema(count: int) -> dict[str, Any]:
-    """Exactly ``count`` non-empty candidate actions."""
+    """Exactly ``count`` candidate actions."""
     return {
         "type": "object",
         "properties": {
             "candidates": {
                 "type": "array",
-                "items": {"type": "string", "minLength": 1},
+                "items": {"type": "string", "description": "one next action, in a sentence"},
                 "minItems": count,
                 "maxItems": count,
             },
@@ -85,14 +108,18 @@ class State(StrategyState):
     """The search: its tie-break seed, the tree, the simulations run, the node being
     expanded and, while its evaluators run, the candidates they judge.
 
-    ``phase`` is what it waits for: the expansion's candidates, or their evaluations."""
+    ``phase`` is what it waits for: the expansion's candidates, their evaluations,
+    or the best path carried out (``best`` is that path's node, ``solved`` whether
+    it solves the task)."""
 
-    phase: Literal["expand", "evaluate"] = "expand"
+    phase: Literal["expand", "evaluate", "execute"] = "expand"
     seed: int
     tree: search_tree.Tree = Field(default_factory=search_tree.new_tree)
     simulations: int = 0
     expanding: int = search_tree.ROOT
     candidates: list[str] = Field(default_factory=list)
+    best: int | None = None
+    solved: bool = False
 
 
 def start(spec: AgentSpec, ctx: RunContext) -> Action:
@@ -117,6 +144,7 @@ def resume(spec: AgentSpec, ctx: RunContext, state: State, outcome: Outcome) -> 
         {
             ("expand", ModelReply): _evaluate,
             ("evaluate", ChildResults): _backpropagate,
+            ("execute", ChildResults): _on_executed,
         },
     )
 
@@ -164,14 +192,20 @@ def _evaluate(run: Run[Options], state: State, reply: ModelReply) -> Spawn:
     state.candidates = candidates = reply.parsed["candidates"]
     base = search_tree.path(state.tree, state.expanding)[1:]
     actions = [state.tree["nodes"][i]["action"] for i in base]
+    options = run.options
+    # With a path to carry out at the end, every wave leaves a share for it.
+    share = 1 / (len(candidates) + (1 if options.execute_best else 0))
     children = [
         ChildRequest(
             task=_evaluation_task(run.spec.task, state.simulations + 1, [*actions, candidate]),
             role=EVALUATOR_ROLE,
-            instructions="Judge a path of a tree search honestly: a score in 0..1, a reflection, the answer.",
-            strategy="single",
+            instructions="Carry out a path of a tree search, then judge it honestly: a score in 0..1, "
+            "a reflection, the answer.",
+            strategy=options.evaluator_strategy,
             options={"schema": EVALUATION_SCHEMA, "schema_name": EVALUATION_SCHEMA_NAME},
-            fraction=1 / len(candidates),
+            fraction=share,
+            max_cycles=options.evaluator_max_cycles,
+            can_spawn=False,
         )
         for candidate in candidates
     ]
@@ -221,17 +255,48 @@ def _backpropagate(run: Run[Options], state: State, outcome: ChildResults) -> Ac
     state.simulations += 1
     solving = _solving(tree, options.success_threshold)
     if solving is not None:
-        return _finish(state, solving, solved=True)
+        return _carry_out(run, state, solving, solved=True)
     # A wave refused whole for budget ends the search: what is left only shrinks
     # and paths only grow, so no later wave could be funded either.
     unfunded = all(r.status is AgentStatus.BUDGET_EXCEEDED for r in results)
-    if unfunded or state.simulations >= options.num_simulations:
+    if unfunded:
         return _finish(state, _best(tree), solved=False)
-    selected = search_tree.select(tree, options.exploration_weight, state.seed, options.max_tree_depth)
+    selected = None
+    if state.simulations < options.num_simulations:
+        selected = search_tree.select(tree, options.exploration_weight, state.seed, options.max_tree_depth)
     if selected is None:
-        return _finish(state, _best(tree), solved=False)
+        return _carry_out(run, state, _best(tree), solved=False)
     state.expanding = selected
     return _expand(run, state)
+
+
+def _carry_out(run: Run[Options], state: State, node_id: int | None, solved: bool) -> Action:
+    """The best path carried out by one more sub-agent, when ``execute_best`` and some
+    candidate was evaluated; else the search's answer at once."""
+    tree = state.tree
+    if not run.options.execute_best or node_id is None or tree["nodes"][node_id]["note"] is not None:
+        return _finish(state, node_id, solved)
+    actions = [tree["nodes"][i]["action"] for i in search_tree.path(tree, node_id)[1:]]
+    steps = "\n".join(f"{n}. {action}" for n, action in enumerate(actions, 1))
+    state.phase, state.best, state.solved = "execute", node_id, solved
+    child = ChildRequest(
+        task=f"{run.spec.task}\n\nA tree search chose this path of actions towards the task above.\n"
+        f"Path:\n{steps}\n\nCarry the path out and answer the task.",
+        role=EXECUTOR_ROLE,
+        instructions="Carry out the chosen path and answer the task.",
+        strategy=run.options.evaluator_strategy,
+        options={},
+        max_cycles=run.options.evaluator_max_cycles,
+        can_spawn=False,
+    )
+    return Spawn(state=state, children=[child])
+
+
+def _on_executed(run: Run[Options], state: State, outcome: ChildResults) -> Finish:
+    """The executor's answer is the result; without one, the path's evaluated answer."""
+    (result,) = outcome.results
+    executed = {"agent_id": result.agent_id, "status": result.status.value, "error": result.error}
+    return _finish(state, state.best, state.solved, executed=executed, output=result.output if result.ok else None)
 
 
 def _solving(tree: search_tree.Tree, threshold: float) -> int | None:
@@ -245,8 +310,15 @@ def _best(tree: search_tree.Tree) -> int | None:
     return evaluated if evaluated is not None else search_tree.best_leaf(tree)
 
 
-def _finish(state: State, node_id: int | None, solved: bool) -> Finish:
-    """The best path's answer, with the search laid out in ``data``.
+def _finish(
+    state: State,
+    node_id: int | None,
+    solved: bool,
+    executed: dict[str, Any] | None = None,
+    output: str | None = None,
+) -> Finish:
+    """The best path's answer (``output``, the executor's, over the evaluated one),
+    with the search laid out in ``data``.
 
     The agent completes when any candidate was evaluated. When none was it has no
     answer to give: it ends budget_exceeded if an evaluator was refused for budget,
@@ -254,7 +326,7 @@ def _finish(state: State, node_id: int | None, solved: bool) -> Finish:
     """
     tree = state.tree
     steps = [tree["nodes"][i] for i in search_tree.path(tree, node_id)[1:]] if node_id is not None else []
-    answer = steps[-1]["answer"] if steps else ""
+    answer = output if output is not None else (steps[-1]["answer"] if steps else "")
     data: dict[str, Any] = {
         "answer": answer,
         "solved": solved,
@@ -264,6 +336,7 @@ def _finish(state: State, node_id: int | None, solved: bool) -> Finish:
         "visits": [step["visits"] for step in steps],
         "notes": [f"{n['action']!r}: {n['note']}" for n in tree["nodes"][1:] if n["note"]],
         "tree": [_summary(n) for n in tree["nodes"]],
+        "executed": executed,
     }
     if any(n["note"] is None for n in tree["nodes"][1:]):
         return Finish(state=state, status=AgentStatus.COMPLETED, output=answer, data=data)

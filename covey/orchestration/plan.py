@@ -8,8 +8,9 @@ message is what the planner reads when asked again.
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -209,14 +210,21 @@ def references(text: str) -> list[str]:
     return _REFERENCE.findall(text)
 
 
-def resolve(text: str, results: Mapping[str, str]) -> str:
-    """``text`` with every ``{{id.result}}`` replaced by that step's result.
+def resolve(text: str, results: Mapping[str, str], escape: Callable[[str], str] = str) -> str:
+    """``text`` with every ``{{id.result}}`` replaced by that step's result, passed
+    through ``escape`` (``json_escaped`` where ``text`` is JSON).
 
     Raises ``UnknownReference`` naming the first id without a result."""
     missing = [ref for ref in references(text) if ref not in results]
     if missing:
         raise UnknownReference(f"reference to {missing[0]}, which has no result")
-    return _REFERENCE.sub(lambda m: results[m.group(1)], text)
+    return _REFERENCE.sub(lambda m: escape(results[m.group(1)]), text)
+
+
+def json_escaped(text: str) -> str:
+    """``text`` as it goes inside a JSON string: a quote or newline in a result
+    cannot end the string it is spliced into."""
+    return json.dumps(text)[1:-1]
 
 
 def ready(steps: Iterable[Step], done: Iterable[str]) -> list[Step]:

@@ -1,27 +1,33 @@
-"""plan_execute: plan the task as a DAG of steps, run it in waves, answer from the results.
+"""plan_execute: plan the task as a DAG of steps, run each step as soon as its
+dependencies are done, answer from the results.
 
 1. A planner call (JSON schema ``plan``, no tools) returns steps, each run by an
    agent of a role (a ``react`` child given the step's input as its task) or by a
    worker tool (``calculator``...) run directly on its input. ``covey.orchestration.plan``
    validates the plan before anything runs; a refused plan goes back to the
    planner with the reason.
-2. Each wave runs every ready step at once: tool steps through ``RunTools``, then
-   agent steps as one ``Spawn`` splitting ``wave_share`` of this agent's budget.
-   A step's ``{{id.result}}`` references are resolved before it is dispatched.
-3. A failed step has the planner plan what is left, seeing the completed results
-   and the failure; completed steps are kept and never run again. Refused plans
-   and failed steps share one ``max_replans`` allowance. A step stopped by its
-   budget, a deadline or a cancel ends the agent with that status: a new plan
-   would buy it neither budget nor time.
+2. Every ready step is dispatched at once: tool steps through ``RunTools``, agent
+   steps as a ``Spawn(join="each")`` splitting ``wave_share`` of this agent's
+   budget. Each child's result is taken as it finishes, and the steps it makes
+   ready are dispatched while the others still run. A step's ``{{id.result}}``
+   references are resolved before it is dispatched.
+3. A failed step stops new dispatches; once the steps running have finished, the
+   planner plans what is left, seeing the completed results and the failures;
+   completed steps are kept and never run again. Refused plans and failed steps
+   share one ``max_replans`` allowance. A step stopped by its budget, a deadline
+   or a cancel ends the agent with that status at once (the worker cancels the
+   steps still running): a new plan would buy it neither budget nor time.
 4. A last call (plain text, no tools) answers the task from the results.
 
-Every step leaves an audit record in the result's ``data["steps"]``; agent steps
-carry their child's start and end, tool steps none (a strategy has no clock).
+Every step leaves an audit record in the result's ``data["steps"]``, in the order
+steps ended; agent steps carry their child's start and end, tool steps none (a
+strategy has no clock).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -56,6 +62,7 @@ SCHEMA_NAME = "plan"
 STEP_STRATEGY = "react"
 AUDIT_CHARS = 200  # an audit record keeps the start of a step's input, output and error
 RESULT_CHARS = 2000  # what the planner and the synthesiser read of one step's result
+_ENDED = (AgentStatus.COMPLETED, AgentStatus.FAILED)  # a step's own ends; any other stops the agent
 
 
 class Options(BaseModel):
@@ -66,16 +73,8 @@ class Options(BaseModel):
     )
     max_steps: int = Field(default=8, ge=1, le=50, description="steps one plan may have; a longer plan is refused")
     wave_share: float = Field(
-        default=0.5, gt=0, le=1, description="share of this agent's budget one wave's agent steps split between them"
+        default=0.5, gt=0, le=1, description="share of this agent's budget the agent steps dispatched together split"
     )
-
-
-class Wave(BaseModel):
-    """The steps running now, by kind, and the inputs they were dispatched with."""
-
-    tools: list[str]
-    agents: list[str]
-    inputs: dict[str, str]
 
 
 class StepRecord(BaseModel):
@@ -94,15 +93,18 @@ class StepRecord(BaseModel):
 
 
 class State(StrategyState):
-    """What the planner was told, the plan, the wave running, and every result so far.
+    """What the planner was told, the plan, the steps running, and every result so far.
 
-    ``phase`` is what it waits for: the planner's reply, a wave's tool steps or agent
-    steps, or the answer."""
+    ``phase`` is what it waits for: the planner's reply, tool steps, the next agent
+    step to finish, or the answer."""
 
     phase: Literal["plan", "tools", "agents", "answer"] = "plan"
     messages: list[dict[str, Any]]
     steps: list[plan.Step] = Field(default_factory=list)
-    wave: Wave | None = None
+    inputs: dict[str, str] = Field(default_factory=dict)  # the plan's dispatched steps' inputs, by id
+    tools: list[str] = Field(default_factory=list)  # the tool steps running now
+    running: list[str] = Field(default_factory=list)  # the agent steps whose children run
+    failed: list[StepRecord] = Field(default_factory=list)  # this plan's failed steps: a replan is due
     results: dict[str, str] = Field(default_factory=dict)  # a completed step's whole result, by id
     records: list[StepRecord] = Field(default_factory=list)
     replans: int = 0
@@ -176,13 +178,13 @@ def _on_plan(run: Run[Options], state: State, reply: ModelReply) -> Action:
         state.steps = plan.validate(reply.parsed["steps"], _limits(run), state.results)
     except plan.PlanError as e:
         return _replan(run, state, f"plan refused: {e}", f"Your plan was refused: {e}. Send a corrected plan.")
-    return _next_wave(run, state)
+    return _dispatch(run, state)
 
 
 def _replan(run: Run[Options], state: State, reason: str, prompt: str) -> Action:
     """Ask the planner again with ``prompt``, or end failed once the replans are spent."""
     state.errors.append(reason)
-    state.wave = None
+    state.inputs, state.failed = {}, []
     if state.replans >= run.options.max_replans:
         return _end(state, AgentStatus.FAILED, f"{reason} (no replans left of max_replans={run.options.max_replans})")
     state.replans += 1
@@ -204,19 +206,28 @@ def _failure_prompt(state: State, failed: list[StepRecord]) -> str:
 # --- execution -----------------------------------------------------------------
 
 
-def _next_wave(run: Run[Options], state: State) -> Action:
-    """Dispatch every ready step, or answer once none is left: a validated plan has
-    a ready step until all of its steps are done."""
-    wave = plan.ready(state.steps, state.results)
-    if not wave:
-        return _synthesise(run, state)
-    inputs = {s.id: plan.resolve(s.input, state.results) for s in wave}
-    state.wave = Wave(tools=[s.id for s in wave if s.tool], agents=[s.id for s in wave if s.role], inputs=inputs)
-    calls = [_tool_call(s.id, s.tool, inputs[s.id]) for s in wave if s.tool]
-    if not calls:
-        return _spawn(run, state)
-    state.phase = "tools"
-    return RunTools(state=state, calls=calls)
+def _dispatch(run: Run[Options], state: State) -> Action:
+    """Dispatch every ready step not yet running, tool steps first; wait for the next
+    agent step while some run; replan once a failure's siblings are done; answer once
+    every step is. A validated plan has a ready or running step until all are done."""
+    if state.failed:
+        return _wait(state) if state.running else _replan_failed(run, state)
+    ready = [s for s in plan.ready(state.steps, state.results) if s.id not in state.inputs]
+    tools = [s for s in ready if s.tool]
+    now = tools or ready  # tool steps run in this task, so what they make ready joins the agents after them
+    state.inputs |= {s.id: plan.resolve(s.input, state.results, _escape(s.tool)) for s in now}
+    if tools:
+        state.tools = [s.id for s in tools]
+        state.phase = "tools"
+        return RunTools(state=state, calls=[_tool_call(s.id, s.tool or "", state.inputs[s.id]) for s in tools])
+    if now:
+        return _spawn(run, state, now)
+    return _wait(state) if state.running else _synthesise(run, state)
+
+
+def _escape(tool: str | None) -> Callable[[str], str]:
+    """A tool step whose input is its JSON arguments gets its references JSON-escaped."""
+    return plan.json_escaped if tool is not None and len(_required(tool)) != 1 else str
 
 
 def _tool_call(step_id: str, tool: str, text: str) -> ToolCall:
@@ -227,56 +238,63 @@ def _tool_call(step_id: str, tool: str, text: str) -> ToolCall:
     return ToolCall(id=step_id, name=tool, arguments=arguments)
 
 
-def _spawn(run: Run[Options], state: State) -> Spawn:
-    wave, by_id = _wave(state), _by_id(state)
-    share = run.options.wave_share / len(wave.agents)
+def _spawn(run: Run[Options], state: State, steps: list[plan.Step]) -> Spawn:
+    share = run.options.wave_share / len(steps)
     children = [
         ChildRequest(
-            task=wave.inputs[step_id],
-            role=by_id[step_id].role or "",
-            instructions=by_id[step_id].description,
+            task=state.inputs[s.id],
+            role=s.role or "",
+            instructions=s.description,
             strategy=STEP_STRATEGY,
             fraction=share,
+            key=s.id,
         )
-        for step_id in wave.agents
+        for s in steps
     ]
+    state.running += [s.id for s in steps]
     state.phase = "agents"
-    return Spawn(state=state, children=children)
+    return Spawn(state=state, children=children, join="each")
+
+
+def _wait(state: State) -> Spawn:
+    """Wait for the next agent step to finish."""
+    state.phase = "agents"
+    return Spawn(state=state, children=[], join="each")
 
 
 def _on_tools(run: Run[Options], state: State, outcome: ToolResults) -> Action:
-    """Record the wave's tool steps (a tool reports failure as ``error: ...``), then
-    run its agent steps, if any."""
-    wave, by_id = _wave(state), _by_id(state)
-    for step_id in wave.tools:
+    """Record the tool steps (a tool reports failure as ``error: ...``), then dispatch
+    what they made ready."""
+    by_id = _by_id(state)
+    for step_id in state.tools:
         text = outcome.results.get(step_id, "error: the tool gave no result")
         if text.startswith("error:"):
             _record(state, by_id[step_id], AgentStatus.FAILED, None, text.removeprefix("error:").strip())
         else:
             _record(state, by_id[step_id], AgentStatus.COMPLETED, text, None)
-    return _spawn(run, state) if wave.agents else _after_wave(run, state)
+    state.tools = []
+    return _dispatch(run, state)
 
 
 def _on_children(run: Run[Options], state: State, outcome: ChildResults) -> Action:
+    """Record the agent steps that finished; a stopped one ends the agent, anything
+    else goes on to what is ready now."""
     by_id = _by_id(state)
-    for step_id, result in zip(_wave(state).agents, outcome.results):
-        _record(state, by_id[step_id], result.status, result.output, result.error, child=result)
-    return _after_wave(run, state)
-
-
-def _after_wave(run: Run[Options], state: State) -> Action:
-    wave = _wave(state)
-    failed = [
-        r for r in state.records[-(len(wave.tools) + len(wave.agents)) :] if r.status is not AgentStatus.COMPLETED
-    ]
-    stopped = next((r for r in failed if r.status is not AgentStatus.FAILED), None)
+    for key, result in zip(outcome.keys, outcome.results):
+        if key not in state.running:
+            raise ValueError(f"plan_execute got the result of step {key!r}, which does not run")
+        state.running.remove(key)
+        _record(state, by_id[key], result.status, result.output, result.error, child=result)
+    stopped = next(((k, r) for k, r in zip(outcome.keys, outcome.results) if r.status not in _ENDED), None)
     if stopped is not None:
-        return _end(state, stopped.status, f"step {stopped.id} {stopped.status.value}: {stopped.error}")
-    if failed:
-        reason = "; ".join(f"step {r.id} failed: {r.error}" for r in failed)
-        return _replan(run, state, reason, _failure_prompt(state, failed))
-    state.wave = None
-    return _next_wave(run, state)
+        key, result = stopped
+        return _end(state, result.status, f"step {key} {result.status.value}: {result.error}")
+    return _dispatch(run, state)
+
+
+def _replan_failed(run: Run[Options], state: State) -> Action:
+    reason = "; ".join(f"step {r.id} failed: {r.error}" for r in state.failed)
+    return _replan(run, state, reason, _failure_prompt(state, state.failed))
 
 
 def _record(
@@ -287,24 +305,26 @@ def _record(
     error: str | None,
     child: AgentResult | None = None,
 ) -> None:
-    """Append the step's audit record, and keep a completed step's result in full."""
+    """Append the step's audit record, and keep a completed step's result in full
+    (a failed one's record, until the replan)."""
     if status is AgentStatus.COMPLETED:
         state.results[step.id] = output or ""
     started, finished = (child.started_at, child.finished_at) if child else (None, None)
-    state.records.append(
-        StepRecord(
-            id=step.id,
-            role=step.role,
-            tool=step.tool,
-            status=status,
-            input=cut(_wave(state).inputs[step.id], AUDIT_CHARS),
-            output=output and cut(output, AUDIT_CHARS),
-            error=error and cut(error, AUDIT_CHARS),
-            agent_id=child.agent_id if child else None,
-            started_at=started.isoformat() if started else None,
-            finished_at=finished.isoformat() if finished else None,
-        )
+    record = StepRecord(
+        id=step.id,
+        role=step.role,
+        tool=step.tool,
+        status=status,
+        input=cut(state.inputs[step.id], AUDIT_CHARS),
+        output=output and cut(output, AUDIT_CHARS),
+        error=error and cut(error, AUDIT_CHARS),
+        agent_id=child.agent_id if child else None,
+        started_at=started.isoformat() if started else None,
+        finished_at=finished.isoformat() if finished else None,
     )
+    state.records.append(record)
+    if status is AgentStatus.FAILED:
+        state.failed.append(record)
 
 
 # --- the answer ----------------------------------------------------------------
@@ -337,13 +357,6 @@ def _data(state: State) -> dict[str, Any]:
         "replans": state.replans,
         "errors": state.errors,
     }
-
-
-def _wave(state: State) -> Wave:
-    """The wave running: set in every phase that waits on one."""
-    if state.wave is None:
-        raise ValueError(f"plan_execute has no wave running in phase {state.phase!r}")
-    return state.wave
 
 
 def _by_id(state: State) -> dict[str, plan.Step]:

@@ -5,6 +5,10 @@ Control tools become Actions: ``spawn_agents`` and ``delegate`` become ``Spawn``
 result), ``finish`` becomes ``Finish``. Other tools become ``RunTools``.
 A malformed tool call (arguments that are not JSON, a tool never offered) fails
 the agent: it is a broken model reply, not something a retry of the tool mends.
+
+With the ``schema`` option every call asks for JSON matching it and ``finish`` is
+not offered: the agent acts with its tools, and its answer (the reply without tool
+calls) is that JSON, the result's ``data`` for the parent to read.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from covey.context import RunContext
 from covey.models.replies import ModelReply, ToolCall
@@ -28,6 +32,7 @@ from covey.orchestration.actions import (
     Spawn,
     ToolResults,
 )
+from covey.orchestration.answer_schema import SchemaOptions
 from covey.orchestration.prompts import opening
 from covey.orchestration.states import Run, StrategyState
 from covey.status import AgentStatus, Cause, CauseKind
@@ -40,10 +45,8 @@ if TYPE_CHECKING:  # the spec validates strategy names against this package
 NAME = "react"
 
 
-class Options(BaseModel):
-    """react takes no options; an unknown one is refused."""
-
-    model_config = ConfigDict(extra="forbid")
+class Options(SchemaOptions):
+    """react takes the answer's ``schema`` (and its name) alone; an unknown option is refused."""
 
 
 class PendingSpawn(BaseModel):
@@ -64,8 +67,26 @@ class State(StrategyState):
 
 
 def start(spec: AgentSpec, ctx: RunContext) -> Action:
-    state = State(messages=opening(spec, ctx), tools=offered(ctx.allow, ctx.deny))
-    return CallModel(state=state, messages=state.messages)
+    run = Run.of(Options, spec, ctx)
+    tools = offered(ctx.allow, ctx.deny)
+    if run.options.output_schema is not None:
+        tools = [name for name in tools if name != FINISH_TOOL]
+    return _call(run, State(messages=opening(spec, ctx), tools=tools))
+
+
+def _call(run: Run[Options], state: State) -> CallModel:
+    """The next model call: every tool offered, and the answer's schema when there is one."""
+    state.phase = "reply"
+    options = run.options
+    if options.output_schema is None:
+        return CallModel(state=state, messages=state.messages)
+    return CallModel(
+        state=state,
+        messages=state.messages,
+        tools=state.tools,
+        schema=options.output_schema,
+        schema_name=options.schema_name,
+    )
 
 
 def resume(spec: AgentSpec, ctx: RunContext, state: State, outcome: Outcome) -> Action:
@@ -93,7 +114,7 @@ def _on_reply(run: Run[Options], state: State, reply: ModelReply) -> Action:
         ]
     state.messages.append(message)
     if not reply.tool_calls:
-        return Finish(state=state, status=AgentStatus.COMPLETED, output=reply.content or "")
+        return Finish(state=state, status=AgentStatus.COMPLETED, output=reply.content or "", data=reply.parsed)
 
     parsed: list[tuple[ToolCall, dict[str, Any]]] = []
     for call in reply.tool_calls:
@@ -118,13 +139,13 @@ def _on_reply(run: Run[Options], state: State, reply: ModelReply) -> Action:
     if others:
         state.phase = "tools"
         return RunTools(state=state, calls=others)
-    return _next(state)
+    return _next(run, state)
 
 
 def _on_tools(run: Run[Options], state: State, outcome: ToolResults) -> Action:
     for call_id, text in outcome.results.items():
         state.messages.append(_tool_message(call_id, text))
-    return _next(state)
+    return _next(run, state)
 
 
 def _plan_spawn(state: State, call: ToolCall, args: dict[str, Any]) -> None:
@@ -160,12 +181,11 @@ def _child(item: Any) -> ChildRequest:
     )
 
 
-def _next(state: State) -> Action:
+def _next(run: Run[Options], state: State) -> Action:
     if state.spawns:
         state.phase = "children"
         return Spawn(state=state, children=[c for s in state.spawns for c in s.children])
-    state.phase = "reply"
-    return CallModel(state=state, messages=state.messages)
+    return _call(run, state)
 
 
 def _on_children(run: Run[Options], state: State, outcome: ChildResults) -> Action:
@@ -175,8 +195,7 @@ def _on_children(run: Run[Options], state: State, outcome: ChildResults) -> Acti
         body = summaries[0] if spawn.single else summaries
         state.messages.append(_tool_message(spawn.call_id, json.dumps(body)))
     state.spawns = []
-    state.phase = "reply"
-    return CallModel(state=state, messages=state.messages)
+    return _call(run, state)
 
 
 def _tool_message(call_id: str, text: str) -> dict[str, Any]:

@@ -7,15 +7,13 @@ and the parsed value becomes the result's ``data`` for the parent to read.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing import TYPE_CHECKING, Literal
 
 from covey.context import RunContext
 from covey.models.replies import ModelReply
-from covey.models.structured import SCHEMA_NAME, check_schema
 from covey.orchestration import states
 from covey.orchestration.actions import Action, CallModel, Finish, Outcome
+from covey.orchestration.answer_schema import SchemaOptions
 from covey.orchestration.prompts import opening
 from covey.orchestration.states import Run, StrategyState
 from covey.status import AgentStatus
@@ -26,24 +24,8 @@ if TYPE_CHECKING:
 NAME = "single"
 
 
-class Options(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    output_schema: dict[str, Any] | None = Field(
-        default=None, alias="schema", description="JSON Schema the answer must match"
-    )
-    schema_name: str = Field(
-        default=SCHEMA_NAME,
-        pattern=r"^[A-Za-z0-9_-]{1,64}$",
-        description="the schema's name sent to the model (it picks a sim script)",
-    )
-
-    @field_validator("output_schema")
-    @classmethod
-    def _valid_schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        if value is not None:
-            check_schema(value)
-        return value
+class Options(SchemaOptions):
+    """single takes the answer's ``schema`` (and its name) alone."""
 
 
 class State(StrategyState):

@@ -3,15 +3,17 @@
 A specialist is a named sub-agent with a role, instructions, a short list of tools
 and a kind. ``analysis`` specialists only look and report, so an orchestrator may
 run them at once; ``write`` specialists change the workspace, so they run one at a
-time. Specialists never spawn: whatever their tools say, ``spawn_agents`` and
-``delegate`` are stripped when the specialist is validated, so a specialist is a
-leaf of the tree and its parent's budget split stays the whole story.
+time; ``qa`` specialists verify the written result last and answer a verdict
+(passed, findings) that may send the work round again. Specialists never spawn:
+whatever their tools say, ``spawn_agents`` and ``delegate`` are stripped when the
+specialist is validated, so a specialist is a leaf of the tree and its parent's
+budget split stays the whole story.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -19,20 +21,21 @@ from covey.orchestration.actions import ChildRequest
 from covey.tools.builtin import SPAWN_TOOLS
 from covey.tools.registry import check_names
 
-Kind = Literal["analysis", "write"]
+Kind = Literal["analysis", "write", "qa"]
 
 STRATEGY = "react"  # a specialist thinks and uses its tools; it never orchestrates in turn
 
 DEFAULT_TOOLS: dict[str, list[str]] = {
     "analysis": ["read_file", "calculator"],
     "write": ["write_file", "read_file"],
+    "qa": ["read_file", "calculator"],
 }
 
 
 class Specialist(BaseModel):
     """One specialist. ``tools`` left unset takes its kind's defaults
-    (analysis: read_file, calculator; write: write_file, read_file); spawn tools
-    are dropped from whatever is given."""
+    (analysis and qa: read_file, calculator; write: write_file, read_file); spawn
+    tools are dropped from whatever is given."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -71,7 +74,8 @@ BUILTIN: tuple[Specialist, ...] = (
     Specialist(
         name="QATester",
         role="tester: verifies claims and results independently",
-        instructions="Test the expected result yourself rather than trusting it.",
+        instructions="Test the written result yourself rather than trusting it; say what fails.",
+        kind="qa",
     ),
     Specialist(
         name="Writer",
@@ -88,10 +92,10 @@ def duplicate_names(specialists: list[Specialist]) -> list[str]:
     return [name for name, count in counts.items() if count > 1]
 
 
-def request(specialist: Specialist, task: str, fraction: float) -> ChildRequest:
+def request(specialist: Specialist, task: str, fraction: float, options: dict[str, Any] | None = None) -> ChildRequest:
     """The child that runs ``specialist`` on ``task`` with ``fraction`` of the
-    parent's budget. Its tools are always an explicit list: an unset list would
-    hand the child every tool of its parent, spawn tools included."""
+    parent's budget (and ``options`` for its strategy: a qa verdict's schema). Its
+    tools are always an explicit list, and it cannot spawn."""
     briefing = (
         f"You are the {specialist.name} specialist, {specialist.role}. {specialist.instructions} "
         "Work on your task alone with your own tools; you cannot start sub-agents. "
@@ -103,5 +107,7 @@ def request(specialist: Specialist, task: str, fraction: float) -> ChildRequest:
         instructions=" ".join(briefing.split()),
         tools=list(specialist.tools or []),
         strategy=STRATEGY,
+        options=options or {},
         fraction=fraction,
+        can_spawn=False,
     )

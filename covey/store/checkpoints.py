@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import redis
 
@@ -20,6 +21,10 @@ from covey.store.outbox import Message
 from covey.store.transcripts import Entries
 
 _SAVE = transcripts.script("advance.lua")
+
+
+Join = Literal["all", "each", "now"]
+STALE, SAVED, WOKEN = 0, 1, 2  # what ``Checkpoints.save`` did
 
 
 @dataclass(frozen=True)
@@ -43,16 +48,20 @@ class Checkpoints:
         then: Message | None = None,
         resume: Message | None = None,
         children: Sequence[tuple[str, Message]] = (),
+        join: Join = "all",
         transcript: Entries | None = None,
-    ) -> bool:
+    ) -> int:
         """Store ``state`` for ``step`` and, in the same script, the messages the step
         sends: ``then`` (the agent's continuation), or ``children`` (agent id, message)
-        and the ``resume`` the last of them sends, and the agent's ``transcript``
-        entries so far. ``taken`` is the expected message the step took up, as
-        stored (None: it took up none).
+        and the ``resume`` that joins them: sent by the last of them (``join="all"``),
+        or by the next to finish (``"each"``; ``"now"``: due at once, for results the
+        step already holds); and the agent's ``transcript`` entries so far. ``taken``
+        is the expected message the step took up, as stored (None: it took up none).
 
-        False, with nothing written, if a newer step is stored or ``taken`` is no
-        longer expected: the step is stale and must send nothing."""
+        ``STALE``, with nothing written, if a newer step is stored or ``taken`` is no
+        longer expected: the step is stale and must send nothing. ``SAVED``; or
+        ``WOKEN`` when the resume is due now (children finished while the step ran):
+        the caller sends it with the children."""
         args: list[str | int] = [
             step,
             state,
@@ -62,14 +71,22 @@ class Checkpoints:
             taken or "",
             then.dumps() if then else "",
             resume.dumps() if resume else "",
+            join,
         ]
         for child_id, message in children:
             args += [child_id, message.dumps()]
         job_keys = [keys.checkpoint(job_id, agent_id), keys.expected(job_id), keys.pending(job_id, agent_id)]
+        each = [keys.awaited(job_id, agent_id), keys.done(job_id, agent_id), keys.batch(job_id, agent_id)]
         more_keys, more_args = transcripts.tail(transcript)
-        return bool(
-            self._save(keys=[*job_keys, keys.joins(job_id), keys.expecting(), *more_keys], args=[*args, *more_args])
+        return int(
+            self._save(
+                keys=[*job_keys, keys.joins(job_id), keys.expecting(), *each, *more_keys], args=[*args, *more_args]
+            )
         )
+
+    def batch(self, job_id: str, agent_id: str) -> set[str]:
+        """The finished children the agent's expected resume hands it (``join="each"``)."""
+        return {str(m) for m in self._redis.smembers(keys.batch(job_id, agent_id))}
 
     def load(self, job_id: str, agent_id: str) -> Checkpoint | None:
         spawn_round, state = self._redis.hmget(keys.checkpoint(job_id, agent_id), "round", "state")

@@ -117,11 +117,28 @@ _PACKED = {
     "wait": "w",
 }
 _UNPACKED = {short: name for name, short in _PACKED.items()}
-_CAUSE = {"kind": "k", "scope": "s", "agent_id": "a", "resource": "r", "status": "h", "retry_after": "w"}
+_CAUSE = {
+    "kind": "k",
+    "scope": "s",
+    "agent_id": "a",
+    "resource": "r",
+    "status": "h",
+    "retry_after": "w",
+    "retries": "n",
+}
 _CAUSE_UNPACKED = {short: name for name, short in _CAUSE.items()}
 # Usage as a list in this order; the fields after the first four only where they are not all 0
 # (older records lack them).
-_USAGE = ("prompt_tokens", "completion_tokens", "cycles", "agents", "tool_calls", "cached_tokens", "cost_micros")
+_USAGE = (
+    "prompt_tokens",
+    "completion_tokens",
+    "cycles",
+    "agents",
+    "tool_calls",
+    "cached_tokens",
+    "cost_micros",
+    "model_retries",
+)
 _USAGE_ALWAYS = 4
 
 
@@ -173,13 +190,16 @@ class JobTree:
         append its last ``transcript`` entries.
 
         Returns whether it was written (False: the agent had already finished), and
-        the parent's resume message when this was the last child the parent waited
-        on: the caller sends it."""
+        the parent's resume message when this child makes it due (the last of a
+        ``join="all"``, or any of a ``join="each"`` while the parent is idle): the
+        caller sends it."""
         parent = node.parent_id or ""
-        pending = keys.pending(job_id, parent or node.agent_id)
+        waiter = parent or node.agent_id
+        joined = [keys.pending(job_id, waiter), keys.joins(job_id), keys.awaited(job_id, waiter)]
+        waiting = [keys.done(job_id, waiter), keys.batch(job_id, waiter)]
         more_keys, more_args = transcripts.tail(transcript)
         written, *resume = self._finish(
-            keys=[keys.nodes(job_id), keys.expected(job_id), pending, keys.joins(job_id), *retire, *more_keys],
+            keys=[keys.nodes(job_id), keys.expected(job_id), *joined, *waiting, *retire, *more_keys],
             args=[node.agent_id, pack(node), self._job_ttl, parent, _FINALS, *more_args],
         )
         return bool(written), (resume[0] if resume else None)

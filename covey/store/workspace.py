@@ -2,12 +2,16 @@
 
 Any agent reads the whole workspace; an agent writes only below its own subroot
 (children: ``.sub_agents/<agent_id>``). Paths are normalised and anything that
-would escape is refused.
+would escape is refused. One tool call at a time writes a job's workspace
+(``writing``), whichever agents call them and whatever a strategy labels them,
+so a write never interleaves with another's read-modify-write.
 """
 
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import redis
 
@@ -39,6 +43,23 @@ class Workspace:
     def __init__(self, client: redis.Redis, job_id: str, job_ttl: int) -> None:
         self._redis, self._job_ttl = client, job_ttl
         self._key = keys.workspace(job_id)
+        self._writer = keys.workspace_writer(job_id)
+
+    @contextmanager
+    def writing(self, wait: float, hold: float) -> Iterator[None]:
+        """Be the one writer of this workspace: wait up to ``wait`` seconds for the
+        writer before, then hold it for at most ``hold`` seconds (a writer that dies
+        holding it frees it then). ``WorkspaceError`` when it stays taken."""
+        lock = self._redis.lock(self._writer, timeout=max(hold, 0.001), blocking_timeout=max(wait, 0.001))
+        if not lock.acquire():
+            raise WorkspaceError(f"another agent is writing the workspace; waited {wait:.3g}s for it")
+        try:
+            yield
+        finally:
+            try:
+                lock.release()
+            except redis.exceptions.LockError:  # held past ``hold``: expired, maybe taken since
+                pass
 
     def read(self, path: str) -> str:
         clean = normalise(path)

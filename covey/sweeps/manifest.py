@@ -6,6 +6,12 @@ claims. Its total caps are kept too: a rerun that gives none keeps them. It
 records the grid as it was run (every configuration, its key, the scorers) and a
 digest of the dataset and of the grid, so a rerun with another dataset or grid is
 refused instead of merging its results into this sweep's.
+
+It records the directory it was written in, too: a copy of DIR run elsewhere
+while DIR still holds the sweep would otherwise share (and could reset) its cap
+and claims, so it becomes a sweep of its own, with a new id and an unspent cap,
+keeping the results it was copied with. A directory moved (nothing left where it
+was) is the same sweep.
 """
 
 from __future__ import annotations
@@ -42,10 +48,24 @@ class Manifest(BaseModel):
     dataset_digest: str | None = None  # None in a manifest older than digests: taken from the next run
     grid_digest: str | None = None
     grid_run: dict[str, Any] | None = None  # the grid as run: configurations with their keys, repeats, scorers
+    directory: str | None = None  # resolved; None in a manifest older than it: taken from the next run
+    copy_of: str | None = None  # the id of the sweep this one's directory was copied from
 
     @property
     def scope(self) -> str:
         return scopes.sweep(self.id)
+
+    def original(self, directory: Path) -> Path | None:
+        """Where this sweep runs, when ``directory`` is a copy of it: the directory the
+        manifest was written in, if that is elsewhere and still holds this sweep."""
+        if self.directory is None or Path(self.directory) == Path(directory).resolve():
+            return None
+        there = Path(self.directory) / MANIFEST_FILE
+        try:
+            same = Manifest.model_validate_json(there.read_text(encoding="utf-8")).id == self.id
+        except (OSError, ValidationError):
+            same = False
+        return Path(self.directory) if same else None
 
     @classmethod
     def check(cls, directory: Path, dataset_digest: str | None, grid_digest: str | None) -> Manifest | None:
@@ -84,12 +104,15 @@ class Manifest(BaseModel):
         grid_digest: str | None = None,
         grid_run: dict[str, Any] | None = None,
     ) -> Manifest:
-        """The directory's manifest, created on a first run; caps given now replace the kept ones.
-        ``SweepMismatch`` when the directory's sweep ran another dataset or grid."""
+        """The directory's manifest, created on a first run (or for a copy, ``original``);
+        caps given now replace the kept ones. ``SweepMismatch`` when the directory's
+        sweep ran another dataset or grid."""
         path = Path(directory) / MANIFEST_FILE
-        found = cls.check(directory, dataset_digest, grid_digest) or cls(
-            id=uuid.uuid4().hex[:12], created=datetime.now(UTC), dataset=dataset, grid=grid
-        )
+        found = cls.check(directory, dataset_digest, grid_digest)
+        if found is None:
+            found = cls(id=_new_id(), created=datetime.now(UTC), dataset=dataset, grid=grid)
+        elif found.original(directory) is not None:
+            found = found.model_copy(update={"id": _new_id(), "created": datetime.now(UTC), "copy_of": found.id})
         given_now = (
             ("max_tokens_total", max_tokens_total),
             ("max_cycles_total", max_cycles_total),
@@ -99,7 +122,12 @@ class Manifest(BaseModel):
             ("grid_run", grid_run),
         )
         update = {k: v for k, v in given_now if v is not None}
-        manifest = found.model_copy(update={"dataset": dataset, "grid": grid, **update})
+        here = str(Path(directory).resolve())
+        manifest = found.model_copy(update={"dataset": dataset, "grid": grid, "directory": here, **update})
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
         return manifest
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex[:12]

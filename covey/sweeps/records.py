@@ -41,6 +41,7 @@ class RecordUsage(BaseModel):
     cycles: int = 0
     agents: int = 0
     cost_usd: float = 0.0  # where the model has prices
+    model_retries: int = 0  # the SDK's retries before answered model calls (a failed one's are in its cause)
 
 
 class Record(BaseModel):

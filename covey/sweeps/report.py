@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from covey import wire
 from covey.sweeps.chart import write_chart
 from covey.sweeps.records import SKIPPED_BUDGET, Record, ResultsLog
+from covey.sweeps.rescore import rescore
 
 SUMMARY_CSV = "summary.csv"
 SUMMARY_PNG = "summary.png"
@@ -194,14 +195,16 @@ def _cell(value: object) -> object:
     return "" if value is None else round(value, 6) if isinstance(value, float) else value
 
 
-def build_report(directory: Path) -> tuple[list[ConfigSummary], bool]:
-    """Summarise ``DIR/results.jsonl`` into ``summary.csv`` and ``summary.png``;
-    returns the rows and whether the chart was drawn."""
+def build_report(directory: Path, scorers: list[str] | None = None) -> tuple[list[ConfigSummary], bool]:
+    """Summarise ``DIR/results.jsonl`` into ``summary.csv`` and ``summary.png``, re-scored
+    by ``scorers`` when named (``covey.sweeps.rescore``); returns the rows and whether
+    the chart was drawn."""
     directory = Path(directory)
     log = ResultsLog(directory)
     if not log.path.exists():
         raise FileNotFoundError(f"{log.path}: no results to report")
-    rows = summarize(log.records())
+    records = log.records()
+    rows = summarize(rescore(directory, records, scorers) if scorers else records)
     write_csv(rows, directory / SUMMARY_CSV)
     drawn = write_chart(rows, directory / SUMMARY_PNG, title=f"Accuracy against tokens: {directory.name}")
     return rows, drawn

@@ -36,7 +36,7 @@ from covey.sweeps.grid import Config, Grid, load_grid
 from covey.sweeps.manifest import Manifest
 from covey.sweeps.progress import SweepProgress
 from covey.sweeps.records import REFUSED, SKIPPED_BUDGET, Record, RecordUsage, ResultsLog
-from covey.sweeps.scorers import Scorer, Scoring
+from covey.sweeps.scorers import Scoring, mark, score_failed
 from covey.sweeps.selection import Selection
 from covey.sweeps.served import check_models
 from covey.sweeps.window import Window
@@ -105,7 +105,9 @@ class _Run:
     busy: deque[tuple[float, Unit]] = field(default_factory=deque)
     flights: dict[str, Flight] = field(default_factory=dict)
     done: int = 0
-    failed: int = 0
+    failed: int = 0  # units, not attempts: one that fails then completes on a retry is done only
+    scored: int = 0  # units kept or failed for good, before this run or in it, and the sum of their scores
+    score_sum: float = 0.0
     skipped: int = 0
     tokens: int = 0
     submitted: int = 0
@@ -128,7 +130,13 @@ class _Run:
             tokens=self.tokens,
             elapsed=elapsed,
             rate=finished / elapsed if elapsed > 0 else 0.0,
+            accuracy=self.score_sum / self.scored if self.scored else None,
         )
+
+    def count(self, record: Record) -> None:
+        """Count a unit that ended for good into the live accuracy (a failed one scores 0)."""
+        self.scored += 1
+        self.score_sum += record.score or 0.0
 
 
 def run_sweep(
@@ -190,7 +198,8 @@ def run_sweep(
         manifest.scope, manifest.max_tokens_total, manifest.max_cycles_total, max_cost=manifest.max_cost_total
     )
     log = ResultsLog(out)
-    kept = {unit for unit, record in log.latest().items() if record.kept}
+    latest = log.latest()
+    kept = {unit for unit, record in latest.items() if record.kept}
     units = [Unit(s, c, r) for s in samples for c in grid.configs for r in range(grid.repeats)]
     run = _Run(
         client=client,
@@ -205,7 +214,10 @@ def run_sweep(
         already_done=sum(1 for u in units if u.key in kept),
     )
     run.done = run.already_done
-    del units
+    for unit in units:
+        if unit.key in kept:
+            run.count(latest[unit.key])
+    del units, latest
     run.claims.resume()
     run.claims.renew()
     renewed = time.monotonic()
@@ -362,7 +374,7 @@ def _ended(run: _Run, flight: Flight, result: AgentResult | str) -> None:
     record = _record(unit, flight, result.status.value, result=result)
     if result.ok:
         for scorer in run.scoring.local:
-            _score(scorer, record, unit.sample)
+            mark(scorer, record, unit.sample)
         record.score = record.scores.get(run.scoring.primary)
     judge = run.scoring.judge
     if result.ok and judge is not None and not run.cancelled:
@@ -380,29 +392,16 @@ def _judged(run: _Run, flight: Flight, result: AgentResult | str) -> None:
     judge = run.scoring.judge
     assert judge is not None
     if isinstance(result, str):
-        _score_failed(record, judge.name, f"judge refused: {result}")
+        score_failed(record, judge.name, f"judge refused: {result}")
     else:
         record.judge_tokens = result.usage.total_tokens
         run.tokens += record.judge_tokens
         try:
             record.scores[judge.name] = judge.verdict(result)
         except ValueError as e:
-            _score_failed(record, judge.name, str(e))
+            score_failed(record, judge.name, str(e))
     record.score = record.scores.get(run.scoring.primary)
     _finish(run, Flight(flight.unit, record.job_id or flight.job_id, flight.sent), record)
-
-
-def _score(scorer: Scorer, record: Record, sample: Sample) -> None:
-    try:
-        record.scores[scorer.name] = scorer.score(record.output, sample)
-    except Exception as e:
-        record.scores[scorer.name] = 0.0
-        _score_failed(record, scorer.name, f"{type(e).__name__}: {e}")
-
-
-def _score_failed(record: Record, name: str, why: str) -> None:
-    """Note why a scorer gave no score, beside any other scorer's reason."""
-    record.score_error = "; ".join(filter(None, [record.score_error, f"{name}: {why}"]))
 
 
 def _record(
@@ -439,15 +438,17 @@ def _finish(run: _Run, flight: Flight, record: Record) -> None:
     run.log.append(record)
     run.claims.record(flight.unit.key, flight.job_id, record.status)
     run.tokens += record.usage.total_tokens
-    if record.kept:
-        run.done += 1
-    elif record.status == SKIPPED_BUDGET:
+    if record.status == SKIPPED_BUDGET:
         run.skipped += 1
+    elif record.status in RETRYABLE and flight.unit.attempt <= run.retries and not run.dry:
+        flight.unit.attempt += 1
+        run.again.append(flight.unit)
     else:
-        run.failed += 1
-        if record.status in RETRYABLE and flight.unit.attempt <= run.retries and not run.dry:
-            flight.unit.attempt += 1
-            run.again.append(flight.unit)
+        run.count(record)
+        if record.kept:
+            run.done += 1
+        else:
+            run.failed += 1
 
 
 def _sweep_refused(run: _Run, result: AgentResult) -> bool:

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from covey.results import AgentResult
 from covey.spec import JobSpec
 from covey.sweeps.dataset import Sample
+from covey.sweeps.records import Record
 
 BUILT_IN = ("exact", "includes", "regex", "numeric", "model")
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?|-?\.\d+")
@@ -168,6 +169,20 @@ class Scoring:
             raise ValueError("at most one model judge")
         local = [s for s in built if isinstance(s, Scorer)]
         return cls(local=local, judge=judges[0] if judges else None, primary=names[0])
+
+
+def mark(scorer: Scorer, record: Record, sample: Sample) -> None:
+    """Score ``record`` into its ``scores``; a scorer that raises scores 0 and says why."""
+    try:
+        record.scores[scorer.name] = scorer.score(record.output, sample)
+    except Exception as e:
+        record.scores[scorer.name] = 0.0
+        score_failed(record, scorer.name, f"{type(e).__name__}: {e}")
+
+
+def score_failed(record: Record, name: str, why: str) -> None:
+    """Note why a scorer gave no score, beside any other scorer's reason."""
+    record.score_error = "; ".join(filter(None, [record.score_error, f"{name}: {why}"]))
 
 
 def _fold(text: str, ignore_case: bool) -> str:

@@ -54,8 +54,8 @@ def _listed(args: dict[str, Any], ctx: ToolContext) -> str:
     return "\n".join(ctx.workspace.list(args["prefix"])) or "no files"
 
 
-def _builtin(name: str, description: str, parameters: dict[str, Any], run: Any) -> Tool:
-    return Tool(name=name, origin=ORIGIN, description=description, parameters=parameters, run=run)
+def _builtin(name: str, description: str, parameters: dict[str, Any], run: Any, writes: bool = False) -> Tool:
+    return Tool(name=name, origin=ORIGIN, description=description, parameters=parameters, run=run, writes=writes)
 
 
 _STRING = {"type": "string"}
@@ -91,6 +91,7 @@ TOOLS: tuple[Tool, ...] = (
         "Write a file under this agent's own workspace folder.",
         _object({"path": _STRING, "content": _STRING}, ["path", "content"]),
         lambda args, ctx: f"wrote {ctx.workspace.write(args['path'], args['content'])}",
+        writes=True,
     ),
     _builtin(
         "list_files",
@@ -103,5 +104,6 @@ TOOLS: tuple[Tool, ...] = (
         "Replace the one occurrence of old with new in a file under this agent's own workspace folder.",
         _object({"path": _STRING, "old": _STRING, "new": _STRING}, ["path", "old", "new"]),
         _edit,
+        writes=True,
     ),
 )

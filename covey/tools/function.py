@@ -39,7 +39,7 @@ class FunctionTool(Tool):
 
     def retimed(self, timeout: float) -> FunctionTool:
         """The same tool under another timeout (an async one is cancelled at it)."""
-        return _function_tool(self.function, self.name, self.description, timeout, self.max_output)
+        return _function_tool(self.function, self.name, self.description, timeout, self.max_output, self.writes)
 
 
 @typing.overload
@@ -51,6 +51,7 @@ def tool(
     description: str | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     max_output: int = DEFAULT_MAX_OUTPUT,
+    writes: bool = False,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
@@ -60,21 +61,28 @@ def tool(
     description: str | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     max_output: int = DEFAULT_MAX_OUTPUT,
+    writes: bool = False,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
-    """Make ``fn`` a tool: ``@tool`` or ``@tool(name=..., timeout=..., max_output=...)``.
+    """Make ``fn`` a tool: ``@tool`` or ``@tool(name=..., timeout=..., max_output=..., writes=...)``.
 
     ``timeout`` is seconds per call, ``max_output`` the bytes of its result the model
-    reads (the rest is cut with a note). ``TypeError`` for a function covey cannot
+    reads (the rest is cut with a note); ``writes=True`` for a tool that changes the
+    job's workspace, which then runs as its one writer. ``TypeError`` for a function covey cannot
     describe: a parameter without a type hint, ``*args``/``**kwargs``, a bad name."""
 
     def wrap(f: Callable[..., Any]) -> FunctionTool:
-        return _function_tool(f, name, description, timeout, max_output)
+        return _function_tool(f, name, description, timeout, max_output, writes)
 
     return wrap(fn) if fn is not None else wrap
 
 
 def _function_tool(
-    fn: Callable[..., Any], name: str | None, description: str | None, timeout: float, max_output: int
+    fn: Callable[..., Any],
+    name: str | None,
+    description: str | None,
+    timeout: float,
+    max_output: int,
+    writes: bool = False,
 ) -> FunctionTool:
     name = name or fn.__name__
     origin = f"function {fn.__module__}:{fn.__qualname__}"
@@ -117,6 +125,7 @@ def _function_tool(
         run=run,
         timeout=timeout,
         max_output=max_output,
+        writes=writes,
         function=fn,
     )
 

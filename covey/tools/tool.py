@@ -43,7 +43,8 @@ class ToolContext:
 class Tool:
     """A tool by name. ``run`` takes arguments already checked against
     ``parameters`` and returns the text the model reads; it may raise, and the
-    worker hands the model the exception's type and message instead."""
+    worker hands the model the exception's type and message instead. A tool that
+    ``writes`` the workspace runs as its one writer (``Workspace.writing``)."""
 
     name: str
     origin: str  # where it comes from, for clashes and `covey tools`: "builtin", "function pkg.mod:fn", "mcp files"
@@ -52,6 +53,7 @@ class Tool:
     run: Callable[[dict[str, Any], ToolContext], str]
     timeout: float = DEFAULT_TIMEOUT
     max_output: int = DEFAULT_MAX_OUTPUT
+    writes: bool = False
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI function schema a model call offers."""

@@ -32,6 +32,7 @@ class PendingChild(BaseModel):
 
     agent_id: str
     refused: AgentResult | None = None
+    key: str | None = None  # the strategy's name for it (``ChildRequest.key``)
 
 
 class TranscriptCursor(BaseModel):
@@ -57,6 +58,7 @@ class AgentState(BaseModel):
     waiting_for: Wait | None = Field(
         default=None, description="what it gave its worker slot back to wait for (a scope's cap or window)"
     )
+    as_completed: bool = Field(default=False, description="its pending children join as each finishes")
     started_at: datetime
     task_id: str | None = Field(default=None, description="the Celery task running this agent")
     deadline: datetime | None = Field(default=None, description="the agent's own timeout")

@@ -6,11 +6,13 @@ in money too, where the model has prices) on the agent, its ancestors and every
 global scope, and the call may spend no more than it was granted: a provider
 reporting more prompt or completion tokens than were reserved for them is charged
 in full and stops the agent. A reply is handed to the strategy only when it is whole: one cut at its
-token cap, withheld by a content filter, calling a tool it was not offered or
-missing the JSON schema it was asked for ends the agent with a status that says
-so, never ``completed`` with a fragment. A scope whose per-minute window is full
-makes the agent give its worker slot back and ask again when the next minute
-opens (``covey.worker.slots``), unless that passes its deadline.
+token cap, withheld by a content filter or calling a tool it was not offered
+ends the agent with a status that says so, never ``completed`` with a fragment.
+One that misses the JSON schema it was asked for is asked again with the
+validation error, up to the spec's ``max_schema_retries`` (each ask a call of its
+own, reserved and settled), before the agent fails. A scope whose per-minute
+window is full makes the agent give its worker slot back and ask again when the
+next minute opens (``covey.worker.slots``), unless that passes its deadline.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from covey.results import Usage
 from covey.status import AgentStatus, Cause, CauseKind, Resource
 from covey.tools.builtin import SPAWN_TOOLS
 from covey.tools.registry import narrow, offered, schemas
-from covey.worker import slots, transcript
+from covey.worker import slots, telemetry, transcript
 from covey.worker.agent_state import AgentState
 from covey.worker.deps import Deps
 from covey.worker.redaction import redact
@@ -63,11 +65,15 @@ class Stop:
         return self.cause.kind.status
 
 
-def call_model(deps: Deps, state: AgentState, action: CallModel, seconds_left: float | None) -> ModelReply | Stop | Hop:
+def call_model(
+    deps: Deps, state: AgentState, action: CallModel, seconds_left: float | None, asked_again: int = 0
+) -> ModelReply | Stop | Hop:
     ctx, spec = state.ctx, state.spec
-    allowed = offered(ctx.allow, ctx.deny)
-    names = narrow(allowed, action.tools)
+    began = deps.now()
+    names = narrow(offered(ctx.allow, ctx.deny), action.tools)
     agents_left = _agents_left(state) if SPAWN_TOOLS & set(names) else None
+    if ctx.budget.max_depth < 1 or agents_left == 0:  # no spawn could succeed: none is offered
+        names = [name for name in names if name not in SPAWN_TOOLS]
     tools = schemas(names, agents_left)
     held = reservation(deps, state, action, tools)
     estimate = held.prompt
@@ -89,15 +95,18 @@ def call_model(deps: Deps, state: AgentState, action: CallModel, seconds_left: f
         if seconds_left is not None and grant.retry_after >= seconds_left:
             return Stop.of(CauseKind.DEADLINE, f"{grant.reason}: the next minute's window opens after the deadline")
         log.info("job %s agent %s waits %.1fs: %s", ctx.job_id, ctx.agent_id, grant.retry_after, grant.reason)
+        telemetry.waited(grant.retry_after, grant.reason or "")
         return _window_wait(deps, grant)
     if not grant.ok:
         assert grant.cause is not None and grant.reason is not None  # a refusal always says why
+        telemetry.refused(grant.cause, grant.reason)
         return Stop(grant.cause, grant.reason)
     max_tokens = max(1, grant.tokens - estimate)
-    if grant.record is not None:  # settled before this step was redelivered: replay it
-        record = CallRecord.model_validate_json(grant.record)
-    else:
-        record = _call(deps, state, rid, action, tools, held, max_tokens, seconds_left)
+    with telemetry.model_call(state, rid, replayed=grant.record is not None) as seen:
+        if grant.record is not None:  # settled before this step was redelivered: replay it
+            record = seen(CallRecord.model_validate_json(grant.record))
+        else:
+            record = seen(_call(deps, state, rid, action, tools, held, max_tokens, seconds_left))
     transcript.model_call(deps, state, action, names, record, max_tokens)
     if record.error is not None:
         state.usage += record.usage or Usage(cycles=1)
@@ -111,7 +120,32 @@ def call_model(deps: Deps, state: AgentState, action: CallModel, seconds_left: f
     over = _over_reserved(record.usage, estimate, max_tokens)
     if over is not None:
         return over
-    return _checked(record.model_reply(), action, names, max_tokens, spec.max_call_tokens)
+    reply = _checked(record.model_reply(), names, max_tokens, spec.max_call_tokens)
+    if isinstance(reply, Stop) or action.schema is None or reply.tool_calls:  # a reply that acts answers later
+        return reply
+    try:
+        return replace(reply, parsed=parse(reply.content, action.schema))
+    except SchemaMismatch as e:
+        if asked_again >= spec.max_schema_retries:
+            return Stop.of(CauseKind.MALFORMED_REPLY, str(e))
+        log.info("job %s agent %s: asked again after an off-schema reply: %s", ctx.job_id, ctx.agent_id, e)
+        if seconds_left is not None:
+            seconds_left = max(0.001, seconds_left - (deps.now() - began).total_seconds())
+        return call_model(deps, state, _ask_again(action, reply, e), seconds_left, asked_again + 1)
+
+
+def _ask_again(action: CallModel, reply: ModelReply, error: SchemaMismatch) -> CallModel:
+    """The call again, shown its off-schema reply and what is wrong with it."""
+    retry = (
+        f"Your reply does not match the JSON schema asked for ({error}). "
+        "Answer again with JSON that matches the schema exactly, and nothing else."
+    )
+    messages = [
+        *action.messages,
+        {"role": "assistant", "content": reply.content or ""},
+        {"role": "user", "content": retry},
+    ]
+    return replace(action, messages=messages)
 
 
 def _window_wait(deps: Deps, grant: Grant) -> Hop:
@@ -189,9 +223,7 @@ def _settle(deps: Deps, state: AgentState, rid: str, usage: Usage, record: CallR
     )
 
 
-def _checked(
-    reply: ModelReply, action: CallModel, offered_names: list[str], max_tokens: int, max_call_tokens: int
-) -> ModelReply | Stop:
+def _checked(reply: ModelReply, offered_names: list[str], max_tokens: int, max_call_tokens: int) -> ModelReply | Stop:
     if reply.finish_reason == "length":
         if max_tokens < max_call_tokens:
             return Stop(
@@ -208,12 +240,7 @@ def _checked(
     stray = [c.name for c in reply.tool_calls if c.name not in offered_names]
     if stray:
         return Stop.of(CauseKind.MALFORMED_REPLY, f"model called tool {stray[0]!r}, which this call did not offer")
-    if action.schema is None:
-        return reply
-    try:
-        return replace(reply, parsed=parse(reply.content, action.schema))
-    except SchemaMismatch as e:
-        return Stop.of(CauseKind.MALFORMED_REPLY, str(e))
+    return reply
 
 
 def _over_reserved(usage: Usage, prompt_reserved: int, reply_reserved: int) -> Stop | None:

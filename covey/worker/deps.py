@@ -18,6 +18,7 @@ from covey.budgets.running import RunningSlots
 from covey.config import connections
 from covey.config.settings import Settings, get_settings
 from covey.models.llm import LLM
+from covey.store.cancels import Cancels
 from covey.store.checkpoints import Checkpoints
 from covey.store.outbox import Outbox
 from covey.store.tree import JobTree
@@ -43,6 +44,7 @@ class Deps:
     checkpoints: Checkpoints
     outbox: Outbox
     slots: RunningSlots
+    cancels: Cancels
     now: Callable[[], datetime] = field(default=utcnow)
     # Raises when another worker took the running step's delivery (covey.worker.takeover).
     still_held: Callable[[], None] = field(default=lambda: None)
@@ -81,6 +83,7 @@ class Deps:
             outbox=Outbox(client),
             still_held=takeover.still_held,
             slots=RunningSlots(client),
+            cancels=Cancels(client, settings.job_ttl),
         )
 
 

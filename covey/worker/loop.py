@@ -21,6 +21,7 @@ from covey.orchestration import registry
 from covey.orchestration.actions import (
     Action,
     CallModel,
+    Cancel,
     ChildResults,
     Finish,
     RunTools,
@@ -31,7 +32,7 @@ from covey.results import AgentResult, ChildSummary, Usage
 from covey.spec import AgentSpec
 from covey.status import AgentStatus, Cause, CauseKind
 from covey.tools.registry import narrow
-from covey.worker import slots, transcript
+from covey.worker import slots, telemetry, transcript
 from covey.worker.agent_state import AgentState
 from covey.worker.calls import Stop, call_model, seconds_left
 from covey.worker.deps import Deps
@@ -99,6 +100,7 @@ def begin(
     deps.tree.record(ctx.job_id, state.node(AgentStatus.RUNNING))
     state.recorded_at = now
     agent_event("started", state, AgentStatus.RUNNING)
+    telemetry.started()
     return state, action
 
 
@@ -153,22 +155,32 @@ def proceed(deps: Deps, state: AgentState) -> tuple[AgentState, Action]:
 
 
 def join(deps: Deps, state: AgentState) -> tuple[AgentState, Action]:
-    """Fold a finished fan-out back in, in the order the strategy asked for it.
+    """Fold finished children back in, in the order the strategy asked for them:
+    every child of a ``join="all"`` spawn; of ``join="each"`` ones, those the
+    expected resume hands over (its batch) and any refused at open.
 
     Each child's result is what its own node recorded when it finished, never what
     the message that resumes this agent says. A child whose node is not final has
     not reported: ``Unfinished``, and nothing is made up for it. Only a child whose
     node is gone (its records wiped) is joined as lost."""
+    batch = deps.checkpoints.batch(state.ctx.job_id, state.ctx.agent_id) if state.as_completed else None
+    return _fold(deps, state, batch)
+
+
+def _fold(deps: Deps, state: AgentState, batch: set[str] | None) -> tuple[AgentState, Action]:
+    """Resume the strategy with the pending children ``batch`` names and those
+    refused at open (``batch`` None: every pending child)."""
     state.task_deadline = _task_deadline(deps)
     ctx = state.ctx
-    running = [p.agent_id for p in state.pending if p.refused is None]
+    taken = [p for p in state.pending if batch is None or p.refused is not None or p.agent_id in batch]
+    running = [p.agent_id for p in taken if p.refused is None]
     found = {n.agent_id: n for n in deps.tree.many(ctx.job_id, running)}
     unfinished = [agent_id for agent_id, n in found.items() if not n.final]
     if unfinished:
         raise Unfinished(f"agent {ctx.agent_id} resumed before its children {', '.join(unfinished)} finished")
     finished = {agent_id: n.result(ctx.job_id) for agent_id, n in found.items()}
     ordered = []
-    for pending in state.pending:
+    for pending in taken:
         result = (
             pending.refused
             or finished.get(pending.agent_id)
@@ -178,10 +190,11 @@ def join(deps: Deps, state: AgentState) -> tuple[AgentState, Action]:
             state.usage += result.usage + Usage(agents=1)
         ordered.append(result)
     state.children += [r.summary() for r in ordered]
-    state.pending = []
+    state.pending = [p for p in state.pending if p not in taken]
     agent_event("resumed", state, AgentStatus.RUNNING)
     strategy = registry.strategy(state.spec.strategy)
-    action = strategy.resume(state.spec, state.ctx, state.strategy_state, ChildResults(ordered))
+    outcome = ChildResults(ordered, [p.key for p in taken], {p.agent_id: p.key for p in state.pending})
+    action = strategy.resume(state.spec, state.ctx, state.strategy_state, outcome)
     return state, action
 
 
@@ -223,12 +236,12 @@ def advance(deps: Deps, state: AgentState, action: Action, holder: str = "") -> 
             outcome = run_tools(deps, state, action.calls)
             if isinstance(outcome, Stop):
                 return _stopped(deps, state, outcome)
-        elif isinstance(action, Spawn):
-            children = spawn(deps, state, action)
-            if children:
-                agent_event(f"spawned {len(children)}", state, AgentStatus.WAITING)
+        elif isinstance(action, Spawn | Cancel):
+            children = spawn(deps, state, action) if isinstance(action, Spawn) else _cancel(deps, state, action)
+            if any(p.refused is None for p in state.pending):  # it waits on some
+                agent_event(f"spawned {len(children)}" if children else "waiting", state, AgentStatus.WAITING)
                 return FanOut(state=state, children=children)
-            state, action = join(deps, state)
+            state, action = _fold(deps, state, None)
             continue
         else:
             raise TypeError(f"unknown action {type(action).__name__}")
@@ -246,16 +259,28 @@ def _stop(deps: Deps, state: AgentState, checked_at_reserve: bool) -> Stop | Non
     """Why the agent must end before its next step, if it must. Cycle and token
     caps are the ledger's to refuse at the reservation, and so is a cancel before
     a model call (``checked_at_reserve``): one round trip fewer per call."""
-    if not checked_at_reserve and deps.ledger.cancelled(state.ctx.job_id):
+    ctx = state.ctx
+    if not checked_at_reserve and deps.ledger.cancelled(ctx.job_id):
         return Stop.of(CauseKind.CANCELLED, "job cancelled")
+    stopped = ctx.ancestors and deps.cancels.stopped(ctx.job_id, ctx.chain)
+    if stopped:
+        whose = "it was" if stopped == ctx.agent_id else f"agent {stopped} was"
+        return Stop.of(CauseKind.CANCELLED, f"{whose} cancelled by its parent")
     return _deadline(deps, state)
+
+
+def _cancel(deps: Deps, state: AgentState, action: Cancel) -> list[tuple[RunContext, AgentSpec]]:
+    """Mark the strategy's running children it names; it opens none."""
+    running = {p.agent_id for p in state.pending if p.refused is None}
+    deps.cancels.cancel(state.ctx.job_id, [a for a in action.agent_ids if a in running])
+    return []
 
 
 def _deadline(deps: Deps, state: AgentState) -> Stop | None:
     """The deadline that has passed, if one has: the job's or the agent's."""
     ctx, now = state.ctx, deps.now()
-    if ctx.budget.expired(now):
-        return Stop.of(CauseKind.DEADLINE, "job deadline passed")
+    if ctx.budget.expired(now):  # a child's holds its parent's deadline and its own timeout too
+        return Stop.of(CauseKind.DEADLINE, "deadline passed" if ctx.ancestors else "job deadline passed")
     if state.deadline is not None and now >= state.deadline:
         return Stop.of(CauseKind.DEADLINE, f"agent timeout of {state.spec.timeout}s passed")
     return None
@@ -307,8 +332,14 @@ def _finish(
         )
         if kept
     ]
+    if state.as_completed:  # its children still running are of no use now; their joins go with it
+        deps.cancels.cancel(ctx.job_id, [p.agent_id for p in state.pending if p.refused is None])
+        retire += [keys.awaited(ctx.job_id, ctx.agent_id), keys.done(ctx.job_id, ctx.agent_id)]
+        retire.append(keys.batch(ctx.job_id, ctx.agent_id))
     written, resume = deps.tree.finish(ctx.job_id, node, retire, transcript=transcript.take(deps, state))
     if not written:  # a duplicate of a step that already ended: the first end stands
         node = deps.tree.node(ctx.job_id, ctx.agent_id) or node
+    else:
+        telemetry.finished(state, node)
     agent_event("finished", state, status)
     return Finished(node.result(ctx.job_id, state.children), resume)

@@ -14,6 +14,7 @@ from typing import Any
 from covey.budgets.ledger import Pricing
 from covey.budgets.prices import Price
 from covey.models.catalog import UnservableModel
+from covey.models.structured import asking
 from covey.models.tokens import PromptMark, mark, prompt_bound
 from covey.orchestration.actions import CallModel
 from covey.results import Usage
@@ -51,9 +52,14 @@ def reservation(deps: Deps, state: AgentState, action: CallModel, tools: list[di
     except UnservableModel:  # the call fails saying so, charged nothing: bound it by its bytes
         endpoint = None
     tokenizer = endpoint.tokenizer if endpoint else None
+    messages, schema = action.messages, action.schema
+    if schema is not None and endpoint is not None and endpoint.structured != "json_schema":
+        # Bounded as sent: the schema rides in a message or a tool, with words around it.
+        messages, tools, _ = asking(endpoint.structured, schema, action.schema_name, messages, tools)
+        schema = None
     return Reservation(
-        prompt=prompt_bound(action.messages, tools, action.schema, tokenizer, state.prompt_mark),
+        prompt=prompt_bound(messages, tools, schema, tokenizer, state.prompt_mark),
         price=endpoint.price if endpoint else None,
-        sent=mark(action.messages, tools, action.schema, 0),
+        sent=mark(messages, tools, schema, 0),
         model=model,
     )

@@ -11,7 +11,7 @@ message that started it.
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import ValidationError
@@ -24,6 +24,7 @@ from covey.results import AgentResult
 from covey.spec import AgentSpec, InvalidSpec, describe
 from covey.status import AgentStatus, Cause, CauseKind, Resource
 from covey.store.tree import Node, preview
+from covey.tools.builtin import SPAWN_TOOLS
 from covey.tools.registry import narrow, offered
 from covey.worker.agent_state import AgentState, PendingChild
 from covey.worker.deps import Deps
@@ -37,19 +38,27 @@ def child_agent_id(parent_id: str, spawn_round: int, index: int) -> str:
 
 def spawn(deps: Deps, state: AgentState, action: Spawn) -> list[tuple[RunContext, AgentSpec]]:
     """Open every requested child; the refused ones are answered at once in
-    ``state.pending``. Returns the children to run."""
+    ``state.pending``. Returns the children to run. A ``join="each"`` spawn adds to
+    the children still running; a ``join="all"`` one may not (its join would wait
+    on them too), which is the strategy's bug: ``ValueError``."""
     ctx = state.ctx
+    each = action.join == "each"
+    if not each and state.pending:
+        raise ValueError(f"a Spawn joining all while {len(state.pending)} children of a join 'each' run")
     state.spawn_round += 1
-    state.pending, children, queued = [], [], []
+    state.as_completed = each
+    if not each:
+        state.pending = []
+    children, queued = [], []
     for index, request in enumerate(action.children):
         child_id = child_agent_id(ctx.agent_id, state.spawn_round, index)
         opened = _open_child(deps, state, child_id, request)
         if isinstance(opened, AgentResult):
-            state.pending.append(PendingChild(agent_id=child_id, refused=opened))
+            state.pending.append(PendingChild(agent_id=child_id, refused=opened, key=request.key))
             queued.append(Node.of(opened, task=request.task))
             continue
         children.append(opened)
-        state.pending.append(PendingChild(agent_id=child_id))
+        state.pending.append(PendingChild(agent_id=child_id, key=request.key))
         queued.append(
             Node(
                 agent_id=child_id,
@@ -75,7 +84,7 @@ def _open_child(
         return unreported(ctx, child_id, cause, reason, request.role, deps.now())
     try:
         spec = child_spec(state.spec, ctx, request)
-        asked = _within(ctx.budget.child(request.fraction or ctx.child_fraction), state.deadline)
+        asked = _within(ctx.budget.child(request.fraction or ctx.child_fraction), _deadline(deps, state, request))
     except ValueError as e:  # InvalidSpec included
         cause = Cause(kind=CauseKind.INVALID_SPEC)
         return unreported(ctx, child_id, cause, f"invalid child spec: {e}", request.role, deps.now())
@@ -92,6 +101,8 @@ def child_spec(parent: AgentSpec, ctx: RunContext, request: ChildRequest) -> Age
     tools never beyond what the parent was offered. ``InvalidSpec`` names a bad field."""
     allowed = offered(ctx.allow, ctx.deny)
     tools = narrow(allowed, request.tools)
+    if not request.can_spawn:
+        tools = [name for name in tools if name not in SPAWN_TOOLS]
     own_options = request.strategy is not None or bool(request.options)
     fields: dict[str, Any] = {
         "task": request.task,
@@ -102,9 +113,10 @@ def child_spec(parent: AgentSpec, ctx: RunContext, request: ChildRequest) -> Age
         "strategy": request.strategy or parent.strategy,
         "options": request.options if own_options else parent.options,
         "tools": tools,
-        "max_cycles": parent.max_cycles,
+        "max_cycles": min(request.max_cycles or parent.max_cycles, parent.max_cycles),
         "max_call_tokens": parent.max_call_tokens,
-        "timeout": parent.timeout,
+        "max_schema_retries": parent.max_schema_retries,
+        "timeout": parent.timeout if request.timeout is None else request.timeout,
     }
     try:
         return AgentSpec.model_validate(fields)
@@ -112,8 +124,15 @@ def child_spec(parent: AgentSpec, ctx: RunContext, request: ChildRequest) -> Age
         raise InvalidSpec(describe(e)) from None
 
 
+def _deadline(deps: Deps, state: AgentState, request: ChildRequest) -> datetime | None:
+    """The earlier of the parent's own deadline and the request's ``timeout`` from now
+    (the job's deadline is in the budget already): time in the queue counts."""
+    own = None if request.timeout is None else deps.now() + timedelta(seconds=request.timeout)
+    return min((d for d in (state.deadline, own) if d is not None), default=None)
+
+
 def _within(budget: Budget, deadline: datetime | None) -> Budget:
-    """A child's budget ends no later than its parent's own timeout."""
+    """A child's budget ends no later than ``deadline``."""
     if deadline is None or (budget.deadline is not None and budget.deadline <= deadline):
         return budget
     return budget.model_copy(update={"deadline": deadline})

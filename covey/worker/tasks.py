@@ -39,12 +39,24 @@ from covey.orchestration.actions import Action, to_json
 from covey.results import AgentResult, Usage
 from covey.spec import AgentSpec, InvalidSpec, JobSpec
 from covey.status import AgentStatus, Cause, CauseKind
+from covey.store import checkpoints
 from covey.store.catalog import NoWorkerServes
 from covey.store.outbox import Message
 from covey.store.transcripts import Entries
 from covey.store.tree import Node, preview
 from covey.tools.registry import NotServed, check_served
-from covey.worker import catalog, handover, loop, lost, reconciler, signing, slots, takeover, transcript
+from covey.worker import (
+    catalog,
+    handover,
+    loop,
+    lost,
+    reconciler,
+    signing,
+    slots,
+    takeover,
+    telemetry,
+    transcript,
+)
 from covey.worker.agent_state import AgentState, UnreadableCheckpoint, dump_checkpoint, load_checkpoint
 from covey.worker.app import app
 from covey.worker.deps import Deps, worker_deps
@@ -143,16 +155,20 @@ def agent(self, ctx: dict[str, Any], spec: dict[str, Any], sig: str | None = Non
 
 
 @app.task(bind=True, name=wire.RESUME)
-def resume(self, job_id: str, agent_id: str, spawn_round: int, sig: str | None = None) -> dict[str, Any] | str:
-    """Sent by a waiting parent's last child to finish: reload the parent and go on
-    with its children's results, as their own nodes recorded them."""
+def resume(
+    self, job_id: str, agent_id: str, spawn_round: int, sig: str | None = None, step: int | None = None
+) -> dict[str, Any] | str:
+    """Sent by a waiting parent's last child to finish (or, for ``join="each"``, the
+    next one, naming the parent's ``step``): reload the parent and go on with its
+    children's results, as their own nodes recorded them."""
 
-    _signed_or_ignored(self, _resume_payload(job_id, agent_id, spawn_round), sig, wire.RESUME)
+    _signed_or_ignored(self, _resume_payload(job_id, agent_id, spawn_round, step), sig, wire.RESUME)
 
     def join() -> tuple[AgentState, Action]:
-        # Past this round: it waits on no children, or a paused step is its next task.
+        # Past this round (or step): it waits on no children, or a paused step is its next task.
+        counter, expected = ("spawn_round", spawn_round) if step is None else ("step", step)
         state = _checkpointed(
-            job_id, agent_id, "spawn_round", spawn_round, moved_on=lambda s: s.next_action is not None or not s.pending
+            job_id, agent_id, counter, expected, moved_on=lambda s: s.next_action is not None or not s.pending
         )
         return loop.join(worker_deps(), state)
 
@@ -209,17 +225,18 @@ def _guarded(task, job_id: str, agent_id: str, step: Step) -> dict[str, Any] | s
         if done is not None:
             return done
         taken = _taken_up(task, job_id, agent_id)
-        state, action = step()
-        # This run of the step: a copy of an expected message running beside it is dropped
-        # (the reconciler sends the message again if this run dies). A root's first
-        # run_job is no outbox's, and without a Redis broker no reconciler runs: a copy
-        # is then the broker's redelivery, and takes over.
-        holder = uuid.uuid4().hex if taken is not None and worker_deps().settings.redis_broker else ""
-        try:
-            return _drive(task, state, action, taken, holder)
-        finally:  # a step that crashed; _drive gave back the others'
-            for woken in slots.give_back(worker_deps(), job_id, agent_id, holder):
-                _send(woken)
+        with telemetry.step(task, job_id, agent_id):
+            state, action = step()
+            # This run of the step: a copy of an expected message running beside it is dropped
+            # (the reconciler sends the message again if this run dies). A root's first
+            # run_job is no outbox's, and without a Redis broker no reconciler runs: a copy
+            # is then the broker's redelivery, and takes over.
+            holder = uuid.uuid4().hex if taken is not None and worker_deps().settings.redis_broker else ""
+            try:
+                return _drive(task, state, action, taken, holder)
+            finally:  # a step that crashed; _drive gave back the others'
+                for woken in slots.give_back(worker_deps(), job_id, agent_id, holder):
+                    _send(woken)
     except (Ignore, Reject, Retry):
         raise
     except OUTAGES as e:
@@ -372,28 +389,38 @@ def _drive(task, state: AgentState, action: Action, taken: str | None, holder: s
     state, ctx, request = outcome.state, outcome.state.ctx, task.request
     state.step += 1
     carried = handover.carried(request) if ctx.depth == 0 else {}  # a sender's links wait for the job's end
-    then, resume, children, status = None, None, [], AgentStatus.WAITING
+    then, resume, children, join, status = None, None, [], _join(state), AgentStatus.WAITING
     if isinstance(outcome, loop.Paused):
         state.next_action = to_json(outcome.action)
         countdown = outcome.hop.seconds if outcome.hop else None
         then = _proceed_message(deps.secret, request.id, ctx, state.step, carried, countdown)
         status = AgentStatus.WAITING if outcome.hop else AgentStatus.RUNNING
     else:
-        resume = _resume_message(deps.secret, request.id, ctx, state.spawn_round, len(outcome.children), carried)
+        step = state.step if state.as_completed else None
+        resume = _resume_message(deps.secret, request.id, ctx, state.spawn_round, len(outcome.children), carried, step)
         children = [(c.agent_id, _agent_message(deps.secret, c, s)) for c, s in outcome.children]
     entries = transcript.take(deps, state)
     saved = deps.checkpoints.save(
-        ctx.job_id, ctx.agent_id, state.step, dump_checkpoint(state), taken, then, resume, children, entries
+        ctx.job_id, ctx.agent_id, state.step, dump_checkpoint(state), taken, then, resume, children, join, entries
     )
-    if not saved:
+    if saved == checkpoints.STALE:
         log.info("agent %s of job %s is past step %s: stale task ignored", ctx.agent_id, ctx.job_id, state.step)
         raise Ignore()
     faults.at("after_checkpoint")
     deps.tree.record(ctx.job_id, state.node(status))
-    for message in [then] if then else [m for _, m in children]:
+    resumed = [resume] if saved == checkpoints.WOKEN else []  # children that finished while it ran
+    for message in [then] if then else [*(m for _, m in children), *resumed]:
         _send(message)
     faults.at("after_send")
     return handover.handed_on(request)
+
+
+def _join(state: AgentState) -> checkpoints.Join:
+    """How the checkpoint joins the agent's children: all at once, as each finishes,
+    or at once (it holds refused children's results already)."""
+    if not state.as_completed:
+        return "all"
+    return "now" if any(p.refused is not None for p in state.pending) else "each"
 
 
 def _send(message: Message | str | None) -> None:
@@ -424,16 +451,32 @@ def _agent_message(secret: bytes, ctx: RunContext, spec: AgentSpec) -> Message:
     ``COVEY_JOB_TTL``."""
     payload = {"ctx": ctx.model_dump(mode="json"), "spec": spec.model_dump(mode="json")}
     task_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"covey:{ctx.job_id}/{ctx.agent_id}"))
-    options = {"ignore_result": True, **wire.agent(ctx.job_id, ctx.agent_id, spec.role, ctx.depth, spec.task)}
+    options = {
+        "ignore_result": True,
+        **wire.agent(ctx.job_id, ctx.agent_id, spec.role, ctx.depth, spec.task),
+        **telemetry.headers(ctx),
+    }
     return Message(wire.AGENT, task_id, {**payload, "sig": signing.sign(secret, task_id, payload)}, options)
 
 
 def _resume_message(
-    secret: bytes, task_id: str, ctx: RunContext, spawn_round: int, children: int, carried: dict[str, Any]
+    secret: bytes,
+    task_id: str,
+    ctx: RunContext,
+    spawn_round: int,
+    children: int,
+    carried: dict[str, Any],
+    step: int | None = None,
 ) -> Message:
-    """The resume of a waiting agent, under its own task id: the root's stores the job's result."""
-    payload = _resume_payload(ctx.job_id, ctx.agent_id, spawn_round)
-    options = {"ignore_result": ctx.depth > 0, **wire.resume(ctx.job_id, ctx.agent_id, spawn_round, children)}
+    """The resume of a waiting agent, under its own task id: the root's stores the job's
+    result. One of a ``join="each"`` names the step it resumes (``step``): such an agent
+    waits many times in one round."""
+    payload = _resume_payload(ctx.job_id, ctx.agent_id, spawn_round, step)
+    options = {
+        "ignore_result": ctx.depth > 0,
+        **wire.resume(ctx.job_id, ctx.agent_id, spawn_round, children, step),
+        **telemetry.headers(ctx),
+    }
     return Message(
         wire.RESUME, task_id, {**payload, "sig": signing.sign(secret, task_id, payload)}, {**options, **carried}
     )
@@ -446,14 +489,19 @@ def _proceed_message(
     agent's is sent ``countdown`` seconds ahead (a re-send waits it out again)."""
     kwargs = {"job_id": ctx.job_id, "agent_id": ctx.agent_id, "step": step}
     sig = signing.sign(secret, task_id, _proceed_payload(ctx.job_id, ctx.agent_id, step))
-    options: dict[str, Any] = {"ignore_result": ctx.depth > 0, **wire.proceed(ctx.job_id, ctx.agent_id, step)}
+    options: dict[str, Any] = {
+        "ignore_result": ctx.depth > 0,
+        **wire.proceed(ctx.job_id, ctx.agent_id, step),
+        **telemetry.headers(ctx),
+    }
     if countdown:
         options["countdown"] = round(countdown, 3)
     return Message(wire.PROCEED, task_id, {**kwargs, "sig": sig}, {**options, **carried})
 
 
-def _resume_payload(job_id: str, agent_id: str, spawn_round: int) -> dict[str, Any]:
-    return {"job_id": job_id, "agent_id": agent_id, "spawn_round": spawn_round}
+def _resume_payload(job_id: str, agent_id: str, spawn_round: int, step: int | None = None) -> dict[str, Any]:
+    payload = {"job_id": job_id, "agent_id": agent_id, "spawn_round": spawn_round}
+    return payload if step is None else {**payload, "step": step}
 
 
 def _proceed_payload(job_id: str, agent_id: str, step: int) -> dict[str, Any]:

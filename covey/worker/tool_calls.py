@@ -15,7 +15,7 @@ from covey.config import faults
 from covey.models.replies import ToolCall
 from covey.orchestration.actions import ToolResults
 from covey.results import Usage
-from covey.worker import transcript
+from covey.worker import telemetry, transcript
 from covey.worker.agent_state import AgentState
 from covey.worker.calls import Stop, seconds_left
 from covey.worker.deps import Deps
@@ -33,6 +33,7 @@ def run_tools(deps: Deps, state: AgentState, calls: list[ToolCall]) -> ToolResul
         grant = deps.ledger.count_tool_call(ctx.job_id, ctx.chain, rid)
         if not grant.ok:
             assert grant.cause is not None and grant.reason is not None  # a refusal always says why
+            telemetry.refused(grant.cause, grant.reason)
             return Stop(grant.cause, grant.reason)
         state.usage += Usage(tool_calls=1)
         if grant.record is not None:
@@ -41,7 +42,8 @@ def run_tools(deps: Deps, state: AgentState, calls: list[ToolCall]) -> ToolResul
             continue
         at, started = deps.now(), time.perf_counter()
         left = seconds_left(at, state.deadline, ctx.budget.deadline)
-        results[call.id] = run_tool(call, ctx, workspace, left)
+        with telemetry.tool_call(state, call) as seen:
+            results[call.id] = seen(run_tool(call, ctx, workspace, left))
         transcript.tool_call(deps, state, index, call, results[call.id], at, transcript.elapsed_ms(started))
         deps.ledger.record_tool_call(ctx.job_id, ctx.agent_id, rid, results[call.id])
         faults.at("after_tool")

@@ -7,6 +7,7 @@ message, redacted, never a traceback), so it can try again another way.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from covey.context import RunContext
@@ -18,6 +19,7 @@ from covey.tools.tool import ToolContext
 from covey.worker.redaction import redact
 
 MAX_ERROR_CHARS = 2000  # of an exception's message; a tool may raise with a huge one
+WRITER_GRACE_SECONDS = 5.0  # a writer's hold outlasts its tool's timeout by this much
 
 
 @dataclass(frozen=True)
@@ -45,17 +47,24 @@ def run_tool(call: ToolCall, ctx: RunContext, workspace: Workspace, seconds_left
     """Run one tool call; the text returned is what the model sees. Its arguments are
     checked against the tool's schema first, so a tool only ever gets the fields it
     declares, of their declared types. It gets no longer than its timeout, nor than
-    ``seconds_left`` before the agent's nearest deadline."""
+    ``seconds_left`` before the agent's nearest deadline, waiting for the
+    workspace's writer included when it writes."""
     if call.name in CONTROL_TOOLS or call.name not in registry.names():
         return f"error: tool {call.name!r} does not run in the worker"
     tool = registry.get(call.name)
+    started = time.monotonic()
     try:
         args = arguments.parse(tool, call.arguments)
     except arguments.BadArguments as e:
         return f"error: {e}"
     context = ToolContext(ctx.job_id, ctx.agent_id, call.id, AgentWorkspace(workspace, ctx.subroot))
     try:
-        return policy.run(tool, args, context, seconds_left)
+        if not tool.writes:
+            return policy.run(tool, args, context, seconds_left)
+        bound = tool.timeout if seconds_left is None else min(tool.timeout, seconds_left)
+        with workspace.writing(wait=bound, hold=tool.timeout + WRITER_GRACE_SECONDS):
+            left = None if seconds_left is None else max(0.001, seconds_left - (time.monotonic() - started))
+            return policy.run(tool, args, context, left)
     except Exception as e:
         message = redact(str(e))[:MAX_ERROR_CHARS]
         return f"error: {type(e).__name__}: {message}" if message else f"error: {type(e).__name__}"

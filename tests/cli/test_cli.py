@@ -120,6 +120,9 @@ def test_version_is_the_packages(redis_server):
         (("submit",), "give the task as TASK"),
         (("run", "  \n "), "task: only whitespace"),
         (("submit", "x", "--task-file", "/no/such/file"), "--task-file"),
+        (("submit", "x", "--strategy", "debate", "--option", "num_debaters=1"), "options.num_debaters"),
+        (("submit", "x", "--option", "=3"), "--option"),
+        (("submit", "x", "--model-param", "temperature=hot"), "model_params.temperature"),
     ],
 )
 def test_empty_names_and_missing_tasks_are_refused_at_the_boundary(redis_server, args, named):

@@ -40,6 +40,15 @@ def test_flower_on_a_busy_port_is_one_line_naming_it(redis_server):
     assert line.endswith("give another --port")
 
 
+def test_a_worker_whose_metrics_port_is_busy_is_one_line_naming_it(redis_server):
+    with socket.socket() as holder:
+        holder.bind(("0.0.0.0", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        line = one_line(covey("worker", "--metrics-port", str(port), redis_url=redis_server.url), 1)
+    assert line == f"Error: --metrics-port {port}: Address already in use; give another --metrics-port"
+
+
 def test_a_tenant_given_with_its_scope_prefix_is_told_to_drop_it(redis_server):
     line = one_line(covey("submit", "x", "--tenant", "tenant:acme", redis_url=redis_server.url), 2)
     assert line.endswith("tenant: give the name without its prefix: 'acme'")

@@ -88,3 +88,11 @@ def test_a_report_on_a_corrupt_results_line_names_it(redis_server, tmp_path):
     line = proc.stderr.strip()
     assert line.startswith(f"Error: {tmp_path / 'results.jsonl'} line 1: sample_id: Field required;")
     assert len(line.splitlines()) == 1
+
+
+@pytest.mark.parametrize("reading", [("--sample", "7"), ("--export",)])
+def test_a_rescore_asked_with_transcripts_is_refused_in_one_line(redis_server, tmp_path, reading):
+    proc = covey("sweep-report", str(tmp_path), "--scorer", "exact", *reading, redis_url=redis_server.url)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "Error: --scorer re-scores the summary; it does not go with --sample or --export"
+    assert not (tmp_path / "transcripts.jsonl").exists()

@@ -102,7 +102,7 @@ def test_agents_waiting_on_a_window_hold_no_slot_say_so_and_end_at_once_on_cance
     server, client, _, env = fleet
     # One call fills the minute's window: the other jobs wait for the next one (a
     # minute may turn meanwhile: one more call fits, so 22 leave at least 20 waiting).
-    windowed = new_tenant(client, tokens_per_minute=600)
+    windowed = new_tenant(client, tokens_per_minute=300)
     waiting = [
         client.submit(client.spec(f"What is {i} + 3?", tenant=windowed, tools=[], max_call_tokens=200))
         for i in range(22)

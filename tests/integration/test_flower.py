@@ -68,7 +68,7 @@ def test_flower_shows_covey_tasks_with_readable_args_behind_auth(flower, client)
         for t in mine
     )
     root = httpx.get(f"{flower}/api/task/info/{handle.id}", auth=AUTH, timeout=5).json()
-    assert root["name"] in ("covey.run_job", "covey.resume")
+    assert root["name"] == "covey.run_job"
 
 
 def _wait_for(fetch, done, what: str, seconds: float = 30):
@@ -91,8 +91,27 @@ def test_every_task_of_a_job_is_found_from_its_id(flower, client):
         return {re.search(r"agent=(\S+)", t["kwargs"])[1]: t for t in tasks.values() if t["state"] == "SUCCESS"}
 
     tasks = _wait_for(found, lambda t: set(t) == agents, f"the agents {sorted(agents)}")
-    # the root spawned, so Celery lists it under its chord callback's name, with the job's id
-    assert tasks["root"]["uuid"] == handle.id and tasks["root"]["name"] == "covey.resume"
+    # the root spawned, and its last step ran as a resume under the job's id: it is still the job's run_job
+    assert tasks["root"]["uuid"] == handle.id and tasks["root"]["name"] == "covey.run_job"
+    roots = httpx.get(f"{flower}/api/tasks", params={"taskname": "covey.run_job"}, auth=AUTH, timeout=5).json()
+    assert handle.id in roots
+
+
+def test_a_root_that_spawned_reads_as_its_outcome_like_every_row(flower, client):
+    # Ten children's summaries make the root's result longer than the 1024 characters Celery's event keeps.
+    handle = client.submit(client.spec("[sim:spawn width=10 depth=1] What is 9 * 9?", budget={"max_depth": 2}))
+    result = handle.result(timeout=120)
+    assert result.ok and len(repr(result.model_dump(mode="json"))) > 1024
+    _wait_for(
+        lambda: httpx.get(f"{flower}/api/task/info/{handle.id}", auth=AUTH, timeout=5).json(),
+        lambda t: t.get("state") == "SUCCESS" and t.get("result", "").startswith("{'status'"),
+        f"job {handle.id} done",
+    )
+    rows = {row["uuid"]: row for row in _page_rows(flower, handle.id)}
+    assert rows[handle.id]["name"] == "covey.run_job"
+    assert rows[handle.id]["result"] == f"completed: {result.output}"
+    children = [row for uuid, row in rows.items() if uuid != handle.id]
+    assert len(children) == 10 and all(row["result"].startswith("completed: ") for row in children)
 
 
 def test_outcomes_differ_at_a_glance_in_the_task_list(flower, client):
@@ -122,6 +141,12 @@ def test_outcomes_differ_at_a_glance_in_the_task_list(flower, client):
 
 def _page_row(flower: str, job_id: str) -> dict:
     """The tasks page's one row for a job that spawned no child, as its data table loads it."""
+    [row] = _page_rows(flower, job_id)
+    return row
+
+
+def _page_rows(flower: str, job_id: str) -> list[dict]:
+    """The tasks page's rows of a job, as its data table loads them."""
     page = httpx.get(
         f"{flower}/tasks/datatable",
         auth=AUTH,
@@ -129,15 +154,14 @@ def _page_row(flower: str, job_id: str) -> dict:
         params={
             "draw": 1,
             "start": 0,
-            "length": 10,
+            "length": 50,
             "search[value]": job_id,
             "order[0][column]": 0,
             "order[0][dir]": "desc",
             "columns[0][data]": "received",
         },
     ).json()
-    [row] = page["data"]
-    return row
+    return page["data"]
 
 
 def test_a_job_sent_through_flowers_api_runs_and_its_result_reads_back(flower, client):

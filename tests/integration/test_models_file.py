@@ -139,3 +139,35 @@ def test_a_jobs_model_params_reach_its_calls_and_its_children(redis_server, tmp_
     [body] = endpoint.bodies()
     assert (body["model"], body["temperature"], body["seed"]) == ("sim", 0.3, 5)
     assert [child.model_params for _, child in outcome.children] == [params, params]
+
+
+def test_a_json_object_model_answers_a_schema_through_the_worker(redis_server, tmp_path):
+    """A model set to ``structured = "json_object"`` is asked for an object, shown the
+    schema, and its reply is checked against it; the prompt reserved covers what was sent."""
+    endpoint = Captured()
+    models = Path(served_over_http(tmp_path, "http://remote.example/v1")["COVEY_MODELS"])
+    models.write_text(models.read_text().replace('model = "sim"\n', 'model = "sim"\nstructured = "json_object"\n', 1))
+    settings = Settings(redis_url=redis_server.url, model_retries=0, models=models)
+    deps = Deps.from_settings(settings)
+    deps.llm = LLM(
+        settings,
+        Catalog.from_settings(settings, environ={"SIMHTTP_KEY": "k"}),
+        transport=httpx2.MockTransport(endpoint),
+    )
+    schema = {
+        "type": "object",
+        "properties": {"answer": {"type": "string"}},
+        "required": ["answer"],
+        "additionalProperties": False,
+    }
+    spec = AgentSpec(task="What is 1 + 1?", model=SIMHTTP, strategy="single", options={"schema": schema})
+    ctx = RunContext(job_id=f"jsonobj-{uuid.uuid4().hex}", agent_id="root", budget=Budget(max_tokens=10_000))
+    deps.ledger.open_root(ctx.job_id, "root", ctx.budget, AgentTerms(max_cycles=spec.max_cycles))
+
+    outcome = loop.advance(deps, *loop.begin(deps, ctx, spec))
+
+    assert isinstance(outcome, loop.Finished)
+    assert (outcome.result.status, outcome.result.data) == ("completed", {"answer": "2"})
+    [body] = endpoint.bodies()
+    assert body["response_format"] == {"type": "json_object"} and json.dumps(schema) in body["messages"][-1]["content"]
+    assert deps.ledger.snapshot(ctx.job_id).tokens_used == outcome.result.usage.total_tokens

@@ -12,8 +12,49 @@ def roles_by_depth(client, job_id):
     return Counter((n.role, n.depth) for n in client.job(job_id).tree())
 
 
-def test_a_debate_reaches_consensus_on_the_right_number(cli, client):
+def test_debaters_who_agree_at_once_are_critiqued_once_and_never_revise(cli, client):
     proc, result = run_json(cli, "What is 17 * 3?", "--strategy", "debate")
+    assert proc.returncode == 0, proc.stderr
+    assert (result["status"], result["output"], result["data"]["consensus"]) == ("completed", "51", True)
+    assert (len(result["data"]["rounds"]), result["data"]["revisions"]) == (1, [])
+    assert result["usage"]["agents"] == 6  # 3 proposers, 3 critics: consensus ends it
+    assert roles_by_depth(client, result["job_id"]) == {("root", 0): 1, ("proposer", 1): 3, ("critic", 1): 3}
+
+
+def test_a_debate_that_agrees_after_one_revision_runs_no_further_round(cli, client):
+    proc, result = run_json(
+        cli,
+        "What is 6 * 7? [sim:debate revise]",
+        "--strategy",
+        "debate",
+        "--option",
+        "num_debaters=2",
+        "--option",
+        "num_rounds=5",
+    )
+    assert proc.returncode == 0, proc.stderr
+    data = result["data"]
+    assert (result["output"], data["consensus"]) == ("42", True)
+    assert [p["answer"] for p in data["proposals"].values()] == ["42", "42"]
+    changed = "took the others' critique"
+    assert data["revisions"] == [
+        {
+            "0": {"answer": "42", "confidence": 0.9, "changed": changed},
+            "1": {"answer": "42", "confidence": 0.85, "changed": changed},
+        }
+    ]
+    assert len(data["rounds"]) == 2
+    assert result["usage"]["agents"] == 8  # 2 proposals, 2 critiques, 2 revisions, 2 critiques; 5 rounds allowed
+    assert roles_by_depth(client, result["job_id"]) == {
+        ("root", 0): 1,
+        ("proposer", 1): 2,
+        ("critic", 1): 4,
+        ("reviser", 1): 2,
+    }
+
+
+def test_score_mode_scores_the_same_proposals_every_round(cli, client):
+    proc, result = run_json(cli, "What is 17 * 3?", "--strategy", "debate", "--option", "mode=score")
     assert proc.returncode == 0, proc.stderr
     assert (result["status"], result["output"]) == ("completed", "51")
     data = result["data"]
@@ -27,7 +68,7 @@ def test_a_debate_reaches_consensus_on_the_right_number(cli, client):
 
 
 def test_a_split_debate_reports_no_consensus_with_its_scores(client):
-    options = {"num_debaters": 4, "num_rounds": 1}
+    options = {"num_debaters": 4, "num_rounds": 1, "mode": "score"}
     handle = client.submit(client.spec("What is 6 * 7? [sim:debate split]", strategy="debate", options=options))
     result = handle.result(timeout=120)
     assert result.ok, result.error
@@ -50,7 +91,7 @@ def test_a_failing_debater_drops_out_and_the_others_decide(client):
 
 
 def test_a_tight_token_cap_is_never_overspent(cli, client):
-    # Each proposer may spend a ninth of the cap (three debaters, three waves): enough
+    # Each proposer may spend an 18th of the cap (three debaters, six waves): enough
     # for its prompt (about 220 tokens) and a useful reply, too little for a 500-token
     # one, so every reply is cut and the debate fails.
     cap = 6000

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from covey.status import AgentStatus
+from covey.tools.builtin import SPAWN_TOOLS
 
 
 def run_lats(client, task: str, budget: dict | None = None, **options):
@@ -20,13 +21,32 @@ def test_it_answers_the_right_number_through_its_evaluators(cli, client):
     assert result["data"]["solved"] is True and result["data"]["simulations"] == 1
     assert result["data"]["path"] == ["compute 17 * 3 directly"]
 
+    assert result["data"]["executed"]["status"] == "completed"
+
     nodes = client.job(result["job_id"]).tree()
     assert sorted((n.depth, n.role, n.status) for n in nodes) == [
         (0, "root", "completed"),
         *[(1, "evaluator", "completed")] * 3,
+        (1, "executor", "completed"),
     ]
     assert all(n.parent_id == "root" for n in nodes if n.depth == 1)
-    assert {n.data["answer"] for n in nodes if n.depth == 1} == {"51", "50", ""}
+    evaluators = [n for n in nodes if n.role == "evaluator"]
+    assert {n.data["answer"] for n in evaluators} == {"51", "50", ""}
+    # Each evaluator carried its path out: it called the calculator before it judged.
+    assert [n.usage.tool_calls for n in evaluators] == [1, 1, 1]
+    assert all(n.usage.cycles == 2 for n in evaluators)
+    (executor,) = [n for n in nodes if n.role == "executor"]
+    assert (executor.output, executor.usage.tool_calls) == ("51", 1)
+    rows = [row for row in client.job(result["job_id"]).ledger().agents if row.depth == 1]
+    assert len(rows) == 4 and all(row.tools and not SPAWN_TOOLS & set(row.tools) for row in rows)  # can_spawn=false
+    assert "calculator" in rows[0].tools
+
+
+def test_single_evaluators_judge_without_acting(client):
+    handle, result = run_lats(client, "What is 17 * 3?", evaluator_strategy="single", execute_best=False)
+    assert (result.status, result.output) == (AgentStatus.COMPLETED, "51")
+    evaluators = [n for n in handle.tree() if n.depth == 1]
+    assert len(evaluators) == 3 and {(n.role, n.usage.tool_calls) for n in evaluators} == {("evaluator", 0)}
 
 
 def test_an_unsolvable_search_stops_after_exactly_num_simulations(client):
@@ -35,9 +55,9 @@ def test_an_unsolvable_search_stops_after_exactly_num_simulations(client):
     assert (result.data["simulations"], result.data["solved"]) == (3, False)
     assert result.output == result.data["answer"] == "51"  # the best leaf still computes it
     assert len(result.data["tree"]) == 1 + 9
-    evaluators = [n for n in handle.tree() if n.parent_id == "root"]
-    assert len(evaluators) == 9 and {(n.depth, n.role) for n in evaluators} == {(1, "evaluator")}
-    assert handle.ledger().agents_spawned == 9
+    evaluators = [n for n in handle.tree() if n.role == "evaluator"]
+    assert len(evaluators) == 9 and {n.depth for n in evaluators} == {1}
+    assert handle.ledger().agents_spawned == 10  # and the executor
 
 
 def test_under_a_tight_token_cap_refused_simulations_score_neutral_and_the_cap_holds(client):

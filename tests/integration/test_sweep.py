@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -385,3 +386,98 @@ def test_a_piped_sweep_prints_its_last_progress_line_once(sweep_redis, sweep_wor
         assert proc.returncode == 0, stderr
     progress = [line for line in stderr.splitlines() if " done, " in line]
     assert len(progress) == 1 and progress[0].startswith("3/3 done"), stderr
+
+
+def test_retries_are_in_the_results_and_the_live_line_counts_samples_not_attempts(sweep_redis, sweep_worker, tmp_path):
+    """On the default worker the SDK retries a 429 (which ``[sim:fail 429]`` answers only
+    the first attempt of) and a 500 (which it answers every time) twice; ``--retries 1``
+    runs the failed sample once more."""
+    data = tmp_path / "d.jsonl"
+    inputs = ["What is 1 + 1? [sim:fail 500]", "What is 2 + 1? [sim:fail 429]", "What is 3 + 1?", "What is 4 + 1?"]
+    data.write_text("".join(json.dumps({"id": i, "input": t, "target": i + 2}) + "\n" for i, t in enumerate(inputs)))
+    out = tmp_path / "out"
+    proc = covey(sweep_redis, "sweep", str(data), "--grid", single_grid(tmp_path), "--out", str(out), "--retries", "1")
+    _, stderr = proc.communicate(timeout=180)
+    assert proc.returncode == 1, stderr
+    lines = results(out)
+    failed = [(r["attempt"], r["status"], r["cause"]["retries"]) for r in lines if r["sample_id"] == "0"]
+    assert failed == [(1, "failed", 2), (2, "failed", 2)]  # each attempt after the SDK's two retries
+    completed = {r["sample_id"]: r["usage"]["model_retries"] for r in lines if r["status"] == "completed"}
+    assert completed == {"1": 1, "2": 0, "3": 0}
+    progress = [line for line in stderr.splitlines() if " done, " in line]
+    assert progress[-1].startswith("3/4 done, 1 failed, 0 skipped, accuracy 75.0% | "), stderr
+
+
+def test_a_copied_results_directory_runs_as_a_sweep_of_its_own_leaving_the_originals_cap(
+    sweep_redis, sweep_worker, db, tmp_path
+):
+    data, grid, original, copy = dataset(tmp_path, 3), single_grid(tmp_path), tmp_path / "a", tmp_path / "b"
+    proc = covey(sweep_redis, "sweep", data, "--grid", grid, "--out", str(original), "--max-tokens-total", "100000")
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    first = Manifest.model_validate_json((original / "sweep.json").read_text())
+    ledger = Client(Settings(redis_url=sweep_redis.url)).ledger
+
+    def row(sweep_id: str):
+        return next(r for r in ledger.scope_rows() if r.name == f"sweep:{sweep_id}")
+
+    spent = row(first.id)
+    assert spent.tokens_used > 0 and spent.tokens_limit == 100000
+    shutil.copytree(original, copy)
+    cancel = covey(sweep_redis, "sweep-cancel", str(copy))
+    _, stderr = cancel.communicate(timeout=60)
+    assert cancel.returncode == 2
+    assert stderr.strip() == f"Error: {copy} is a copy of {original}, where sweep {first.id} runs: cancel it there"
+    before = jobs_sent(db)
+    proc = covey(sweep_redis, "sweep", data, "--grid", grid, "--out", str(copy), "--max-tokens-total", "50")
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    assert (
+        f"{copy} is a copy of {original} (sweep {first.id}): it runs as a new sweep, with a cap of its own, "
+        "keeping the results it holds"
+    ) in stderr.splitlines()
+    second = Manifest.model_validate_json((copy / "sweep.json").read_text())
+    assert second.id != first.id and second.copy_of == first.id
+    assert jobs_sent(db) == before  # the copy's three results are kept
+    assert row(first.id) == spent and row(second.id).tokens_limit == 50  # the original's cap neither shared nor reset
+
+
+def test_a_finished_sweep_is_rescored_from_its_recorded_outputs_without_redis(sweep_redis, sweep_worker, tmp_path):
+    """Targets written ``N.0`` fail the grid's ``exact`` scorer; ``numeric`` re-scores them right."""
+    data = tmp_path / "d.jsonl"
+    data.write_text(
+        "".join(json.dumps({"id": i, "input": f"What is {i} + 1?", "target": f"{i + 1}.0"}) + "\n" for i in range(3))
+    )
+    grid, out = tmp_path / "g.toml", tmp_path / "out"
+    grid.write_text('strategies = ["single"]\nscorer = {kind = "includes", name = "mentions"}\n')
+    proc = covey(sweep_redis, "sweep", str(data), "--grid", str(grid), "--out", str(out))
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    recorded = (out / "results.jsonl").read_bytes()
+    unreachable = "redis://127.0.0.1:1/0"  # nothing listens there: a report that used Redis would fail
+
+    def report(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "covey", "sweep-report", str(out), *args],
+            env=worker_env(unreachable),
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    done = report("--scorer", "numeric", "--scorer", "mentions", "--scorer", "exact")
+    assert done.returncode == 0, done.stderr
+    header, row = done.stdout.splitlines()[1].split(), done.stdout.splitlines()[2].split()
+    assert header[:5] == ["configuration", "accuracy", "exact", "mentions", "numeric"]
+    assert row[:7] == ["default/single", "100.0%", "±", "0.0%", "0.0%", "0.0%", "100.0%"]
+    csv_header, csv_row = (out / "summary.csv").read_text().splitlines()[:2]
+    assert dict(zip(csv_header.split(","), csv_row.split(",")))["score_numeric"] == "1.0"
+    rows = json.loads(report("--scorer", "exact", "--json").stdout)
+    assert rows[0]["accuracy"] == 0.0
+    unknown = report("--scorer", "numerc")
+    assert unknown.returncode == 2
+    assert unknown.stderr.strip() == (
+        "Error: unknown scorer 'numerc': use one of exact, includes, regex, numeric, mentions, or module:function"
+    )
+    assert (out / "results.jsonl").read_bytes() == recorded

@@ -192,3 +192,76 @@ def test_sim_stays_in_process_with_a_default_endpoint_set(tmp_path):
 def test_a_call_to_an_unservable_model_is_a_model_error(tmp_path):
     with pytest.raises(ModelError, match="model 'plain': its key variable PLAIN_KEY is not set"):
         llm(tmp_path, Captured()).call("plain", [{"role": "user", "content": "x"}], [], 100)
+
+
+ANSWER = {
+    "type": "object",
+    "properties": {"value": {"type": "integer"}},
+    "required": ["value"],
+    "additionalProperties": False,
+}
+
+
+def structured_llm(tmp_path, mode: str, endpoint) -> LLM:
+    text = FAST.replace('model = "provider-fast-1"', f'model = "provider-fast-1"\nstructured = "{mode}"')
+    s = Settings(models=models_file(tmp_path, text), model_retries=0)
+    return LLM(s, Catalog.from_settings(s, environ={"FAST_KEY": "k-fast"}), transport=httpx2.MockTransport(endpoint))
+
+
+def test_by_default_a_schema_is_sent_as_a_strict_json_schema_response_format(tmp_path):
+    endpoint = Captured()
+    llm(tmp_path, endpoint).call("fast", [{"role": "user", "content": "What is 6 * 7?"}], [], 100, schema=ANSWER)
+    body = endpoint.bodies()[0]
+    assert body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "answer", "schema": ANSWER, "strict": True},
+    }
+
+
+def test_a_json_object_endpoint_is_shown_the_schema_and_asked_for_an_object(tmp_path):
+    endpoint = Captured()
+    messages = [{"role": "user", "content": "What is 6 * 7?"}]
+    reply, _ = structured_llm(tmp_path, "json_object", endpoint).call("fast", messages, [], 100, schema=ANSWER)
+    body = endpoint.bodies()[0]
+    assert body["response_format"] == {"type": "json_object"}
+    assert body["messages"][-1]["role"] == "system" and json.dumps(ANSWER) in body["messages"][-1]["content"]
+    assert json.loads(reply.content) == {"answer": "42"}  # the sim's json_object answer, handed back as is
+
+
+def test_a_tools_endpoint_answers_through_a_function_named_after_the_schema(tmp_path):
+    bodies = []
+
+    def endpoint(request):
+        bodies.append(json.loads(request.content))
+        call = {"id": "c1", "type": "function", "function": {"name": "verdict", "arguments": '{"value": 42}'}}
+        message = {"role": "assistant", "content": None, "tool_calls": [call]}
+        usage = {"prompt_tokens": 50, "completion_tokens": 5, "total_tokens": 55}
+        choice = {"index": 0, "message": message, "finish_reason": "tool_calls"}
+        return httpx2.Response(200, json={"id": "x", "object": "chat.completion", "created": 1, "model": "m",
+                                          "choices": [choice], "usage": usage})  # fmt: skip
+
+    calc = {"type": "function", "function": {"name": "calculator", "parameters": {"type": "object"}}}
+    llm_ = structured_llm(tmp_path, "tools", endpoint)
+    reply, _ = llm_.call("fast", [{"role": "user", "content": "x"}], [], 100, schema=ANSWER, schema_name="verdict")
+    assert (reply.content, reply.tool_calls, reply.finish_reason) == ('{"value": 42}', [], "stop")
+    alone = bodies[0]
+    assert "response_format" not in alone
+    assert alone["tool_choice"] == {"type": "function", "function": {"name": "verdict"}}
+    assert alone["tools"][-1]["function"] | {"description": ""} == {
+        "name": "verdict",
+        "description": "",
+        "parameters": ANSWER,
+        "strict": True,
+    }
+    llm_.call("fast", [{"role": "user", "content": "x"}], [calc], 100, schema=ANSWER, schema_name="verdict")
+    beside = bodies[1]
+    assert beside["tool_choice"] == "required" and [t["function"]["name"] for t in beside["tools"]] == [
+        "calculator",
+        "verdict",
+    ]
+
+
+def test_an_unknown_structured_mode_is_refused_naming_the_field(tmp_path):
+    text = FAST.replace('model = "provider-fast-1"', 'model = "provider-fast-1"\nstructured = "xml"')
+    with pytest.raises(ModelsFileError, match="structured"):
+        catalog(tmp_path, text=text)

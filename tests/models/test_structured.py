@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from covey.models.structured import InvalidSchema, SchemaMismatch, check_schema, parse, response_format
+from covey.models.structured import (
+    InvalidSchema,
+    SchemaMismatch,
+    check_schema,
+    parse,
+    response_format,
+    strict_problems,
+)
 
 SCORE = {
     "type": "object",
@@ -37,5 +44,45 @@ def test_an_invalid_schema_is_refused():
         check_schema({"type": "mystery"})
 
 
-def test_the_response_format_is_openais_json_schema_shape():
+STRICT = {
+    "type": "object",
+    "properties": {"score": {"type": "number", "minimum": 0, "maximum": 1}, "reason": {"type": ["string", "null"]}},
+    "required": ["score", "reason"],
+    "additionalProperties": False,
+}
+
+
+def test_a_schema_that_fits_strict_mode_is_sent_strict_and_any_other_is_not():
+    assert response_format(STRICT, "score") == {
+        "type": "json_schema",
+        "json_schema": {"name": "score", "schema": STRICT, "strict": True},
+    }
     assert response_format(SCORE) == {"type": "json_schema", "json_schema": {"name": "answer", "schema": SCORE}}
+
+
+@pytest.mark.parametrize(
+    "schema, problem",
+    [
+        (SCORE, "#: additionalProperties must be false"),
+        (SCORE, "#: every property must be required"),
+        (
+            {**STRICT, "properties": {**STRICT["properties"], "reason": {"type": "string", "minLength": 1}}},
+            "#/properties/reason: 'minLength' is not supported",
+        ),
+        ({"type": "array", "items": STRICT}, "the top level: strict mode needs an object"),
+        (
+            {
+                **STRICT,
+                "properties": {
+                    "score": {"type": "array", "items": {"type": "object", "properties": {}}},
+                    "reason": {"type": "string"},
+                },
+            },
+            "#/properties/score/items: additionalProperties must be false",
+        ),
+        ({**STRICT, "default": {}}, "#: 'default' is not supported"),
+    ],
+)
+def test_strict_problems_say_where_a_schema_misses_strict_mode(schema, problem):
+    assert problem in strict_problems(schema)
+    assert strict_problems(STRICT) == []

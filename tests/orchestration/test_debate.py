@@ -22,7 +22,8 @@ TASK = "What is 6 * 7? [sim:debate split]"
 
 
 def spec(**options):
-    return AgentSpec(task=TASK, strategy="debate", options=options)
+    """A debate that only scores, unless ``mode`` says otherwise."""
+    return AgentSpec(task=TASK, strategy="debate", options={"mode": "score", **options})
 
 
 def proposed(answer="42", confidence=0.9):
@@ -122,6 +123,7 @@ def test_agreeing_debaters_reach_consensus_and_the_data_holds_every_score():
     assert len(data["rounds"]) == 2
     assert data["rounds"][0] == {
         "scores": {"0": {"1": 0.9, "2": 0.9}, "1": {"0": 0.9, "2": 0.9}, "2": {"0": 0.9, "1": 0.9}},
+        "reasons": {"0": "compared", "1": "compared", "2": "compared"},
         "silent": {},
     }
     assert (data["consensus_threshold"], data["peer_weight"], data["confidence_weight"]) == (0.7, 0.7, 0.3)
@@ -154,6 +156,68 @@ def test_the_weights_are_options():
     assert done.output == "a"
 
 
+# --- revising -------------------------------------------------------------------
+
+
+def revised(answer="42", confidence=0.9, changed="took the critique"):
+    return AgentResult(
+        job_id="j",
+        agent_id="r",
+        role="reviser",
+        status=AgentStatus.COMPLETED,
+        data={"answer": answer, "confidence": confidence, "changed": changed},
+    )
+
+
+SPLIT = [critiqued(**{"1": 0.1}), critiqued(**{"0": 0.1})]
+AGREED = [critiqued(**{"1": 0.9}), critiqued(**{"0": 0.9})]
+
+
+def test_without_consensus_each_debater_revises_seeing_the_others_and_the_critiques():
+    the_spec = spec(mode="revise", num_debaters=2)
+    action = run(the_spec, [proposed("42"), proposed("43")], SPLIT)
+    assert isinstance(action, Spawn) and [c.role for c in action.children] == ["reviser"] * 2
+    child = action.children[1]
+    assert child.options == {"schema": debate.REVISION_SCHEMA, "schema_name": "revision"}
+    assert child.task.startswith("Debater 1 of 2, revision 1:")
+    assert '"0": {"answer": "42"' in child.task and '"1": {"answer": "43"' in child.task
+    assert 'Critiques (JSON, by critic index): {"0": {"scores": {"1": 0.1}, "reasoning": "compared"}' in child.task
+    assert child.task.endswith("(part 2 of 2)")
+
+
+def test_revised_answers_are_critiqued_and_consensus_ends_the_debate_at_once():
+    the_spec = spec(mode="revise", num_debaters=2, num_rounds=5)
+    action = run(the_spec, [proposed("42"), proposed("43")], SPLIT)
+    action = step(the_spec, action, revised("42"), revised("42", 0.8))
+    assert isinstance(action, Spawn) and [c.role for c in action.children] == ["critic"] * 2
+    assert '"1": {"answer": "42", "confidence": 0.8, "reasoning": "took the critique"}' in action.children[0].task
+    done = step(the_spec, action, *AGREED)
+    assert isinstance(done, Finish) and (done.output, done.data["consensus"]) == ("42", True)
+    assert len(done.data["rounds"]) == 2 and len(done.data["revisions"]) == 1
+    assert done.data["combined"] == {"0": 0.9, "1": 0.87}  # the latest round's scores alone
+
+
+def test_consensus_on_the_proposals_needs_no_revision():
+    the_spec = spec(mode="revise", num_debaters=2)
+    done = run(the_spec, [proposed(), proposed()], AGREED)
+    assert isinstance(done, Finish) and done.data["revisions"] == []
+
+
+def test_revisions_stop_at_num_rounds_and_a_failed_one_keeps_the_answer():
+    the_spec = spec(mode="revise", num_debaters=2, num_rounds=1)
+    action = run(the_spec, [proposed("42"), proposed("43")], SPLIT)
+    action = step(the_spec, action, broke(), revised("44"))
+    assert '"0": {"answer": "42"' in action.children[0].task and '"1": {"answer": "44"' in action.children[0].task
+    done = step(the_spec, action, *SPLIT)
+    assert isinstance(done, Finish) and done.data["consensus"] is False
+    assert done.data["revisions"] == [{"1": {"answer": "44", "confidence": 0.9, "changed": "took the critique"}}]
+
+
+def test_revising_shares_the_budget_over_every_wave_it_may_run():
+    the_spec = spec(mode="revise", num_debaters=2, num_rounds=2)
+    assert debate.start(the_spec, CTX).children[0].fraction == pytest.approx(1 / 12)  # 2 wide, 6 waves
+
+
 # --- failures -------------------------------------------------------------------
 
 
@@ -176,6 +240,7 @@ def test_a_failed_or_refused_critic_gives_no_scores_and_says_why():
     assert done.data["rounds"] == [
         {
             "scores": {"0": {"1": 0.9, "2": 0.9}},
+            "reasons": {"0": "compared"},
             "silent": {"1": "budget_exceeded: token cap reached", "2": "failed: model call failed: HTTP 500"},
         }
     ]

@@ -22,7 +22,8 @@ TASK = "What is 6 * 7?"
 
 
 def spec(**options):
-    return AgentSpec(task=TASK, strategy="lats", options=options)
+    """A search that answers its best path's evaluation, unless ``execute_best`` says otherwise."""
+    return AgentSpec(task=TASK, strategy="lats", options={"execute_best": False, **options})
 
 
 def proposed(*candidates: str) -> ModelReply:
@@ -39,6 +40,12 @@ def verdict(score: float, answer: str = "", solved: bool = False, reflection: st
         status=AgentStatus.COMPLETED,
         output=json.dumps(data),
         data=data,
+    )
+
+
+def executed(output: str) -> AgentResult:
+    return AgentResult(
+        job_id="j", agent_id="root-sub-e", role="executor", depth=1, status=AgentStatus.COMPLETED, output=output
     )
 
 
@@ -65,13 +72,14 @@ def test_start_asks_once_for_exactly_num_candidates_with_no_tools():
     assert reloaded(spec(num_candidates=4), CTX, action.state) == action.state
 
 
-def test_each_candidate_gets_a_single_evaluator_at_one_level_with_the_task_and_its_path():
+def test_each_candidate_gets_an_acting_evaluator_at_one_level_with_the_task_and_its_path():
     s = spec()
     action = lats.start(s, CTX)
     spawn = resumed(lats, s, CTX, action.state, proposed("try a", "try b", "try c"))
     assert isinstance(spawn, Spawn) and len(spawn.children) == 3
     for child, candidate in zip(spawn.children, ["try a", "try b", "try c"]):
-        assert child.strategy == "single" and child.role == "evaluator"
+        assert (child.strategy, child.role, child.tools) == ("react", "evaluator", None)  # the agent's tools
+        assert (child.max_cycles, child.can_spawn) == (4, False)
         assert child.options == {"schema": lats.EVALUATION_SCHEMA, "schema_name": "lats_evaluation"}
         assert child.fraction == pytest.approx(1 / 3)
         assert child.task.startswith(TASK) and child.task.count("Path:\n1. ") == 1
@@ -175,9 +183,48 @@ def test_replaying_a_step_gives_the_same_action():
     assert lats.start(spec(seed=3), other).state.seed == 3
 
 
+def test_the_evaluators_strategy_and_cycles_are_options():
+    s = spec(evaluator_strategy="single", evaluator_max_cycles=2)
+    spawn = resumed(lats, s, CTX, lats.start(s, CTX).state, proposed("a"))
+    assert [(c.strategy, c.max_cycles) for c in spawn.children] == [("single", 2)]
+
+
+def test_the_best_path_is_carried_out_and_the_executors_answer_is_the_result():
+    s = spec(execute_best=True)
+    wave, action = simulate(
+        s, lats.start(s, CTX), ["estimate", "compute"], [verdict(0.4, "40"), verdict(1.0, "41", True)]
+    )
+    assert wave.children[0].fraction == pytest.approx(1 / 3)  # a share is left for the executor
+    assert isinstance(action, Spawn)
+    (executor,) = action.children
+    assert (executor.role, executor.strategy, executor.options, executor.can_spawn) == ("executor", "react", {}, False)
+    assert executor.max_cycles == 4
+    assert executor.task.startswith(TASK) and "Path:\n1. compute\n" in executor.task
+    done = resumed(lats, s, CTX, action.state, ChildResults([executed("42")]))
+    assert isinstance(done, Finish) and (done.status, done.output) == (AgentStatus.COMPLETED, "42")
+    assert done.data["executed"]["status"] == "completed" and done.data["solved"] is True
+
+
+def test_a_failed_executor_leaves_the_evaluated_answer_and_says_why():
+    s = spec(execute_best=True, num_simulations=1)
+    _, action = simulate(s, lats.start(s, CTX), ["compute"], [verdict(0.7, "41")])
+    done = resumed(lats, s, CTX, action.state, ChildResults([refused(AgentStatus.FAILED, "HTTP 500")]))
+    assert isinstance(done, Finish) and (done.status, done.output) == (AgentStatus.COMPLETED, "41")
+    assert done.data["executed"] == {"agent_id": "root-sub-x", "status": "failed", "error": "HTTP 500"}
+
+
+def test_nothing_is_carried_out_when_no_candidate_was_evaluated():
+    s = spec(execute_best=True, num_simulations=1)
+    _, done = simulate(s, lats.start(s, CTX), ["a"], [refused(AgentStatus.FAILED, "HTTP 500")])
+    assert isinstance(done, Finish) and done.status is AgentStatus.FAILED
+
+
 @pytest.mark.parametrize(
     "options, field",
     [
+        ({"evaluator_strategy": "plan_execute"}, "takes no schema option"),
+        ({"evaluator_strategy": "nope"}, "unknown strategy 'nope'"),
+        ({"evaluator_max_cycles": 0}, "options.evaluator_max_cycles"),
         ({"num_candidates": 0}, "options.num_candidates"),
         ({"num_candidates": 11}, "options.num_candidates"),
         ({"num_simulations": 21}, "options.num_simulations"),

@@ -51,7 +51,7 @@ def run_plan(s: AgentSpec, reply: ModelReply):
 def test_the_builtin_specialists_are_the_default():
     options = orchestrate.Options()
     assert [s.name for s in options.specialists] == ["SecurityExpert", "LinterExpert", "QATester", "Writer"]
-    assert [s.kind for s in options.specialists] == ["analysis"] * 3 + ["write"]
+    assert [s.kind for s in options.specialists] == ["analysis", "analysis", "qa", "write"]
     assert options.specialists[0].tools == ["read_file", "calculator"]
     assert options.specialists[3].tools == ["write_file", "read_file"]
 
@@ -98,21 +98,21 @@ def test_it_plans_first_with_no_tools_and_a_schema_of_known_specialists():
 
 
 def test_analysis_specialists_run_as_one_wave_of_react_children_without_spawn_tools():
-    _, action = run_plan(spec(), plan(("Writer", "write it"), ("QATester", "test it"), ("SecurityExpert", "audit")))
+    _, action = run_plan(spec(), plan(("Writer", "write it"), ("LinterExpert", "lint it"), ("SecurityExpert", "audit")))
     assert isinstance(action, Spawn)
-    assert [c.role for c in action.children] == ["QATester", "SecurityExpert"]
-    assert [c.task for c in action.children] == ["test it", "audit"]
+    assert [c.role for c in action.children] == ["LinterExpert", "SecurityExpert"]
+    assert [c.task for c in action.children] == ["lint it", "audit"]
     assert {c.strategy for c in action.children} == {"react"}
-    assert all(c.tools == ["read_file", "calculator"] for c in action.children)
-    assert all(c.fraction == pytest.approx(1 / 4) for c in action.children)
-    assert "QATester specialist" in action.children[0].instructions
+    assert all(c.tools == ["read_file", "calculator"] and not c.can_spawn for c in action.children)
+    assert all(c.fraction == pytest.approx(1 / 7) for c in action.children)  # 3 specialists, 2 rounds, the decision
+    assert "LinterExpert specialist" in action.children[0].instructions
 
 
 def test_a_specialist_assigned_twice_keeps_its_first_task():
-    _, action = run_plan(spec(), plan(("QATester", "first"), ("QATester", "second")))
+    _, action = run_plan(spec(), plan(("LinterExpert", "first"), ("LinterExpert", "second")))
     assert [c.task for c in action.children] == ["first"]
     assert [a.model_dump() for a in action.state.assignments] == [
-        {"specialist": "QATester", "kind": "analysis", "task": "first"}
+        {"specialist": "LinterExpert", "kind": "analysis", "task": "first"}
     ]
 
 
@@ -128,10 +128,10 @@ def test_spawn_tools_never_reach_a_child_whatever_the_options_say():
 
 def test_writes_run_one_at_a_time_after_the_analysis_and_see_its_reports():
     s = spec(specialists=[*[b.model_dump() for b in BUILTIN], {"name": "Editor", "role": "r", "kind": "write"}])
-    _, analysis = run_plan(s, plan(("Writer", "write"), ("QATester", "test"), ("Editor", "edit")))
-    first = resumed(orchestrate, s, CTX, analysis.state, ChildResults([result("QATester")]))
+    _, analysis = run_plan(s, plan(("Writer", "write"), ("LinterExpert", "test"), ("Editor", "edit")))
+    first = resumed(orchestrate, s, CTX, analysis.state, ChildResults([result("LinterExpert")]))
     assert isinstance(first, Spawn) and [c.role for c in first.children] == ["Writer"]
-    assert first.children[0].task == "write\n\nAnalysis reports:\n- QATester (completed): 42"
+    assert first.children[0].task == "write\n\nAnalysis reports:\n- LinterExpert (completed): 42"
     assert first.children[0].tools == ["write_file", "read_file"]
     second = resumed(orchestrate, s, CTX, first.state, ChildResults([result("Writer", output="wrote it")]))
     assert [c.role for c in second.children] == ["Editor"]
@@ -139,18 +139,93 @@ def test_writes_run_one_at_a_time_after_the_analysis_and_see_its_reports():
     assert isinstance(decide, CallModel) and decide.schema_name == "decision" and decide.tools == []
 
 
+def verdict(passed: bool, findings: str = "checked") -> AgentResult:
+    data = {"passed": passed, "findings": findings}
+    return AgentResult(
+        job_id="j",
+        agent_id="root-sub-qa",
+        role="QATester",
+        depth=1,
+        status=AgentStatus.COMPLETED,
+        output=json.dumps(data),
+        data=data,
+    )
+
+
+ROUND = [("LinterExpert", "check"), ("Writer", "write"), ("QATester", "verify")]
+
+
+def one_round(s, state, qa):
+    """Resume through a round's analysis and write waves up to its qa wave, then hand it ``qa``."""
+    writer = resumed(orchestrate, s, CTX, state, ChildResults([result("LinterExpert")]))
+    assert [c.role for c in writer.children] == ["Writer"]
+    checker = resumed(orchestrate, s, CTX, writer.state, ChildResults([result("Writer", output="wrote 42")]))
+    assert [c.role for c in checker.children] == ["QATester"]
+    return checker, resumed(orchestrate, s, CTX, checker.state, ChildResults([qa]))
+
+
+def test_qa_verifies_last_with_a_verdict_schema_and_the_write_reports():
+    s = spec()
+    _, first = run_plan(s, plan(*ROUND))
+    checker, decide = one_round(s, first.state, verdict(True))
+    (qa,) = checker.children
+    assert qa.options == {"schema": orchestrate.QA_SCHEMA, "schema_name": "qa_verdict"} and not qa.can_spawn
+    assert (
+        qa.task == "verify\n\nQA round 1: verify the written result.\n\nWrite reports:\n- Writer (completed): wrote 42"
+    )
+    assert isinstance(decide, CallModel) and decide.schema_name == "decision"
+    done = resumed(orchestrate, s, CTX, decide.state, decision())
+    assert (done.data["rounds"], done.data["verdicts"]) == (
+        1,
+        [[{"specialist": "QATester", "passed": True, "findings": "checked"}]],
+    )
+
+
+def test_kinds_not_the_planned_order_put_qa_after_the_writes():
+    _, first = run_plan(spec(), plan(("QATester", "verify"), ("Writer", "write")))
+    assert [c.role for c in first.children] == ["Writer"]
+    then = resumed(orchestrate, spec(), CTX, first.state, ChildResults([result("Writer", output="wrote")]))
+    assert [c.role for c in then.children] == ["QATester"]
+
+
+def test_a_failed_verdict_starts_another_round_carrying_its_findings():
+    s = spec()
+    _, first = run_plan(s, plan(*ROUND))
+    _, second = one_round(s, first.state, verdict(False, "the file says 41"))
+    assert isinstance(second, Spawn) and [c.role for c in second.children] == ["LinterExpert"]
+    assert second.children[0].task == (
+        "check\n\nRound 2: verification failed in round 1. Findings:\n- QATester: the file says 41"
+    )
+    checker, decide = one_round(s, second.state, verdict(False, "still 41"))
+    assert "QA round 2" in checker.children[0].task
+    assert isinstance(decide, CallModel)  # max_rounds=2: no third round, whatever QA says
+    assert decide.state.round == 2
+
+
+def test_a_qa_specialist_without_a_verdict_sends_nothing_round():
+    s = spec()
+    _, first = run_plan(s, plan(*ROUND))
+    _, decide = one_round(s, first.state, result("QATester", AgentStatus.FAILED, output=None, error="HTTP 500"))
+    assert isinstance(decide, CallModel) and decide.state.round == 1
+
+
+def test_each_specialist_shares_the_budget_over_every_round_it_may_run():
+    _, first = run_plan(spec(max_rounds=3), plan(*ROUND))
+    assert first.children[0].fraction == pytest.approx(1 / (3 * 3 + 1))
+
+
 def test_it_decides_from_reports_and_a_failed_specialist_says_so():
     s = spec(report_chars=20)
-    _, wave = run_plan(s, plan(("SecurityExpert", "audit"), ("QATester", "test")))
+    _, wave = run_plan(s, plan(("SecurityExpert", "audit"), ("LinterExpert", "test")))
     failed = result(
         "SecurityExpert", AgentStatus.FAILED, output=None, error="model call failed: HTTP 500 after retries"
     )
-    decide = resumed(orchestrate, s, CTX, wave.state, ChildResults([failed, result("QATester")]))
+    decide = resumed(orchestrate, s, CTX, wave.state, ChildResults([failed, result("LinterExpert")]))
     reports_line = decide.messages[-1]["content"].splitlines()[-1].removeprefix(orchestrate.REPORTS_LABEL)
     reports = json.loads(reports_line)
     assert [(r["specialist"], r["status"]) for r in reports] == [
         ("SecurityExpert", "failed"),
-        ("QATester", "completed"),
+        ("LinterExpert", "completed"),
     ]
     assert reports[0]["report"] == "failed: model call …"  # cut to report_chars
     assert all("messages" not in r for r in reports)
@@ -159,7 +234,7 @@ def test_it_decides_from_reports_and_a_failed_specialist_says_so():
     assert isinstance(done, Finish)
     assert (done.status, done.output) == (AgentStatus.COMPLETED, "42")
     assert done.data["decision"] == {"answer": "42", "rationale": "they agree"}
-    assert [a["specialist"] for a in done.data["assignments"]] == ["SecurityExpert", "QATester"]
+    assert [a["specialist"] for a in done.data["assignments"]] == ["SecurityExpert", "LinterExpert"]
     assert done.data["reports"] == reports
 
 

@@ -47,6 +47,11 @@ def child(status=AgentStatus.COMPLETED, output=None, error=None, agent_id="root-
     )
 
 
+def finished(**results):
+    """The children that finished, by step id: what a ``join="each"`` resume hands over."""
+    return ChildResults(list(results.values()), list(results))
+
+
 def resume(action, outcome, spec=SPEC, ctx=CTX):
     """One step, from the state as the worker's checkpoint gives it back."""
     return resumed(plan_execute, spec, ctx, action.state, outcome)
@@ -62,7 +67,7 @@ def test_start_asks_the_planner_for_a_plan_without_tools():
     assert "spawn_agents" not in action.messages[0]["content"]
 
 
-def test_a_plan_runs_in_waves_and_the_answer_is_synthesised_from_the_results():
+def test_a_plan_runs_step_by_step_and_the_answer_is_synthesised_from_the_results():
     action = resume(plan_execute.start(SPEC, CTX), planned(CALC, CHECK))
     assert isinstance(action, RunTools)
     assert [(c.id, c.name, json.loads(c.arguments)) for c in action.calls] == [
@@ -70,17 +75,18 @@ def test_a_plan_runs_in_waves_and_the_answer_is_synthesised_from_the_results():
     ]
 
     action = resume(action, ToolResults({"step_1": "42"}))
-    assert isinstance(action, Spawn)
+    assert isinstance(action, Spawn) and action.join == "each"
     (request,) = action.children
-    assert (request.task, request.role, request.strategy, request.fraction) == (
+    assert (request.task, request.role, request.strategy, request.fraction, request.key) == (
         "Check that 42 answers: What is 6 * 7?",
         "checker",
         "react",
         0.5,
+        "step_2",
     )
     assert request.instructions == "do step_2"
 
-    action = resume(action, ChildResults([child(output="42")]))
+    action = resume(action, finished(step_2=child(output="42")))
     assert isinstance(action, CallModel)
     assert action.tools == [] and action.schema is None
     assert action.messages[1] == {"role": "user", "content": TASK}
@@ -128,8 +134,43 @@ def test_ready_steps_run_together_and_split_the_wave_share():
     assert [c.id for c in action.calls] == ["c"]
     action = resume(action, ToolResults({"c": "2"}))
     assert [(r.role, r.fraction) for r in action.children] == [("r1", 0.25), ("r2", 0.25)]
-    action = resume(action, ChildResults([child(output="A"), child(output="B")]))
+    action = resume(action, finished(a=child(output="A"), b=child(output="B")))
     assert isinstance(action, Spawn) and [(r.task, r.fraction) for r in action.children] == [("A B 2", 0.5)]
+
+
+def test_a_step_starts_as_soon_as_its_dependencies_are_done_while_others_run():
+    slow, fast = step("slow", role="worker"), step("fast", role="worker")
+    after = step("after_fast", "fast", role="worker", text="after {{fast.result}}")
+    action = resume(plan_execute.start(SPEC, CTX), planned(slow, fast, after))
+    assert isinstance(action, Spawn) and action.join == "each"
+    assert [(r.key, r.fraction) for r in action.children] == [("slow", 0.25), ("fast", 0.25)]
+
+    action = resume(action, finished(fast=child(output="F")))
+    assert isinstance(action, Spawn) and [(r.key, r.task) for r in action.children] == [("after_fast", "after F")]
+    assert action.state.running == ["slow", "after_fast"]
+
+    action = resume(action, finished(after_fast=child(output="A")))
+    assert isinstance(action, Spawn) and action.children == []  # waits for slow, dispatching nothing
+    action = resume(action, finished(slow=child(output="S")))
+    assert isinstance(action, CallModel) and action.schema is None
+    assert [r.id for r in action.state.records] == ["fast", "after_fast", "slow"]
+
+
+def test_a_failed_step_is_replanned_only_once_the_steps_running_beside_it_are_done():
+    action = resume(plan_execute.start(SPEC, CTX), planned(step("a", role="r"), step("b", role="r")))
+    action = resume(action, finished(a=child(AgentStatus.FAILED, error="boom")))
+    assert isinstance(action, Spawn) and action.children == []
+    action = resume(action, finished(b=child(output="B")))
+    assert isinstance(action, CallModel) and action.schema_name == "plan"
+    assert "- a (role r): failed: boom" in action.messages[-1]["content"]
+    assert "- b: B" in action.messages[-1]["content"]
+
+
+def test_a_step_stopped_by_a_deadline_ends_the_agent_while_others_still_run():
+    action = resume(plan_execute.start(SPEC, CTX), planned(step("a", role="r"), step("b", role="r")))
+    action = resume(action, finished(a=child(AgentStatus.TIMED_OUT, error="deadline passed")))
+    assert isinstance(action, Finish) and action.status is AgentStatus.TIMED_OUT
+    assert action.error == "step a timed_out: deadline passed"
 
 
 def test_a_refused_plan_is_sent_back_with_the_cycle_named():
@@ -165,7 +206,7 @@ def test_refusals_past_max_replans_end_the_agent_failed_saying_why(bad, reason):
 def test_a_failed_step_is_replanned_keeping_completed_results():
     action = resume(plan_execute.start(SPEC, CTX), planned(CALC, CHECK, step("step_3", "step_2", role="r")))
     action = resume(action, ToolResults({"step_1": "42"}))
-    action = resume(action, ChildResults([child(AgentStatus.FAILED, error="model call failed: HTTP 500")]))
+    action = resume(action, finished(step_2=child(AgentStatus.FAILED, error="model call failed: HTTP 500")))
     assert isinstance(action, CallModel) and action.schema_name == "plan"
     prompt = action.messages[-1]["content"]
     assert "- step_2 (role checker): failed: model call failed: HTTP 500" in prompt
@@ -173,7 +214,7 @@ def test_a_failed_step_is_replanned_keeping_completed_results():
 
     action = resume(action, planned(CHECK))  # step_2 again, leaning on the completed step_1
     assert isinstance(action, Spawn) and action.children[0].task == "Check that 42 answers: What is 6 * 7?"
-    action = resume(action, ChildResults([child(output="42", agent_id="root-sub-2")]))
+    action = resume(action, finished(step_2=child(output="42", agent_id="root-sub-2")))
     done = resume(action, ModelReply(content="42"))
     assert done.status is AgentStatus.COMPLETED
     assert [(r["id"], r["status"]) for r in done.data["steps"]] == [
@@ -188,7 +229,7 @@ def test_a_failed_step_is_replanned_keeping_completed_results():
 def test_a_replan_may_not_run_a_completed_step_again():
     action = resume(plan_execute.start(SPEC, CTX), planned(CALC, CHECK))
     action = resume(action, ToolResults({"step_1": "42"}))
-    action = resume(action, ChildResults([child(AgentStatus.FAILED, error="boom")]))
+    action = resume(action, finished(step_2=child(AgentStatus.FAILED, error="boom")))
     action = resume(action, planned(CALC, CHECK))
     assert isinstance(action, CallModel)
     assert "duplicate step id step_1: a completed step has it" in action.messages[-1]["content"]
@@ -197,7 +238,7 @@ def test_a_replan_may_not_run_a_completed_step_again():
 def test_an_empty_replan_answers_from_what_completed():
     action = resume(plan_execute.start(SPEC, CTX), planned(CALC, CHECK))
     action = resume(action, ToolResults({"step_1": "42"}))
-    action = resume(action, ChildResults([child(AgentStatus.FAILED, error="boom")]))
+    action = resume(action, finished(step_2=child(AgentStatus.FAILED, error="boom")))
     action = resume(action, planned())
     assert isinstance(action, CallModel) and action.schema is None
     assert "- step_1 (tool calculator): 42" in action.messages[-1]["content"]
@@ -222,10 +263,28 @@ def test_a_tool_of_several_arguments_takes_the_input_as_its_json_arguments():
     ]
 
 
+def test_a_result_spliced_into_json_arguments_is_escaped_and_into_plain_text_is_not():
+    args = '{"path": "notes.md", "content": "said: {{a.result}}"}'
+    action = resume(
+        plan_execute.start(SPEC, CTX),
+        planned(
+            step("a", role="writer", text="quote"),
+            step("b", "a", tool="write_file", text=args),
+            step("c", "a", tool="calculator", text="{{a.result}}"),
+        ),
+    )
+    said = 'he said "no"\nand left \\ there'
+    action = resume(action, finished(a=child(output=said)))
+    assert [(c.name, json.loads(c.arguments)) for c in action.calls] == [
+        ("write_file", {"path": "notes.md", "content": f"said: {said}"}),
+        ("calculator", {"expression": said}),
+    ]
+
+
 def test_a_step_out_of_budget_ends_the_agent_with_that_status():
     action = resume(plan_execute.start(SPEC, CTX), planned(CALC, CHECK))
     action = resume(action, ToolResults({"step_1": "42"}))
-    action = resume(action, ChildResults([child(AgentStatus.BUDGET_EXCEEDED, error="spawn refused: agent cap")]))
+    action = resume(action, finished(step_2=child(AgentStatus.BUDGET_EXCEEDED, error="spawn refused: agent cap")))
     assert isinstance(action, Finish) and action.status is AgentStatus.BUDGET_EXCEEDED
     assert action.error == "step step_2 budget_exceeded: spawn refused: agent cap"
     assert [r["status"] for r in action.data["steps"]] == ["completed", "budget_exceeded"]
@@ -242,7 +301,7 @@ def test_without_depth_left_the_planner_is_told_to_use_tools_and_agent_steps_are
 def test_audit_records_cut_long_texts():
     long = "x" * 1000
     action = resume(plan_execute.start(SPEC, CTX), planned(step("a", role="r", text=long)))
-    action = resume(action, ChildResults([child(output=long)]))
+    action = resume(action, finished(a=child(output=long)))
     assert action.state.results["a"] == long  # kept whole for references
     (record,) = action.state.records
     assert len(record.input) == len(record.output) == plan_execute.AUDIT_CHARS

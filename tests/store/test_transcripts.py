@@ -9,7 +9,8 @@ import pytest
 
 from covey import keys
 from covey.status import AgentStatus
-from covey.store.checkpoints import Checkpoints
+from covey.store.checkpoints import STALE, WOKEN, Checkpoints
+from covey.store.outbox import Message, Outbox
 from covey.store.transcripts import Entries, ModelCallEvent, ToolCallEvent, Transcripts, entry_key
 from covey.store.tree import JobTree, Node
 
@@ -104,3 +105,29 @@ def test_an_agent_without_entries_has_no_transcript(redis_client, job):
     JobTree(redis_client, TTL).record(job, running())
     assert Transcripts(redis_client).read(job, "root") is None
     assert not redis_client.exists(keys.transcript(job, "root"))
+
+
+def test_an_as_completed_wait_keeps_its_entries_apart_from_its_children_and_its_childs_end_keeps_the_childs(
+    redis_client, job
+):
+    tree, saved, outbox = JobTree(redis_client, TTL), Checkpoints(redis_client, TTL), Outbox(redis_client)
+    opened = [(c, Message("covey.agent", f"t-{c}", {"agent": c})) for c in ("a", "b")]
+    resume = Message("covey.resume", "t-root", {"agent": "root", "step": 1})
+    woken = saved.save(
+        job, "root", 1, "{}", resume=resume, children=opened, join="now", transcript=entries(job, model(1))
+    )
+    assert woken == WOKEN  # the resume is due at once, and the entries are kept with it
+    assert redis_client.smembers(keys.awaited(job, "root")) == {"a", "b"}  # no transcript argument taken for a child
+    assert {"a", "b", "root"} <= set(outbox.messages(job))
+    assert [e.cycle for e in Transcripts(redis_client).read(job, "root").events] == [1]
+    assert saved.save(job, "root", 1, "{}", "not-taken", transcript=entries(job, model(2))) == STALE
+    assert [e.cycle for e in Transcripts(redis_client).read(job, "root").events] == [1]
+
+    child = Entries(key=keys.transcript(job, "a"), cap=10_000, fields=[model(1)])
+    tree.record(job, Node(agent_id="a", parent_id="root", status=AgentStatus.RUNNING), transcript=child)
+    last = Entries(key=keys.transcript(job, "a"), cap=10_000, fields=[model(2)])
+    done = Node(agent_id="a", parent_id="root", status=AgentStatus.COMPLETED)
+    written, _ = tree.finish(job, done, retire=[keys.checkpoint(job, "a")], transcript=last)
+    assert written
+    # The keys an end retires are counted without the transcript's: its earlier entries stay.
+    assert [e.cycle for e in Transcripts(redis_client).read(job, "a").events] == [1, 2]

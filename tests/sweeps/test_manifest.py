@@ -1,3 +1,5 @@
+import shutil
+
 import pytest
 
 from covey.sweeps.manifest import Manifest, SweepMismatch
@@ -23,3 +25,22 @@ def test_a_manifest_older_than_digests_takes_them_from_the_next_run(tmp_path):
     with pytest.raises(SweepMismatch) as refused:
         Manifest.open(tmp_path, "d", "g", None, None, dataset_digest="a", grid_digest="other")
     assert refused.value.which == "grid"
+
+
+def test_a_copy_of_a_directory_is_a_sweep_of_its_own_that_keeps_the_caps(tmp_path):
+    first = Manifest.open(tmp_path / "a", "d", "g", max_tokens_total=1000, max_cycles_total=None)
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    kept = Manifest.check(tmp_path / "b", None, None)
+    assert kept is not None and kept.original(tmp_path / "b") == (tmp_path / "a").resolve()
+    copy = Manifest.open(tmp_path / "b", "d", "g", None, None)
+    assert copy.id != first.id and copy.copy_of == first.id and copy.max_tokens_total == 1000
+    assert Manifest.open(tmp_path / "b", "d", "g", None, None).id == copy.id  # and stays that sweep
+    assert Manifest.open(tmp_path / "a", "d", "g", None, None).id == first.id  # the original is untouched
+
+
+def test_a_moved_directory_is_the_same_sweep(tmp_path):
+    first = Manifest.open(tmp_path / "a", "d", "g", None, None)
+    (tmp_path / "a").rename(tmp_path / "b")
+    assert Manifest.check(tmp_path / "b", None, None).original(tmp_path / "b") is None
+    moved = Manifest.open(tmp_path / "b", "d", "g", None, None)
+    assert moved.id == first.id and moved.directory == str((tmp_path / "b").resolve())

@@ -96,3 +96,25 @@ def test_a_model_error_whose_text_mentions_429_leaves_the_window_alone(run):
         Cause(kind=CauseKind.MODEL_ERROR, status=500),
     )
     assert run.window.size == 8 and len(run.again) == 1
+
+
+def test_a_unit_that_fails_then_completes_on_its_retry_is_one_completed_unit(run):
+    unit = ended(run, AgentStatus.FAILED, "upstream down", Cause(kind=CauseKind.MODEL_ERROR, status=500))
+    assert run.again.popleft() is unit and unit.attempt == 2
+    assert run.progress().failed == 0 and run.progress().accuracy is None  # an attempt is not a failed sample
+    answered = AgentResult(status=AgentStatus.COMPLETED, job_id="j2", agent_id="root", output="2")
+    runner._ended(run, runner.Flight(unit, "j2", time.monotonic()), answered)
+    progress = run.progress()
+    assert (progress.done, progress.failed, progress.accuracy) == (1, 0, 1.0)
+    assert [(r.attempt, r.status) for r in run.log.records] == [(1, "failed"), (2, "completed")]
+
+
+def test_a_unit_failing_for_good_counts_once_and_scores_0_in_the_live_accuracy(run):
+    run.retries, run.total = 0, 2
+    failed = ended(run, AgentStatus.FAILED, "upstream down", Cause(kind=CauseKind.MODEL_ERROR, status=500))
+    other = runner.Unit(Sample(id="2", input="What is 1 + 1?", target=2), failed.config, 0)
+    answered = AgentResult(status=AgentStatus.COMPLETED, job_id="j2", agent_id="root", output="2")
+    runner._ended(run, runner.Flight(other, "j2", time.monotonic()), answered)
+    progress = run.progress()
+    assert (progress.done, progress.failed, progress.accuracy) == (1, 1, 0.5)
+    assert progress.line().startswith("1/2 done, 1 failed, 0 skipped, accuracy 50.0% | ")

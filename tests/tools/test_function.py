@@ -119,3 +119,16 @@ def test_strict_leaves_a_mapping_open_and_closes_every_object():
     schema = strict({"type": "object", "properties": {"m": mapping}})
     assert schema["required"] == ["m"] and schema["additionalProperties"] is False
     assert schema["properties"]["m"] == mapping
+
+
+def test_a_tool_that_writes_says_so_and_keeps_saying_so_retimed():
+    @tool(writes=True)
+    def save(text: str) -> str:
+        return text
+
+    assert save.writes and save.retimed(5).writes
+    assert not tool(plain).writes
+
+
+def plain(x: int) -> int:
+    return x

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -13,7 +14,7 @@ from covey.config.settings import Settings
 from covey.context import RunContext
 from covey.models.tokenizers import SimTokenizer
 from covey.models.tokens import estimate_prompt_tokens
-from covey.orchestration.actions import ChildRequest, to_json
+from covey.orchestration.actions import Cancel, ChildRequest, Spawn, from_json, to_json
 from covey.orchestration.prompts import opening
 from covey.results import ChildSummary
 from covey.spec import AgentSpec, InvalidSpec
@@ -63,11 +64,24 @@ def test_a_spawn_returns_a_fan_out_with_deterministic_children(deps):
     assert [n.status for n in deps.tree.nodes(ctx.job_id)] == ["running", "queued", "queued"]
 
 
-def test_spawning_at_the_depth_cap_resumes_at_once_with_the_refusal(deps):
+def test_at_the_depth_cap_no_spawn_tool_is_offered(deps):
     ctx = root(deps, Budget(max_tokens=10_000, max_depth=0))
     out = run(deps, ctx, "[sim:spawn width=2 depth=1] go")
     assert isinstance(out, loop.Finished)
-    assert out.result.output.startswith("leaves=0 (2 not completed: spawn refused: depth cap reached")
+    assert (out.result.output, out.result.children) == ("done: go", [])  # a leaf: it had nothing to spawn with
+
+
+def test_with_no_agent_left_no_spawn_tool_is_offered(deps):
+    ctx = root(deps, Budget(max_tokens=10_000, max_agents=0))
+    out = run(deps, ctx, "[sim:spawn width=2 depth=1] go")
+    assert (out.result.output, out.result.children) == ("done: go", [])
+
+
+def test_a_strategys_spawn_at_the_depth_cap_resumes_at_once_with_the_refusal(deps):
+    ctx = root(deps, Budget(max_tokens=10_000, max_depth=0))
+    out = run(deps, ctx, "What is 1 + 1?", strategy="debate", options={"num_debaters": 2})
+    assert isinstance(out, loop.Finished) and out.result.status is AgentStatus.FAILED
+    assert out.result.error.startswith("no debater proposed an answer: debater 0 budget_exceeded: spawn refused: depth")
     assert [c.status for c in out.result.children] == [AgentStatus.BUDGET_EXCEEDED] * 2
     assert [c.cause for c in out.result.children] == [
         Cause(kind=CauseKind.BUDGET, agent_id="root", resource=Resource.DEPTH)
@@ -222,13 +236,30 @@ def test_a_single_child_with_a_schema_hands_back_data(deps):
     assert out.result.usage.cycles == 1
 
 
-def test_a_reply_that_misses_the_schema_fails_the_agent(deps):
+def test_a_reply_that_misses_the_schema_is_asked_again_then_fails_the_agent(deps):
     ctx = root(deps, Budget(max_tokens=10_000))
     schema = {"type": "object", "properties": {"value": {"type": "integer"}}, "required": ["value"]}
     out = run(deps, ctx, "[sim:fail bad_json] What is 6 * 7?", strategy="single", options={"schema": schema})
     assert out.result.status is AgentStatus.FAILED
     assert out.result.error == "model reply does not match the schema at the top level: 'value' is a required property"
     assert out.result.cause == Cause(kind=CauseKind.MALFORMED_REPLY)
+    assert out.result.usage.cycles == 2  # the first ask and the one retry, both charged
+    assert deps.ledger.snapshot(ctx.job_id).tokens_used == out.result.usage.total_tokens
+
+
+def test_an_off_schema_reply_asked_again_once_comes_right(deps):
+    ctx = root(deps, Budget(max_tokens=10_000))
+    schema = {"type": "object", "properties": {"value": {"type": "integer"}}, "required": ["value"]}
+    out = run(deps, ctx, "[sim:fail bad_json once] What is 6 * 7?", strategy="single", options={"schema": schema})
+    assert (out.result.status, out.result.data, out.result.usage.cycles) == (AgentStatus.COMPLETED, {"value": 42}, 2)
+
+
+def test_with_no_schema_retries_an_off_schema_reply_fails_at_once(deps):
+    ctx = root(deps, Budget(max_tokens=10_000))
+    schema = {"type": "object", "properties": {"value": {"type": "integer"}}, "required": ["value"]}
+    task = "[sim:fail bad_json once] What is 6 * 7?"
+    out = run(deps, ctx, task, strategy="single", options={"schema": schema}, max_schema_retries=0)
+    assert (out.result.status, out.result.usage.cycles) == (AgentStatus.FAILED, 1)
 
 
 def test_an_agent_runs_under_its_ledger_terms_not_its_message(deps):
@@ -260,6 +291,30 @@ def test_a_child_gets_what_it_asks_for_within_its_parents_tools():
     assert (asked.tools, asked.strategy, asked.model) == (["calculator"], "single", "gpt-x")
     with pytest.raises(InvalidSpec, match="options.schema"):
         child_spec(parent, ctx, ChildRequest(task="c", strategy="single", options={"schema": 3}))
+
+
+def test_a_child_requests_its_own_timeout_and_a_bad_one_is_refused_naming_it():
+    parent = AgentSpec(task="lead", model="sim", timeout=60)
+    ctx = RunContext(job_id="j", agent_id="root", budget=Budget())
+    assert child_spec(parent, ctx, ChildRequest(task="a", timeout=1)).timeout == 1
+    assert child_spec(parent, ctx, ChildRequest(task="a")).timeout == 60
+    with pytest.raises(InvalidSpec, match="timeout"):
+        child_spec(parent, ctx, ChildRequest(task="a", timeout=0))
+
+
+def test_a_paused_join_each_spawn_or_cancel_is_taken_up_as_it_was():
+    state = AgentSpec(task="x")  # any model stands for the strategy's state here
+    spawn = Spawn(state=state, children=[ChildRequest(task="a", key="k", timeout=2.5)], join="each")
+    for action in (spawn, Cancel(state=state, agent_ids=["root-sub-1"])):
+        assert from_json(json.loads(json.dumps(to_json(action))), state) == action
+
+
+def test_a_child_that_cannot_spawn_gets_no_spawn_tool_and_no_more_cycles_than_its_parent():
+    parent = AgentSpec(task="lead", max_cycles=9, max_schema_retries=2)
+    ctx = RunContext(job_id="j", agent_id="root", budget=Budget(), allow=["calculator", "spawn_agents", "delegate"])
+    leaf = child_spec(parent, ctx, ChildRequest(task="a", can_spawn=False, max_cycles=3))
+    assert (leaf.tools, leaf.max_cycles, leaf.max_schema_retries) == (["calculator"], 3, 2)
+    assert child_spec(parent, ctx, ChildRequest(task="a", max_cycles=50)).max_cycles == 9
 
 
 class Clock:

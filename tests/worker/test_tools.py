@@ -131,3 +131,36 @@ def test_a_control_tool_or_one_not_served_does_not_run_in_the_worker(job):
     root, _, ws = job
     assert run_tool(call("finish", answer="x"), root, ws) == "error: tool 'finish' does not run in the worker"
     assert run_tool(call("lookup_tides"), root, ws) == "error: tool 'lookup_tides' does not run in the worker"
+
+
+def test_a_write_waits_for_the_workspaces_writer_whoever_it_is(job, redis_client):
+    import threading
+
+    root, child, ws = job
+    held = redis_client.lock(keys.workspace_writer(root.job_id), timeout=60)
+    assert held.acquire(blocking=False)
+    done: list[str] = []
+    writer = threading.Thread(
+        target=lambda: done.append(run_tool(call("write_file", path="a.md", content="x"), child, ws))
+    )
+    writer.start()
+    writer.join(0.5)
+    assert writer.is_alive() and ws.files() == []  # nothing written while another writer holds the workspace
+    held.release()
+    writer.join(30)
+    assert done == ["wrote .sub_agents/root-sub-aa/a.md"]
+    assert redis_client.exists(keys.workspace_writer(root.job_id)) == 0  # and let go after it
+
+
+def test_a_write_that_cannot_become_the_writer_before_its_deadline_says_so(job, redis_client):
+    root, child, ws = job
+    run_tool(call("write_file", path="a.md", content="x"), child, ws)
+    held = redis_client.lock(keys.workspace_writer(root.job_id), timeout=60)
+    assert held.acquire(blocking=False)
+    try:
+        text = run_tool(call("edit_file", path="a.md", old="x", new="y"), child, ws, seconds_left=0.2)
+        read = run_tool(call("read_file", path=".sub_agents/root-sub-aa/a.md"), root, ws)
+    finally:
+        held.release()
+    assert text.startswith("error: WorkspaceError: another agent is writing the workspace; waited 0.2s")
+    assert read == "x"  # unedited, and a read never waits for the writer

@@ -11,7 +11,10 @@ byte, more than any tokenizer could, as a provider over-reporting usage would.
 Directives live in the task text (the first ``user`` message):
 
 - ``[sim:fail 429|500|401|timeout|bad_args|unknown_tool|bad_json]`` on the agent's first call
-  (``bad_json``: valid JSON content that matches no schema with required properties;
+  (``bad_json``: valid JSON content that matches no schema with required properties,
+  on the first call and on every structured call after it, so asking again never mends
+  it; ``[sim:fail bad_json once]``: on the first ask of every structured call (one
+  without an assistant turn yet) and never on a plain one, so asked again it is right;
   ``401``: an auth error whose message echoes the request's ``Authorization`` header,
   as some providers' do);
   with ``part=I`` (``[sim:fail 500 part=2]``) only in the child whose task ends
@@ -53,7 +56,7 @@ FAIL_KINDS = frozenset({"429", "500", "401", "timeout", "bad_args", "unknown_too
 _DIRECTIVE = re.compile(r"\[sim:([A-Za-z_]+)(?:\s+([^\]]*))?\]")
 _SPAWN_ARGS = re.compile(r"width=(\d+)\s+depth=(\d+)")
 _CALL_ARGS = re.compile(r"([a-zA-Z0-9_-]{1,64})(?:\s+(.*))?", re.DOTALL)
-_FAIL_ARGS = re.compile(r"(\S+)(?:\s+part=(\d+))?")
+_FAIL_ARGS = re.compile(r"(\S+)(?:\s+(once))?(?:\s+part=(\d+))?")
 _PART = re.compile(r"\(part (\d+) of \d+\)")
 _OPERATORS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
 _ARITHMETIC = re.compile(r"What is\s+(-?\d+(?:\.\d+)?)\s*([-+*/])\s*(-?\d+(?:\.\d+)?)\s*\?", re.IGNORECASE)
@@ -88,6 +91,7 @@ class Directives:
 
     plain: str = ""
     fail: str | None = None
+    fail_once: bool = False  # ``[sim:fail bad_json once]``: the first call alone
     latency_ms: int = 0
     loop: bool = False
     spawn: Spawn | None = None
@@ -145,9 +149,10 @@ def parse(task: str) -> Directives:
     found["latency_ms"] = found.pop("latency", 0)
     fail = found.pop("fail", None)
     if fail is not None:
-        kind, part = fail
+        kind, once, part = fail
         parts = _PART.findall(task)
         found["fail"] = kind if part is None or (parts and int(parts[-1]) == part) else None
+        found["fail_once"] = once
     arithmetic = _ARITHMETIC.search(task)
     return Directives(
         plain=_remove(task, _DIRECTIVE.finditer(task)),
@@ -174,7 +179,9 @@ def _parse_one(name: str, arg: str, raw: str) -> Any:
         fail = _FAIL_ARGS.fullmatch(arg)
         if fail is None or fail[1] not in FAIL_KINDS:
             raise DirectiveError(f"{raw}: expected a kind of {', '.join(sorted(FAIL_KINDS))}, then part=I or nothing")
-        return fail[1], int(fail[2]) if fail[2] else None
+        if fail[2] and fail[1] != "bad_json":
+            raise DirectiveError(f"{raw}: only bad_json takes once (every other kind fails the first call alone)")
+        return fail[1], bool(fail[2]), int(fail[3]) if fail[3] else None
     if name == "loop":
         return True
     if name == "answer":

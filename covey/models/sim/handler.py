@@ -7,8 +7,9 @@ directives in the task text (see ``covey.models.sim.directives``) and read from
 the conversation so far; the same request always gets the same response.
 Sleeping is the only side effect, and the sleep function is injectable.
 
-A ``json_schema`` or ``json_object`` ``response_format`` is answered at once with
-a JSON document (``covey.models.sim.structured``). A reply longer than the
+A ``json_schema`` or ``json_object`` ``response_format`` is answered with a JSON
+document (``covey.models.sim.structured``): at once, or when the request also
+offers tools, after the task's own tool call. A reply longer than the
 request's ``max_tokens``/``max_completion_tokens`` is cut the way the real API cuts
 it, so the worker's handling of ``finish_reason="length"`` meets realistic input.
 """
@@ -168,7 +169,7 @@ def make_handler(
             return _error(400, f"sim: {e}", "invalid_request_error", "invalid_request")
         if latency_ms + directives.latency_ms:
             _wait(request, (latency_ms + directives.latency_ms) / 1000, sleep)
-        if chat.first_call and directives.fail:
+        if directives.fail is not None and _failing(chat, directives):
             failed = _fail(directives.fail, request)
             if isinstance(failed, httpx2.Response):
                 return failed
@@ -207,6 +208,18 @@ def transport(latency_ms: int = 0) -> httpx2.MockTransport:
     return httpx2.MockTransport(make_handler(latency_ms))
 
 
+def _failing(chat: _Chat, directives: Directives) -> bool:
+    """Whether this call meets the scripted failure: a first call (no assistant turn
+    yet), except that a bare ``bad_json`` also fails every structured call, and
+    ``bad_json once`` only the first ask of a structured call, so asked again it is right."""
+    if directives.fail != "bad_json":
+        return chat.first_call
+    structured = chat.output != "text"
+    if directives.fail_once:
+        return structured and chat.first_call
+    return chat.first_call or structured
+
+
 def _fail(kind: str, request: httpx2.Request) -> httpx2.Response | _Reply | None:
     """The scripted failure of a first call, or ``None`` when this attempt succeeds."""
     if kind == "429":
@@ -230,14 +243,17 @@ def _fail(kind: str, request: httpx2.Request) -> httpx2.Response | _Reply | None
 def _decide(chat: _Chat, directives: Directives) -> _Reply:
     """The reply when no failure applies:
     structured output > loop > spawn > call > delegate > write > arithmetic > answer > leaf
-    (a spawning agent's children, given its directives but the spawn, make the call)."""
+    (a spawning agent's children, given its directives but the spawn, make the call).
+    Structured output offered with tools first makes the task's own tool call
+    (``_acting``), as an agent asked to act and then answer JSON would."""
     if chat.output != "text":
-        return _Reply(content=json.dumps(_document(chat, directives)))
+        return _acting(chat, directives) or _Reply(content=json.dumps(_document(chat, directives)))
     if directives.loop:
         return _Reply(tool_calls=[("calculator", json.dumps({"expression": "1+1"}))])
-    if directives.spawn and "spawn_agents" in chat.tool_names:
-        results = chat.results_of("spawn_agents")
-        if len(results) < directives.rounds:
+    spawned = chat.results_of("spawn_agents") if directives.spawn else []
+    if directives.spawn and ("spawn_agents" in chat.tool_names or spawned):
+        results = spawned  # answered once no spawn tool is left, as when its agents are used up
+        if len(results) < directives.rounds and "spawn_agents" in chat.tool_names:
             tasks = sim_directives.child_tasks(chat.task, spawn_round=len(results) + 1)
             agents = [{"task": t, "role": "worker"} for t in tasks]
             return _Reply(tool_calls=[("spawn_agents", json.dumps({"agents": agents}))])
@@ -264,6 +280,16 @@ def _decide(chat: _Chat, directives: Directives) -> _Reply:
             return _Reply(tool_calls=[("calculator", json.dumps({"expression": directives.expression}))])
         return _finish(chat, results[-1])
     return _finish(chat, _plain_answer(directives))
+
+
+def _acting(chat: _Chat, directives: Directives) -> _Reply | None:
+    """The tool call a structured request offering tools makes before it answers:
+    the ``[sim:call]`` or the arithmetic's ``calculator``, once; ``None`` when done."""
+    if directives.call and directives.call.name in chat.tool_names and not chat.results_of(directives.call.name):
+        return _Reply(tool_calls=[(directives.call.name, directives.call.arguments)])
+    if directives.expression and "calculator" in chat.tool_names and not chat.results_of("calculator"):
+        return _Reply(tool_calls=[("calculator", json.dumps({"expression": directives.expression}))])
+    return None
 
 
 def _called(chat: _Chat, call: Call) -> _Reply:

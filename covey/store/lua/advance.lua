@@ -2,9 +2,12 @@
 -- sends (its outbox), unless the step is stale.
 -- KEYS[1]  the agent's checkpoint hash (round = the step, state)
 -- KEYS[2]  the job's expected messages (agent id -> message JSON)
--- KEYS[3]  the agent's pending children (a set)
+-- KEYS[3]  the agent's pending children (a set; join "all")
 -- KEYS[4]  the job's joins (waiting agent id -> its resume message JSON)
 -- KEYS[5]  the index of jobs with expected messages (a set of job ids)
+-- KEYS[6]  the agent's awaited children (a set; join "each")
+-- KEYS[7]  its children done while it ran (a set; join "each")
+-- KEYS[8]  the children its expected resume hands it (a set; join "each")
 -- ARGV[1]  the step
 -- ARGV[2]  the state, JSON
 -- ARGV[3]  TTL in seconds
@@ -13,11 +16,15 @@
 -- ARGV[6]  the expected message this step took up, as stored; '' for a step taken
 --          up from none (a root's first step)
 -- ARGV[7]  the agent's next message (a continuation), or '' (it waits, or ends)
--- ARGV[8]  the resume its last child sends, or '' (no fan-out)
--- ARGV[9..] child agent id, child message: the fan-out's children
+-- ARGV[8]  the resume that joins its children, or '' (it does not wait)
+-- ARGV[9]  the join: 'all' (the last child sends the resume), 'each' (the next child
+--          to finish sends it) or 'now' (as 'each', but the resume is due at once)
+-- ARGV[10..] child agent id, child message: the children it opened
 -- then the agent's transcript entries so far (transcript.lua)
--- Returns 1 if saved; 0 if the stored step is newer, or the message taken up is no
--- longer the expected one (a duplicate already went on): the caller sends nothing.
+-- Returns 0 if the stored step is newer, or the message taken up is no longer the
+-- expected one (a duplicate already went on): nothing written, the caller sends
+-- nothing. 1 if saved; 2 if saved and the resume is due now (children finished
+-- while the step ran, or ARGV[9] is 'now'): it is expected, the caller sends it.
 
 local stored = redis.call('HGET', KEYS[1], 'round')
 if stored and tonumber(stored) > tonumber(ARGV[1]) then return 0 end
@@ -25,20 +32,37 @@ local agent, ttl = ARGV[5], tonumber(ARGV[3])
 if ARGV[6] ~= '' and redis.call('HGET', KEYS[2], agent) ~= ARGV[6] then return 0 end
 redis.call('HSET', KEYS[1], 'round', ARGV[1], 'state', ARGV[2])
 redis.call('EXPIRE', KEYS[1], ttl)
+-- A batch exists only for the resume this step took up: its children are in the state now.
+redis.call('DEL', KEYS[8])
+local saved = 1
 if ARGV[7] ~= '' then
   redis.call('HSET', KEYS[2], agent, ARGV[7])
 else
   redis.call('HDEL', KEYS[2], agent)
 end
 if ARGV[8] ~= '' then
-  redis.call('HSET', KEYS[4], agent, ARGV[8])
-  redis.call('EXPIRE', KEYS[4], ttl)
-  redis.call('DEL', KEYS[3])
-  for i = 9, NARGV, 2 do
-    redis.call('SADD', KEYS[3], ARGV[i])
+  local waits = KEYS[3]
+  if ARGV[9] == 'all' then
+    redis.call('DEL', KEYS[3])
+  else
+    waits = KEYS[6]
+  end
+  for i = 10, NARGV, 2 do
+    redis.call('SADD', waits, ARGV[i])
     redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
   end
-  redis.call('EXPIRE', KEYS[3], ttl)
+  if redis.call('EXISTS', waits) == 1 then redis.call('EXPIRE', waits, ttl) end
+  if ARGV[9] ~= 'all' and (ARGV[9] == 'now' or redis.call('SCARD', KEYS[7]) > 0) then
+    if redis.call('EXISTS', KEYS[7]) == 1 then
+      redis.call('RENAME', KEYS[7], KEYS[8])
+      redis.call('EXPIRE', KEYS[8], ttl)
+    end
+    redis.call('HSET', KEYS[2], agent, ARGV[8])
+    saved = 2
+  else
+    redis.call('HSET', KEYS[4], agent, ARGV[8])
+    redis.call('EXPIRE', KEYS[4], ttl)
+  end
 end
 if redis.call('EXISTS', KEYS[2]) == 1 then
   redis.call('EXPIRE', KEYS[2], ttl)
@@ -48,4 +72,4 @@ if redis.call('EXISTS', KEYS[2]) == 1 then
   redis.call('EXPIRE', KEYS[5], ttl)
 end
 append_transcript(ttl)
-return 1
+return saved

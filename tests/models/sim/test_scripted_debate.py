@@ -9,10 +9,17 @@ import pytest
 from covey.models.sim import directives as sim_directives
 from covey.models.sim.directives import DirectiveError
 from covey.models.sim.scripted import SCRIPTS, Prompt
-from covey.models.sim.scripted.debate import critique, proposal
+from covey.models.sim.scripted.debate import critique, proposal, revision
 from covey.models.sim.structured import Answers
 from covey.models.structured import response_format
-from covey.orchestration.debate import PROPOSAL_SCHEMA, critic_task, critique_schema, proposer_task
+from covey.orchestration.debate import (
+    PROPOSAL_SCHEMA,
+    REVISION_SCHEMA,
+    critic_task,
+    critique_schema,
+    proposer_task,
+    reviser_task,
+)
 from tests.models.sim.test_handler import ask
 
 
@@ -30,8 +37,27 @@ def critique_of(task, index, proposals):
     return critique(prompt(critic_task(task, index, 3, 1, proposals, None), critique_schema(targets)))
 
 
-def test_both_schemas_are_scripted():
-    assert SCRIPTS["proposal"] is proposal and SCRIPTS["critique"] is critique
+def test_every_schema_is_scripted():
+    assert (SCRIPTS["proposal"], SCRIPTS["critique"], SCRIPTS["revision"]) == (proposal, critique, revision)
+
+
+def revise(task, index, proposals):
+    return revision(prompt(reviser_task(task, index, 2, 1, proposals, {}), REVISION_SCHEMA))
+
+
+def test_revise_splits_the_proposals_and_every_revision_takes_the_right_answer():
+    task = "What is 6 * 7? [sim:debate revise]"
+    assert [propose(task, i)["answer"] for i in range(2)] == ["42", "43"]
+    proposals = {"0": {"answer": "42"}, "1": {"answer": "43"}}
+    answers = [revise(task, i, proposals) for i in range(2)]
+    assert [a["answer"] for a in answers] == ["42", "42"]
+    for answer in answers:
+        jsonschema.validate(answer, REVISION_SCHEMA)
+
+
+def test_split_debaters_keep_their_answers_when_revising():
+    proposals = {"0": {"answer": "42"}, "1": {"answer": "43"}}
+    assert revise("What is 6 * 7? [sim:debate split]", 1, proposals)["answer"] == "43"
 
 
 def test_every_debater_proposes_the_right_number_more_or_less_sure():
@@ -70,5 +96,5 @@ def test_through_the_sdk_a_named_schema_gets_the_script_and_a_bad_argument_a_400
     schema = {"response_format": response_format(PROPOSAL_SCHEMA, "proposal")}
     reply = ask(proposer_task("What is 2 + 3? [sim:debate split]", 1, 2), **schema)
     assert '"answer": "6"' in reply.choices[0].message.content
-    with pytest.raises(openai.BadRequestError, match="expected \\[sim:debate split\\]"):
+    with pytest.raises(openai.BadRequestError, match="expected \\[sim:debate split\\] or"):
         ask(proposer_task("What is 2 + 3? [sim:debate nope]", 1, 2), **schema)

@@ -15,7 +15,7 @@ from covey.models.sim.directives import DirectiveError
 from covey.models.sim.handler import make_handler
 from covey.models.sim.scripted import SCRIPTS, Prompt
 from covey.models.sim.scripted import orchestrate as scripted
-from covey.models.sim.scripted.orchestrate import UNANSWERED, assignments, decision
+from covey.models.sim.scripted.orchestrate import UNANSWERED, assignments, decision, qa_verdict
 from covey.models.sim.structured import Answers
 from covey.models.structured import parse
 from covey.orchestration import orchestrate
@@ -58,17 +58,32 @@ def deciding(task: str, reports: list[tuple[str, AgentStatus, str | None, str | 
     return prompt_of(task, call.messages[-1]["content"], call.schema)
 
 
-def test_both_scripts_are_registered_under_the_strategys_schema_names():
-    assert SCRIPTS["assignments"] is assignments and SCRIPTS["decision"] is decision
+def test_every_script_is_registered_under_the_strategys_schema_names():
+    assert (SCRIPTS["assignments"], SCRIPTS["decision"], SCRIPTS["qa_verdict"]) == (assignments, decision, qa_verdict)
 
 
-def test_arithmetic_gets_two_calculating_analysts_and_one_writer_carrying_the_task():
+def test_arithmetic_gets_two_calculating_analysts_a_writer_and_a_checker_carrying_the_task():
     _, prompt = planning("What is 6 * 7?")
     plan = assignments(prompt)
     parse(json.dumps(plan), prompt.schema)
-    assert [a["specialist"] for a in plan["assignments"]] == ["SecurityExpert", "LinterExpert", "Writer"]
+    assert [a["specialist"] for a in plan["assignments"]] == ["SecurityExpert", "LinterExpert", "Writer", "QATester"]
     assert all("What is 6 * 7?" in a["task"] for a in plan["assignments"])
     assert "[sim:write orchestrate/answer.md]" in plan["assignments"][2]["task"]
+
+
+def qa_prompt(task: str, round_: int) -> Prompt:
+    return prompt_of(f"As QATester, verify: {task}\n\nQA round {round_}: verify", "", orchestrate.QA_SCHEMA)
+
+
+def test_qa_fails_the_rounds_up_to_qa_fail_then_passes():
+    task = "[sim:orchestrate qa_fail=1] What is 6 * 7?"
+    assert qa_verdict(qa_prompt(task, 1))["passed"] is False
+    assert qa_verdict(qa_prompt(task, 2))["passed"] is True
+    assert qa_verdict(qa_prompt("What is 6 * 7?", 1)) == {
+        "passed": True,
+        "findings": "round 1: the written result matches 42",
+    }
+    parse(json.dumps(qa_verdict(qa_prompt(task, 1))), orchestrate.QA_SCHEMA)
 
 
 def test_calculator_holders_come_first_on_arithmetic():
@@ -99,6 +114,7 @@ def test_the_directive_picks_and_fails_specialists():
         ("[sim:orchestrate pick=Nobody]", "no specialist named Nobody"),
         ("[sim:orchestrate fail=Writer pick=QATester]", "unassigned specialists Writer"),
         ("[sim:orchestrate retry=2]", "expected pick=NAME"),
+        ("[sim:orchestrate qa_fail=x]", "qa_fail=K"),
     ],
 )
 def test_a_bad_directive_fails_loudly(directive, error):
@@ -113,8 +129,8 @@ def test_the_decision_takes_the_number_the_reports_agree_on():
         [
             ("SecurityExpert", AgentStatus.FAILED, None, "model call failed: HTTP 500"),
             ("LinterExpert", AgentStatus.COMPLETED, "42", None),
-            ("QATester", AgentStatus.COMPLETED, "42", None),
             ("Writer", AgentStatus.COMPLETED, "wrote 40 chars", None),
+            ("QATester", AgentStatus.COMPLETED, "42", None),
         ],
     )
     answer = decision(prompt)
@@ -144,5 +160,5 @@ def test_through_the_handler_the_plan_is_the_scripts():
 
 
 def test_the_sim_reads_the_schema_names_and_labels_the_strategy_writes():
-    for name in ("ASSIGNMENTS", "DECISION", "ROSTER_LABEL", "REPORTS_LABEL"):
+    for name in ("ASSIGNMENTS", "DECISION", "QA_VERDICT", "ROSTER_LABEL", "REPORTS_LABEL"):
         assert getattr(scripted, name) == getattr(orchestrate, name), name

@@ -65,7 +65,7 @@ def test_fail_makes_the_first_plans_agent_steps_fail_and_the_replan_retries_only
 
 
 def test_an_unknown_scenario_fails_loudly():
-    with pytest.raises(DirectiveError, match=r"\[sim:plan typo\]: expected cycle, fail, write or nothing"):
+    with pytest.raises(DirectiveError, match=r"\[sim:plan typo\]: expected cycle, fail, write, race or nothing"):
         planned("[sim:plan typo] What is 1 + 1?")
 
 
@@ -86,3 +86,10 @@ def test_write_makes_the_first_plan_a_write_file_step_given_a_json_list_and_the_
     (step,) = planned(task)
     assert (step["tool"], json.loads(step["input"])) == ("write_file", ["notes.md", task])
     assert planned(task, last="Steps failed: ...") == planned("What is 6 * 7?")
+
+
+def test_race_plans_a_slow_step_and_a_step_that_needs_only_the_fast_one():
+    steps = planned("[sim:plan race] go")
+    assert [(s["id"], s["depends_on"]) for s in steps] == [("slow", []), ("fast", []), ("after_fast", ["fast"])]
+    assert "[sim:latency 1500]" in steps[0]["input"] and "[sim:latency" not in steps[1]["input"]
+    assert plan.validate(steps, Limits(max_steps=8, tools=frozenset()), {})  # a plan the strategy runs

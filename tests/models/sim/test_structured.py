@@ -160,8 +160,15 @@ def test_json_object_answers_the_text_answer():
 # --- failures, cuts and billing --------------------------------------------------------
 
 
-def test_bad_json_is_json_off_the_schema_on_the_first_call_only():
+def test_bare_bad_json_is_off_the_schema_however_often_it_is_asked():
     task = "Review [sim:fail bad_json]"
+    history = [{"role": "assistant", "content": BAD_JSON}, {"role": "user", "content": "Try again."}]
+    again = create(task, schema_format(Report.model_json_schema()), history=history)
+    assert again.choices[0].message.content == BAD_JSON
+
+
+def test_bad_json_once_is_json_off_the_schema_on_the_first_call_only():
+    task = "Review [sim:fail bad_json once]"
     with pytest.raises(pydantic.ValidationError):
         client().chat.completions.parse(model="sim", messages=messages(task), response_format=Report)
     first = create(task, schema_format(Report.model_json_schema()))

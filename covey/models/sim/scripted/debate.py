@@ -8,10 +8,18 @@ and a critic's task carries the proposals on one line,
   there is one) with confidence ``max(0.5, 0.9 - 0.05 * I)``
 - ``critique``: a critic scores each other debater it is asked about ``AGREE``
   (0.9) when that debater's answer equals its own, ``DISAGREE`` (0.1) otherwise
+- ``revision``: debater I keeps its answer (``changed``: ``kept my answer``), at the
+  proposal's confidence
 
-Grammar: ``[sim:debate]`` takes one argument, ``split``: debater I > 0 then answers
-the result plus I (or the text answer with `` (variant I)``), so every debater
-disagrees with every other, all scores are low and no consensus is reached.
+Grammar: ``[sim:debate]`` takes one argument:
+
+- ``split``: debater I > 0 proposes the result plus I (or the text answer with
+  `` (variant I)``), so every debater disagrees with every other, all scores are low
+  and no consensus is reached, and nobody changes its mind when revising
+- ``revise``: the proposals split the same way, and every revision answers the right
+  answer (``changed``: ``took the others' critique``), so the debaters agree after
+  one revision
+
 Anything else raises ``DirectiveError`` (the sim answers HTTP 400).
 """
 
@@ -26,7 +34,7 @@ from covey.models.sim.directives import DirectiveError
 from covey.models.sim.scripted.prompt import Prompt
 
 AGREE, DISAGREE = 0.9, 0.1
-SPLIT = "split"
+SPLIT, REVISE = "split", "revise"
 
 _DEBATER = re.compile(r"Debater (\d+) of \d+")
 _PROPOSALS = re.compile(r"^Proposals \(JSON, by debater index\): (.+)$", re.MULTILINE)
@@ -50,20 +58,32 @@ def critique(prompt: Prompt) -> dict[str, Any]:
     return {"scores": scores, "reasoning": f"debater {index} scored the others against its own answer"}
 
 
-def _answer(prompt: Prompt, index: int) -> str:
-    """The right answer, or under ``split`` a different one for every debater but 0."""
-    split = _split(prompt)
+def revision(prompt: Prompt) -> dict[str, Any]:
+    index = _debater(prompt)
+    scenario = _scenario(prompt)
+    if scenario == REVISE:
+        answer, changed = _answer(prompt, 0, split=False), "took the others' critique"
+    else:
+        own = _proposals(prompt).get(str(index), {}).get("answer")
+        answer, changed = (own if isinstance(own, str) else _answer(prompt, index)), "kept my answer"
+    return {"answer": answer, "confidence": max(0.5, round(0.9 - 0.05 * index, 2)), "changed": changed}
+
+
+def _answer(prompt: Prompt, index: int, split: bool | None = None) -> str:
+    """The right answer, or when the proposals split a different one for every debater but 0."""
+    if split is None:
+        split = _scenario(prompt) in (SPLIT, REVISE)
     number = prompt.answers.number
     if number is not None:
         return str(number + index if split else number)
     return f"{prompt.answers.text} (variant {index})" if split and index else prompt.answers.text
 
 
-def _split(prompt: Prompt) -> bool:
+def _scenario(prompt: Prompt) -> str | None:
     arg = prompt.directives.scripted.get("debate")
-    if arg not in (None, SPLIT):
-        raise DirectiveError(f"[sim:debate {arg}]: expected [sim:debate {SPLIT}]")
-    return arg == SPLIT
+    if arg not in (None, SPLIT, REVISE):
+        raise DirectiveError(f"[sim:debate {arg}]: expected [sim:debate {SPLIT}] or [sim:debate {REVISE}]")
+    return arg
 
 
 def _debater(prompt: Prompt) -> int:
@@ -80,4 +100,4 @@ def _proposals(prompt: Prompt) -> dict[str, Any]:
     return proposals if isinstance(proposals, dict) else {}
 
 
-SCRIPTS: dict[str, Callable[[Prompt], Any]] = {"proposal": proposal, "critique": critique}
+SCRIPTS: dict[str, Callable[[Prompt], Any]] = {"proposal": proposal, "critique": critique, "revision": revision}

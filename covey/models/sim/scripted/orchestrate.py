@@ -1,8 +1,9 @@
 """The sim's answers to the orchestrate strategy's structured calls, by schema name.
 
 ``assignments`` reads the roster line of the planning prompt and assigns two
-analysis specialists (those with a calculator first when the task is arithmetic)
-and the first write specialist, capped at the schema's ``maxItems``. Each task
+analysis specialists (those with a calculator first when the task is arithmetic),
+the first write specialist and the first qa specialist, capped at the schema's
+``maxItems``. Each task
 carries the original task text, directives included, so an analysis specialist
 computes "What is A op B?" with its calculator; the write step's task adds
 ``[sim:write orchestrate/answer.md]`` so it writes its task (analysis reports
@@ -12,10 +13,14 @@ included) with ``write_file``.
 number most completed reports give (the first on a tie), else the plain answer
 the sim would give the task itself, and the rationale says which it was.
 
-``[sim:orchestrate pick=A,B fail=C]`` in the orchestrator's task steers the plan:
-``pick`` assigns exactly the named specialists in that order; ``fail`` adds
-``[sim:fail 500]`` to the named specialists' tasks, so their first call fails.
-Either key may be left out; an unknown key or name is a ``DirectiveError``.
+``qa_verdict`` (a qa specialist, after its calculator call) passes.
+
+``[sim:orchestrate pick=A,B fail=C qa_fail=K]`` in the orchestrator's task steers
+the plan: ``pick`` assigns exactly the named specialists in that order; ``fail``
+adds ``[sim:fail 500]`` to the named specialists' tasks, so their first call
+fails; ``qa_fail=K`` makes every qa verdict of rounds 1..K fail (the qa task says
+its round, ``QA round R``), so the work goes round again. Any key may be left
+out; an unknown key or name is a ``DirectiveError``.
 """
 
 from __future__ import annotations
@@ -40,8 +45,10 @@ REPORTS_LABEL = "Reports: "
 ANALYSTS = 2  # analysis specialists assigned when the directive picks none
 WRITE_PATH = "orchestrate/answer.md"
 UNANSWERED = "no specialist reported a number; answered the task directly"
+QA_VERDICT = "qa_verdict"
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
-_KEYS = frozenset({"pick", "fail"})
+_QA_ROUND = re.compile(r"QA round (\d+)")
+_KEYS = frozenset({"pick", "fail", "qa_fail"})
 
 
 def assignments(prompt: Prompt) -> dict[str, Any]:
@@ -79,13 +86,25 @@ def decision(prompt: Prompt) -> dict[str, Any]:
     return {"answer": answer, "rationale": f"{', '.join(agreeing)} reported {answer}"}
 
 
+def qa_verdict(prompt: Prompt) -> dict[str, Any]:
+    """Passes, unless ``qa_fail=K`` and this is round K or before."""
+    fail_until = _steering(prompt.directives.scripted.get("orchestrate"))["qa_fail"]
+    found = _QA_ROUND.search(prompt.task)
+    round_ = int(found[1]) if found else 1
+    if fail_until and round_ <= int(fail_until[0]):
+        return {"passed": False, "findings": f"round {round_}: the written result was not checked against the task"}
+    return {"passed": True, "findings": f"round {round_}: the written result matches {prompt.answers.text}"}
+
+
 def _steering(raw: str | None) -> dict[str, list[str]]:
-    """``pick=A,B fail=C`` as {"pick": [A, B], "fail": [C]}."""
-    steer: dict[str, list[str]] = {"pick": [], "fail": []}
+    """``pick=A,B fail=C qa_fail=1`` as {"pick": [A, B], "fail": [C], "qa_fail": ["1"]}."""
+    steer: dict[str, list[str]] = {"pick": [], "fail": [], "qa_fail": []}
     for item in (raw or "").split():
         key, sep, value = item.partition("=")
-        if key not in _KEYS or not sep or not value:
-            raise DirectiveError(f"[sim:orchestrate {raw}]: expected pick=NAME,... and/or fail=NAME,..., got {item!r}")
+        if key not in _KEYS or not sep or not value or (key == "qa_fail" and not value.isdigit()):
+            raise DirectiveError(
+                f"[sim:orchestrate {raw}]: expected pick=NAME,..., fail=NAME,... and/or qa_fail=K, got {item!r}"
+            )
         steer[key] = [name for name in value.split(",") if name]
     return steer
 
@@ -95,13 +114,16 @@ def _default_pick(roster: list[dict[str, Any]], arithmetic: bool) -> list[dict[s
     if arithmetic:  # stable: keeps the roster's order among equals
         analysts.sort(key=lambda s: "calculator" not in (s.get("tools") or []))
     writers = [s for s in roster if s.get("kind") == "write"]
-    return analysts[:ANALYSTS] + writers[:1]
+    checkers = [s for s in roster if s.get("kind") == "qa"]
+    return analysts[:ANALYSTS] + writers[:1] + checkers[:1]
 
 
 def _task(specialist: dict[str, Any], task: str, fail: bool) -> str:
     name = specialist["name"]
     if specialist.get("kind") == "write":
         text = f"As {name}, write the agreed result to {WRITE_PATH}. [sim:write {WRITE_PATH}] {task}"
+    elif specialist.get("kind") == "qa":
+        text = f"As {name}, verify the result written to {WRITE_PATH}: {task}"
     else:
         text = f"As {name}, check this task and report its result: {task}"
     return text + (" [sim:fail 500]" if fail else "")
@@ -119,4 +141,4 @@ def _max_items(schema: dict[str, Any]) -> int | None:
     return schema.get("properties", {}).get("assignments", {}).get("maxItems")
 
 
-SCRIPTS: dict[str, Callable[[Prompt], Any]] = {ASSIGNMENTS: assignments, DECISION: decision}
+SCRIPTS: dict[str, Callable[[Prompt], Any]] = {ASSIGNMENTS: assignments, DECISION: decision, QA_VERDICT: qa_verdict}

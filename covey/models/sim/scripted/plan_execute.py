@@ -20,6 +20,9 @@ message is still the task (every replan adds a user message after it). ARG is on
 - ``write``: the plan is one ``write_file`` step whose input is JSON but not an
   object (``["notes.md", "<the task>"]``), as a model may write it, so the step
   fails with the tool's error; the replan is the usual plan.
+- ``race``: every plan is three ``worker`` steps: ``slow`` (its input carries
+  ``[sim:latency 1500]``), ``fast``, and ``after_fast``, which depends on ``fast``
+  alone: it starts while ``slow`` still runs.
 
 Nothing (``[sim:plan]``) is the usual plan. Any other ARG raises ``DirectiveError``.
 """
@@ -33,14 +36,17 @@ from typing import Any
 from covey.models.sim.directives import DirectiveError
 from covey.models.sim.scripted.prompt import Prompt
 
-SCENARIOS = frozenset({"", "cycle", "fail", "write"})
+SCENARIOS = frozenset({"", "cycle", "fail", "write", "race"})
+SLOW = "[sim:latency 1500]"
 FAIL = "[sim:fail 500]"
 
 
 def plan(prompt: Prompt) -> dict[str, Any]:
     scenario = prompt.directives.scripted.get("plan", "")
     if scenario not in SCENARIOS:
-        raise DirectiveError(f"[sim:plan {scenario}]: expected cycle, fail, write or nothing")
+        raise DirectiveError(f"[sim:plan {scenario}]: expected cycle, fail, write, race or nothing")
+    if scenario == "race":
+        return {"steps": _race()}
     steps = _usual(prompt)
     first = prompt.last == prompt.task
     if scenario == "write" and first:
@@ -66,6 +72,16 @@ def _usual(prompt: Prompt) -> list[dict[str, Any]]:
             f"Check that {{{{step_1.result}}}} answers: What is {expression}?",
             role="checker",
             depends_on=["step_1"],
+        ),
+    ]
+
+
+def _race() -> list[dict[str, Any]]:
+    return [
+        _step("slow", "the slow part", f"{SLOW} the slow part", role="worker"),
+        _step("fast", "the fast part", "the fast part", role="worker"),
+        _step(
+            "after_fast", "go on from the fast part", "go on from {{fast.result}}", role="worker", depends_on=["fast"]
         ),
     ]
 
