@@ -8,8 +8,8 @@ by its cap has compared them on the same samples.
 
 Every job charges the ledger scope ``sweep:<id>``. A job refused by that scope
 while others hold reservations on it is put back and the window shut to one;
-refused with nothing else in flight, the scope is dry: that unit and every one
-not yet run are recorded ``skipped_budget``.
+refused when it was asked with nothing else in flight, the scope is dry: that
+unit and every one not yet run are recorded ``skipped_budget``.
 """
 
 from __future__ import annotations
@@ -114,6 +114,7 @@ class _Run:
     adopted: int = 0
     peak: int = 0
     dry: bool = False
+    refused_alone: set[str] = field(default_factory=set)  # units asked again once nothing else was in flight
     cancelled: bool = False
     started: float = field(default_factory=time.monotonic)
 
@@ -358,7 +359,13 @@ def _ended(run: _Run, flight: Flight, result: AgentResult | str) -> None:
         _finish(run, flight, _record(unit, flight, REFUSED, error=result))
         return
     if _sweep_refused(run, result):
-        if run.flights or run.window.size > 1:  # others hold reservations on the scope: not dry yet
+        others = bool(run.flights) or run.window.size > 1  # others hold reservations on the scope
+        # Nothing in flight now is not nothing in flight at the refusal: it may have met the
+        # reservations of flights that ended since, settled for less. The unit is asked once
+        # more on its own; refused then, the scope is dry.
+        if others or unit.key not in run.refused_alone:
+            if not others:
+                run.refused_alone.add(unit.key)
             run.window.budget_pressed()
             run.claims.record(unit.key, flight.job_id, SKIPPED_BUDGET)
             run.tokens += result.usage.total_tokens

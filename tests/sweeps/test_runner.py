@@ -69,9 +69,15 @@ def test_the_sweeps_scope_refusing_with_others_in_flight_puts_the_unit_back(run)
     assert run.log.claims == [SKIPPED_BUDGET] and run.log.records == []
 
 
-def test_the_sweeps_scope_refusing_with_nothing_else_in_flight_is_dry(run):
+def test_the_sweeps_scope_refusing_a_unit_asked_with_nothing_else_in_flight_is_dry(run):
+    """The first refusal seen alone may be older than flights that ended since (it met
+    their reservations): the unit is asked once more on its own; refused again, dry."""
     run.window = Window(1)
-    ended(run, AgentStatus.BUDGET_EXCEEDED, "refused", Cause(kind=CauseKind.BUDGET, scope=SCOPE))
+    refused = Cause(kind=CauseKind.BUDGET, scope=SCOPE)
+    ended(run, AgentStatus.BUDGET_EXCEEDED, "refused", refused)
+    assert not run.dry and len(run.again) == 1 and run.log.records == []
+    run.again.clear()
+    ended(run, AgentStatus.BUDGET_EXCEEDED, "refused", refused)
     assert run.dry and [r.status for r in run.log.records] == [SKIPPED_BUDGET]
 
 
