@@ -32,8 +32,13 @@ def test_it_answers_the_right_number_through_its_evaluators(cli, client):
     assert all(n.parent_id == "root" for n in nodes if n.depth == 1)
     evaluators = [n for n in nodes if n.role == "evaluator"]
     assert {n.data["answer"] for n in evaluators} == {"51", "50", ""}
-    # Each evaluator carried its path out: it called the calculator before it judged.
+    # Each evaluator carried its path out: it called the calculator before it judged,
+    # as its transcript shows.
     assert [n.usage.tool_calls for n in evaluators] == [1, 1, 1]
+    for n in evaluators:
+        transcript = client.job(result["job_id"]).transcript(n.agent_id)
+        assert transcript is not None
+        assert [e.tool for e in transcript.events if e.kind == "tool"] == ["calculator"]
     assert all(n.usage.cycles == 2 for n in evaluators)
     (executor,) = [n for n in nodes if n.role == "executor"]
     assert (executor.output, executor.usage.tool_calls) == ("51", 1)
