@@ -60,8 +60,9 @@ def test_token_cap_is_never_overspent_and_refused_agents_say_so(cli):
 @pytest.mark.parametrize(
     "kind, error, cause",
     [
-        ("500", "model call failed: HTTP 500", {"kind": "model_error", "status": 500}),
-        ("timeout", "model call timed out", {"kind": "model_error"}),
+        # the SDK retried both COVEY_MODEL_RETRIES (2) times before they failed for good
+        ("500", "model call failed: HTTP 500", {"kind": "model_error", "status": 500, "retries": 2}),
+        ("timeout", "model call timed out", {"kind": "model_error", "retries": 2}),
         ("bad_args", "model sent malformed arguments for tool 'calculator'", {"kind": "malformed_reply"}),
         ("unknown_tool", "model called tool 'teleport'", {"kind": "malformed_reply"}),
     ],
