@@ -35,7 +35,7 @@ class ConfigSummary(BaseModel):
     scores: dict[str, float]  # each scorer's mean, by name, when there are several
     mean_tokens: float | None
     total_tokens: int
-    total_cost: float  # USD, where the models have prices
+    total_cost: float | None  # USD; None where no model of the configuration has prices
     judge_tokens: int
     mean_cycles: float | None
     p50_latency: float | None
@@ -70,7 +70,7 @@ def _summary(name: str, rows: list[Record]) -> ConfigSummary:
         scores={n: sum(r.scores.get(n, 0.0) for r in ran) / len(ran) for n in names},
         mean_tokens=_mean(tokens),
         total_tokens=sum(tokens),
-        total_cost=round(sum(r.usage.cost_usd for r in ran), 6),
+        total_cost=round(sum(r.usage.cost_usd for r in ran), 6) if any(r.usage.cost_usd for r in ran) else None,
         judge_tokens=sum(r.judge_tokens for r in ran),
         mean_cycles=_mean([r.usage.cycles for r in ran]),
         p50_latency=_percentile(latencies, 50),
