@@ -20,7 +20,7 @@ from rich.text import Text
 
 from covey.cli import render
 from covey.client.client import RESULT_FETCH_SECONDS, JobHandle
-from covey.client.errors import JobTimeout
+from covey.client.errors import JobTimeout, StoreUnavailable
 from covey.client.progress import waiting
 from covey.results import AgentResult
 
@@ -75,8 +75,12 @@ def _live(handle: JobHandle, timeout: float | None) -> AgentResult:
 
 
 def _say_waits(handle: JobHandle) -> None:
-    """What the job's agents wait for, when they wait for a scope: the live line's news, said once."""
-    waits = handle.progress().waits
+    """What the job's agents wait for, when they wait for a scope: the live line's news,
+    said once. Nothing, when the store is away: the wait that follows rides that out."""
+    try:
+        waits = handle.progress().waits
+    except StoreUnavailable:
+        return
     if waits:
         click.echo(waiting(waits), err=True)
 
