@@ -108,13 +108,14 @@ def sweep(
     settings = settings.model_copy(update={"queue": queue})
     probe = Client(settings)
     probe.redis.ping()
+    served = probe.catalog.entries(queue)
     try:  # what the workers on the queue serve, or (none publishing) this machine's settings
-        check_models(
-            grid, settings, Path(grid_path).name, queue, probe.catalog.entries(queue), priced=max_cost_total is not None
-        )
+        check_models(grid, settings, Path(grid_path).name, queue, served, priced=max_cost_total is not None)
     except SweepInputError as e:
         raise _BadInput(str(e)) from None
-    unread = not probe.queue_has_worker()
+    # A live worker's catalog entry on the queue answers at once; only without one are
+    # the workers asked, which waits out the broadcast's whole second.
+    unread = not served and not probe.queue_has_worker()
     if unread:
         click.echo(f"warning: {_no_worker(queue)}", err=True)
     # A terminated submitter gives up its lease at once, so a rerun adopts its jobs without waiting.

@@ -24,9 +24,6 @@ import json
 from dataclasses import replace
 from typing import Any, Literal
 
-import jsonschema
-from jsonschema.validators import validator_for
-
 from covey.errors import CoveyError
 from covey.models.replies import ModelReply
 
@@ -53,6 +50,9 @@ class InvalidSchema(CoveyError, ValueError):
 
 
 def check_schema(schema: dict[str, Any]) -> None:
+    import jsonschema  # here, not at the top: it costs `import covey` (every command's start) 40 ms
+    from jsonschema.validators import validator_for
+
     try:
         validator_for(schema).check_schema(schema)
     except jsonschema.SchemaError as e:
@@ -132,6 +132,9 @@ def answered(mode: StructuredMode, name: str, reply: ModelReply) -> ModelReply:
 
 def parse(content: str | None, schema: dict[str, Any]) -> Any:
     """The reply's JSON value, checked against ``schema``."""
+    import jsonschema
+    from jsonschema.validators import validator_for
+
     try:
         value = json.loads(content or "")
     except ValueError as e:
