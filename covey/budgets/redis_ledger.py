@@ -161,7 +161,7 @@ class RedisLedger:
 
     def agent(self, job_id: str, agent_id: str) -> AgentRow | None:
         raw = self.client.hgetall(keys.agent(job_id, agent_id))
-        return _agent_row(agent_id, raw) if raw else None
+        return agent_row(agent_id, raw) if raw else None
 
     # -- reservations ---------------------------------------------------------
 
@@ -370,7 +370,7 @@ class RedisLedger:
                 pipe.hgetall(keys.agent(job_id, a))
             pipe.exists(keys.cancel(job_id))
             *rows, cancelled = pipe.execute()
-        agents = sorted((_agent_row(a, r) for a, r in zip(ids, rows) if r), key=lambda row: (row.depth, row.agent_id))
+        agents = sorted((agent_row(a, r) for a, r in zip(ids, rows) if r), key=lambda row: (row.depth, row.agent_id))
         root = next((row for row in agents if row.depth == 0), None)
         totals = (
             {}
@@ -535,7 +535,8 @@ def _fields(raw: dict) -> dict[str, str]:
     return {_str(k): _str(v) for k, v in raw.items()}
 
 
-def _agent_row(agent_id: str, raw: dict) -> AgentRow:
+def agent_row(agent_id: str, raw: dict) -> AgentRow:
+    """The row of ``agent_id`` from its hash, as ``HGETALL`` answers it."""
     f = _fields(raw)
     counts: dict[str, Any] = {k: int(f.get(k, 0)) for k in _COUNTS}
     limits: dict[str, Any] = {k: _int(f.get(k)) for k in _LIMITS}

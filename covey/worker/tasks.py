@@ -50,6 +50,7 @@ from covey.worker import (
     handover,
     loop,
     lost,
+    opening,
     reconciler,
     signing,
     slots,
@@ -75,7 +76,7 @@ def _signed_or_ignored(task, payload: dict[str, Any], sig: Any, name: str) -> No
 
 OUTAGES = (RedisConnectionError, RedisTimeoutError, OperationalError)  # Redis or the broker is away
 
-Step = Callable[[], "tuple[AgentState, Action]"]
+Step = Callable[[opening.Opening], "tuple[AgentState, Action]"]
 
 
 def _valid_job(deps: Deps, spec: Any, queue: str) -> JobSpec:
@@ -128,7 +129,7 @@ def run_job(self, spec: Any) -> dict[str, Any] | str:
 
     digest = signing.digest(spec)  # tells a redelivery from another spec reusing the job id
 
-    def start() -> tuple[AgentState, Action]:
+    def start(_: opening.Opening) -> tuple[AgentState, Action]:
         terms = AgentTerms(
             tools=job.tools, deny=job.deny, max_cycles=job.max_cycles, scopes=job.scopes(), digest=digest
         )
@@ -146,10 +147,9 @@ def agent(self, ctx: dict[str, Any], spec: dict[str, Any], sig: str | None = Non
     """Run one sub-agent, if a covey worker sent it (see ``covey.worker.signing``)."""
     _signed_or_ignored(self, {"ctx": ctx, "spec": spec}, sig, wire.AGENT)
 
-    def start() -> tuple[AgentState, Action]:
-        return loop.begin(
-            worker_deps(), RunContext.model_validate(ctx), AgentSpec.model_validate(spec), task_id=self.request.id
-        )
+    def start(read: opening.Opening) -> tuple[AgentState, Action]:
+        deps, context, agent_spec = worker_deps(), RunContext.model_validate(ctx), AgentSpec.model_validate(spec)
+        return loop.begin(deps, context, agent_spec, task_id=self.request.id, row=read.row)
 
     return _guarded(self, ctx.get("job_id", "?"), ctx.get("agent_id", "?"), start)
 
@@ -164,7 +164,7 @@ def resume(
 
     _signed_or_ignored(self, _resume_payload(job_id, agent_id, spawn_round, step), sig, wire.RESUME)
 
-    def join() -> tuple[AgentState, Action]:
+    def join(_: opening.Opening) -> tuple[AgentState, Action]:
         # Past this round (or step): it waits on no children, or a paused step is its next task.
         counter, expected = ("spawn_round", spawn_round) if step is None else ("step", step)
         state = _checkpointed(
@@ -181,7 +181,7 @@ def proceed(self, job_id: str, agent_id: str, step: int, sig: str | None = None)
     or gave its slot back to wait for a scope's running cap or window (``covey.worker.slots``)."""
     _signed_or_ignored(self, _proceed_payload(job_id, agent_id, step), sig, wire.PROCEED)
 
-    def take_up() -> tuple[AgentState, Action]:
+    def take_up(_: opening.Opening) -> tuple[AgentState, Action]:
         # Past this step: the action it paused before was taken.
         state = _checkpointed(job_id, agent_id, "step", step, moved_on=lambda s: s.next_action is None)
         return loop.proceed(worker_deps(), state)
@@ -221,12 +221,14 @@ def _guarded(task, job_id: str, agent_id: str, step: Step) -> dict[str, Any] | s
     try:
         takeover.taking_up(task.request)
         takeover.still_held()
-        done = _finished_before(task, job_id, agent_id)
+        # An agent's first step reads its ledger row with the rest (run_job's opens it first).
+        read = opening.read(worker_deps(), job_id, agent_id, row=task.name == wire.AGENT)
+        done = _finished_before(task, job_id, read.node)
         if done is not None:
             return done
-        taken = _taken_up(task, job_id, agent_id)
+        taken = _taken_up(task, job_id, agent_id, read.expected)
         with telemetry.step(task, job_id, agent_id):
-            state, action = step()
+            state, action = step(read)
             # This run of the step: a copy of an expected message running beside it is dropped
             # (the reconciler sends the message again if this run dies). A root's first
             # run_job is no outbox's, and without a Redis broker no reconciler runs: a copy
@@ -272,14 +274,13 @@ def _guarded(task, job_id: str, agent_id: str, step: Step) -> dict[str, Any] | s
         return _crashed(job_id, agent_id, f"internal error: {type(e).__name__}: {e}", spent, entries=entries)
 
 
-def _taken_up(task, job_id: str, agent_id: str) -> str | None:
-    """The expected message this delivery is, as stored, or ``Ignore`` (nothing read
+def _taken_up(task, job_id: str, agent_id: str, stored: str | None) -> str | None:
+    """The expected message this delivery is, as stored (``stored``: the agent's), or ``Ignore`` (nothing read
     or written) for any other: a duplicate of a step its agent has gone on from, a
     replay, a stale redelivery. A root's first ``run_job`` is expected by none (any
     Celery client sends it) and is taken up until the root saves a checkpoint. A
     job whose records are gone (a wipe) has no outbox either: ``StateLost``."""
     deps, request = worker_deps(), task.request
-    stored = deps.outbox.expected(job_id, agent_id)
     if stored is not None and Message.loads(stored).carried_by(task.name, request.id, request.kwargs):
         return stored
     if stored is None and task.name == wire.RUN_JOB and deps.checkpoints.load(job_id, agent_id) is None:
@@ -305,15 +306,14 @@ def _hand_back(job_id: str, agent_id: str, error: Exception) -> NoReturn:
     raise Reject(str(error), requeue=True) from None
 
 
-def _finished_before(task, job_id: str, agent_id: str) -> dict[str, Any] | None:
-    """For a redelivered step of an agent that already finished: its result, or
-    ``Ignore`` when that result was already stored. A sub-agent's result is not
-    stored: its final record already counted it off its parent's join, once."""
-    node = worker_deps().tree.node(job_id, agent_id)
+def _finished_before(task, job_id: str, node: Node | None) -> dict[str, Any] | None:
+    """For a redelivered step of an agent that already finished (its ``node``): its
+    result, or ``Ignore`` when that result was already stored. A sub-agent's result is
+    not stored: its final record already counted it off its parent's join, once."""
     if node is None or not node.final:
         return None
     if task.AsyncResult(task.request.id).state == celery_states.SUCCESS:
-        log.info("agent %s of job %s already finished: redelivered step ignored", agent_id, job_id)
+        log.info("agent %s of job %s already finished: redelivered step ignored", node.agent_id, job_id)
         raise Ignore()
     return _reported(node.result(job_id))
 
