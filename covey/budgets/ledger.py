@@ -156,6 +156,12 @@ class LedgerSnapshot(BaseModel):
     scopes: list[ScopeRow] = []
 
 
+def cancelled_by_parent(stopped: str, agent_id: str) -> str:
+    """Why agent ``agent_id`` ends when ``stopped`` (itself, or one of its ancestors) was cancelled by its parent."""
+    whose = "it was" if stopped == agent_id else f"agent {stopped} was"
+    return f"{whose} cancelled by its parent"
+
+
 @runtime_checkable
 class Ledger(Protocol):
     """Every method is atomic and safe to call again: a redelivered task never
@@ -191,6 +197,8 @@ class Ledger(Protocol):
         held too, and a row's cost cap shrinks the reply to what it can pay for.
         A scope whose window of this minute is full answers ``retry_after``.
         ``cycle`` (the agent's n-th call) is refused past the agent's own cycle cap.
+        A cancelled job, or an agent of the chain its parent cancelled, is refused
+        ``cancelled`` (``cancelled_by_parent`` says which), before a replay too.
         A reservation settled before is granted again with the outcome stored then."""
 
     def settle(

@@ -45,6 +45,7 @@ from covey.budgets.ledger import (
     Opened,
     Pricing,
     ScopeRow,
+    cancelled_by_parent,
 )
 from covey.budgets.prices import micros, usd
 from covey.errors import StateLost
@@ -191,6 +192,7 @@ class RedisLedger:
             keys.cancel(job_id),
             keys.calls(job_id),
             keys.job_scopes(job_id),
+            keys.stopped(job_id),
             *self._rows(job_id, chain, scopes),
             *(keys.scope_window(s, minute) for s in scopes),
             keys.replies(job_id, chain[-1]),
@@ -216,6 +218,9 @@ class RedisLedger:
             raise _lost(job_id, reason)
         if status == -1:
             return Grant(ok=False, tokens=0, reason=_str(reason), cause=Cause(kind=CauseKind.CANCELLED))
+        if status == -3:
+            reason = cancelled_by_parent(_str(reason), chain[-1])
+            return Grant(ok=False, tokens=0, reason=reason, cause=Cause(kind=CauseKind.CANCELLED))
         if status == 3:  # a cost cap, and a model without prices
             return Grant(ok=False, tokens=0, reason=_str(reason), cause=Cause(kind=CauseKind.INVALID_SPEC))
         if status == 2:  # a full window: the next minute's is empty

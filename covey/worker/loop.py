@@ -15,7 +15,7 @@ from typing import Any
 
 from covey import keys
 from covey.budgets.budget import Budget
-from covey.budgets.ledger import AgentRow
+from covey.budgets.ledger import AgentRow, cancelled_by_parent
 from covey.context import SUBAGENT_DIR, RunContext
 from covey.orchestration import registry
 from covey.orchestration.actions import (
@@ -257,15 +257,17 @@ def _waits(state: AgentState, action: Action, hop: Hop) -> Paused:
 
 def _stop(deps: Deps, state: AgentState, checked_at_reserve: bool) -> Stop | None:
     """Why the agent must end before its next step, if it must. Cycle and token
-    caps are the ledger's to refuse at the reservation, and so is a cancel before
-    a model call (``checked_at_reserve``): one round trip fewer per call."""
+    caps are the ledger's to refuse at the reservation, and so are the job's cancel
+    and its parent's before a model call (``checked_at_reserve``): two round trips
+    fewer per call."""
     ctx = state.ctx
-    if not checked_at_reserve and deps.ledger.cancelled(ctx.job_id):
+    if checked_at_reserve:
+        return _deadline(deps, state)
+    if deps.ledger.cancelled(ctx.job_id):
         return Stop.of(CauseKind.CANCELLED, "job cancelled")
     stopped = ctx.ancestors and deps.cancels.stopped(ctx.job_id, ctx.chain)
     if stopped:
-        whose = "it was" if stopped == ctx.agent_id else f"agent {stopped} was"
-        return Stop.of(CauseKind.CANCELLED, f"{whose} cancelled by its parent")
+        return Stop.of(CauseKind.CANCELLED, cancelled_by_parent(stopped, ctx.agent_id))
     return _deadline(deps, state)
 
 

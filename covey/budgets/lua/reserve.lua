@@ -3,7 +3,8 @@
 -- KEYS[2]        the job's calls (id -> JSON {"tokens", "chain", "scopes"} while live,
 --                the tokens granted once settled)
 -- KEYS[3]        the job's set of scope names
--- KEYS[4..3+n]   agent rows, root first; then m scope rows; then those scopes'
+-- KEYS[4]        the job's set of agents cancelled by their parents
+-- KEYS[5..4+n]   agent rows, root first; then m scope rows; then those scopes'
 --                windows of the current minute, in the same order
 -- KEYS[#KEYS-1]  the agent's replies hash (id -> the settled call's outcome)
 -- KEYS[#KEYS]    index of every live reservation of every job (member -> expiry)
@@ -29,7 +30,8 @@
 -- its agent id or scope name, and what it is short of ('tokens', 'cycles',
 -- 'tokens_per_minute', 'requests_per_minute', 'cost'); {2, 0, reason, row, name, resource}
 -- when a scope's window of this minute is full: ask again next minute.
--- {-1, 0, 'job cancelled'}, {-2, 0, reason} when an agent row is missing (never
+-- {-1, 0, 'job cancelled'}, {-3, 0, agent id} when an agent of the chain (the first,
+-- root first) was cancelled by its parent, {-2, 0, reason} when an agent row is missing (never
 -- opened, or gone from Redis): nothing is written. {3, 0, reason, row, name, 'cost'}
 -- when a row has a cost cap and the model has no prices.
 -- Cost is held like tokens (cost_held, cost_used; cost_limit caps it): a row with a
@@ -45,6 +47,9 @@
 
 local rid = ARGV[1]
 if redis.call('EXISTS', KEYS[1]) == 1 then return {-1, 0, 'job cancelled'} end
+for i = 1, tonumber(ARGV[5]) do
+  if redis.call('SISMEMBER', KEYS[4], ARGV[10 + i]) == 1 then return {-3, 0, ARGV[10 + i]} end
+end
 local known = redis.call('HGET', KEYS[2], rid)
 if known and string.sub(known, 1, 1) == '{' then
   local held = cjson.decode(known)
@@ -53,7 +58,7 @@ end
 if known then return {1, tonumber(known), '', redis.call('HGET', KEYS[#KEYS - 1], rid) or '', 0} end
 
 local n = tonumber(ARGV[5])
-local m = (#KEYS - 5 - n) / 2
+local m = (#KEYS - 6 - n) / 2
 local function row(i)
   if i <= n then return 'agent' end
   return 'scope'
@@ -70,7 +75,7 @@ local granted = tonumber(ARGV[2])
 local shortest, shortest_left = nil, nil
 local rows, charged = {}, {}
 for _, i in ipairs(order) do
-  local r = redis.call('HMGET', KEYS[3 + i], 'tokens_limit', 'tokens_held', 'cycles_limit', 'cycles_used',
+  local r = redis.call('HMGET', KEYS[4 + i], 'tokens_limit', 'tokens_held', 'cycles_limit', 'cycles_used',
     'depth', 'agent_cycles_limit', 'tpm_limit', 'rpm_limit', 'cost_limit', 'cost_held')
   rows[i] = r
   if i <= n and not r[5] then return {-2, 0, 'the ledger row of ' .. label(i) .. ' is missing'} end
@@ -141,7 +146,7 @@ end
 for i = n + 1, n + m do
   local tpm, rpm = tonumber(rows[i][7]), tonumber(rows[i][8])
   if tpm or rpm then
-    local w = redis.call('HMGET', KEYS[3 + m + i], 'tokens', 'requests')
+    local w = redis.call('HMGET', KEYS[4 + m + i], 'tokens', 'requests')
     if rpm and (tonumber(w[2]) or 0) + 1 > rpm then
       return refuse(2, i, 'requests_per_minute', label(i) .. ' is at its ' .. rpm .. ' requests per minute')
     end
@@ -159,16 +164,16 @@ local cost = 0
 if priced then cost = prompt_cost + math.ceil(math.max(0, granted - prompt) * rate) end
 local scopes = {}
 for _, i in ipairs(charged) do
-  redis.call('HINCRBY', KEYS[3 + i], 'tokens_held', granted)
-  redis.call('HINCRBY', KEYS[3 + i], 'cycles_used', 1)
-  if cost > 0 then redis.call('HINCRBY', KEYS[3 + i], 'cost_held', cost) end
+  redis.call('HINCRBY', KEYS[4 + i], 'tokens_held', granted)
+  redis.call('HINCRBY', KEYS[4 + i], 'cycles_used', 1)
+  if cost > 0 then redis.call('HINCRBY', KEYS[4 + i], 'cost_held', cost) end
   if i > n then
     table.insert(scopes, '"' .. ARGV[10 + i] .. '"')  -- scope names hold no quote (ledger.SCOPE_NAME)
     if redis.call('SADD', KEYS[3], ARGV[10 + i]) == 1 then redis.call('EXPIRE', KEYS[3], ARGV[10]) end
     if rows[i][7] or rows[i][8] then
-      redis.call('HINCRBY', KEYS[3 + m + i], 'tokens', granted)
-      redis.call('HINCRBY', KEYS[3 + m + i], 'requests', 1)
-      redis.call('EXPIRE', KEYS[3 + m + i], ARGV[9])
+      redis.call('HINCRBY', KEYS[4 + m + i], 'tokens', granted)
+      redis.call('HINCRBY', KEYS[4 + m + i], 'requests', 1)
+      redis.call('EXPIRE', KEYS[4 + m + i], ARGV[9])
     end
   end
 end
