@@ -13,6 +13,7 @@ from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentTerms, Ledger, LedgerError
 from covey.errors import StateLost
 from covey.status import Cause, CauseKind, Resource
+from covey.store.cancels import Cancels
 
 
 @pytest.fixture
@@ -226,6 +227,20 @@ def test_a_cancelled_job_refuses_reserve(ledger, job):
     assert grant == type(grant)(ok=False, tokens=0, reason="job cancelled", cause=Cause(kind=CauseKind.CANCELLED))
     assert grant.cancelled and grant.retry_after is None
     assert ledger.snapshot(job).cancelled
+
+
+def test_an_agent_its_parent_cancelled_is_refused_reserve_and_so_is_every_agent_under_it(ledger, redis_client, job):
+    ledger.open_root(job, "root", Budget(max_depth=2))
+    ledger.open(job, ["root"], "c1", Budget(max_depth=1))
+    ledger.open(job, ["root", "c1"], "g1", Budget(max_depth=0))
+    assert ledger.reserve(job, ["root", "c1", "g1"], [], "g1:1", 10, 1).ok
+    Cancels(redis_client, keys.DEFAULT_JOB_TTL_SECONDS).cancel(job, ["c1"])
+    cancelled = Cause(kind=CauseKind.CANCELLED)
+    own = ledger.reserve(job, ["root", "c1"], [], "c1:1", 10, 1)
+    assert (own.ok, own.reason, own.cause) == (False, "it was cancelled by its parent", cancelled)
+    under = ledger.reserve(job, ["root", "c1", "g1"], [], "g1:1", 10, 1)  # refused before a replay too
+    assert (under.ok, under.reason, under.cause) == (False, "agent c1 was cancelled by its parent", cancelled)
+    assert ledger.reserve(job, ["root"], [], "root:1", 10, 1).ok
 
 
 # -- stale reservations -------------------------------------------------------------
