@@ -8,6 +8,7 @@ checked and applied on the agent, every ancestor and every global scope at once.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol, runtime_checkable
@@ -176,6 +177,12 @@ class Ledger(Protocol):
         """Charge one spawn to every ancestor and write the child's limits, clamped
         to what each ancestor has left, and its terms; refuse past max_agents or
         max_depth."""
+
+    def open_many(
+        self, job_id: str, chain: list[str], children: Sequence[tuple[str, Budget, AgentTerms]]
+    ) -> list[Opened]:
+        """``open`` for each (child id, budget, terms) of ``children``, in order, in one
+        round trip: each is clamped to what the ones before it left, as if opened alone."""
 
     def agent(self, job_id: str, agent_id: str) -> AgentRow | None:
         """The agent's row as opened (None if it never was): what its task may trust."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
@@ -125,13 +125,26 @@ class RedisLedger:
     def open(
         self, job_id: str, chain: list[str], child_id: str, budget: Budget, terms: AgentTerms | None = None
     ) -> Opened:
+        return self.open_many(job_id, chain, [(child_id, budget, terms or AgentTerms())])[0]
+
+    def open_many(
+        self, job_id: str, chain: list[str], children: Sequence[tuple[str, Budget, AgentTerms]]
+    ) -> list[Opened]:
         if not chain:
             raise ValueError("open needs the child's ancestors (root..parent); use open_root for a root")
-        if child_id in chain:
-            raise ValueError(f"agent {child_id} cannot be its own ancestor")
-        return self._open(job_id, chain, child_id, budget, terms or AgentTerms())
+        for child_id, _, _ in children:
+            if child_id in chain:
+                raise ValueError(f"agent {child_id} cannot be its own ancestor")
+        calls = [self._open_call(job_id, chain, child_id, budget, terms) for child_id, budget, terms in children]
+        return [self._opened(job_id, reply) for reply in self._run_many("open", calls)]
 
     def _open(self, job_id: str, chain: list[str], child_id: str, budget: Budget, terms: AgentTerms) -> Opened:
+        return self._opened(job_id, self._run("open", *self._open_call(job_id, chain, child_id, budget, terms)))
+
+    def _open_call(
+        self, job_id: str, chain: list[str], child_id: str, budget: Budget, terms: AgentTerms
+    ) -> tuple[list[str], list[Any]]:
+        """The keys and arguments of ``open.lua`` for one agent."""
         args = [
             child_id,
             _arg(budget.max_tokens),
@@ -148,8 +161,11 @@ class RedisLedger:
             *chain,
             _arg(None if budget.max_cost is None else micros(budget.max_cost)),
         ]
-        row_keys = [keys.agent(job_id, child_id), keys.agents(job_id), *(keys.agent(job_id, a) for a in chain)]
-        status, *rest = self._run("open", row_keys, args)
+        return [keys.agent(job_id, child_id), keys.agents(job_id), *(keys.agent(job_id, a) for a in chain)], args
+
+    @staticmethod
+    def _opened(job_id: str, reply: list[Any]) -> Opened:
+        status, *rest = reply
         if status == -2:
             raise _lost(job_id, rest[0])
         if status == 0:
@@ -323,21 +339,33 @@ class RedisLedger:
         """Script ``name``'s reply, once ``self.replicas`` replicas hold its writes.
         A reply after a rerun is the rerun's: a settle that charged on the first
         run answers "already settled"."""
+        if not self.replicas.replicas:
+            return self._scripts[name](keys=row_keys, args=args)
+        return self._run_many(name, [(row_keys, args)])[0]
+
+    def _run_many(self, name: str, calls: Sequence[tuple[list[str], list[Any]]]) -> list[Any]:
+        """Script ``name`` run once per (keys, arguments) of ``calls``, in order, in one
+        round trip; their replies once ``self.replicas`` replicas hold their writes. A
+        failed look (no script loaded, replicas behind) reruns them all, which is
+        safe: each script is safe to run again."""
         script, wanted = self._scripts[name], self.replicas.replicas
-        if not wanted:
-            return script(keys=row_keys, args=args)
         give_up, told = time.monotonic() + self.replicas.seconds, False
         while True:
-            with self.client.pipeline(transaction=False) as pipe:  # one round trip: the script, then WAIT
-                pipe.evalsha(script.sha, len(row_keys), *row_keys, *args)
-                pipe.execute_command("WAIT", wanted, REPLICA_WAIT_MS)
+            with self.client.pipeline(transaction=False) as pipe:  # one round trip: the scripts, then WAIT
+                for row_keys, args in calls:
+                    pipe.evalsha(script.sha, len(row_keys), *row_keys, *args)
+                if wanted:
+                    pipe.execute_command("WAIT", wanted, REPLICA_WAIT_MS)
                 try:
-                    reply, confirmed = pipe.execute()
+                    replies = pipe.execute()
                 except NoScriptError:  # a fresh master (a restart, a failover): load it, run again
                     self.client.script_load(script.script)
                     continue
+            if not wanted:
+                return replies
+            *replies, confirmed = replies
             if confirmed >= wanted:
-                return reply
+                return replies
             if time.monotonic() >= give_up:
                 raise ReplicasBehind(
                     f"ledger write confirmed by {confirmed} of the {wanted} replica(s) COVEY_LEDGER_REPLICAS "

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from covey.budgets.budget import Budget
-from covey.budgets.ledger import AgentTerms
+from covey.budgets.ledger import AgentTerms, Opened
 from covey.context import RunContext
 from covey.orchestration.actions import ChildRequest, Spawn
 from covey.results import AgentResult
@@ -49,22 +49,28 @@ def spawn(deps: Deps, state: AgentState, action: Spawn) -> list[tuple[RunContext
     state.as_completed = each
     if not each:
         state.pending = []
+    asked = [
+        _asked(deps, state, child_agent_id(ctx.agent_id, state.spawn_round, i), r)
+        for i, r in enumerate(action.children)
+    ]
+    # Opened in one round trip, in order: each child is clamped to what those before it left.
+    to_open = [a for a in asked if not isinstance(a, AgentResult)]
+    opened = iter(deps.ledger.open_many(ctx.job_id, ctx.chain, [(c, b, t) for c, _, b, t in to_open]))
     children, queued = [], []
-    for index, request in enumerate(action.children):
-        child_id = child_agent_id(ctx.agent_id, state.spawn_round, index)
-        opened = _open_child(deps, state, child_id, request)
-        if isinstance(opened, AgentResult):
-            state.pending.append(PendingChild(agent_id=child_id, refused=opened, key=request.key))
-            queued.append(Node.of(opened, task=request.task))
+    for request, ask in zip(action.children, asked):
+        outcome = ask if isinstance(ask, AgentResult) else _opened(state, ask, next(opened), request.role, deps.now())
+        if isinstance(outcome, AgentResult):
+            state.pending.append(PendingChild(agent_id=outcome.agent_id, refused=outcome, key=request.key))
+            queued.append(Node.of(outcome, task=request.task))
             continue
-        children.append(opened)
-        state.pending.append(PendingChild(agent_id=child_id, key=request.key))
+        children.append(outcome)
+        state.pending.append(PendingChild(agent_id=outcome[0].agent_id, key=request.key))
         queued.append(
             Node(
-                agent_id=child_id,
+                agent_id=outcome[0].agent_id,
                 parent_id=ctx.agent_id,
-                depth=opened[0].depth,
-                role=opened[1].role,
+                depth=outcome[0].depth,
+                role=outcome[1].role,
                 status=AgentStatus.QUEUED,
                 task=preview(request.task),
             )
@@ -73,10 +79,11 @@ def spawn(deps: Deps, state: AgentState, action: Spawn) -> list[tuple[RunContext
     return children
 
 
-def _open_child(
-    deps: Deps, state: AgentState, child_id: str, request: ChildRequest
-) -> tuple[RunContext, AgentSpec] | AgentResult:
-    """The child's context and spec, opened on the ledger; or the result of its refusal."""
+Asked = tuple[str, AgentSpec, Budget, AgentTerms]  # a child to open: its id, spec, budget and terms
+
+
+def _asked(deps: Deps, state: AgentState, child_id: str, request: ChildRequest) -> Asked | AgentResult:
+    """What the child is opened with; or the result of its refusal before the ledger is asked."""
     ctx = state.ctx
     if ctx.budget.max_depth < 1:
         reason = f"spawn refused: depth cap reached (max_depth=0 at agent {ctx.agent_id})"
@@ -84,16 +91,23 @@ def _open_child(
         return unreported(ctx, child_id, cause, reason, request.role, deps.now())
     try:
         spec = child_spec(state.spec, ctx, request)
-        asked = _within(ctx.budget.child(request.fraction or ctx.child_fraction), _deadline(deps, state, request))
+        budget = _within(ctx.budget.child(request.fraction or ctx.child_fraction), _deadline(deps, state, request))
     except ValueError as e:  # InvalidSpec included
         cause = Cause(kind=CauseKind.INVALID_SPEC)
         return unreported(ctx, child_id, cause, f"invalid child spec: {e}", request.role, deps.now())
     terms = AgentTerms(tools=spec.tools, deny=ctx.deny, max_cycles=spec.max_cycles, scopes=ctx.scopes)
-    opened = deps.ledger.open(ctx.job_id, ctx.chain, child_id, asked, terms)
+    return child_id, spec, budget, terms
+
+
+def _opened(
+    state: AgentState, asked: Asked, opened: Opened, role: str, now: datetime
+) -> tuple[RunContext, AgentSpec] | AgentResult:
+    """The child's context and spec, as the ledger opened it; or the result of its refusal."""
+    child_id, spec, _, _ = asked
     if not opened.ok or opened.budget is None:
         assert opened.cause is not None and opened.reason is not None  # a refusal always says why
-        return unreported(ctx, child_id, opened.cause, opened.reason, request.role, deps.now())
-    return ctx.child(child_id, opened.budget, allow=spec.tools), spec
+        return unreported(state.ctx, child_id, opened.cause, opened.reason, role, now)
+    return state.ctx.child(child_id, opened.budget, allow=spec.tools), spec
 
 
 def child_spec(parent: AgentSpec, ctx: RunContext, request: ChildRequest) -> AgentSpec:

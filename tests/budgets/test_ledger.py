@@ -85,6 +85,23 @@ def test_open_refuses_past_max_agents_naming_the_ancestor(ledger, job):
     assert ledger.snapshot(job).agents_spawned == 3  # refusals charge nothing
 
 
+def test_open_many_opens_in_order_each_clamped_to_what_those_before_it_left(ledger, job):
+    ledger.open_root(job, "root", Budget(max_agents=3, max_depth=2))
+    terms = AgentTerms(tools=["calc"])
+    asked = [(f"c{i}", Budget(max_agents=10, max_depth=1), terms) for i in range(1, 5)]
+    opened = ledger.open_many(job, ["root"], asked)
+    assert [o.budget.max_agents if o.ok else o.reason for o in opened] == [
+        2,
+        1,
+        0,
+        "spawn refused: agent cap reached (max_agents=3 at agent root)",
+    ]
+    assert ledger.agent(job, "c1").tools == ["calc"]
+    assert ledger.snapshot(job).agents_spawned == 3
+    assert ledger.open_many(job, ["root"], asked[:3]) == opened[:3]  # opened again: the same, charged once
+    assert ledger.snapshot(job).agents_spawned == 3
+
+
 def test_open_refuses_past_max_agents_naming_the_nearest_capped_ancestor(ledger, job):
     ledger.open_root(job, "root", Budget(max_agents=10, max_depth=3))
     ledger.open(job, ["root"], "c1", Budget(max_agents=1, max_depth=2))
