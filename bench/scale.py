@@ -13,9 +13,11 @@ hide: agents queued for a slot, and its own work per agent. The trees run on thr
 of ``bench/raw_tree.py`` sleeping through the same calls on workers of the threads
 column's shape (Celery's own floor), and as Ray async actors
 making the same waits (when Ray is installed: ``pip install -e '.[bench]'``), in
-interleaved rounds. A configuration that fails is reported as failed, the others
-still measured. A private redis-server, the workers and Ray are started here and
-stopped on exit, Ctrl-C or error.
+interleaved rounds. Beside the wall times is the CPU the worker processes spent
+per agent (Ray's excepted), which a machine busy with other work disturbs less. A
+configuration that fails is reported as failed, the others still measured. A
+private redis-server, the workers and Ray are started here and stopped on exit,
+Ctrl-C or error.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from celery import Celery
 
 from bench import raw_tree
 from bench.fanout import agents, sim_calls
-from bench.harness import RedisServer, Worker, interruptible, report, start_redis
+from bench.harness import RedisServer, Worker, cpu_seconds, interruptible, report, start_redis
 from covey.client import Client
 from covey.config.settings import Settings
 
@@ -64,6 +66,7 @@ LABELS = {
 }
 COMMAND = "python bench/scale.py"
 Run = Callable[[int], float]  # a tree of the given width on one configuration; its wall seconds
+Pids = Callable[[], list[int]]  # the processes that run a configuration's agents
 
 
 def task(width: int) -> str:
@@ -99,9 +102,18 @@ def stop(worker: Worker) -> None:
         worker.stop()
 
 
-def start_workers(stack: ExitStack, redis_url: str, logs: Path, failed: dict[str, str]) -> dict[str, Run]:
+def children(pid: int) -> list[int]:
+    """The child processes of ``pid`` (Linux ``/proc``): a ``covey worker``'s one per core."""
+    found = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return [int(child) for child in found]
+
+
+def start_workers(
+    stack: ExitStack, redis_url: str, logs: Path, failed: dict[str, str], pids: dict[str, Pids]
+) -> dict[str, Run]:
     """A worker per configuration, each on its own queue; a run of the tree on each
-    that got ready, and in ``failed`` why any other did not."""
+    that got ready (and in ``pids`` its worker processes), and in ``failed`` why any
+    other did not."""
     runs = {}
     for name, flags in WORKERS.items():
         hostname = f"{name}@scale"
@@ -121,6 +133,7 @@ def start_workers(stack: ExitStack, redis_url: str, logs: Path, failed: dict[str
             fail(failed, name, f"start: {e}")
             continue
         runs[name] = lambda width, client=client: run_covey(client, width)
+        pids[name] = lambda pid=worker.proc.pid: children(pid)
     return runs
 
 
@@ -136,10 +149,12 @@ def run_raw(app: Celery, width: int) -> float:
     return elapsed
 
 
-def start_raw(stack: ExitStack, redis_url: str, logs: Path, failed: dict[str, str], runs: dict[str, Run]) -> None:
+def start_raw(
+    stack: ExitStack, redis_url: str, logs: Path, failed: dict[str, str], runs: dict[str, Run], pids: dict[str, Pids]
+) -> None:
     """A raw Celery worker process per core, each ``--pool threads --concurrency
     SLOTS`` as the threads column's ``covey worker`` runs them, and a run of the tree
-    on them added to ``runs`` (or in ``failed`` why they did not get ready)."""
+    on them added to ``runs`` and ``pids`` (or in ``failed`` why they did not get ready)."""
     queue = "bench-scale-raw"
     app = raw_tree.create_app(Settings(redis_url=redis_url, queue=queue))
     workers = []
@@ -156,6 +171,7 @@ def start_raw(stack: ExitStack, redis_url: str, logs: Path, failed: dict[str, st
         fail(failed, "raw", f"start: {e}")
         return
     runs["raw"] = lambda width: run_raw(app, width)
+    pids["raw"] = lambda: [worker.proc.pid for worker in workers]
 
 
 # --- Ray ---
@@ -211,19 +227,28 @@ def fail(failed: dict[str, str], name: str, why: str) -> None:
     print(f"{name} failed, not run again: {why}", file=sys.stderr)
 
 
-def measure(runs: dict[str, Run], repeats: int, failed: dict[str, str]) -> dict[int, dict[str, float]]:
+Medians = dict[int, dict[str, float]]  # tree width -> configuration -> a median
+
+
+def measure(
+    runs: dict[str, Run], pids: dict[str, Pids], repeats: int, failed: dict[str, str]
+) -> tuple[Medians, Medians]:
     """Medians over ``repeats`` rounds, each running every tree on every configuration
-    in turn so drift hits all alike, after a warm-up round on the smaller tree.
+    in turn so drift hits all alike, after a warm-up round on the smaller tree: of
+    wall seconds, and of the CPU seconds per agent of the configurations in ``pids``.
 
     A configuration that fails or hangs goes in ``failed`` and is not run again,
     so one broken pool costs one timeout, not the other figures.
     """
     times: dict[int, dict[str, list[float]]] = {width: {name: [] for name in runs} for width in WIDTHS}
+    cpu: dict[int, dict[str, list[float]]] = {width: {name: [] for name in pids} for width in WIDTHS}
     for round_ in range(repeats + 1):
         for width in WIDTHS[:1] if round_ == 0 else WIDTHS:
             for name, run in runs.items():
                 if name in failed:
                     continue
+                procs = pids[name]() if name in pids else []
+                used = sum(map(cpu_seconds, procs))
                 try:
                     seconds = run(width)
                 except Exception as e:
@@ -236,10 +261,18 @@ def measure(runs: dict[str, Run], repeats: int, failed: dict[str, str]) -> dict[
                 )
                 if round_:
                     times[width][name].append(seconds)
-    return {
-        width: {name: statistics.median(values) for name, values in by_name.items() if name not in failed}
-        for width, by_name in times.items()
-    }
+                    if procs:
+                        cpu[width][name].append((sum(map(cpu_seconds, procs)) - used) / agents(width, DEPTH))
+
+    def medians(samples: dict[int, dict[str, list[float]]]) -> Medians:
+        return {
+            width: {
+                name: statistics.median(values) for name, values in by_name.items() if values and name not in failed
+            }
+            for width, by_name in samples.items()
+        }
+
+    return medians(times), medians(cpu)
 
 
 def run_all(repeats: int, logs: Path) -> dict[str, Any]:
@@ -249,10 +282,11 @@ def run_all(repeats: int, logs: Path) -> dict[str, Any]:
         stack.callback(server.stop)
         start_redis(server)
         failed: dict[str, str] = {}
-        runs = start_workers(stack, server.url, logs, failed)
-        start_raw(stack, server.url, logs, failed, runs)
+        pids: dict[str, Pids] = {}
+        runs = start_workers(stack, server.url, logs, failed, pids)
+        start_raw(stack, server.url, logs, failed, runs, pids)
         ray_version = start_ray(stack, runs)
-        medians = measure(runs, repeats, failed)
+        medians, cpu = measure(runs, pids, repeats, failed)
     return {
         "latency_ms": LATENCY_MS,
         "critical_path_s": CRITICAL_PATH,
@@ -268,6 +302,7 @@ def run_all(repeats: int, logs: Path) -> dict[str, Any]:
                 "agents": agents(width, DEPTH),
                 "sim_calls": sim_calls(width, DEPTH),
                 "seconds": medians[width],
+                "cpu_ms_per_agent": {name: seconds * 1000 for name, seconds in cpu[width].items()},
             }
             for width in WIDTHS
         ],
@@ -283,6 +318,12 @@ def _cell(figures: dict[str, Any], n: int, name: str) -> str:
     return f"{seconds:.1f} s ({seconds / figures['critical_path_s']:.2f}×)"
 
 
+def _cpu_cell(figures: dict[str, Any], n: int, name: str) -> str:
+    tree: dict[str, Any] = next((t for t in figures["trees"] if t["agents"] == n), {})
+    ms = tree.get("cpu_ms_per_agent", {}).get(name)  # figures of an older scale.py have none
+    return "—" if ms is None else f"{ms:.2f}"
+
+
 def table(after: dict[str, Any], before: dict[str, Any] | None = None) -> str:
     """Agents by configuration: median seconds and wall / critical path (a row per
     commit when compared), then why any configuration failed or was not run."""
@@ -296,6 +337,16 @@ def table(after: dict[str, Any], before: dict[str, Any] | None = None) -> str:
         for label, figures in runs:
             cells = "".join(f" {_cell(figures, tree['agents'], name)} |" for name in LABELS)
             lines.append(f"| {tree['agents']} | {tree['sim_calls']} |" + (f" {label} |" if before else "") + cells)
+    measured = [name for name in LABELS if name != "ray"]
+    lines += [
+        "\nWorker CPU per agent, ms (every worker process of the configuration; medians of the rounds):\n",
+        "| agents |" + run_column[0] + "".join(f" {LABELS[name]} |" for name in measured),
+        "|---:|" + run_column[1] + "---:|" * len(measured),
+    ]
+    for tree in after["trees"]:
+        for label, figures in runs:
+            cells = "".join(f" {_cpu_cell(figures, tree['agents'], name)} |" for name in measured)
+            lines.append(f"| {tree['agents']} |" + (f" {label} |" if before else "") + cells)
     for label, figures in runs:
         prefix = f"{label}: " if label else ""
         if figures["ray"] is None:
@@ -334,7 +385,9 @@ itself sets for this tree with slots to spare: what is above it in the threads
 column is covey's. {ray} runs the same tree as calls on an async actor per
 core, each agent sleeping through its calls and gathering its children as remote
 calls: no SDK, sim or ledger work either, so it is another runtime's floor to
-compare against. {rounds} after a warm-up, Python {after["python"]}.{compared}
+compare against. The second table is the CPU every worker process of a column
+spent per agent, which other work on the machine moves less than wall time.
+{rounds} after a warm-up, Python {after["python"]}.{compared}
 
 ```
 {COMMAND} --repeats {after["repeats"]}
