@@ -8,11 +8,14 @@ resolves it to. Either way the SDK's own request, retry and parsing path runs.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from functools import cache
+from typing import Any, get_args
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 import openai
+import pydantic
+from openai.types.chat import ChatCompletion
 
 from covey.budgets.budget import MAX_COUNT
 from covey.config.settings import Settings
@@ -143,6 +146,7 @@ class LLM:
     def _client(self, endpoint: Endpoint) -> openai.OpenAI:
         key = (endpoint.base_url, endpoint.key_env)
         with self._lock:
+            _build_reply_models()
             if key not in self._clients:
                 self._clients[key] = self._make(endpoint)
             return self._clients[key]
@@ -171,6 +175,24 @@ class LLM:
             max_retries=s.model_retries,
             timeout=s.model_timeout,
         )
+
+
+@cache
+def _build_reply_models() -> None:
+    """Build the pydantic models the SDK parses a chat completion into, once, before
+    threads share them. The SDK defers each model's build to its first use, and a
+    thread reading a model while another builds it can find pydantic's placeholder
+    and fail the call (``PydanticUserError``): a fresh worker's first burst of
+    concurrent calls lost an agent to it."""
+    seen: set[type] = set()
+    todo: list[Any] = [ChatCompletion]
+    while todo:
+        model = todo.pop()
+        if isinstance(model, type) and issubclass(model, pydantic.BaseModel) and model not in seen:
+            seen.add(model)
+            model.model_rebuild()
+            todo += [field.annotation for field in model.model_fields.values()]
+        todo += get_args(model)
 
 
 def _status_cause(error: openai.APIStatusError) -> Cause:
