@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from celery import states as celery_states
@@ -43,7 +44,7 @@ from covey.store import checkpoints
 from covey.store.catalog import NoWorkerServes
 from covey.store.outbox import Message
 from covey.store.transcripts import Entries
-from covey.store.tree import Node, preview
+from covey.store.tree import Node, preview, unpack
 from covey.tools.registry import NotServed, check_served
 from covey.worker import (
     catalog,
@@ -221,10 +222,11 @@ def _guarded(task, job_id: str, agent_id: str, step: Step) -> dict[str, Any] | s
     try:
         takeover.taking_up(task.request)
         takeover.still_held()
-        done = _finished_before(task, job_id, agent_id)
+        seen = _seen(task, job_id, agent_id)
+        done = _finished_before(task, job_id, agent_id, seen.node)
         if done is not None:
             return done
-        taken = _taken_up(task, job_id, agent_id)
+        taken = _taken_up(task, job_id, agent_id, seen)
         with telemetry.step(task, job_id, agent_id):
             state, action = step()
             # This run of the step: a copy of an expected message running beside it is dropped
@@ -272,17 +274,39 @@ def _guarded(task, job_id: str, agent_id: str, step: Step) -> dict[str, Any] | s
         return _crashed(job_id, agent_id, f"internal error: {type(e).__name__}: {e}", spent, entries=entries)
 
 
-def _taken_up(task, job_id: str, agent_id: str) -> str | None:
+@dataclass(frozen=True)
+class _Seen:
+    """What a step reads of its agent before it starts, in one round trip."""
+
+    node: Node | None
+    expected: str | None  # the message the agent's next step is, as stored
+    checkpoint: checkpoints.Checkpoint | None  # read for a run_job only, the one task taken up with none expected
+
+
+def _seen(task, job_id: str, agent_id: str) -> _Seen:
+    with worker_deps().redis.pipeline(transaction=False) as pipe:  # the keys share the job's slot
+        pipe.hget(keys.nodes(job_id), agent_id)
+        pipe.hget(keys.expected(job_id), agent_id)
+        if task.name == wire.RUN_JOB:
+            pipe.hmget(keys.checkpoint(job_id, agent_id), "round", "state")
+        node, expected, *saved = pipe.execute()
+    return _Seen(
+        node=None if node is None else unpack(agent_id, node),
+        expected=None if expected is None else str(expected),
+        checkpoint=checkpoints.Checkpoint.of(*saved[0]) if saved else None,
+    )
+
+
+def _taken_up(task, job_id: str, agent_id: str, seen: _Seen) -> str | None:
     """The expected message this delivery is, as stored, or ``Ignore`` (nothing read
     or written) for any other: a duplicate of a step its agent has gone on from, a
     replay, a stale redelivery. A root's first ``run_job`` is expected by none (any
     Celery client sends it) and is taken up until the root saves a checkpoint. A
     job whose records are gone (a wipe) has no outbox either: ``StateLost``."""
-    deps, request = worker_deps(), task.request
-    stored = deps.outbox.expected(job_id, agent_id)
+    deps, request, stored = worker_deps(), task.request, seen.expected
     if stored is not None and Message.loads(stored).carried_by(task.name, request.id, request.kwargs):
         return stored
-    if stored is None and task.name == wire.RUN_JOB and deps.checkpoints.load(job_id, agent_id) is None:
+    if stored is None and task.name == wire.RUN_JOB and seen.checkpoint is None:
         return None
     if stored is None and deps.ledger.agent(job_id, ROOT_AGENT_ID) is None:  # the outbox went with them
         raise StateLost(f"the records of job {job_id} are gone from Redis; cannot take up agent {agent_id}")
@@ -305,11 +329,10 @@ def _hand_back(job_id: str, agent_id: str, error: Exception) -> NoReturn:
     raise Reject(str(error), requeue=True) from None
 
 
-def _finished_before(task, job_id: str, agent_id: str) -> dict[str, Any] | None:
-    """For a redelivered step of an agent that already finished: its result, or
-    ``Ignore`` when that result was already stored. A sub-agent's result is not
-    stored: its final record already counted it off its parent's join, once."""
-    node = worker_deps().tree.node(job_id, agent_id)
+def _finished_before(task, job_id: str, agent_id: str, node: Node | None) -> dict[str, Any] | None:
+    """For a redelivered step of an agent that already finished (its ``node``): its
+    result, or ``Ignore`` when that result was already stored. A sub-agent's result is
+    not stored: its final record already counted it off its parent's join, once."""
     if node is None or not node.final:
         return None
     if task.AsyncResult(task.request.id).state == celery_states.SUCCESS:
