@@ -133,8 +133,7 @@ def run_job(self, spec: Any) -> dict[str, Any] | str:
         terms = AgentTerms(
             tools=job.tools, deny=job.deny, max_cycles=job.max_cycles, scopes=job.scopes(), digest=digest
         )
-        deps.ledger.open_root(ctx.job_id, ROOT_AGENT_ID, job.budget, terms)
-        row = deps.ledger.agent(ctx.job_id, ROOT_AGENT_ID)
+        row = deps.ledger.open_root(ctx.job_id, ROOT_AGENT_ID, job.budget, terms)
         if row is None or row.digest != digest:
             raise loop.NotOpened(f"job {ctx.job_id} already runs another spec: a run_job reusing its id is refused")
         return loop.begin(deps, ctx, agent_spec, task_id=self.request.id, row=row)
