@@ -36,7 +36,7 @@ BENCHES: dict[str, list[str]] = {
     "memory": [],
     "reservations": [],
     "scale": ["--repeats", "1"],
-    "sweep": ["--samples", "2000"],
+    "sweep": ["--samples", "500,2000", "--rounds", "3"],
     "telemetry": ["--repeats", "15"],
     "tools": [],
     "transcripts": [],

@@ -11,11 +11,14 @@ call, and a spawning agent's two (the call that spawns, the call that finishes).
 The app takes covey's Celery configuration (JSON, late acks, prefetch 1, task
 events, ...) with its own queue: the two differ only in what the tasks do.
 The worker runs it as ``worker_argv`` says, with ``COVEY_REDIS_URL`` and
-``COVEY_QUEUE`` in its environment.
+``COVEY_QUEUE`` in its environment. ``python -m bench.raw_tree N SECONDS`` is a
+sweep's raw baseline: one group of N leaves, each sleeping SECONDS, sent at once
+and joined, every result held; it prints their sum.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 
@@ -67,3 +70,13 @@ def create_app(settings: Settings) -> Celery:
 
 
 app = create_app(Settings())  # configured from COVEY_* variables, for the worker
+
+
+def submit_group(n: int, call_seconds: float) -> int:
+    """N leaves as one group, joined: what a script without covey does with N samples."""
+    node = app.signature(NODE)
+    return sum(group(node.clone(args=(1, 0, call_seconds)) for _ in range(n)).apply_async().get(timeout=3600))
+
+
+if __name__ == "__main__":
+    print(json.dumps({"sum": submit_group(int(sys.argv[1]), float(sys.argv[2]))}))

@@ -1,20 +1,28 @@
-"""What a covey sweep costs against a raw Celery group of the same size.
+"""What a covey sweep costs against a raw Celery group of the same size, as a user waits for it.
 
-Run from the repo root: ``python bench/sweep.py [--samples 10000] [--max-in-flight 64] [--concurrency 4]
-[--json PATH]``; ``bench/all.py`` runs it with the other benchmarks and writes BENCHMARKS.md.
+Run from the repo root: ``python bench/sweep.py [--samples 500,2000] [--latency 0,50]
+[--rounds 3] [--max-in-flight 64] [--concurrency 4] [--json PATH] [--profile DIR]``;
+``bench/all.py`` runs it with the other benchmarks and writes BENCHMARKS.md.
 
 - covey: ``covey sweep`` over N arithmetic samples (``single`` on the sim model,
   scored numerically), on a real ``covey worker``: every sample is a covey job
-  with its ledger reservations, tree records, sim call through the openai SDK,
-  claim and result line, and at most ``--max-in-flight`` jobs enqueued at once.
+  with its ledger reservation, tree records, a sim call through the openai SDK,
+  its claim and result line, and at most
+  ``--max-in-flight`` jobs enqueued at once.
 - raw: one ``group`` of N leaf tasks of ``bench/raw_tree.py`` (covey's Celery
   configuration, no covey code) sent at once and joined with ``.get()``, as a
   script would do it without covey: no cap, no resume, every result held.
 
-Each submitter runs as a child process, so its peak resident memory is its
-own (``wait4``'s rusage). Absolute figures depend on the machine; the ratio
-from one run is what to compare. A private redis-server and both workers are
-started here and stopped on exit.
+Both are timed from the command's start to its exit, imports included, each
+submitter a child process whose peak resident memory is its own (``wait4``'s
+rusage). ``--latency MS`` gives each sim model call that latency (``[sim:latency
+MS]`` in the prompt); a raw leaf sleeps as long as the covey sample's call does.
+Rounds alternate which side goes first; figures are medians. The Redis commands
+a side sent are counted from ``INFO commandstats`` (reset before each run).
+``--profile DIR`` instead runs one covey sweep of the largest size at the first
+latency under ``py-spy`` (the submitter, and the worker attached) and writes
+both raw profiles and the commands per sample to DIR. A private redis-server and
+both workers are started here and stopped on exit.
 """
 
 from __future__ import annotations
@@ -22,30 +30,35 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
+from typing import TypeVar
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # `python bench/sweep.py` puts bench/, not the root, on the path
 
 from bench import raw_tree
 from bench.fanout import ONE_PROCESS
-from bench.harness import RedisServer, Worker, start_redis
+from bench.harness import RedisServer, Worker, cpu_seconds, start_redis
 from covey.client import Client
 from covey.config.settings import Settings
 
 COVEY_QUEUE, RAW_QUEUE = "bench-sweeps", "bench-raw"
 GRID = 'strategies = ["single"]\nscorer = "numeric"\nbudgets = [{max_tokens = 2000, max_cycles = 2}]\n'
+T = TypeVar("T")
+CALLS = 1  # model calls per sample: `single` offers no tools, so the sim answers the sum at once
 
 
-def child(argv: list[str], redis_url: str) -> tuple[float, int, str]:
-    """Run a submitter; its wall seconds, peak RSS in MiB, and standard output."""
+def child(argv: list[str], redis_url: str, **settings: str) -> tuple[float, int, float, str]:
+    """Run a submitter; its wall seconds from start to exit, peak RSS in MiB, CPU seconds and standard output."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("COVEY_")}
-    env.update(COVEY_REDIS_URL=redis_url, COVEY_MODEL="sim", PYTHONPATH=str(ROOT))
+    env.update(COVEY_REDIS_URL=redis_url, COVEY_MODEL="sim", PYTHONPATH=str(ROOT), **settings)
     with tempfile.TemporaryFile(mode="w+") as out:
         start = time.perf_counter()
         proc = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=out, stderr=subprocess.DEVNULL)
@@ -56,99 +69,182 @@ def child(argv: list[str], redis_url: str) -> tuple[float, int, str]:
         text = out.read()
     if proc.returncode != 0:
         raise RuntimeError(f"{argv[:4]} exited with {proc.returncode}:\n{text[-2000:]}")
-    return seconds, usage.ru_maxrss // 1024, text  # ru_maxrss is KiB on Linux
+    return seconds, usage.ru_maxrss // 1024, usage.ru_utime + usage.ru_stime, text  # ru_maxrss is KiB on Linux
 
 
-def raw_submitter(n: int) -> None:
-    """The raw baseline, run in a child: one group of N leaves, every result held."""
-    from celery import group
-
-    app = raw_tree.create_app(Settings(queue=RAW_QUEUE))
-    node = app.signature(raw_tree.NODE)
-    results = group(node.clone(args=(1, 0)) for _ in range(n)).apply_async().get(timeout=3600)
-    print(json.dumps({"sum": sum(results)}))
-
-
-def dataset(directory: Path, n: int) -> Path:
-    path = directory / "samples.jsonl"
+def dataset(directory: Path, n: int, latency_ms: int) -> Path:
+    path = directory / f"samples-{n}-{latency_ms}.jsonl"
+    slow = f"[sim:latency {latency_ms}] " if latency_ms else ""
     with path.open("w") as f:
         for i in range(n):
-            f.write(json.dumps({"id": i, "input": f"What is {i} + {i % 7}?", "target": i + i % 7}) + "\n")
+            f.write(json.dumps({"id": i, "input": f"{slow}What is {i} + {i % 7}?", "target": i + i % 7}) + "\n")
     return path
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--samples", type=int, default=10_000)
-    parser.add_argument("--max-in-flight", type=int, default=64)
-    parser.add_argument("--concurrency", type=int, default=4)
-    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures as JSON to PATH")
-    parser.add_argument("--raw-submit", type=int, default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.raw_submit is not None:
-        raw_submitter(args.raw_submit)
-        return
-    with ExitStack() as stack:
-        work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="covey-bench-sweep-")))
-        server = RedisServer()
-        start_redis(server)
-        stack.callback(server.stop)
-        opts = ["--concurrency", str(args.concurrency), "--pool", "threads", "--loglevel", "warning"]
-        covey = Worker(
+class Bench:
+    """A private Redis, one covey worker and one raw worker, and the runs on them."""
+
+    def __init__(self, stack: ExitStack, work: Path, concurrency: int, max_in_flight: int) -> None:
+        self.work, self.max_in_flight = work, max_in_flight
+        self.server = RedisServer()
+        start_redis(self.server)
+        stack.callback(self.server.stop)
+        opts = ["--concurrency", str(concurrency), "--pool", "threads", "--loglevel", "warning"]
+        self.covey = Worker(
             "sweep@bench",
             [sys.executable, "-m", "covey", "worker", *opts, "--queues", COVEY_QUEUE, "--hostname", "sweep@bench"],
-            server.url,
+            self.server.url,
             COVEY_QUEUE,
             work,
             env=ONE_PROCESS,
         )
-        stack.callback(covey.stop)
-        raw = Worker("raw@bench", raw_tree.worker_argv(RAW_QUEUE, "raw@bench", *opts), server.url, RAW_QUEUE, work)
-        stack.callback(raw.stop)
-        client = Client(Settings(redis_url=server.url, queue=COVEY_QUEUE))
-        stack.callback(client.close)
-        covey.wait_ready(client.app)
-        raw.wait_ready(raw_tree.create_app(Settings(redis_url=server.url, queue=RAW_QUEUE)))
-
-        n = args.samples
+        stack.callback(self.covey.stop)
+        self.raw = Worker(
+            "raw@bench", raw_tree.worker_argv(RAW_QUEUE, "raw@bench", *opts), self.server.url, RAW_QUEUE, work
+        )
+        stack.callback(self.raw.stop)
+        self.client = Client(Settings(redis_url=self.server.url, queue=COVEY_QUEUE))
+        stack.callback(self.client.close)
+        self.covey.wait_ready(self.client.app)
+        self.raw.wait_ready(raw_tree.create_app(Settings(redis_url=self.server.url, queue=RAW_QUEUE)))
         grid = work / "grid.toml"
         grid.write_text(GRID)
-        covey_s, covey_mib, covey_out = child(
-            [
-                sys.executable,
-                "-m",
-                "covey",
-                "sweep",
-                str(dataset(work, n)),
-                "--grid",
-                str(grid),
-                "--out",
-                str(work / "out"),
-                "--max-in-flight",
-                str(args.max_in_flight),
-                "--queue",
-                COVEY_QUEUE,
-                "--json",
-            ],
-            server.url,
+        self.runs = 0
+
+    def sweep_argv(self, n: int, latency_ms: int) -> list[str]:
+        self.runs += 1
+        return [
+            *("-m", "covey", "sweep", str(dataset(self.work, n, latency_ms))),
+            *("--grid", str(self.work / "grid.toml"), "--out", str(self.work / f"out-{self.runs}")),
+            *("--max-in-flight", str(self.max_in_flight), "--queue", COVEY_QUEUE, "--json"),
+        ]
+
+    def covey_run(self, n: int, latency_ms: int) -> dict:
+        (seconds, mib, cpu, out), costs = self.costs(
+            self.covey, lambda: child([sys.executable, *self.sweep_argv(n, latency_ms)], self.server.url)
         )
-        (row,) = json.loads(covey_out)
-        raw_s, raw_mib, raw_out = child(
-            [sys.executable, str(Path(__file__).resolve()), "--raw-submit", str(n)], server.url
+        (row,) = json.loads(out)
+        if row["accuracy"] != 1:
+            raise RuntimeError(f"the covey sweep scored {row['accuracy']:.0%}, not 100%")
+        return {"seconds": seconds, "peak_mib": mib, "submitter_cpu": cpu, **costs}
+
+    def raw_run(self, n: int, latency_ms: int) -> dict:
+        argv = [sys.executable, "-m", "bench.raw_tree", str(n), str(CALLS * latency_ms / 1000)]
+        (seconds, mib, cpu, out), costs = self.costs(
+            self.raw, lambda: child(argv, self.server.url, COVEY_QUEUE=RAW_QUEUE)
         )
-        assert json.loads(raw_out)["sum"] == n
+        if json.loads(out)["sum"] != n:
+            raise RuntimeError(f"the raw group summed {out}, not {n}")
+        return {"seconds": seconds, "peak_mib": mib, "submitter_cpu": cpu, **costs}
+
+    def costs(self, worker: Worker, run: Callable[[], T]) -> tuple[T, dict]:
+        """``run``'s result, and the Redis commands and CPU (Redis's, the worker's) it took."""
+        self.client.redis.config_resetstat()
+        pids = self.server.proc.pid, worker.proc.pid
+        cpu = [cpu_seconds(pid) for pid in pids]
+        result = run()
+        redis_cpu, worker_cpu = (cpu_seconds(pid) - before for pid, before in zip(pids, cpu))
+        return result, {"commands": self.commands(), "redis_cpu": redis_cpu, "worker_cpu": worker_cpu}
+
+    def commands(self) -> dict[str, int]:
+        """Redis commands since the last reset, by name (``INFO commandstats``)."""
+        return {name: calls for name, (calls, _) in self.command_stats().items()}
+
+    def command_stats(self) -> dict[str, tuple[int, int]]:
+        """Each command's calls and server microseconds since the last reset."""
+        stats = self.client.redis.info("commandstats")
+        stats.pop("cmdstat_config|resetstat", None)
+        return {name.removeprefix("cmdstat_"): (int(v["calls"]), int(v["usec"])) for name, v in stats.items()}
+
+    def profile(self, n: int, latency_ms: int, into: Path) -> dict:
+        """One covey sweep under py-spy, the submitter run by it and the worker attached."""
+        into.mkdir(parents=True, exist_ok=True)
+        spy = ["py-spy", "record", "--rate", "100", "--format", "raw", "--nonblocking"]
+        worker = subprocess.Popen(
+            [*spy, "--output", str(into / "worker.txt"), "--pid", str(self.covey.proc.pid), "--subprocesses"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(1)  # attached before the first job
+        self.client.redis.config_resetstat()
+        argv = [*spy, "--output", str(into / "submitter.txt"), "--", sys.executable, *self.sweep_argv(n, latency_ms)]
+        seconds, _, _, _ = child(argv, self.server.url)
+        stats = self.command_stats()
+        worker.send_signal(2)  # py-spy writes its profile on SIGINT
+        worker.wait(timeout=60)
+        per_sample = {
+            k: {"calls": round(calls / n, 2), "usec": round(usec / n, 1)}
+            for k, (calls, usec) in sorted(stats.items(), key=lambda kv: -kv[1][0])
+        }
+        figures = {"samples": n, "latency_ms": latency_ms, "seconds": seconds, "commands_per_sample": per_sample}
+        (into / "commands.json").write_text(json.dumps(figures, indent=2) + "\n")
+        return figures
+
+
+def start_seconds() -> float:
+    """The command's own start: ``covey sweep --help`` from start to exit."""
+    seconds, _, _, _ = child([sys.executable, "-m", "covey", "sweep", "--help"], "redis://127.0.0.1:1")
+    return seconds
+
+
+def median_run(runs: list[dict]) -> dict:
+    """The median of each figure over the rounds; the commands of the median-time round."""
+    middle = sorted(runs, key=lambda r: r["seconds"])[len(runs) // 2]
+    figures = {k: statistics.median(r[k] for r in runs) for k in runs[0] if k != "commands"}
+    figures["commands"] = sum(middle["commands"].values())
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--samples", default="500,2000", help="comma-separated sample counts")
+    parser.add_argument("--latency", default="0,50", help="comma-separated sim model latencies, in ms")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--max-in-flight", type=int, default=64)
+    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures as JSON to PATH")
+    parser.add_argument("--profile", type=Path, metavar="DIR", help="profile one covey sweep instead")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.samples.split(",")]
+    latencies = [int(ms) for ms in args.latency.split(",")]
+    with ExitStack() as stack:
+        work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="covey-bench-sweep-")))
+        bench = Bench(stack, work, args.concurrency, args.max_in_flight)
+        if args.profile:
+            print(json.dumps(bench.profile(max(sizes), latencies[0], args.profile), indent=2))
+            return
+        bench.covey_run(20, 0)  # the worker's first jobs pay for its imports and connections
+        bench.raw_run(20, 0)
+        rounds: dict[tuple[int, int], dict[str, list[dict]]] = {
+            (n, ms): {"covey": [], "raw": []} for ms in latencies for n in sizes
+        }
+        starts = []
+        for i in range(args.rounds):
+            starts.append(start_seconds())
+            for (n, ms), runs in rounds.items():
+                sides = [("covey", bench.covey_run), ("raw", bench.raw_run)][:: 1 if i % 2 == 0 else -1]
+                for side, run in sides:
+                    runs[side].append(run(n, ms))
+                    print(
+                        f"round {i + 1}: {side} {n} samples at {ms} ms: {runs[side][-1]['seconds']:.2f}s",
+                        file=sys.stderr,
+                    )
 
     figures = {
-        "samples": n,
         "concurrency": args.concurrency,
         "max_in_flight": args.max_in_flight,
-        "covey": {
-            "seconds": covey_s,
-            "peak_mib": covey_mib,
-            "accuracy": row["accuracy"],
-            "tokens": row["total_tokens"],
-        },
-        "raw": {"seconds": raw_s, "peak_mib": raw_mib},
+        "rounds": args.rounds,
+        "start_seconds": statistics.median(starts),
+        "rows": [
+            {
+                "samples": n,
+                "latency_ms": ms,
+                "covey": median_run(runs["covey"]),
+                "raw": median_run(runs["raw"]),
+                "ratios": [c["seconds"] / r["seconds"] for c, r in zip(runs["covey"], runs["raw"])],
+            }
+            for (n, ms), runs in rounds.items()
+        ],
     }
     print(table(figures, None))
     if args.json:
@@ -158,30 +254,41 @@ def main() -> None:
 def table(after: dict, before: dict | None) -> str:
     runs = [("before", before), ("after", after)] if before else [("", after)]
     lines = [
-        "| | samples | covey samples/s | raw group samples/s | covey / raw time | submitter peak MiB (covey / raw) |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| | model latency | samples | covey sweep | raw group | covey / raw time (median of the rounds') "
+        "| Redis commands per sample (covey / raw) | CPU ms per sample, submitter + worker + Redis (covey / raw) "
+        "| submitter peak MiB (covey / raw) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for label, f in runs:
-        n, covey, raw = f["samples"], f["covey"], f["raw"]
-        lines.append(
-            f"| {label} | {n:,} | {n / covey['seconds']:.1f} | {n / raw['seconds']:.1f} "
-            f"| {covey['seconds'] / raw['seconds']:.2f}× | {covey['peak_mib']} / {raw['peak_mib']} |"
-        )
+        for row in f["rows"]:
+            n, covey, raw = row["samples"], row["covey"], row["raw"]
+            lines.append(
+                f"| {label} | {row['latency_ms']} ms | {n:,} | {covey['seconds']:.2f} s | {raw['seconds']:.2f} s "
+                f"| {statistics.median(row['ratios']):.2f}× | {covey['commands'] / n:.1f} / {raw['commands'] / n:.1f} "
+                f"| {cpu_ms(covey, n)} / {cpu_ms(raw, n)} | {covey['peak_mib']:.0f} / {raw['peak_mib']:.0f} |"
+            )
     return "\n".join(lines)
 
 
+def cpu_ms(side: dict, n: int) -> str:
+    return " + ".join(f"{side[k] * 1000 / n:.1f}" for k in ("submitter_cpu", "worker_cpu", "redis_cpu"))
+
+
 def section(after: dict, before: dict | None) -> str:
+    start = f"{after['start_seconds']:.2f} s" + (f" ({before['start_seconds']:.2f} s before)" if before else "")
     return f"""## Sweeps (`bench/sweep.py`)
 
-It runs N arithmetic samples (`single` on the zero-latency `sim` model, scored)
-as a `covey sweep` with `--max-in-flight {after["max_in_flight"]}` on a one-process `covey worker` with
+It runs N arithmetic samples (`single` on the `sim` model, scored) as a `covey
+sweep` with `--max-in-flight {after["max_in_flight"]}` on a one-process `covey worker` with
 {after["concurrency"]} thread slots, then the same N tasks as one raw Celery `group` on a worker of
-`bench/raw_tree.py` with the same slots, and reports samples per second and the
-submitter's peak memory (its resident set). The covey side does everything a
-sweep does per sample: validation, a ledger scope charged by every job, a Redis
-claim per unit, the bounded window polled in batches, a scored line streamed to
-`results.jsonl`; the raw side only sends and collects. The covey sweep scored
-{after["covey"]["accuracy"]:.0%} and spent {after["covey"]["tokens"]:,} tokens under its scope.
+`bench/raw_tree.py` with the same slots, each timed from the command's start to
+its exit. The covey side does everything a sweep does per sample: validation, a
+ledger scope charged by every job, a Redis claim per unit, the bounded window
+polled in batches, a model call, a scored line streamed to `results.jsonl`; the
+raw side only sends and collects, its leaf sleeping as long as the model call. Every covey sweep scored
+100%. Medians of {after["rounds"]} rounds, the two sides alternating which goes first. The
+peak memory at two sample counts shows whether the submitter's grows with the
+sweep. `covey sweep --help`, the command's start alone, takes {start}.
 
 {table(after, before)}
 """

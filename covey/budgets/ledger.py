@@ -168,8 +168,9 @@ class Ledger(Protocol):
     """Every method is atomic and safe to call again: a redelivered task never
     charges twice. ``chain`` is agent ids root..agent (for ``open``: root..parent)."""
 
-    def open_root(self, job_id: str, agent_id: str, budget: Budget, terms: AgentTerms | None = None) -> None:
-        """Write the root's limits and terms; a no-op if the root is already open."""
+    def open_root(self, job_id: str, agent_id: str, budget: Budget, terms: AgentTerms | None = None) -> AgentRow | None:
+        """Write the root's limits and terms; a no-op if the root is already open.
+        Returns the root's row as it then stands (the earlier one, if it was open)."""
 
     def open(
         self, job_id: str, chain: list[str], child_id: str, budget: Budget, terms: AgentTerms | None = None

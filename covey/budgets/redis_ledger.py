@@ -110,17 +110,18 @@ class RedisLedger:
 
     # -- agents -------------------------------------------------------------
 
-    def open_root(self, job_id: str, agent_id: str, budget: Budget, terms: AgentTerms | None = None) -> None:
+    def open_root(self, job_id: str, agent_id: str, budget: Budget, terms: AgentTerms | None = None) -> AgentRow | None:
         terms = terms or AgentTerms()
         self._open(job_id, [], agent_id, budget, terms)
-        if terms.scopes or budget.max_tool_calls is not None:
-            with self.client.pipeline(transaction=False) as pipe:
-                if terms.scopes:  # the scopes `snapshot` shows beside the job, charged or not
-                    pipe.sadd(keys.job_scopes(job_id), *terms.scopes)
-                    pipe.expire(keys.job_scopes(job_id), self.job_ttl)
-                if budget.max_tool_calls is not None:  # the root's row caps the tool calls of the whole job
-                    pipe.hset(keys.agent(job_id, agent_id), "tool_calls_limit", budget.max_tool_calls)
-                pipe.execute()
+        with self.client.pipeline(transaction=False) as pipe:  # one round trip: the keys share the job's slot
+            if terms.scopes:  # the scopes `snapshot` shows beside the job, charged or not
+                pipe.sadd(keys.job_scopes(job_id), *terms.scopes)
+                pipe.expire(keys.job_scopes(job_id), self.job_ttl)
+            if budget.max_tool_calls is not None:  # the root's row caps the tool calls of the whole job
+                pipe.hset(keys.agent(job_id, agent_id), "tool_calls_limit", budget.max_tool_calls)
+            pipe.hgetall(keys.agent(job_id, agent_id))
+            raw = pipe.execute()[-1]
+        return agent_row(agent_id, raw) if raw else None
 
     def open(
         self, job_id: str, chain: list[str], child_id: str, budget: Budget, terms: AgentTerms | None = None

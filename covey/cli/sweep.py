@@ -95,6 +95,7 @@ def sweep(
         samples, grid = load_dataset(dataset), load_grid(grid_path)
         selection.apply(samples, Path(dataset).name)
         found = Manifest.check(Path(out), digest(samples), grid.digest)
+        del samples  # run_sweep loads them again: one copy in memory while the sweep runs, not two
     except SweepInputError as e:
         raise _BadInput(str(e)) from None
     original = found.original(Path(out)) if found else None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import redis
 
@@ -31,6 +31,11 @@ STALE, SAVED, WOKEN = 0, 1, 2  # what ``Checkpoints.save`` did
 class Checkpoint:
     round: int
     state: str
+
+    @classmethod
+    def of(cls, spawn_round: Any, state: Any) -> Checkpoint | None:
+        """The checkpoint of the key's two fields as read (``HMGET round state``), or None."""
+        return None if spawn_round is None or state is None else cls(round=int(spawn_round), state=state)
 
 
 class Checkpoints:
@@ -89,7 +94,4 @@ class Checkpoints:
         return {str(m) for m in self._redis.smembers(keys.batch(job_id, agent_id))}
 
     def load(self, job_id: str, agent_id: str) -> Checkpoint | None:
-        spawn_round, state = self._redis.hmget(keys.checkpoint(job_id, agent_id), "round", "state")
-        if spawn_round is None or state is None:
-            return None
-        return Checkpoint(round=int(spawn_round), state=state)
+        return Checkpoint.of(*self._redis.hmget(keys.checkpoint(job_id, agent_id), "round", "state"))

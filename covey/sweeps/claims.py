@@ -6,7 +6,8 @@ Every submitter of a sweep holds a lease it renews while it runs. A unit claimed
 by a live submitter is left to it; one claimed by a submitter whose lease lapsed
 (killed) is adopted: the new submitter follows the same job rather than running
 the sample again. Every change of a claim is a compare-and-set (WATCH), so two
-submitters racing for a unit cannot both win.
+submitters racing for a unit cannot both win; the records of one poll's
+results are sent together, in one round trip.
 """
 
 from __future__ import annotations
@@ -14,12 +15,18 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
+from importlib.resources import files
 from typing import Literal
 
 import redis
+from redis.exceptions import NoScriptError
 
 from covey import keys
 from covey.sweeps.records import KEPT
+
+_RECORD = (files("covey.sweeps") / "lua" / "record.lua").read_text(encoding="utf-8")
+
+Mark = tuple[str, str, str]  # a unit, its job, the status it was recorded with
 
 
 @dataclass(frozen=True)
@@ -38,6 +45,7 @@ class Claims:
     def __init__(self, client: redis.Redis, sweep_id: str, job_ttl: int, owner: str | None = None) -> None:
         self.redis, self.sweep_id, self.job_ttl = client, sweep_id, job_ttl
         self.owner = owner or uuid.uuid4().hex[:12]
+        self._record = client.register_script(_RECORD)
 
     def renew(self) -> None:
         """Hold (or extend) this submitter's lease."""
@@ -80,13 +88,23 @@ class Claims:
         adopted = json.dumps({**held, "owner": self.owner})
         return Take("adopt", held["job"]) if self._swap(key, raw, adopted) else Take("busy")
 
-    def record(self, unit: str, job_id: str, status: str) -> None:
-        """Mark the unit's job recorded with ``status`` (only while the claim is still this job's)."""
-        key = keys.sweep_claim(self.sweep_id, unit)
-        raw = self.redis.get(key)
-        if raw is not None and json.loads(raw)["job"] == job_id:
-            done = json.dumps({"job": job_id, "owner": self.owner, "recorded": status})
-            self._swap(key, raw, done)
+    def record(self, *marks: Mark) -> None:
+        """Mark each unit's job recorded with its status (only while the claim is still
+        that job's), all in one round trip."""
+        if not marks:
+            return
+        script = self._record
+        while True:
+            with self.redis.pipeline(transaction=False) as pipe:
+                # evalsha, not the Script: a pipeline of Scripts first asks SCRIPT EXISTS, a round trip more
+                for unit, job_id, status in marks:
+                    done = json.dumps({"job": job_id, "owner": self.owner, "recorded": status})
+                    pipe.evalsha(script.sha, 1, keys.sweep_claim(self.sweep_id, unit), job_id, done, self.job_ttl)
+                try:
+                    pipe.execute()
+                    return
+                except NoScriptError:  # a fresh Redis (a restart, a failover): load it, mark again
+                    self.redis.script_load(script.script)
 
     def _swap(self, key: str, old: str | bytes, new: str) -> bool:
         """Set ``key`` to ``new`` only if it still holds ``old``."""

@@ -23,6 +23,7 @@ import itertools
 import json
 import tomllib
 from datetime import datetime, timedelta
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -108,7 +109,7 @@ class Config(BaseModel):
     instructions: str = ""
     model_params: dict[str, Any] = Field(default_factory=dict)
 
-    @property
+    @cached_property  # frozen: computed once, not for each of its units' every lookup
     def key(self) -> str:
         """Stable across runs and machines: resume and claims find a unit by it.
         Names and labels are left out, so renaming a configuration keeps its results."""

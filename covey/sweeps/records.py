@@ -10,6 +10,7 @@ the next. Any other line that is no record is refused, naming it.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
@@ -82,34 +83,40 @@ class ResultsLog:
         self.path = Path(directory) / RESULTS_FILE
         self._file: IO[str] | None = None
 
-    def records(self) -> list[Record]:
-        """Every record in file order. A torn line (the last one, or one the writer
-        closed off) is skipped; any other line that is no record is refused."""
+    def records(self) -> Iterator[Record]:
+        """Every record in file order, read a line at a time (a sweep's file is as long
+        as the sweep: it is never held whole). A torn line (the last one, or one the
+        writer closed off) is skipped; any other line that is no record is refused."""
         if not self.path.exists():
-            return []
-        lines = self.path.read_text(encoding="utf-8").split("\n")
-        found = []
-        for number, text in enumerate(lines, start=1):
-            if not text or text == TORN:
-                continue
-            try:
-                found.append(Record.model_validate(json.loads(text)))
-            except (ValueError, ValidationError) as e:
-                torn = number == len(lines) or lines[number] == TORN  # the last line has no newline after it
-                if not torn:
-                    why = describe(e) if isinstance(e, ValidationError) else f"not valid JSON: {e}"
-                    raise SweepInputError(f"{self.path} line {number}: {why}") from None
-        return found
+            return
+        with self.path.open(encoding="utf-8") as f:
+            lines = enumerate(f, start=1)
+            ahead = next(lines, None)
+            while ahead is not None:
+                (number, text), ahead = ahead, next(lines, None)
+                cut = not text.endswith("\n")  # only the last line can lack its newline
+                text = text.removesuffix("\n")
+                if not text or text == TORN:
+                    continue
+                try:
+                    yield Record.model_validate(json.loads(text))
+                except (ValueError, ValidationError) as e:
+                    torn = cut or (ahead is not None and ahead[1].removesuffix("\n") == TORN)
+                    if not torn:
+                        why = describe(e) if isinstance(e, ValidationError) else f"not valid JSON: {e}"
+                        raise SweepInputError(f"{self.path} line {number}: {why}") from None
 
     def latest(self) -> dict[str, Record]:
         """Each unit's last record: the one a rerun and the report go by."""
         return {r.unit: r for r in self.records()}
 
-    def append(self, record: Record) -> None:
+    def append(self, *records: Record) -> None:
+        """Write the records' lines, in one write: flushed on return, so on disk for a
+        rerun even if this process is killed next."""
         if self._file is None:
             self._file = self._open()
-        self._file.write(record.model_dump_json() + "\n")
-        self._file.flush()  # on disk for a rerun even if this process is killed next
+        self._file.write("".join(record.model_dump_json() + "\n" for record in records))
+        self._file.flush()
 
     def _open(self) -> IO[str]:
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,9 @@ from __future__ import annotations
 import csv
 import math
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
+from typing import NamedTuple
 
 from pydantic import BaseModel
 
@@ -46,21 +48,43 @@ class ConfigSummary(BaseModel):
         return " ".join(f"{k}={v}" for k, v in sorted(self.statuses.items()))
 
 
-def summarize(records: list[Record]) -> list[ConfigSummary]:
+class _Outcome(NamedTuple):
+    """What the summary needs of a unit's latest record: a sweep's report holds one per
+    unit, where a whole record (its output, cause, ids) would grow with the sweep."""
+
+    config: str
+    status: str
+    score: float | None
+    scores: dict[str, float]
+    latency: float | None
+    tokens: int
+    cost: float
+    cycles: int
+    judge_tokens: int
+
+    @classmethod
+    def of(cls, r: Record) -> _Outcome:
+        u = r.usage
+        return cls(
+            r.config, r.status, r.score, r.scores, r.latency, u.total_tokens, u.cost_usd, u.cycles, r.judge_tokens
+        )
+
+
+def summarize(records: Iterable[Record]) -> list[ConfigSummary]:
     """One row per configuration, by name; each unit counted by its latest record."""
-    latest = {r.unit: r for r in records}
-    by_config: dict[str, list[Record]] = {}
-    for record in latest.values():
-        by_config.setdefault(record.config, []).append(record)
+    latest = {r.unit: _Outcome.of(r) for r in records}
+    by_config: dict[str, list[_Outcome]] = {}
+    for outcome in latest.values():
+        by_config.setdefault(outcome.config, []).append(outcome)
     return [_summary(name, rows) for name, rows in sorted(by_config.items())]
 
 
-def _summary(name: str, rows: list[Record]) -> ConfigSummary:
+def _summary(name: str, rows: list[_Outcome]) -> ConfigSummary:
     ran = [r for r in rows if r.status != SKIPPED_BUDGET]
     scores = [r.score or 0.0 for r in ran]
     names = sorted({n for r in ran for n in r.scores}) if any(len(r.scores) > 1 for r in ran) else []
     latencies = sorted(r.latency for r in ran if r.latency is not None)
-    tokens = [r.usage.total_tokens for r in ran]
+    tokens = [r.tokens for r in ran]
     return ConfigSummary(
         config=name,
         units=len(rows),
@@ -70,9 +94,9 @@ def _summary(name: str, rows: list[Record]) -> ConfigSummary:
         scores={n: sum(r.scores.get(n, 0.0) for r in ran) / len(ran) for n in names},
         mean_tokens=_mean(tokens),
         total_tokens=sum(tokens),
-        total_cost=round(sum(r.usage.cost_usd for r in ran), 6) if any(r.usage.cost_usd for r in ran) else None,
+        total_cost=round(sum(r.cost for r in ran), 6) if any(r.cost for r in ran) else None,
         judge_tokens=sum(r.judge_tokens for r in ran),
-        mean_cycles=_mean([r.usage.cycles for r in ran]),
+        mean_cycles=_mean([r.cycles for r in ran]),
         p50_latency=_percentile(latencies, 50),
         p95_latency=_percentile(latencies, 95),
         statuses=dict(Counter(r.status for r in rows)),
@@ -203,8 +227,8 @@ def build_report(directory: Path, scorers: list[str] | None = None) -> tuple[lis
     log = ResultsLog(directory)
     if not log.path.exists():
         raise FileNotFoundError(f"{log.path}: no results to report")
-    records = log.records()
-    rows = summarize(rescore(directory, records, scorers) if scorers else records)
+    records = log.records()  # read as summarised; re-scoring holds them all, with their outputs
+    rows = summarize(rescore(directory, list(records), scorers) if scorers else records)
     write_csv(rows, directory / SUMMARY_CSV)
     drawn = write_chart(rows, directory / SUMMARY_PNG, title=f"Accuracy against tokens: {directory.name}")
     return rows, drawn

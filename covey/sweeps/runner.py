@@ -30,7 +30,7 @@ from covey.config.settings import Settings, get_settings
 from covey.results import AgentResult
 from covey.spec import JobSpec
 from covey.status import AgentStatus, CauseKind
-from covey.sweeps.claims import Claims
+from covey.sweeps.claims import Claims, Mark
 from covey.sweeps.dataset import Sample, digest, load_dataset
 from covey.sweeps.grid import Config, Grid, load_grid
 from covey.sweeps.manifest import Manifest
@@ -104,6 +104,8 @@ class _Run:
     again: deque[Unit] = field(default_factory=deque)  # units to run before the fresh ones
     busy: deque[tuple[float, Unit]] = field(default_factory=deque)
     flights: dict[str, Flight] = field(default_factory=dict)
+    ended: list[Record] = field(default_factory=list)  # this poll's records, written together
+    marks: list[Mark] = field(default_factory=list)  # and their claims' marks, sent together once written
     done: int = 0
     failed: int = 0  # units, not attempts: one that fails then completes on a retry is done only
     scored: int = 0  # units kept or failed for good, before this run or in it, and the sum of their scores
@@ -339,7 +341,18 @@ def _collect(run: _Run) -> bool:
             _judged(run, flight, _result(job_id, meta))
         else:
             _ended(run, flight, _result(job_id, meta))
+    _write(run)
     return moved
+
+
+def _write(run: _Run) -> None:
+    """This poll's records to ``results.jsonl``, then their claims' marks: a claim
+    marked kept is a unit no rerun runs, so its line is on disk first."""
+    if run.ended:
+        run.log.append(*run.ended)
+    run.claims.record(*run.marks)
+    run.ended.clear()
+    run.marks.clear()
 
 
 def _result(job_id: str, meta: dict[str, Any]) -> AgentResult | str:
@@ -367,7 +380,7 @@ def _ended(run: _Run, flight: Flight, result: AgentResult | str) -> None:
             if not others:
                 run.refused_alone.add(unit.key)
             run.window.budget_pressed()
-            run.claims.record(unit.key, flight.job_id, SKIPPED_BUDGET)
+            run.marks.append((unit.key, flight.job_id, SKIPPED_BUDGET))
             run.tokens += result.usage.total_tokens
             run.again.appendleft(unit)
             return
@@ -441,9 +454,9 @@ def _record(
 
 
 def _finish(run: _Run, flight: Flight, record: Record) -> None:
-    """Append the record, mark the claim, and count it; a failure with attempts left goes again."""
-    run.log.append(record)
-    run.claims.record(flight.unit.key, flight.job_id, record.status)
+    """Write the record and mark the claim (``_write``), and count it; a failure with attempts left goes again."""
+    run.ended.append(record)
+    run.marks.append((flight.unit.key, flight.job_id, record.status))
     run.tokens += record.usage.total_tokens
     if record.status == SKIPPED_BUDGET:
         run.skipped += 1

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from celery import states as celery_states
@@ -30,7 +31,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from covey import keys, wire
-from covey.budgets.ledger import AgentTerms, unknown_scope
+from covey.budgets.ledger import AgentRow, AgentTerms, unknown_scope
+from covey.budgets.redis_ledger import agent_row
 from covey.config import faults
 from covey.context import ROOT_AGENT_ID, RunContext
 from covey.errors import StateLost
@@ -43,14 +45,13 @@ from covey.store import checkpoints
 from covey.store.catalog import NoWorkerServes
 from covey.store.outbox import Message
 from covey.store.transcripts import Entries
-from covey.store.tree import Node, preview
+from covey.store.tree import Node, preview, unpack
 from covey.tools.registry import NotServed, check_served
 from covey.worker import (
     catalog,
     handover,
     loop,
     lost,
-    opening,
     reconciler,
     signing,
     slots,
@@ -76,7 +77,7 @@ def _signed_or_ignored(task, payload: dict[str, Any], sig: Any, name: str) -> No
 
 OUTAGES = (RedisConnectionError, RedisTimeoutError, OperationalError)  # Redis or the broker is away
 
-Step = Callable[[opening.Opening], "tuple[AgentState, Action]"]
+Step = Callable[["_Seen"], "tuple[AgentState, Action]"]
 
 
 def _valid_job(deps: Deps, spec: Any, queue: str) -> JobSpec:
@@ -129,12 +130,11 @@ def run_job(self, spec: Any) -> dict[str, Any] | str:
 
     digest = signing.digest(spec)  # tells a redelivery from another spec reusing the job id
 
-    def start(_: opening.Opening) -> tuple[AgentState, Action]:
+    def start(_: _Seen) -> tuple[AgentState, Action]:
         terms = AgentTerms(
             tools=job.tools, deny=job.deny, max_cycles=job.max_cycles, scopes=job.scopes(), digest=digest
         )
-        deps.ledger.open_root(ctx.job_id, ROOT_AGENT_ID, job.budget, terms)
-        row = deps.ledger.agent(ctx.job_id, ROOT_AGENT_ID)
+        row = deps.ledger.open_root(ctx.job_id, ROOT_AGENT_ID, job.budget, terms)
         if row is None or row.digest != digest:
             raise loop.NotOpened(f"job {ctx.job_id} already runs another spec: a run_job reusing its id is refused")
         return loop.begin(deps, ctx, agent_spec, task_id=self.request.id, row=row)
@@ -147,9 +147,9 @@ def agent(self, ctx: dict[str, Any], spec: dict[str, Any], sig: str | None = Non
     """Run one sub-agent, if a covey worker sent it (see ``covey.worker.signing``)."""
     _signed_or_ignored(self, {"ctx": ctx, "spec": spec}, sig, wire.AGENT)
 
-    def start(read: opening.Opening) -> tuple[AgentState, Action]:
+    def start(seen: _Seen) -> tuple[AgentState, Action]:
         deps, context, agent_spec = worker_deps(), RunContext.model_validate(ctx), AgentSpec.model_validate(spec)
-        return loop.begin(deps, context, agent_spec, task_id=self.request.id, row=read.row)
+        return loop.begin(deps, context, agent_spec, task_id=self.request.id, row=seen.row)
 
     return _guarded(self, ctx.get("job_id", "?"), ctx.get("agent_id", "?"), start)
 
@@ -164,7 +164,7 @@ def resume(
 
     _signed_or_ignored(self, _resume_payload(job_id, agent_id, spawn_round, step), sig, wire.RESUME)
 
-    def join(_: opening.Opening) -> tuple[AgentState, Action]:
+    def join(_: _Seen) -> tuple[AgentState, Action]:
         # Past this round (or step): it waits on no children, or a paused step is its next task.
         counter, expected = ("spawn_round", spawn_round) if step is None else ("step", step)
         state = _checkpointed(
@@ -181,7 +181,7 @@ def proceed(self, job_id: str, agent_id: str, step: int, sig: str | None = None)
     or gave its slot back to wait for a scope's running cap or window (``covey.worker.slots``)."""
     _signed_or_ignored(self, _proceed_payload(job_id, agent_id, step), sig, wire.PROCEED)
 
-    def take_up(_: opening.Opening) -> tuple[AgentState, Action]:
+    def take_up(_: _Seen) -> tuple[AgentState, Action]:
         # Past this step: the action it paused before was taken.
         state = _checkpointed(job_id, agent_id, "step", step, moved_on=lambda s: s.next_action is None)
         return loop.proceed(worker_deps(), state)
@@ -221,14 +221,13 @@ def _guarded(task, job_id: str, agent_id: str, step: Step) -> dict[str, Any] | s
     try:
         takeover.taking_up(task.request)
         takeover.still_held()
-        # An agent's first step reads its ledger row with the rest (run_job's opens it first).
-        read = opening.read(worker_deps(), job_id, agent_id, row=task.name == wire.AGENT)
-        done = _finished_before(task, job_id, read.node)
+        seen = _seen(task, job_id, agent_id)
+        done = _finished_before(task, job_id, agent_id, seen.node)
         if done is not None:
             return done
-        taken = _taken_up(task, job_id, agent_id, read.expected)
+        taken = _taken_up(task, job_id, agent_id, seen)
         with telemetry.step(task, job_id, agent_id):
-            state, action = step(read)
+            state, action = step(seen)
             # This run of the step: a copy of an expected message running beside it is dropped
             # (the reconciler sends the message again if this run dies). A root's first
             # run_job is no outbox's, and without a Redis broker no reconciler runs: a copy
@@ -274,16 +273,44 @@ def _guarded(task, job_id: str, agent_id: str, step: Step) -> dict[str, Any] | s
         return _crashed(job_id, agent_id, f"internal error: {type(e).__name__}: {e}", spent, entries=entries)
 
 
-def _taken_up(task, job_id: str, agent_id: str, stored: str | None) -> str | None:
-    """The expected message this delivery is, as stored (``stored``: the agent's), or ``Ignore`` (nothing read
+@dataclass(frozen=True)
+class _Seen:
+    """What a step reads of its agent before it starts, in one round trip."""
+
+    node: Node | None
+    expected: str | None  # the message the agent's next step is, as stored
+    checkpoint: checkpoints.Checkpoint | None  # read for a run_job only, the one task taken up with none expected
+    row: AgentRow | None = None  # read for an agent's first step only (run_job opens the root's first)
+
+
+def _seen(task, job_id: str, agent_id: str) -> _Seen:
+    with worker_deps().redis.pipeline(transaction=False) as pipe:  # the keys share the job's slot
+        pipe.hget(keys.nodes(job_id), agent_id)
+        pipe.hget(keys.expected(job_id), agent_id)
+        if task.name == wire.RUN_JOB:
+            pipe.hmget(keys.checkpoint(job_id, agent_id), "round", "state")
+        if task.name == wire.AGENT:
+            pipe.hgetall(keys.agent(job_id, agent_id))
+        node, expected, *more = pipe.execute()
+    saved, row = (more[0], None) if task.name == wire.RUN_JOB else (None, more[0] if more else None)
+    return _Seen(
+        node=None if node is None else unpack(agent_id, node),
+        expected=None if expected is None else str(expected),
+        checkpoint=None if saved is None else checkpoints.Checkpoint.of(*saved),
+        row=agent_row(agent_id, row) if row else None,
+    )
+
+
+def _taken_up(task, job_id: str, agent_id: str, seen: _Seen) -> str | None:
+    """The expected message this delivery is, as stored, or ``Ignore`` (nothing read
     or written) for any other: a duplicate of a step its agent has gone on from, a
     replay, a stale redelivery. A root's first ``run_job`` is expected by none (any
     Celery client sends it) and is taken up until the root saves a checkpoint. A
     job whose records are gone (a wipe) has no outbox either: ``StateLost``."""
-    deps, request = worker_deps(), task.request
+    deps, request, stored = worker_deps(), task.request, seen.expected
     if stored is not None and Message.loads(stored).carried_by(task.name, request.id, request.kwargs):
         return stored
-    if stored is None and task.name == wire.RUN_JOB and deps.checkpoints.load(job_id, agent_id) is None:
+    if stored is None and task.name == wire.RUN_JOB and seen.checkpoint is None:
         return None
     if stored is None and deps.ledger.agent(job_id, ROOT_AGENT_ID) is None:  # the outbox went with them
         raise StateLost(f"the records of job {job_id} are gone from Redis; cannot take up agent {agent_id}")
@@ -306,14 +333,14 @@ def _hand_back(job_id: str, agent_id: str, error: Exception) -> NoReturn:
     raise Reject(str(error), requeue=True) from None
 
 
-def _finished_before(task, job_id: str, node: Node | None) -> dict[str, Any] | None:
+def _finished_before(task, job_id: str, agent_id: str, node: Node | None) -> dict[str, Any] | None:
     """For a redelivered step of an agent that already finished (its ``node``): its
     result, or ``Ignore`` when that result was already stored. A sub-agent's result is
     not stored: its final record already counted it off its parent's join, once."""
     if node is None or not node.final:
         return None
     if task.AsyncResult(task.request.id).state == celery_states.SUCCESS:
-        log.info("agent %s of job %s already finished: redelivered step ignored", node.agent_id, job_id)
+        log.info("agent %s of job %s already finished: redelivered step ignored", agent_id, job_id)
         raise Ignore()
     return _reported(node.result(job_id))
 

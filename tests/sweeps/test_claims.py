@@ -28,10 +28,10 @@ def test_a_recorded_outcome_is_done_for_others_and_a_failure_may_run_again(redis
     )
     a.renew(), b.renew()
     a.take("kept", "j1")
-    a.record("kept", "j1", "completed")
+    a.record(("kept", "j1", "completed"))
     assert b.take("kept", "j2").outcome == "done"
     a.take("retry", "j3")
-    a.record("retry", "j3", "failed")
+    a.record(("retry", "j3", "failed"))
     assert b.take("retry", "j4").outcome == "new"
     assert a.take("retry", "j5").outcome == "busy"  # b runs it now
 
@@ -56,7 +56,7 @@ def test_a_record_for_a_job_the_claim_no_longer_names_is_ignored(redis_client, s
     a = Claims(redis_client, sweep_id, keys.DEFAULT_JOB_TTL_SECONDS)
     a.renew()
     a.take("u", "j1")
-    a.record("u", "j1", "failed")
+    a.record(("u", "j1", "failed"))
     a.take("u", "j2")
-    a.record("u", "j1", "completed")  # a late word about the old attempt
+    a.record(("u", "j1", "completed"))  # a late word about the old attempt
     assert Claims(redis_client, sweep_id, keys.DEFAULT_JOB_TTL_SECONDS).take("u", "j3").outcome == "busy"

@@ -48,4 +48,4 @@ def test_a_corrupt_line_other_than_a_torn_one_is_refused_naming_it(tmp_path, lin
     log.append(record("c"))
     log.close()
     with pytest.raises(SweepInputError, match=f"results.jsonl line 2: {why}"):
-        ResultsLog(tmp_path).records()
+        list(ResultsLog(tmp_path).records())

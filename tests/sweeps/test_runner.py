@@ -26,11 +26,11 @@ class Noted:
         self.records: list = []
         self.claims: list = []
 
-    def append(self, record) -> None:
-        self.records.append(record)
+    def append(self, *records) -> None:
+        self.records.extend(records)
 
-    def record(self, unit: str, job_id: str, status: str) -> None:
-        self.claims.append(status)
+    def record(self, *marks: tuple[str, str, str]) -> None:
+        self.claims.extend(status for _, _, status in marks)
 
 
 @pytest.fixture
@@ -58,6 +58,7 @@ def ended(run, status: AgentStatus, error: str, cause: Cause) -> runner.Unit:
     )
     result = AgentResult(status=status, job_id="j", agent_id="root", error=error, cause=cause)
     runner._ended(run, runner.Flight(unit, "j", time.monotonic()), result)
+    runner._write(run)
     return unit
 
 
@@ -110,6 +111,7 @@ def test_a_unit_that_fails_then_completes_on_its_retry_is_one_completed_unit(run
     assert run.progress().failed == 0 and run.progress().accuracy is None  # an attempt is not a failed sample
     answered = AgentResult(status=AgentStatus.COMPLETED, job_id="j2", agent_id="root", output="2")
     runner._ended(run, runner.Flight(unit, "j2", time.monotonic()), answered)
+    runner._write(run)
     progress = run.progress()
     assert (progress.done, progress.failed, progress.accuracy) == (1, 0, 1.0)
     assert [(r.attempt, r.status) for r in run.log.records] == [(1, "failed"), (2, "completed")]
