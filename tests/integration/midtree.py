@@ -1,5 +1,6 @@
 """A tree interrupted mid-run by what a test does to its Redis, checked against a
-clean run of the same spec: the same answer, the same charges, the worker alive."""
+clean run of the same spec: the same answer, the same charges, the worker alive
+and in the workers' catalog."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ def outlives(settings: Settings, interrupt: Callable[[], None], back_within: flo
         assert_charged_once(client, handle, result)
         assert _charges(client, handle.id) == _charges(client, first.id), "the ledger differs from a clean run's"
         assert worker.poll() is None, f"the worker exited with {worker.returncode}"
+        assert client.catalog.entries(settings.queue), "the worker is missing from the workers' catalog"
     finally:
         stop_worker(worker)
         client.close()
