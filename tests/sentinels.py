@@ -4,7 +4,8 @@ free port, with failure detection lowered so a failover takes seconds.
 
 ``kill_master`` SIGKILLs whichever server is master now; ``restart`` brings it
 back on its port, empty, as a replica of the master the sentinels promoted;
-``fail_over`` does both, leaving the promoted master alone for a few seconds between.
+``fail_over`` does both, leaving the promoted master alone until a write has
+waited on it for a replica.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ QUORUM = 2
 DOWN_AFTER_MS = 1_000  # Redis's default is 30 s: a test would wait that long before a failover starts
 FAILOVER_TIMEOUT_MS = 4_000  # default 3 min; also how soon a failed-over master may fail over again
 SETTLE_SECONDS = 60  # a topology that has not formed (or failed over) by then is not going to
-# A promoted master runs this long without a replica before the killed one comes back
-# as its replica, as until its operator restarts it: writes that wait for a replica wait.
+# A promoted master runs this long without a replica, once a write waits on it for one,
+# before the killed one comes back as its replica (as until its operator restarts it):
+# longer than a ledger write's WAIT blocks (1 s), so that write is answered "0 replicas".
 ALONE_SECONDS = 3
 
 
@@ -41,6 +43,12 @@ def wait_for(what: str, check: Callable[[], bool], seconds: float = SETTLE_SECON
             pass
         time.sleep(0.1)
     raise TimeoutError(f"waited {seconds}s for {what}")
+
+
+def _a_write_waits(server: RedisServer) -> bool:
+    """Whether a client of ``server`` is blocked in ``WAIT``, for a replica to confirm its writes."""
+    with redis.Redis(port=server.port, socket_timeout=5, decode_responses=True) as client:
+        return any(c["cmd"] == "wait" for c in client.client_list())
 
 
 def _replicas_in_sync(server: RedisServer) -> int:
@@ -173,10 +181,15 @@ class SentinelRedis:
         self.formed()
 
     def fail_over(self) -> None:
-        """SIGKILL the master, wait for the promotion, leave the new master alone
-        ``ALONE_SECONDS``, then restart the killed one as its replica."""
+        """SIGKILL the master, wait for the promotion and for a write to wait on the
+        new master for a replica, leave it alone ``ALONE_SECONDS`` more, then restart
+        the killed one as its replica. Waiting for the write, not a fixed time: a
+        loaded machine may take the writers longer to reach the new master than
+        any fixed time alone (Celery's consumer reconnects after 2 s, then 4 s...)."""
         killed = self.kill_master()
         self.failed_over(killed)
+        promoted = self.master()
+        wait_for("a write to wait on the promoted master for a replica", lambda: _a_write_waits(promoted))
         time.sleep(ALONE_SECONDS)
         self.restart(killed)
 

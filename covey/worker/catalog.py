@@ -104,8 +104,9 @@ class Heartbeat:
 def heartbeat(settings: Settings, worker: str, queues: list[str], tools: Callable[[], list[Tool]]) -> Heartbeat:
     """A heartbeat for ``worker`` on its own connection: the tools are asked for at
     each beat (a tool that became unavailable drops out), the models once."""
-    client = redis.Redis.from_url(
+    client = connections.client(
         settings.redis_url,
+        settings.redis_master,
         decode_responses=True,
         socket_timeout=connections.SOCKET_TIMEOUT_SECONDS,
         socket_connect_timeout=connections.CONNECT_TIMEOUT_SECONDS,

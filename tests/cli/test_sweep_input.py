@@ -12,6 +12,14 @@ from tests.cli.test_cli import covey
 from tests.redis_server import RedisServer
 
 
+@pytest.fixture(scope="module")
+def redis_server():
+    """This module's own Redis: its refusals are those of a store no worker publishes a
+    catalog to, and the session's may have a live worker serving ``sim`` on every queue."""
+    with RedisServer() as server:
+        yield server
+
+
 def files(tmp_path, grid: str, rows: str | None = None, name: str = "d.jsonl") -> tuple[str, str]:
     data, grid_path = tmp_path / name, tmp_path / "g.toml"
     data.write_text(rows if rows is not None else json.dumps({"id": 1, "input": "What is 1 + 1?", "target": 2}) + "\n")

@@ -9,8 +9,17 @@ from covey.client import Client
 from covey.config.settings import Settings
 from covey.spec import InvalidSpec
 from covey.status import JobStatus
+from tests.redis_server import RedisServer
 
 TTL = 60  # the shortest COVEY_JOB_TTL allowed, far from the default week
+
+
+@pytest.fixture(scope="module")
+def redis_server():
+    """This module's own Redis, which no worker reads: the session's may have a live
+    worker, which would run (and write the records of) the jobs submitted here."""
+    with RedisServer() as server:
+        yield server
 
 
 @pytest.fixture

@@ -28,6 +28,7 @@ from tests.integration.conftest import (
     wait_for_worker,
     worker_env,
 )
+from tests.integration.test_durability import wait_until
 from tests.redis_server import RedisServer, free_port
 
 PASSWORD = f"redis-pw-{uuid.uuid4().hex}"
@@ -157,6 +158,9 @@ def test_a_provider_error_echoing_the_key_reaches_no_result_tree_log_or_flower(g
     result = handle.result(timeout=60)
     assert result.status is AgentStatus.FAILED
     assert result.error.startswith("model call failed: HTTP 401: sim: scripted auth failure for Authorization: ***")
+    # Celery logs a task's line once its result is stored, so a client may read the result first.
+    succeeded = f"Task covey.run_job[{handle.id}] succeeded in "
+    wait_until(lambda: succeeded in worker.log_path.read_text(), "Celery's line for the task")
     meta = redis.Redis.from_url(client.settings.redis_url).get(f"celery-task-meta-{handle.id}").decode()
     visible = "\n".join(
         [
@@ -168,7 +172,7 @@ def test_a_provider_error_echoing_the_key_reaches_no_result_tree_log_or_flower(g
         ]
     )
     assert API_KEY not in visible
-    assert f"Task covey.run_job[{handle.id}] succeeded in " in visible  # Celery's line: the task, not its answer
+    assert succeeded in visible  # Celery's line: the task, not its answer
     assert "model call failed" not in worker.log_path.read_text()
 
 

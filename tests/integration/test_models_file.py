@@ -36,8 +36,17 @@ from tests.integration.conftest import (
     worker_env,
 )
 from tests.models.test_catalog import Captured
+from tests.redis_server import RedisServer
 
 QUEUE = "covey-models"
+
+
+@pytest.fixture(scope="module")
+def redis_server():
+    """This module's own Redis: ``covey models`` lists every live worker on it, and the
+    session's may have one serving ``sim`` alone, whose ping also ends a wait for ours."""
+    with RedisServer() as server:
+        yield server
 
 
 @pytest.fixture(scope="module")

@@ -35,6 +35,16 @@ def tenant(deps):
     return name
 
 
+@pytest.fixture
+def holder(deps, tenant):
+    """An agent whose step holds the scope's one slot, given back when the test ends:
+    a slot left held is renewed by this process's thread after the test's Redis is gone."""
+    state, _ = begin(deps, tenant)
+    assert slots.take(deps, state) is None  # the one slot, held by a step in flight
+    yield state
+    slots.give_back(deps, state.ctx.job_id, "root")
+
+
 def begin(deps, tenant, budget: Budget | None = None):
     ctx = RunContext(
         job_id=f"slots-{uuid.uuid4().hex}", agent_id="root", budget=budget or Budget(), scopes=["global", tenant]
@@ -43,9 +53,7 @@ def begin(deps, tenant, budget: Budget | None = None):
     return loop.begin(deps, ctx, AgentSpec(task="What is 2 * 21?", tools=[]))
 
 
-def test_an_agent_over_the_cap_waits_saying_so_and_runs_once_the_slot_is_given_back(deps, tenant):
-    holder, _ = begin(deps, tenant)
-    assert slots.take(deps, holder) is None  # the one slot, held by a step in flight
+def test_an_agent_over_the_cap_waits_saying_so_and_runs_once_the_slot_is_given_back(deps, tenant, holder):
     state, action = begin(deps, tenant)
     out = loop.advance(deps, state, action)
     assert isinstance(out, loop.Paused) and out.hop is not None
@@ -70,9 +78,7 @@ def save_waiting(deps, out: loop.Paused) -> None:
     assert deps.checkpoints.save(ctx.job_id, "root", 1, dump_checkpoint(out.state), None, then)
 
 
-def test_a_slot_given_back_wakes_the_first_waiter_still_waiting_and_keeps_the_rest_queued(deps, tenant):
-    holder, _ = begin(deps, tenant)
-    slots.take(deps, holder)
+def test_a_slot_given_back_wakes_the_first_waiter_still_waiting_and_keeps_the_rest_queued(deps, tenant, holder):
     waiters = []
     for _ in range(3):
         state, action = begin(deps, tenant)
@@ -86,9 +92,7 @@ def test_a_slot_given_back_wakes_the_first_waiter_still_waiting_and_keeps_the_re
     assert deps.slots.waiting(tenant) == 1  # the third keeps its place
 
 
-def test_a_cancelled_or_late_agent_ends_instead_of_waiting_again(deps, tenant):
-    holder, _ = begin(deps, tenant)
-    slots.take(deps, holder)
+def test_a_cancelled_or_late_agent_ends_instead_of_waiting_again(deps, tenant, holder):
     cancelled, action = begin(deps, tenant)
     deps.ledger.cancel(cancelled.ctx.job_id)
     assert loop.advance(deps, cancelled, action).result.status is AgentStatus.CANCELLED
