@@ -107,19 +107,43 @@ def measure(logs: Path, big: int, small: int, latency_ms: int) -> dict:
     }
 
 
-def show(f: dict) -> str:
-    lines = [
-        f"{f['big']} jobs of tenant big, then {f['small']} of tenant small, on {f['slots']} slots, "
-        f"{f['latency_ms']} ms per call (Python {f['python']})",
-        "",
-        "| big tenant's cap | small tenant all done | big tenant all done |",
-        "|---|---:|---:|",
-    ]
+def _rows(f: dict, run: str) -> list[str]:
+    rows = []
     for r in f["rounds"]:
-        cap = "none" if r["cap"] is None else f"--max-running {r['cap']}"
-        lines.append(f"| {cap} | {r['small_done_s']} s | {r['big_done_s']} s |")
-    lines += ["", f"small tenant's wait, uncapped / capped: {f['small_wait_uncapped_over_capped']}×"]
-    return "\n".join(lines)
+        cap = "none" if r["cap"] is None else f"`--max-running {r['cap']}`"
+        ratio = f"{f['small_wait_uncapped_over_capped']}×" if r["cap"] is not None else ""
+        rows.append(f"| {run} | {cap} | {r['small_done_s']} s | {r['big_done_s']} s | {ratio} |")
+    return rows
+
+
+def section(after: dict, before: dict | None) -> str:
+    runs = [("before", before), ("after", after)] if before else [("this commit", after)]
+    rows = [row for run, f in runs for row in _rows(f, run)]
+    capped = after["rounds"][1]
+    floor = after["big"] * after["latency_ms"] / 1000 / capped["cap"]
+    return f"""## Two tenants at once (`bench/fairness.py`)
+
+A big tenant submits {after["big"]:,} one-call jobs, then a small tenant submits {after["small"]}, to one
+`covey worker --pool threads --concurrency {after["slots"]}` process; every model call of the
+`sim` model takes {after["latency_ms"]} ms. Each tenant's time is from its own first
+submit to its last job's end. Uncapped, the broker's first-in-first-out queue
+puts the small tenant behind all of the big one's jobs. Capped at half the slots
+(`covey scope tenant:big --max-running {capped["cap"]}`), the big tenant holds at most {capped["cap"]}; its
+other jobs are taken in turn and give their slot back in milliseconds, queued on
+the scope and woken as its slots free up, so the small tenant waits for those
+give-backs, not for the big tenant's calls, and grows with how many the big tenant has
+queued ahead, not with how long their calls take. The big tenant keeps its {capped["cap"]} slots
+busy: its calls on {capped["cap"]} slots take at least {floor:.0f} s, and it took {capped["big_done_s"]} s.
+One round each, Python {after["python"]}:
+
+```
+python bench/fairness.py --big {after["big"]} --small {after["small"]} --latency-ms {after["latency_ms"]}
+```
+
+| run | big tenant's cap | small tenant all done | big tenant all done | small tenant's wait, uncapped / capped |
+|---|---|---:|---:|---:|
+{chr(10).join(rows)}
+"""
 
 
 def main() -> None:
@@ -129,7 +153,7 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=int, default=LATENCY_MS, help="each model call's latency")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = parser.parse_args()
-    report(lambda logs: measure(logs, args.big, args.small, args.latency_ms), show, args.json)
+    report(lambda logs: measure(logs, args.big, args.small, args.latency_ms), lambda f: section(f, None), args.json)
 
 
 if __name__ == "__main__":
