@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -56,17 +57,33 @@ def worktree(rev: str, into: Path) -> Path:
     return into
 
 
-def run(tree: Path, name: str, out: Path) -> dict:
-    """One script on one tree: its figures."""
+def run(tree: Path, name: str, out: Path) -> dict | None:
+    """One script on one tree: its figures, or None when it failed (its output says why)."""
     path = out / f"{tree.name}-{name}.json"
     print(f"running bench/{name}.py on {tree}", file=sys.stderr)
-    subprocess.run(
+    started = time.monotonic()
+    done = subprocess.run(
         [sys.executable, f"bench/{name}.py", *BENCHES[name], "--json", str(path)],
         cwd=tree,
-        check=True,
         env={**os.environ, "PYTHONPATH": str(tree)},
     )
+    took = f"{time.monotonic() - started:.0f} s"
+    if done.returncode != 0:
+        print(f"bench/{name}.py on {tree} failed (exit {done.returncode}) after {took}", file=sys.stderr)
+        return None
+    print(f"bench/{name}.py on {tree} took {took}", file=sys.stderr)
     return json.loads(path.read_text())
+
+
+def section(name: str, after: dict | None, before: dict | None, rev: str | None) -> str:
+    """The script's section; one that failed on this tree, or on REV, says so instead of
+    leaving its figures out silently."""
+    if after is None:
+        return f"## `bench/{name}.py`\n\nIt failed on this commit in this run: no figures.\n"
+    text = importlib.import_module(f"bench.{name}").section(after, before)
+    if rev is not None and before is None:
+        text += f"\nIt failed on commit `{rev}` in this run: no before figures.\n"
+    return text
 
 
 def document(sections: list[str], before: str | None, names: list[str]) -> str:
@@ -112,14 +129,14 @@ def main() -> None:
             for i, name in enumerate(names):
                 trees = [ROOT] if older is None else [ROOT, older][:: 1 if i % 2 else -1]
                 figures = {tree: run(tree, name, out) for tree in trees}
-                module = importlib.import_module(f"bench.{name}")
-                sections.append(module.section(figures[ROOT], figures.get(older)))
+                sections.append(section(name, figures[ROOT], figures.get(older), args.before))
+                # Written as it goes: a run cut short keeps the figures it has.
+                (ROOT / "BENCHMARKS.md").write_text(document(sections, args.before, names[: i + 1]))
         finally:
             if older is not None:
                 subprocess.run(
                     ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(older)], capture_output=True
                 )
-    (ROOT / "BENCHMARKS.md").write_text(document(sections, args.before, names))
     print("wrote BENCHMARKS.md", file=sys.stderr)
 
 
