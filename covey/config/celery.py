@@ -100,7 +100,14 @@ def _outages_waited_out(settings: Settings) -> dict[str, Any]:
 
 
 def create_app(settings: Settings, include_tasks: bool = False) -> Celery:
-    """The worker includes covey's tasks; a client only sends them by name."""
+    """The worker includes covey's tasks; a client only sends them by name.
+
+    A worker process shares one result store among its slots: Celery otherwise
+    keeps one per thread, and a greenlet is a thread to it, so a gevent worker
+    built a store, its pool and a new connection for every task it ran. The
+    worker only writes and reads keys there, which one pool serves to every slot;
+    a client keeps one per thread, since waiting on a result subscribes on it.
+    """
     app = Celery("covey", include=["covey.worker.tasks"] if include_tasks else [])
-    app.conf.update(celery_config(settings))
+    app.conf.update(celery_config(settings), result_backend_thread_safe=include_tasks)
     return app

@@ -48,3 +48,24 @@ def test_500_slots_run_a_wide_tree_without_connection_errors(settings, redis_ser
     log = proc.log_path.read_text()
     for error in ("MaxConnectionsError", "ConnectionError", "OperationalError", "Traceback"):
         assert error not in log, log[log.find(error) - 2000 :][:4000]
+
+
+@pytest.mark.parametrize("pool", ["threads", "gevent"])
+def test_a_worker_reuses_its_result_store_connections_from_task_to_task(settings, redis_server, redis_client, pool):
+    """A greenlet is a thread to Celery: a gevent worker that kept a result store
+    per thread opened a new Redis connection for every task it ran."""
+    queue = f"covey-reuse-{pool}"
+    client = Client(settings.model_copy(update={"queue": queue}))
+    proc = start_worker(redis_server.url, concurrency=4, pool=pool, COVEY_QUEUE=queue)
+    jobs = 20
+    try:
+        wait_for_worker(client, proc)
+        client.submit("warm-up").result(timeout=60)
+        before = redis_client.info("stats")["total_connections_received"]
+        results = [client.submit(f"job {i}").result(timeout=60) for i in range(jobs)]
+        opened = redis_client.info("stats")["total_connections_received"] - before
+    finally:
+        stop_worker(proc)
+        client.close()
+    assert all(r.ok for r in results), [r.error for r in results if not r.ok]
+    assert opened < jobs / 2, f"{opened} connections opened for {jobs} jobs"
