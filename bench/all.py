@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 # name -> the script's arguments. Sizes keep the whole run within about half an hour.
 BENCHES: dict[str, list[str]] = {
+    "capacity": [],
     "fairness": [],
     "fanout": ["--repeats", "5"],
     "ledger": [],
