@@ -203,6 +203,7 @@ def measure(sizes: dict[str, list[int]], logs: Path) -> dict[str, Any]:
         "steady_seconds": STEADY_SECONDS,
         "sizes": sizes,
         "cores": os.cpu_count(),
+        "load": os.getloadavg()[1],  # the machine's, over the last 5 minutes: the others competing for its cores
         "python": platform.python_version(),
         "runs": runs,
     }
@@ -224,7 +225,7 @@ def line(r: dict[str, Any]) -> str:
 def table(figures: dict[str, Any]) -> str:
     call = figures["latency_ms"] / 1000
     lines = [
-        "| sent | pool | N | held in flight | p99 agent | median agent | p99 over 5 s | core the worker got "
+        "| sent | pool | N | held in flight | p99 agent | median agent | p99 over 5 s | core used "
         "| worker RSS idle → peak | RSS per agent | CPU per agent | agents a whole core holds | Redis clients |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -250,6 +251,7 @@ def section(after: dict[str, Any], before: dict[str, Any] | None) -> str:
     compared = f"\n\nThe same, of the commit before:\n\n{table(before)}" if before else ""
     sizes = " ".join(f"--{mode} {','.join(map(str, ns))}" for mode, ns in after["sizes"].items())
     call = after["latency_ms"] // 1000
+    load = f" (a load average of {after['load']:.1f} at the end)" if "load" in after else ""
     return f"""## Agents in flight per worker process (`bench/capacity.py`)
 
 How many agents one `covey worker` process holds at once before its own work adds
@@ -267,17 +269,16 @@ core while the others do theirs. N steps up until the 99th percentile agent
 takes {after["limit"]:.0%} more. RSS is the worker's peak while they run (sampled every {SAMPLE_SECONDS * 1000:.0f} ms)
 minus its RSS idle after a warm-up job, over N. CPU per agent is the worker's
 CPU over the run over the agents sent (a job's start and its result included:
-a one-call agent is all start and finish), and *the core the worker got* is
-that CPU over the run's wall time. An agent costs its process that CPU for each
+a one-call agent is all start and finish), and *core used* is that CPU
+over the run's wall time. An agent costs its process that CPU for each
 {call} s it is in flight, so {call} s over it is how many a process with a whole core
 to itself holds at 100% of that core: the ceiling, where agents start to queue.
 *Redis clients* are the connections the private redis-server had, idle and at
 the peak (the worker's pools, the sender's, this script's): what a Redis's
 `maxclients` must allow for.
-Python {after["python"]}, {after["cores"]} cores shared with the sender and with other work (a load
-average well above the cores while this ran): a worker that gets less of a core
-than its agents need falls behind, so the wall-time columns are a floor, and the
-CPU and RSS per agent are what to plan with.
+Python {after["python"]}, {after["cores"]} cores shared with the sender and with other work{load}: a
+worker that gets less of a core than its agents need falls behind, so the
+wall-time columns are a floor, and the CPU and RSS per agent are what to plan with.
 
 ```
 {COMMAND} {sizes}
