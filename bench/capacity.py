@@ -134,12 +134,17 @@ def schedule(mode: str, n: int, now: float) -> tuple[list[float], float]:
     return [now + i / rate for i in range(int(rate * STEADY_SECONDS))], now + LATENCY_MS / 1000 * (1 + LIMIT)
 
 
-def run(mode: str, pool: str, n: int, redis_url: str, logs: Path) -> dict[str, Any]:
-    """A run of ``mode`` with N agents in flight on a fresh worker process of ``pool`` with N slots."""
+def run(mode: str, pool: str, n: int, logs: Path) -> dict[str, Any]:
+    """A run of ``mode`` with N agents in flight on a fresh worker process of ``pool`` with N slots.
+
+    Each run has its own redis-server, so what a run leaves there (its worker's
+    records, the keys of thousands of jobs) is not on the next run's time."""
     queue = f"bench-capacity-{mode}-{pool}-{n}"
     name = f"{mode}-{pool}-{n}@capacity"
     flags = ["--processes", "1", "--pool", pool, "--concurrency", str(n), "--loglevel", "warning"]
     with ExitStack() as stack:
+        server, r = private_redis(stack)
+        redis_url = server.url
         argv = [sys.executable, "-m", "covey", "worker", *flags, "--hostname", name]
         worker = Worker(name, argv, redis_url, queue, logs)
         stack.callback(worker.stop)
@@ -150,8 +155,6 @@ def run(mode: str, pool: str, n: int, redis_url: str, logs: Path) -> dict[str, A
         time.sleep(1)
         pid = worker.proc.pid
         idle, cpu = rss_bytes(pid), cpu_seconds(pid)
-        r = redis.Redis.from_url(redis_url)
-        stack.callback(r.close)
         idle_clients = r.info("clients")["connected_clients"]
         peaks = Peaks(pid, r)
         times, counted_from = schedule(mode, n, time.time() + 0.2)
@@ -187,16 +190,14 @@ def run(mode: str, pool: str, n: int, redis_url: str, logs: Path) -> dict[str, A
 def measure(sizes: dict[str, list[int]], logs: Path) -> dict[str, Any]:
     """Each mode and pool at each size in turn, up to the first size past ``LIMIT``."""
     runs = []
-    with ExitStack() as stack:
-        server, _ = private_redis(stack)
-        for mode, ns in sizes.items():
-            for pool in POOLS:
-                for n in ns:
-                    figures = run(mode, pool, n, server.url, logs)
-                    print(f"{mode}, {pool}, {n} agents: {line(figures)}", file=sys.stderr)
-                    runs.append(figures)
-                    if figures["overhead"] > LIMIT:
-                        break
+    for mode, ns in sizes.items():
+        for pool in POOLS:
+            for n in ns:
+                figures = run(mode, pool, n, logs)
+                print(f"{mode}, {pool}, {n} agents: {line(figures)}", file=sys.stderr)
+                runs.append(figures)
+                if figures["overhead"] > LIMIT:
+                    break
     return {
         "latency_ms": LATENCY_MS,
         "limit": LIMIT,
