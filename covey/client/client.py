@@ -25,7 +25,7 @@ from covey import keys, wire
 from covey.budgets.ledger import LedgerSnapshot, unknown_scope
 from covey.budgets.redis_ledger import RedisLedger
 from covey.client import jobs as listing
-from covey.client import waits
+from covey.client import sending, waits
 from covey.client.errors import BROKER, REDIS, RESULT_STORE, JobRefused, JobTimeout, StoreUnavailable
 from covey.client.jobs import JobEntry
 from covey.client.outages import Outage, Waiting
@@ -101,12 +101,19 @@ class Client:
         ``job_id``: the id to send it under (a sweep names it in a claim before the
         job exists), else a new one. ``subscribe``: subscribe to the result before
         the send, which tells a result store that is down from a broker that is; a
-        caller that polls results in bulk (a sweep of thousands of jobs) passes False.
+        caller that polls results in bulk (a sweep of thousands of jobs) passes False,
+        and the job is sent without one (``covey.client.sending``).
         """
         if isinstance(spec, str):
             spec = self.spec(spec)
         elif not isinstance(spec, JobSpec):
             spec = JobSpec.parse(spec)
+        self.check(spec)
+        return self.send(spec, job_id or uuid(), subscribe)
+
+    def check(self, spec: JobSpec) -> None:
+        """``InvalidSpec`` if the job names a scope never created, or a tool no worker
+        on this client's queue serves (when any publishes its catalog)."""
         with self._reaching(REDIS):
             unknown = unknown_scope(self.ledger, spec.scopes())
             serving = self.catalog.entries(self.settings.queue) if spec.tools else []
@@ -116,25 +123,26 @@ class Client:
             check_workers_serve(serving, spec.tools or [], self.settings.queue)
         except NoWorkerServes as e:
             raise InvalidSpec(f"invalid job spec: {e}") from None
-        job_id = job_id or uuid()
-        # send_task subscribes to the result, then publishes, with errors of the same
-        # types for both stores; subscribing first, apart, tells which one is down.
+
+    def send(self, spec: JobSpec, job_id: str, subscribe: bool = True) -> JobHandle:
+        """``submit`` without ``check``: for a caller that checked a spec naming the
+        same scopes and tools (a sweep checks each once, not once a job)."""
+        sent = spec.wire()
+        labels = wire.agent(job_id, ROOT_AGENT_ID, spec.role, 0, spec.task)
         with self._reaching(BROKER), self.app.producer_or_acquire() as producer:
             if subscribe:
+                # send_task subscribes to the result, then publishes, with errors of the same
+                # types for both stores; subscribing first, apart, tells which one is down.
                 with self._reaching(RESULT_STORE):
                     self.app.backend.on_task_call(producer, job_id)
-            self.app.send_task(
-                wire.RUN_JOB,
-                kwargs={"spec": spec.wire()},
-                task_id=job_id,
-                producer=producer,
-                **wire.agent(job_id, ROOT_AGENT_ID, spec.role, 0, spec.task),
-            )
+                self.app.send_task(wire.RUN_JOB, kwargs={"spec": sent}, task_id=job_id, producer=producer, **labels)
+            else:
+                sending.publish(self.app, producer, wire.RUN_JOB, job_id, {"spec": sent}, **labels)
         # Marked only once sent, so no job that failed to send shows as queued. No one
         # can ask about the id before submit returns it, and a root that has started
         # tells its own status, so marking after the send races with nothing.
         with self._reaching(REDIS):
-            self.index.record(job_id, spec.wire(), time.time())
+            self.index.record(job_id, sent, time.time())
         return JobHandle(self, job_id)
 
     def jobs(self, statuses: Collection[JobStatus] = (), tenant: str | None = None, limit: int = 20) -> list[JobEntry]:

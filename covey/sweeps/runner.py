@@ -117,6 +117,7 @@ class _Run:
     peak: int = 0
     dry: bool = False
     refused_alone: set[str] = field(default_factory=set)  # units asked again once nothing else was in flight
+    checked: set[tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=set)  # scopes and tools (_send)
     cancelled: bool = False
     started: float = field(default_factory=time.monotonic)
 
@@ -316,8 +317,13 @@ def _fly(run: _Run, flight: Flight) -> None:
 
 def _send(run: _Run, job_id: str, spec: JobSpec) -> None:
     """Submit under the job id chosen first, so the claim names the job before it
-    exists; without a result subscription: ``_collect`` polls every result at once."""
-    run.client.submit(spec, job_id=job_id, subscribe=False)
+    exists; without a result subscription: ``_collect`` polls every result at once.
+    The scopes and tools a job names are checked on their first job only."""
+    needs = (tuple(spec.scopes()), tuple(spec.tools or ()))
+    if needs not in run.checked:
+        run.client.check(spec)
+        run.checked.add(needs)
+    run.client.send(spec, job_id, subscribe=False)
     run.submitted += 1
 
 
