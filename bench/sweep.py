@@ -283,9 +283,11 @@ sweep` with `--max-in-flight {after["max_in_flight"]}` on a one-process `covey w
 {after["concurrency"]} thread slots, then the same N tasks as one raw Celery `group` on a worker of
 `bench/raw_tree.py` with the same slots, each timed from the command's start to
 its exit. The covey side does everything a sweep does per sample: validation, a
-ledger scope charged by every job, a Redis claim per unit, the bounded window
-polled in batches, a model call, a scored line streamed to `results.jsonl`; the
-raw side only sends and collects, its leaf sleeping as long as the model call. Every covey sweep scored
+ledger scope charged by every job, a Redis claim per unit and its job's index
+entry (each one round trip for a whole fill of the window), the bounded window
+polled in batches with no result subscription, a model call, a scored line
+streamed to `results.jsonl`; the raw side only sends and collects, its leaf
+sleeping as long as the model call. Every covey sweep scored
 100%. Medians of {after["rounds"]} rounds, the two sides alternating which goes first. The
 peak memory at two sample counts shows whether the submitter's grows with the
 sweep. `covey sweep --help`, the command's start alone, takes {start}.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -25,7 +25,7 @@ from covey import keys, wire
 from covey.budgets.ledger import LedgerSnapshot, unknown_scope
 from covey.budgets.redis_ledger import RedisLedger
 from covey.client import jobs as listing
-from covey.client import waits
+from covey.client import sending, waits
 from covey.client.errors import BROKER, REDIS, RESULT_STORE, JobRefused, JobTimeout, StoreUnavailable
 from covey.client.jobs import JobEntry
 from covey.client.outages import Outage, Waiting
@@ -101,12 +101,21 @@ class Client:
         ``job_id``: the id to send it under (a sweep names it in a claim before the
         job exists), else a new one. ``subscribe``: subscribe to the result before
         the send, which tells a result store that is down from a broker that is; a
-        caller that polls results in bulk (a sweep of thousands of jobs) passes False.
+        caller that polls results in bulk (a sweep of thousands of jobs) passes False,
+        and the job is sent without one (``covey.client.sending``).
         """
         if isinstance(spec, str):
             spec = self.spec(spec)
         elif not isinstance(spec, JobSpec):
             spec = JobSpec.parse(spec)
+        self.check(spec)
+        job_id = job_id or uuid()
+        self.send([(job_id, spec)], subscribe)
+        return JobHandle(self, job_id)
+
+    def check(self, spec: JobSpec) -> None:
+        """``InvalidSpec`` if the job names a scope never created, or a tool no worker
+        on this client's queue serves (when any publishes its catalog)."""
         with self._reaching(REDIS):
             unknown = unknown_scope(self.ledger, spec.scopes())
             serving = self.catalog.entries(self.settings.queue) if spec.tools else []
@@ -116,26 +125,33 @@ class Client:
             check_workers_serve(serving, spec.tools or [], self.settings.queue)
         except NoWorkerServes as e:
             raise InvalidSpec(f"invalid job spec: {e}") from None
-        job_id = job_id or uuid()
-        # send_task subscribes to the result, then publishes, with errors of the same
-        # types for both stores; subscribing first, apart, tells which one is down.
-        with self._reaching(BROKER), self.app.producer_or_acquire() as producer:
-            if subscribe:
-                with self._reaching(RESULT_STORE):
-                    self.app.backend.on_task_call(producer, job_id)
-            self.app.send_task(
-                wire.RUN_JOB,
-                kwargs={"spec": spec.wire()},
-                task_id=job_id,
-                producer=producer,
-                **wire.agent(job_id, ROOT_AGENT_ID, spec.role, 0, spec.task),
-            )
-        # Marked only once sent, so no job that failed to send shows as queued. No one
-        # can ask about the id before submit returns it, and a root that has started
-        # tells its own status, so marking after the send races with nothing.
-        with self._reaching(REDIS):
-            self.index.record(job_id, spec.wire(), time.time())
-        return JobHandle(self, job_id)
+
+    def send(self, jobs: Sequence[tuple[str, JobSpec]], subscribe: bool = True) -> None:
+        """``submit`` without ``check``, for jobs as (job id, spec) whose scopes and
+        tools were checked (a sweep checks each once, not once a job): all on one
+        producer, and recorded in one round trip."""
+        sent: list[tuple[str, dict[str, Any]]] = []
+        try:
+            with self._reaching(BROKER), self.app.producer_or_acquire() as producer:
+                for job_id, spec in jobs:
+                    kwargs = {"spec": spec.wire()}
+                    labels = wire.agent(job_id, ROOT_AGENT_ID, spec.role, 0, spec.task)
+                    if subscribe:
+                        # send_task subscribes to the result, then publishes, with errors of the same
+                        # types for both stores; subscribing first, apart, tells which one is down.
+                        with self._reaching(RESULT_STORE):
+                            self.app.backend.on_task_call(producer, job_id)
+                        self.app.send_task(wire.RUN_JOB, kwargs=kwargs, task_id=job_id, producer=producer, **labels)
+                    else:
+                        sending.publish(self.app, producer, wire.RUN_JOB, job_id, kwargs, **labels)
+                    sent.append((job_id, kwargs["spec"]))
+        finally:
+            # Marked only once sent, so no job that failed to send shows as queued. No one
+            # can ask about an id before submit returns it, and a root that has started
+            # tells its own status, so marking after the send races with nothing.
+            if sent:
+                with self._reaching(REDIS):
+                    self.index.record(sent, time.time())
 
     def jobs(self, statuses: Collection[JobStatus] = (), tenant: str | None = None, limit: int = 20) -> list[JobEntry]:
         """The newest ``limit`` jobs covey clients submitted whose records still live,

@@ -9,7 +9,7 @@ TTL's span.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,12 +31,13 @@ class JobIndex:
     def __init__(self, client: redis.Redis, job_ttl: int) -> None:
         self.redis, self.job_ttl = client, job_ttl
 
-    def record(self, job_id: str, spec: dict[str, Any], at: float) -> None:
-        """Note a job just sent: its spec, and its place in the index (one round trip,
-        no transaction: the two keys sit in different Redis Cluster slots)."""
+    def record(self, jobs: Sequence[tuple[str, dict[str, Any]]], at: float) -> None:
+        """Note jobs just sent, as (job id, spec): each one's spec, and its place in the
+        index (one round trip, no transaction: the keys sit in different Redis Cluster slots)."""
         with self.redis.pipeline(transaction=False) as pipe:
-            pipe.set(keys.submitted(job_id), json.dumps({"spec": spec, "at": at}), ex=self.job_ttl)
-            pipe.zadd(keys.jobs(), {job_id: at})
+            for job_id, spec in jobs:
+                pipe.set(keys.submitted(job_id), json.dumps({"spec": spec, "at": at}), ex=self.job_ttl)
+            pipe.zadd(keys.jobs(), {job_id: at for job_id, _ in jobs})
             pipe.zremrangebyscore(keys.jobs(), "-inf", f"({at - self.job_ttl}")
             pipe.expire(keys.jobs(), self.job_ttl)
             pipe.execute()

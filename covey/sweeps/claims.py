@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.resources import files
 from typing import Literal
@@ -71,10 +72,23 @@ class Claims:
         self.redis.delete(keys.sweep_cancel(self.sweep_id))
 
     def take(self, unit: str, job_id: str) -> Take:
-        key = keys.sweep_claim(self.sweep_id, unit)
-        mine = json.dumps({"job": job_id, "owner": self.owner, "recorded": None})
-        if self.redis.set(key, mine, nx=True, ex=self.job_ttl):
-            return Take("new", job_id)
+        return self.take_all([(unit, job_id)])[0]
+
+    def take_all(self, asks: Sequence[tuple[str, str]]) -> list[Take]:
+        """``take`` for each (unit, job id): the units no one claimed yet are claimed
+        all in one round trip, the others looked at one by one."""
+        with self.redis.pipeline(transaction=False) as pipe:
+            for unit, job_id in asks:
+                pipe.set(keys.sweep_claim(self.sweep_id, unit), self._mine(job_id), nx=True, ex=self.job_ttl)
+            made = pipe.execute()
+        return [Take("new", job_id) if ok else self._held(unit, job_id) for (unit, job_id), ok in zip(asks, made)]
+
+    def _mine(self, job_id: str) -> str:
+        return json.dumps({"job": job_id, "owner": self.owner, "recorded": None})
+
+    def _held(self, unit: str, job_id: str) -> Take:
+        """What to do with a unit another claim holds."""
+        key, mine = keys.sweep_claim(self.sweep_id, unit), self._mine(job_id)
         raw = self.redis.get(key)
         if raw is None:  # expired between the two calls: try again next time
             return Take("busy")

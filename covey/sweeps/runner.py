@@ -117,6 +117,7 @@ class _Run:
     peak: int = 0
     dry: bool = False
     refused_alone: set[str] = field(default_factory=set)  # units asked again once nothing else was in flight
+    checked: set[tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=set)  # scopes and tools (_send)
     cancelled: bool = False
     started: float = field(default_factory=time.monotonic)
 
@@ -282,31 +283,42 @@ def _next_unit(run: _Run) -> Unit | None:
 
 
 def _fill(run: _Run) -> bool:
-    """Submit (or adopt) units until the window is full; True if any was."""
+    """Submit (or adopt) units until the window is full; True if any was. The units
+    of one fill are claimed in one round trip, and their jobs recorded in another."""
     moved = False
     while len(run.flights) < run.window.size and not run.cancelled:
         if run.dry:
             _skip_rest(run)
             return moved
-        unit = _next_unit(run)
-        if unit is None:
+        units = _next_units(run, run.window.size - len(run.flights))
+        if not units:
             return moved
-        job_id = uuid()
-        take = run.claims.take(unit.key, job_id)
-        if take.outcome == "busy":
-            run.busy.append((time.monotonic() + BUSY_RECHECK_SECONDS, unit))
-            continue
-        moved = True
-        if take.outcome == "done":
-            run.done += 1
-        elif take.outcome == "adopt" and take.job_id and run.client.redis.exists(keys.submitted(take.job_id)):
-            run.adopted += 1
-            _fly(run, Flight(unit, take.job_id, time.monotonic()))
-        else:  # ours; or adopted from a submitter killed before it sent the job: send it now
-            job_id = take.job_id or job_id
-            _send(run, job_id, unit.config.spec(unit.sample, run.manifest.id, datetime.now(UTC)))
-            _fly(run, Flight(unit, job_id, time.monotonic()))
+        sends: list[tuple[Unit, str]] = []
+        for unit, take in zip(units, run.claims.take_all([(u.key, uuid()) for u in units])):
+            if take.outcome == "busy":
+                run.busy.append((time.monotonic() + BUSY_RECHECK_SECONDS, unit))
+                continue
+            moved = True
+            if take.outcome == "done":
+                run.done += 1
+            elif take.outcome == "adopt" and take.job_id and run.client.redis.exists(keys.submitted(take.job_id)):
+                run.adopted += 1
+                _fly(run, Flight(unit, take.job_id, time.monotonic()))
+            elif take.job_id:  # ours; or adopted from a submitter killed before it sent the job: send it now
+                sends.append((unit, take.job_id))
+        now = datetime.now(UTC)
+        _send(run, [(job_id, unit.config.spec(unit.sample, run.manifest.id, now)) for unit, job_id in sends])
+        sent = time.monotonic()
+        for unit, job_id in sends:
+            _fly(run, Flight(unit, job_id, sent))
     return moved
+
+
+def _next_units(run: _Run, n: int) -> list[Unit]:
+    units: list[Unit] = []
+    while len(units) < n and (unit := _next_unit(run)) is not None:
+        units.append(unit)
+    return units
 
 
 def _fly(run: _Run, flight: Flight) -> None:
@@ -314,11 +326,18 @@ def _fly(run: _Run, flight: Flight) -> None:
     run.peak = max(run.peak, len(run.flights))
 
 
-def _send(run: _Run, job_id: str, spec: JobSpec) -> None:
-    """Submit under the job id chosen first, so the claim names the job before it
-    exists; without a result subscription: ``_collect`` polls every result at once."""
-    run.client.submit(spec, job_id=job_id, subscribe=False)
-    run.submitted += 1
+def _send(run: _Run, jobs: list[tuple[str, JobSpec]]) -> None:
+    """Submit under the job ids chosen first, so a claim names its job before it
+    exists; without a result subscription: ``_collect`` polls every result at once.
+    The scopes and tools the jobs name are checked on the first job naming them only."""
+    for _, spec in jobs:
+        needs = (tuple(spec.scopes()), tuple(spec.tools or ()))
+        if needs not in run.checked:
+            run.client.check(spec)
+            run.checked.add(needs)
+    if jobs:
+        run.client.send(jobs, subscribe=False)
+        run.submitted += len(jobs)
 
 
 def _collect(run: _Run) -> bool:
@@ -399,7 +418,7 @@ def _ended(run: _Run, flight: Flight, result: AgentResult | str) -> None:
     judge = run.scoring.judge
     if result.ok and judge is not None and not run.cancelled:
         judge_id = uuid()
-        _send(run, judge_id, judge.spec(unit.sample, result.output or "", run.manifest.id))
+        _send(run, [(judge_id, judge.spec(unit.sample, result.output or "", run.manifest.id))])
         record.judge_job_id = judge_id
         _fly(run, Flight(unit, judge_id, time.monotonic(), judging=record))
         return

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from covey import keys
@@ -37,9 +39,31 @@ def test_submit_and_cancel_write_keys_with_the_clients_job_ttl(client):
 
 
 def test_a_job_sent_under_a_chosen_id_without_a_subscription_is_queued_under_it(client):
+    client.redis.config_resetstat()
     handle = client.submit("What is 2 + 2?", job_id="chosen-1", subscribe=False)
     assert handle.id == "chosen-1" and handle.status() is JobStatus.QUEUED
-    assert not client.app.backend.result_consumer.subscribed_to
+    sent = client.redis.info("commandstats")
+    assert "cmdstat_subscribe" not in sent and "cmdstat_unsubscribe" not in sent
+
+
+def test_a_job_sent_without_a_subscription_is_the_message_send_task_sends(client):
+    spec = client.spec("What is 2 + 2?", role="checker", budget={"max_tokens": 500})
+    queue = client.settings.queue
+    client.redis.delete(queue)
+    client.submit(spec, job_id="subscribed-1")
+    client.submit(spec, job_id="unsubscribed", subscribe=False)
+    first, second = (
+        _message(raw, job_id)
+        for raw, job_id in zip(client.redis.lrange(queue, 0, -1)[::-1], ("subscribed-1", "unsubscribed"))
+    )
+    assert first == second and first["headers"]["task"] == "covey.run_job"
+
+
+def _message(raw: str, job_id: str) -> dict:
+    """A broker message with its job id and delivery tag (new for every message) taken out."""
+    message = json.loads(raw.replace(job_id, "JOB"))
+    del message["properties"]["delivery_tag"]
+    return message
 
 
 def test_a_whitespace_only_task_is_refused_naming_the_field_before_anything_is_sent(client):

@@ -49,12 +49,8 @@ def twenty_configurations(samples: int = 40) -> list[Record]:
 
 @pytest.fixture(scope="module")
 def drawn():
-    import matplotlib.pyplot as plt
-
     rows = summarize(twenty_configurations())
-    fig = chart.figure(rows)
-    yield fig, rows
-    plt.close(fig)
+    return chart.figure(rows), rows
 
 
 def test_the_key_names_every_configuration_beside_the_axes_never_over_them(drawn):

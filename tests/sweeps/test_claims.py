@@ -36,6 +36,18 @@ def test_a_recorded_outcome_is_done_for_others_and_a_failure_may_run_again(redis
     assert a.take("retry", "j5").outcome == "busy"  # b runs it now
 
 
+def test_units_taken_together_each_get_the_outcome_taken_alone_would(redis_client, sweep_id):
+    a, b = (
+        Claims(redis_client, sweep_id, keys.DEFAULT_JOB_TTL_SECONDS),
+        Claims(redis_client, sweep_id, keys.DEFAULT_JOB_TTL_SECONDS),
+    )
+    a.renew(), b.renew()
+    a.take_all([("kept", "j1"), ("held", "j2")])
+    a.record(("kept", "j1", "completed"))
+    takes = b.take_all([("kept", "j3"), ("held", "j4"), ("free", "j5")])
+    assert [(t.outcome, t.job_id) for t in takes] == [("done", "j1"), ("busy", None), ("new", "j5")]
+
+
 def test_a_dead_submitters_job_is_adopted_not_run_again(redis_client, sweep_id):
     dead, alive = (
         Claims(redis_client, sweep_id, keys.DEFAULT_JOB_TTL_SECONDS),
