@@ -24,7 +24,12 @@ set until a worker restores them.
 Its QoS records which worker process holds each delivery (``covey.config.holder``),
 in the transaction that records the delivery as unacknowledged and in the one
 that acknowledges it, so a dead process's deliveries are known the moment its
-heartbeat lapses.
+heartbeat lapses. When the broker connection drops, kombu gives a closing
+channel's deliveries back, and Celery forgets those it had not started; with Redis
+away the give-back fails, and the deliveries would wait for the visibility timeout
+(minutes) under a live holder, whose heartbeat keeps every other worker off them.
+They are the holder's orphans instead, which its heartbeat puts back once Redis
+answers.
 """
 
 from __future__ import annotations
@@ -55,6 +60,14 @@ class QoS(kombu_redis.QoS):
             ).sadd(held, delivery_tag).expire(held, int(self.visibility_timeout)).execute()
         me.delivered(delivery_tag)
         virtual.QoS.append(self, message, delivery_tag)  # the in-memory record; kombu's Redis one is above
+
+    def restore_unacked(self, client=None):
+        # At a channel's close; kombu's stops at the first delivery it fails to give back.
+        try:
+            super().restore_unacked(client)
+        except self.channel.connection_errors:
+            holder.current().orphaned(self._delivered)
+            self._delivered.clear()
 
     def _remove_from_indices(self, delivery_tag, pipe=None):
         # An ack, a reject, a restore: the delivery is no longer this process's.

@@ -12,6 +12,11 @@ A holder that was only slow (stopped, starved, cut off) learns at its next
 heartbeat which of its deliveries were taken meanwhile (``taken``), and the step
 running each one drops it. Until ``sure_until`` (its last heartbeat's TTL from
 when it was sent) no one can have taken anything: the key stood the whole time.
+
+A delivery kombu failed to give back when the broker connection dropped (Redis
+was away) is an *orphan*: Celery has forgotten it, its records stay in Redis,
+and this process's heartbeat keeps every other worker off it. The heartbeat puts
+it back once Redis answers.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 
@@ -30,15 +36,26 @@ class Holder:
     pid: int
     inflight: set[str] = field(default_factory=set)  # tags delivered here and not yet acknowledged
     taken: set[str] = field(default_factory=set)  # of those, the ones another worker put back
+    orphans: set[str] = field(default_factory=set)  # of those, the ones kombu failed to give back
     sure_until: float = 0.0  # monotonic time before which nothing can have been taken
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def delivered(self, tag: str) -> None:
         self.inflight.add(tag)
+        self.orphans.discard(tag)  # delivered again under its tag (the visibility timeout restored it)
 
     def done(self, tag: str) -> None:
         self.inflight.discard(tag)
         self.taken.discard(tag)
+
+    def orphaned(self, tags: Iterable[str]) -> None:
+        self.orphans.update(tags)
+
+    def put_back(self, tags: list[str]) -> None:
+        """Orphans ``tags`` are back on their queues: no longer this process's."""
+        for tag in tags:
+            self.done(tag)
+            self.orphans.discard(tag)
 
     def renewed(self, sent_at: float, ttl: float, held: set[str] | None) -> set[str]:
         """Record a heartbeat sent at ``sent_at``; ``held`` is what Redis still holds for

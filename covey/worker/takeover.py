@@ -9,8 +9,11 @@ lock, looks for holders whose heartbeat has lapsed: their deliveries go back to
 the head of their queues in one transaction that also drops them from kombu's
 unacknowledged records, watched so that two takers never both put one back and
 a holder that beats again in the meantime keeps its own. Each goes back under
-a new delivery tag, so a late ack from the old holder finds nothing to remove. The visibility timeout stays the last
-resort, for a delivery no holder recorded.
+a new delivery tag, so a late ack from the old holder finds nothing to remove.
+The visibility timeout stays the last resort, for a delivery no holder recorded.
+
+A live process puts back its own orphans the same way, at its heartbeat: the
+deliveries kombu failed to give back when the broker connection dropped.
 
 A step checks that its delivery is still its process's (``still_held``) when it
 starts and before each step of its loop; one taken from it is dropped: the
@@ -75,19 +78,51 @@ def take_over(channel: Any, dead: str) -> int | None:
                 tags = sorted(pipe.smembers(held))
                 records = pipe.hmget(channel.unacked_key, tags) if tags else []
                 pipe.multi()
-                for tag, record in zip(tags, records):
-                    pipe.zrem(channel.unacked_index_key, tag).hdel(channel.unacked_key, tag)
-                    if record is not None:  # else acknowledged, or restored by kombu already
-                        message, exchange, routing_key = loads(bytes_to_str(record))
-                        # kombu would restore the message under its old tag: the old
-                        # holder's late ack would then delete the record of its next delivery.
-                        message["properties"]["delivery_tag"] = str(uuid.uuid4())
-                        channel._do_restore_message(message, exchange, routing_key, pipe)
+                _put_back(channel, pipe, tags, records)
                 pipe.delete(held).srem(keys.workers(), dead)
                 pipe.execute()
                 return sum(record is not None for record in records)
             except WatchError:
                 continue
+    return None
+
+
+def _put_back(channel: Any, pipe: Any, tags: list[str], records: list[bytes | None]) -> None:
+    """In ``pipe``'s transaction: drop deliveries ``tags`` from kombu's unacknowledged
+    records and put each recorded one back at the head of its queue."""
+    for tag, record in zip(tags, records):
+        pipe.zrem(channel.unacked_index_key, tag).hdel(channel.unacked_key, tag)
+        if record is not None:  # else acknowledged, or restored by kombu already
+            message, exchange, routing_key = loads(bytes_to_str(record))
+            # kombu would restore the message under its old tag: the old
+            # holder's late ack would then delete the record of its next delivery.
+            message["properties"]["delivery_tag"] = str(uuid.uuid4())
+            channel._do_restore_message(message, exchange, routing_key, pipe)
+
+
+def put_back_orphans(channel: Any, me: holder.Holder) -> int | None:
+    """Put this process's orphans back on their queues (``covey.config.holder``): the
+    deliveries kombu failed to give back when the broker connection dropped. Returns
+    how many went back, None when the broker stayed too busy this pass. A copy of a
+    step still running here is dropped by the step (``covey.worker.tasks``), as when
+    kombu's own give-back succeeds."""
+    tags = sorted(me.orphans)
+    if not tags:
+        return 0
+    client = channel.client
+    for _ in range(ATTEMPTS):
+        with client.pipeline() as pipe:
+            try:
+                pipe.watch(channel.unacked_key)
+                records = pipe.hmget(channel.unacked_key, tags)
+                pipe.multi()
+                _put_back(channel, pipe, tags, records)
+                pipe.srem(keys.worker_held(me.id), *tags)
+                pipe.execute()
+            except WatchError:
+                continue
+        me.put_back(tags)
+        return sum(record is not None for record in records)
     return None
 
 
@@ -112,6 +147,8 @@ def _loop(settings: Settings, app: Celery, heartbeat: Heartbeat, client: redis.R
         try:
             heartbeat.beat()
             channel = channel or app.connection_for_write().default_channel  # the broker's key names, routing
+            if back := put_back_orphans(channel, heartbeat.holder):
+                log.warning("worker %s: %d of its deliveries, let go of with the broker away, put back", me, back)
             if keep_lease(client, keys.takeover_lock(), token, settings.worker_heartbeat_seconds):
                 _take_from_the_dead(client, channel, me)
             away = False
