@@ -8,7 +8,9 @@ into which this ``bench/`` is copied: they measure that older covey the same way
 and each script's ``section(after, before)`` sets the two side by side. The two
 trees alternate script by script (one goes first, then the other), so a slow
 spell on this shared machine does not fall on one side only. The worktree is
-removed at the end, and each script stops whatever it started.
+removed at the end, and each script stops whatever it started. ``--only`` runs
+the scripts named and rewrites their sections alone; every section says the
+commit it measured.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import importlib
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -77,37 +80,41 @@ def run(tree: Path, name: str, out: Path) -> dict | None:
 
 
 def section(name: str, after: dict | None, before: dict | None, rev: str | None) -> str:
-    """The script's section; one that failed on this tree, or on REV, says so instead of
-    leaving its figures out silently."""
+    """The script's section, saying which commit it measured and when; one that failed
+    on this tree, or on REV, says so instead of leaving its figures out silently."""
     if after is None:
-        return f"## `bench/{name}.py`\n\nIt failed on this commit in this run: no figures.\n"
-    text = importlib.import_module(f"bench.{name}").section(after, before)
-    if rev is not None and before is None:
-        text += f"\nIt failed on commit `{rev}` in this run: no before figures.\n"
-    return text
-
-
-def document(sections: list[str], before: str | None, names: list[str]) -> str:
+        text = f"## `bench/{name}.py`\n\nIt failed on this commit in this run: no figures.\n"
+    else:
+        text = importlib.import_module(f"bench.{name}").section(after, before).rstrip("\n") + "\n"
+        if rev is not None and before is None:
+            text += f"\nIt failed on commit `{rev}` in this run: no before figures.\n"
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    command = "python bench/all.py" + (f" --before {rev}" if rev else "")
     today = datetime.now(UTC).strftime("%Y-%m-%d")
-    command = "python bench/all.py" + (f" --before {before}" if before else "")
-    if names != list(BENCHES):
-        command += f" --only {','.join(names)}"
-    compared = (
-        f" Beside each figure is the same measurement of commit `{before}`, taken in the same run." if before else ""
-    )
-    body = "\n".join(sections)
+    return text + f"\n_Measured by `{command}` at commit `{head.stdout.strip()}` on {today}._\n"
+
+
+def sections_in(page: str) -> dict[str, str]:
+    """The sections of a BENCHMARKS.md by the script each names in its heading."""
+    found: dict[str, str] = {}
+    for chunk in re.split(r"(?m)^(?=## )", page)[1:]:
+        named = re.search(r"`bench/(\w+)\.py`", chunk.splitlines()[0])
+        if named and named.group(1) in BENCHES:
+            found[named.group(1)] = chunk.rstrip("\n") + "\n"
+    return found
+
+
+def document(sections: dict[str, str]) -> str:
+    body = "\n".join(sections[name] for name in BENCHES if name in sections)
     return f"""# Benchmarks
 
-Every figure here comes from one command, run from the repo root on {today}
-({os.cpu_count()} cores, Python {platform.python_version()}, a machine shared with other work):
-
-```
-{command}
-```
-
-It starts its own redis-server and workers for each benchmark and stops them.{compared}
-Seconds depend on the machine and the moment; compare the ratios, which each
-benchmark takes from rounds run side by side.
+Every figure here comes from `python bench/all.py --before REV`, run from the
+repo root ({os.cpu_count()} cores, Python {platform.python_version()}, a machine shared with other work):
+it runs each script of `bench/` on this tree and on commit REV, writes each
+section below, and says under each the commit it measured and when; `--only
+NAMES` rewrites only those sections. Each script starts its own redis-server
+and workers and stops them. Seconds depend on the machine and the moment;
+compare the ratios, which each benchmark takes from rounds run side by side.
 
 {body}"""
 
@@ -126,13 +133,15 @@ def main() -> None:
         out = Path(scratch)
         older = worktree(args.before, out / "before") if args.before else None
         try:
-            sections = []
+            page = ROOT / "BENCHMARKS.md"
+            sections = sections_in(page.read_text()) if page.exists() else {}
             for i, name in enumerate(names):
                 trees = [ROOT] if older is None else [ROOT, older][:: 1 if i % 2 else -1]
                 figures = {tree: run(tree, name, out) for tree in trees}
-                sections.append(section(name, figures[ROOT], figures.get(older), args.before))
-                # Written as it goes: a run cut short keeps the figures it has.
-                (ROOT / "BENCHMARKS.md").write_text(document(sections, args.before, names[: i + 1]))
+                sections[name] = section(name, figures[ROOT], figures.get(older), args.before)
+                # Written as it goes: a run cut short keeps the figures it has, and the
+                # sections it did not reach keep theirs.
+                page.write_text(document(sections))
         finally:
             if older is not None:
                 subprocess.run(

@@ -63,9 +63,10 @@ class Recorder:
         self.ledger, self.llm, self.catalog = ledger, llm, llm.catalog
         self.calls: list[dict] = []
 
-    # the ledger's methods the loop uses, passed through
+    # the ledger's and the LLM's other methods the loop uses, passed through
     def __getattr__(self, name):
-        return getattr(self.ledger, name)
+        part = self.ledger if hasattr(self.ledger, name) else self.llm
+        return getattr(part, name)
 
     def reserve(self, *args, **kwargs):
         grant = self.ledger.reserve(*args, **kwargs)
