@@ -95,26 +95,30 @@ def section(name: str, after: dict | None, before: dict | None, rev: str | None)
 
 
 def sections_in(page: str) -> dict[str, str]:
-    """The sections of a BENCHMARKS.md by the script each names in its heading."""
+    """The sections of a BENCHMARKS.md in its order: a script's (by the script its
+    heading names) under the script's name, to be rewritten when it runs again; any
+    other (a profile's, written by hand) under its heading, kept as it is."""
     found: dict[str, str] = {}
     for chunk in re.split(r"(?m)^(?=## )", page)[1:]:
-        named = re.search(r"`bench/(\w+)\.py`", chunk.splitlines()[0])
-        if named and named.group(1) in BENCHES:
-            found[named.group(1)] = chunk.rstrip("\n") + "\n"
+        heading = chunk.splitlines()[0]
+        named = re.search(r"`bench/(\w+)\.py`", heading)
+        found[named.group(1) if named and named.group(1) in BENCHES else heading] = chunk.rstrip("\n") + "\n"
     return found
 
 
 def document(sections: dict[str, str]) -> str:
-    body = "\n".join(sections[name] for name in BENCHES if name in sections)
+    body = "\n".join(sections.values())
     return f"""# Benchmarks
 
-Every figure here comes from `python bench/all.py --before REV`, run from the
-repo root ({os.cpu_count()} cores, Python {platform.python_version()}, a machine shared with other work):
-it runs each script of `bench/` on this tree and on commit REV, writes each
-section below, and says under each the commit it measured and when; `--only
-NAMES` rewrites only those sections. Each script starts its own redis-server
-and workers and stops them. Seconds depend on the machine and the moment;
-compare the ratios, which each benchmark takes from rounds run side by side.
+The benchmarks' figures here come from `python bench/all.py --before REV`, run
+from the repo root ({os.cpu_count()} cores, Python {platform.python_version()}, a machine shared with
+other work): it runs each script of `bench/` on this tree and on commit REV and
+writes its section, which says the commit it measured and when. `--only NAMES`
+rewrites only those sections; the profiles' sections, which no script writes,
+give the commands that made them and stay as they are. Each script starts its
+own redis-server and workers and stops them. Seconds depend on the machine and
+the moment; compare the ratios, which each benchmark takes from rounds run side
+by side.
 
 {body}"""
 
