@@ -3,8 +3,10 @@
 A job can sit still for reasons no result will ever report: its message went to a
 queue no covey worker reads, no worker reads covey's queue at all, a message its
 outbox expects was lost (it is sent again here, as the workers' reconciler does),
-or the worker running some of its agents died and the broker has not handed their
-tasks to another one yet. Each is found from the broker, the workers' own answers
+the worker running some of its agents died and the broker has not handed their
+tasks to another one yet, or a worker holds its message unacknowledged and runs
+none of it (the broker gives it back at the visibility timeout, or covey's takeover
+once that worker's heartbeat lapses). Each is found from the broker, the workers' own answers
 and the job's tree, and said in one line naming what is stuck; so is a job whose
 records and messages are gone (a Redis wiped), which nothing will ever finish.
 """
@@ -22,7 +24,8 @@ from covey.config import connections
 from covey.status import AgentStatus
 from covey.store.outbox import Message, Outbox
 from covey.store.tree import Node
-from covey.worker.reconciler import Reconciler, send
+from covey.worker.reconciler import UNACKED_INDEX, Reconciler, in_broker, send
+from covey.worker.takeover import holder_of
 
 if TYPE_CHECKING:
     from covey.client import Client
@@ -79,6 +82,35 @@ def resend_lost(client: Client, job_id: str) -> list[Message]:
         broker.close()
 
 
+def unacked(client: Client, task_id: str) -> str | None:
+    """Who holds the task's unacknowledged delivery and what gives it back, on a Redis
+    broker (the reconciler's look at kombu's records); None when it has none."""
+    broker = _redis_broker(client)
+    if broker is None:
+        return None
+    try:
+        tag = next((c.tag for c in in_broker(broker, []).get(task_id, ()) if c.tag is not None), None)
+        if tag is None:
+            return None
+        holder, delivered = holder_of(broker, tag), broker.zscore(UNACKED_INDEX, tag)
+    finally:
+        broker.close()
+    ago = "" if delivered is None else f" {max(0.0, time.time() - delivered):.0f}s ago"
+    timeout = (
+        f"the broker delivers it again once its visibility timeout "
+        f"({client.settings.redelivery_seconds:g}s, COVEY_VISIBILITY_TIMEOUT) has passed since its delivery{ago}"
+    )
+    if holder is None:
+        return f"unacknowledged and held by no worker covey knows: {timeout}"
+    name, alive = holder
+    if not alive:
+        return f"held unacknowledged by worker {name}, whose heartbeat lapsed: a live worker puts it back on its queue"
+    return (
+        f"held unacknowledged by worker {name} (alive), which does not run it: {timeout}, "
+        "or a live worker puts it back once that worker's heartbeat lapses"
+    )
+
+
 def live_task_ids(client: Client) -> set[str] | None:
     """Ids of the tasks live workers run or hold; None when no worker answers."""
     inspect = client.app.control.inspect(timeout=INSPECT_SECONDS)
@@ -103,16 +135,7 @@ def why_stuck(client: Client, job_id: str) -> str | None:
             return (
                 f"no worker reads queue {client.settings.queue!r}; job {job_id} waits until one starts (covey worker)"
             )
-        if (
-            queue is None
-            and not client.redis.exists(keys.submitted(job_id))
-            and job_id not in (live_task_ids(client) or ())
-        ):
-            return (
-                f"job {job_id} has no records in Redis (wiped, expired or never submitted) and no message "
-                "in the broker: it will not finish"
-            )
-        return None
+        return None if queue is not None else _unstarted(client, job_id)
     lost = resend_lost(client, job_id)
     if lost:
         agents = ", ".join(m.kwargs.get("agent_id") or m.kwargs.get("ctx", {}).get("agent_id", "?") for m in lost)
@@ -127,6 +150,22 @@ def why_stuck(client: Client, job_id: str) -> str | None:
     return (
         f"agents of job {job_id} stopped reporting ({who}): {_names(stuck)}; a live worker takes their "
         "tasks up once their worker's heartbeat lapses (COVEY_WORKER_HEARTBEAT_SECONDS)"
+    )
+
+
+def _unstarted(client: Client, job_id: str) -> str | None:
+    """Why a job with no tree and in no queue does not start: its message is held
+    unacknowledged by no live worker's step, or is nowhere and its records are gone."""
+    held = unacked(client, job_id)
+    if not held and client.redis.exists(keys.submitted(job_id)):
+        return None
+    if job_id in (live_task_ids(client) or ()):
+        return None
+    if held:
+        return f"job {job_id} waits on its message, {held}"
+    return (
+        f"job {job_id} has no records in Redis (wiped, expired or never submitted) and no message "
+        "in the broker: it will not finish"
     )
 
 

@@ -25,6 +25,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import redis
@@ -39,6 +40,7 @@ from covey.store.outbox import Message, Outbox
 log = logging.getLogger(__name__)
 
 UNACKED = "unacked"  # kombu's Redis transport: delivery tag -> [message, exchange, routing key]
+UNACKED_INDEX = "unacked_index"  # kombu's Redis transport: delivery tag -> when delivered (epoch seconds)
 
 
 def send(app: Celery, message: Message) -> None:
@@ -52,6 +54,29 @@ def _headers(raw: str, unacked: bool) -> dict[str, Any]:
         return (payload[0] if unacked else payload).get("headers") or {}
     except (ValueError, AttributeError, IndexError, KeyError):
         return {}
+
+
+@dataclass(frozen=True)
+class Copy:
+    """A message in the broker: queued, or delivered and unacknowledged under ``tag``."""
+
+    headers: dict[str, Any]
+    tag: str | None = None
+
+
+def in_broker(broker: redis.Redis, queues: Iterable[str]) -> dict[str, list[Copy]]:
+    """Task id -> its messages queued on ``queues`` or unacknowledged, read at one instant."""
+    with broker.pipeline(transaction=True) as pipe:
+        for queue in queues:
+            pipe.lrange(queue, 0, -1)
+        pipe.hgetall(UNACKED)
+        *queued, unacked = pipe.execute()
+    copies = [Copy(_headers(raw, False)) for q in queued for raw in q]
+    copies += [Copy(_headers(raw, True), tag) for tag, raw in unacked.items()]
+    found: dict[str, list[Copy]] = {}
+    for copy in copies:
+        found.setdefault(copy.headers.get("id", ""), []).append(copy)
+    return found
 
 
 class Reconciler:
@@ -70,28 +95,14 @@ class Reconciler:
         if not expected:
             self._missing = {}
             return []
-        seen = self._in_broker()
-        missing = {k: m for k, m in expected.items() if not any(m.seen_as(h) for h in seen.get(m.task_id, ()))}
+        seen = in_broker(self._broker, self._queues)
+        missing = {k: m for k, m in expected.items() if not any(m.seen_as(c.headers) for c in seen.get(m.task_id, ()))}
         lost = [m for k, m in missing.items() if self._missing.get(k) == m]
         self._missing = missing
         for message in lost:
             log.warning("expected %s message %s is in no queue: sent again", message.name, message.task_id)
             self._send(message)
         return lost
-
-    def _in_broker(self) -> dict[str, list[dict[str, Any]]]:
-        """Task id -> headers of the messages queued or unacknowledged, read at one instant."""
-        with self._broker.pipeline(transaction=True) as pipe:
-            for queue in self._queues:
-                pipe.lrange(queue, 0, -1)
-            pipe.hvals(UNACKED)
-            *queued, unacked = pipe.execute()
-        found: dict[str, list[dict[str, Any]]] = {}
-        lists = [(raw, False) for q in queued for raw in q] + [(raw, True) for raw in unacked]
-        for raw, in_unacked in lists:
-            headers = _headers(raw, in_unacked)
-            found.setdefault(headers.get("id", ""), []).append(headers)
-        return found
 
 
 def _loop(settings: Settings, app: Celery) -> None:

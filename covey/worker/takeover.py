@@ -63,6 +63,17 @@ def dead_holders(client: redis.Redis, me: str) -> list[str]:
     return [h for h, up in zip(holders, alive) if not up]
 
 
+def holder_of(client: redis.Redis, tag: str) -> tuple[str, bool] | None:
+    """The holder that recorded delivery ``tag`` and whether its heartbeat stands, or
+    None when no holder did (kombu's visibility timeout alone gives it back then)."""
+    holders = sorted(bytes_to_str(h) for h in client.smembers(keys.workers()))
+    with client.pipeline(transaction=False) as pipe:
+        for h in holders:
+            pipe.sismember(keys.worker_held(h), tag).exists(keys.worker_alive(h))
+        replies = pipe.execute()
+    return next(((h, bool(up)) for h, held, up in zip(holders, replies[::2], replies[1::2]) if held), None)
+
+
 def take_over(channel: Any, dead: str) -> int | None:
     """Put holder ``dead``'s deliveries back on their queues (kombu's restore, for
     its routing and redelivered flag) and forget the holder. Returns how many went

@@ -1,7 +1,7 @@
 """A Redis wiped while a job runs (``FLUSHALL`` on the test's own server): the job's
 records are gone, so it ends ``failed`` with cause ``state_lost`` in one line, never
 ``internal``, and the clients say so instead of waiting. Nothing written after the
-wipe is left without a TTL."""
+wipe is left without a TTL. A job whose message a worker still holds is not lost."""
 
 from __future__ import annotations
 
@@ -11,12 +11,15 @@ import sys
 
 import pytest
 import redis
+from kombu import Connection
 
 from covey import keys
 from covey.client import Client
 from covey.client.errors import JobTimeout
+from covey.config import broker, holder
 from covey.config.settings import Settings
 from covey.status import CauseKind
+from covey.worker.heartbeat import Heartbeat
 from tests.integration.conftest import ROOT, start_worker, stop_worker, wait_for_worker, worker_env
 from tests.integration.test_durability import wait_until
 from tests.redis_server import RedisServer
@@ -106,3 +109,34 @@ def test_a_job_wiped_with_its_message_before_it_started_is_said_to_be_lost():
         assert cli.returncode == 1 and cli.stderr.splitlines() == [
             f"Error: unknown job {queued.id}: never submitted, expired, or lost (a Redis restart without persistence)"
         ], cli.stderr
+
+
+@pytest.mark.parametrize("records", ["kept", "gone"])
+def test_a_job_whose_message_a_live_worker_holds_unacknowledged_is_said_to_wait_for_its_redelivery(records):
+    """A live worker process (this one, beating) took the job's message off the queue
+    and runs no step of it: the wait names the holder and what gives the message
+    back, never that it is lost, whether the job's records are kept or gone."""
+    with RedisServer() as server:
+        client = Client(Settings(redis_url=server.url, model="sim"))
+        r = redis.Redis.from_url(server.url, decode_responses=True)
+        handle = client.submit(client.spec("What is 1 + 1?"))  # no worker yet: it waits in the queue
+        if records == "gone":
+            r.delete(keys.submitted(handle.id))
+        me = holder.current()
+        Heartbeat(r, me, seconds=60, kept_seconds=600).beat()
+        with Connection(server.url, transport=broker.transport(server.url)) as mine:
+            taken = mine.default_channel.basic_get(client.settings.queue, no_ack=False)
+            worker = start_worker(server.url)
+            try:
+                wait_for_worker(client, worker)
+                with pytest.raises(JobTimeout) as waited:
+                    handle.result(timeout=1)
+            finally:
+                stop_worker(worker)
+                client.close()
+                r.close()
+        assert taken.headers["id"] == handle.id
+        assert waited.value.reason.startswith(
+            f"job {handle.id} waits on its message, held unacknowledged by worker {me.id} (alive), which does "
+            "not run it: the broker delivers it again once its visibility timeout"
+        ), waited.value.reason

@@ -12,7 +12,7 @@ from kombu import Connection, Exchange, Queue
 from covey import keys
 from covey.config import broker, holder
 from covey.worker.heartbeat import Heartbeat
-from covey.worker.takeover import dead_holders, take_over
+from covey.worker.takeover import dead_holders, holder_of, take_over
 from tests.redis_server import RedisServer
 
 QUEUE = Queue("jobs", Exchange("jobs", "direct"), "jobs")
@@ -76,6 +76,23 @@ def test_a_beating_holder_keeps_its_deliveries(server, connections):
     assert me.id not in dead_holders(client, "another")
     assert take_over(taker.default_channel, me.id) == 0
     assert client.hexists("unacked", message.delivery_tag) and client.llen("jobs") == 0
+
+
+def test_a_delivery_s_holder_is_named_with_whether_it_beats(server, connections):
+    """What a wait says of a delivery no step runs: no holder until one beats, then
+    it, alive, then lapsed."""
+    client = redis.Redis.from_url(server.url)
+    tag = delivered(connections[0], "t6").delivery_tag
+    assert holder_of(client, tag) is None  # recorded, but no beat: no holder a taker knows
+    me = holder.current()
+    Heartbeat(client, me, seconds=0.2, kept_seconds=60).beat()
+    assert holder_of(client, tag) == (me.id, True)
+    deadline = time.monotonic() + 30
+    while client.exists(keys.worker_alive(me.id)):
+        assert time.monotonic() < deadline, "the heartbeat never lapsed"
+        time.sleep(0.05)
+    assert holder_of(client, tag) == (me.id, False)
+    assert holder_of(client, "no such tag") is None
 
 
 def taken_while_silent(server, connections, task_id: str):
