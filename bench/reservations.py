@@ -131,8 +131,8 @@ counts its own prompts exactly, and on the same sim served without a tokenizer
 reserved over the prompt reported. Per job: all reserved (prompt and reply, with
 `max_call_tokens` 256) over all used. The sim bills four characters a token, about
 what English costs on a real BPE, so the byte bound is about 4× for English and code
-and more for CJK (three bytes a character). Before: every call reserved its whole
-prompt's bytes.
+and more for CJK (three bytes a character). Before the reservations took the prior
+call's reported prompt (commit `e58e947`), every call reserved its whole prompt's bytes.
 
 Command (from the repo root; it starts its own redis-server):
 
