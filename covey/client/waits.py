@@ -92,9 +92,14 @@ def unacked(client: Client, task_id: str) -> str | None:
         tag = next((c.tag for c in in_broker(broker, []).get(task_id, ()) if c.tag is not None), None)
         if tag is None:
             return None
-        holder, delivered = holder_of(broker, tag), broker.zscore(UNACKED_INDEX, tag)
+        return _held(client, broker, tag, broker.zscore(UNACKED_INDEX, tag))
     finally:
         broker.close()
+
+
+def _held(client: Client, broker: redis.Redis, tag: str, delivered: float | None) -> str:
+    """What holds delivery ``tag`` unacknowledged and what gives it back."""
+    holder = holder_of(broker, tag)
     ago = "" if delivered is None else f" {max(0.0, time.time() - delivered):.0f}s ago"
     timeout = (
         f"the broker delivers it again once its visibility timeout "
@@ -109,6 +114,37 @@ def unacked(client: Client, task_id: str) -> str | None:
         f"held unacknowledged by worker {name} (alive), which does not run it: {timeout}, "
         "or a live worker puts it back once that worker's heartbeat lapses"
     )
+
+
+def _whereabouts(client: Client, job_id: str, nodes: list[Node]) -> dict[str | None, list[Node]]:
+    """The agents grouped by where the message their next step is sits in the broker
+    (the reconciler's look): the outbox's, else (a root's first step, which no outbox
+    records) the delivery the agent last ran. None for those whose place is not known."""
+    broker = _redis_broker(client)
+    if broker is None:
+        return {None: nodes}
+    try:
+        expected = Outbox(client.redis).messages(job_id)
+        seen = in_broker(broker, [client.settings.queue])
+        groups: dict[str | None, list[Node]] = {}
+        for node in nodes:
+            message = expected.get(node.agent_id)
+            if message is None:
+                copies = seen.get(node.task_id or "", [])
+            else:
+                copies = [c for c in seen.get(message.task_id, ()) if message.seen_as(c.headers)]
+            if any(c.tag is None for c in copies):
+                where: str | None = "queued, waiting for a worker slot"
+            elif copies:
+                where = _held(client, broker, str(copies[0].tag), None)
+            elif message is not None:
+                where = "in no queue and no unacknowledged set: the reconciler sends it again"
+            else:
+                where = None
+            groups.setdefault(where, []).append(node)
+        return groups
+    finally:
+        broker.close()
 
 
 def live_task_ids(client: Client) -> set[str] | None:
@@ -147,9 +183,11 @@ def why_stuck(client: Client, job_id: str) -> str | None:
     if not stuck:
         return None
     who = "no worker answers" if live is None else "no live worker runs them"
-    return (
-        f"agents of job {job_id} stopped reporting ({who}): {_names(stuck)}; a live worker takes their "
-        "tasks up once their worker's heartbeat lapses (COVEY_WORKER_HEARTBEAT_SECONDS)"
+    unknown = "a live worker takes their tasks up once their worker's heartbeat lapses (COVEY_WORKER_HEARTBEAT_SECONDS)"
+    return "\n".join(
+        f"agents of job {job_id} stopped reporting ({who}): {_names(group)}; "
+        + (unknown if where is None else f"each one's next message is {where}")
+        for where, group in _whereabouts(client, job_id, stuck).items()
     )
 
 

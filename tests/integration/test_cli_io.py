@@ -87,7 +87,8 @@ def test_a_wait_on_a_job_whose_worker_died_names_the_stalled_agents(tmp_path):
         )
         assert proc.returncode == 3
         assert "stopped reporting (no worker answers): root;" in proc.stderr
-        assert "once their worker's heartbeat lapses" in proc.stderr
+        assert "next message is held unacknowledged by worker" in proc.stderr  # the dead worker's delivery
+        assert "a live worker puts it back" in proc.stderr
         assert re.search(r"not finished after \d+\.\ds", proc.stderr)  # the time it really waited
         assert client.redis.exists(keys.nodes(handle.id))
         stop_worker(worker)

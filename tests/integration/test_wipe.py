@@ -20,6 +20,7 @@ from covey.config import broker, holder
 from covey.config.settings import Settings
 from covey.status import CauseKind
 from covey.worker.heartbeat import Heartbeat
+from covey.worker.takeover import take_over
 from tests.integration.conftest import ROOT, start_worker, stop_worker, wait_for_worker, worker_env
 from tests.integration.test_durability import wait_until
 from tests.redis_server import RedisServer
@@ -139,4 +140,43 @@ def test_a_job_whose_message_a_live_worker_holds_unacknowledged_is_said_to_wait_
         assert waited.value.reason.startswith(
             f"job {handle.id} waits on its message, held unacknowledged by worker {me.id} (alive), which does "
             "not run it: the broker delivers it again once its visibility timeout"
+        ), waited.value.reason
+
+
+def test_a_started_agent_whose_message_a_live_worker_holds_is_said_to_wait_for_its_redelivery():
+    """The root started, its worker died, and its message, put back by takeover, was
+    taken by a live worker process (this one, beating) that runs no step of it: the
+    wait names that holder and what gives the message back, never that a heartbeat
+    will lapse."""
+    with RedisServer() as server:
+        client = Client(Settings(redis_url=server.url, model="sim"))
+        r = redis.Redis.from_url(server.url, decode_responses=True)
+        worker = start_worker(server.url)
+        try:
+            wait_for_worker(client, worker)
+            handle = client.submit(client.spec("[sim:latency 60000] What is 1 + 1?"))
+            wait_until(
+                lambda: (node := client.tree.node(handle.id, "root")) is not None and node.status == "running",
+                "the root to start",
+            )
+            (dead,) = r.smembers(keys.workers())
+        finally:
+            worker.kill()
+            worker.wait()
+        r.delete(keys.worker_alive(dead))
+        me = holder.current()
+        Heartbeat(r, me, seconds=60, kept_seconds=600).beat()
+        with Connection(server.url, transport=broker.transport(server.url)) as mine:
+            assert take_over(mine.default_channel, dead) == 1
+            taken = mine.default_channel.basic_get(client.settings.queue, no_ack=False)
+            try:
+                with pytest.raises(JobTimeout) as waited:
+                    handle.result(timeout=1)
+            finally:
+                client.close()
+                r.close()
+        assert taken is not None
+        assert waited.value.reason.startswith(
+            f"agents of job {handle.id} stopped reporting (no worker answers): root; each one's next message is "
+            f"held unacknowledged by worker {me.id} (alive), which does not run it: the broker delivers it again"
         ), waited.value.reason
