@@ -27,6 +27,7 @@ import os
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -78,21 +79,30 @@ def take_over(channel: Any, dead: str) -> int | None:
     """Put holder ``dead``'s deliveries back on their queues (kombu's restore, for
     its routing and redelivered flag) and forget the holder. Returns how many went
     back, 0 when it beats again, None when the broker stayed too busy this pass."""
-    client = channel.client
     alive, held = keys.worker_alive(dead), keys.worker_held(dead)
+
+    def take(pipe: Any) -> int:
+        if pipe.exists(alive):
+            return 0
+        tags = sorted(pipe.smembers(held))
+        records = pipe.hmget(channel.unacked_key, tags) if tags else []
+        pipe.multi()
+        _put_back(channel, pipe, tags, records)
+        pipe.delete(held).srem(keys.workers(), dead)
+        pipe.execute()
+        return sum(record is not None for record in records)
+
+    return _watched(channel.client, [alive, held, channel.unacked_key], take)
+
+
+def _watched(client: redis.Redis, watched: list[str], body: Callable[[Any], int]) -> int | None:
+    """``body(pipe)`` with ``watched`` under WATCH, run again when another client writes
+    one of them first, ATTEMPTS times at most; None when the broker stayed that busy."""
     for _ in range(ATTEMPTS):
         with client.pipeline() as pipe:
             try:
-                pipe.watch(alive, held, channel.unacked_key)
-                if pipe.exists(alive):
-                    return 0
-                tags = sorted(pipe.smembers(held))
-                records = pipe.hmget(channel.unacked_key, tags) if tags else []
-                pipe.multi()
-                _put_back(channel, pipe, tags, records)
-                pipe.delete(held).srem(keys.workers(), dead)
-                pipe.execute()
-                return sum(record is not None for record in records)
+                pipe.watch(*watched)
+                return body(pipe)
             except WatchError:
                 continue
     return None
@@ -120,21 +130,17 @@ def put_back_orphans(channel: Any, me: holder.Holder) -> int | None:
     tags = sorted(me.orphans)
     if not tags:
         return 0
-    client = channel.client
-    for _ in range(ATTEMPTS):
-        with client.pipeline() as pipe:
-            try:
-                pipe.watch(channel.unacked_key)
-                records = pipe.hmget(channel.unacked_key, tags)
-                pipe.multi()
-                _put_back(channel, pipe, tags, records)
-                pipe.srem(keys.worker_held(me.id), *tags)
-                pipe.execute()
-            except WatchError:
-                continue
+
+    def give_back(pipe: Any) -> int:
+        records = pipe.hmget(channel.unacked_key, tags)
+        pipe.multi()
+        _put_back(channel, pipe, tags, records)
+        pipe.srem(keys.worker_held(me.id), *tags)
+        pipe.execute()
         me.put_back(tags)
         return sum(record is not None for record in records)
-    return None
+
+    return _watched(channel.client, [channel.unacked_key], give_back)
 
 
 def keep_lease(client: redis.Redis, key: str, token: str, seconds: float) -> bool:
