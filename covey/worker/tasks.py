@@ -292,7 +292,8 @@ def _seen(task, job_id: str, agent_id: str) -> _Seen:
         if task.name == wire.AGENT:
             pipe.hgetall(keys.agent(job_id, agent_id))
         node, expected, *more = pipe.execute()
-    saved, row = (more[0], None) if task.name == wire.RUN_JOB else (None, more[0] if more else None)
+    saved = more[0] if task.name == wire.RUN_JOB else None
+    row = more[0] if task.name == wire.AGENT else None
     return _Seen(
         node=None if node is None else unpack(agent_id, node),
         expected=None if expected is None else str(expected),
