@@ -188,14 +188,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", choices=[*scale.WORKERS, "raw"], default="threads")
     parser.add_argument("--trees", type=int, default=4, help=f"{agents(WIDTH, scale.DEPTH)}-agent trees sampled")
+    parser.add_argument("--keep", type=Path, metavar="DIR", help="keep py-spy's raw profiles and the logs in DIR")
     args = parser.parse_args()
     if shutil.which("py-spy") is None:
         sys.exit("py-spy is not installed: pip install py-spy")
-    logs = Path(tempfile.mkdtemp(prefix="covey-profile-"))
+    logs = args.keep or Path(tempfile.mkdtemp(prefix="covey-profile-"))
+    logs.mkdir(parents=True, exist_ok=True)
     try:
         print(show(profile(args.config, args.trees, logs)))
     finally:
-        shutil.rmtree(logs)
+        if not args.keep:
+            shutil.rmtree(logs)
 
 
 if __name__ == "__main__":

@@ -156,12 +156,12 @@ class Bench:
         stats.pop("cmdstat_config|resetstat", None)
         return {name.removeprefix("cmdstat_"): (int(v["calls"]), int(v["usec"])) for name, v in stats.items()}
 
-    def profile(self, n: int, latency_ms: int, into: Path) -> dict:
-        """One covey sweep under py-spy, the submitter run by it and the worker attached."""
+    def profile(self, n: int, latency_ms: int, into: Path, gil: bool = False) -> dict:
+        """One covey sweep under py-spy, the submitter run by it and the worker attached (``gil``: its GIL's holders only)."""
         into.mkdir(parents=True, exist_ok=True)
-        spy = ["py-spy", "record", "--rate", "100", "--format", "raw", "--nonblocking"]
+        spy = ["py-spy", "record", "--rate", os.environ.get("SPY_RATE", "100"), "--format", "raw", "--nonblocking"]
         worker = subprocess.Popen(
-            [*spy, "--output", str(into / "worker.txt"), "--pid", str(self.covey.proc.pid), "--subprocesses"],
+            [*spy, *(["--gil"] if gil else []), "--output", str(into / "worker.txt"), "--pid", str(self.covey.proc.pid), "--subprocesses"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -204,6 +204,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures as JSON to PATH")
     parser.add_argument("--profile", type=Path, metavar="DIR", help="profile one covey sweep instead")
+    parser.add_argument("--gil", action="store_true", help="with --profile: sample only the worker's GIL holder")
     args = parser.parse_args()
     sizes = [int(s) for s in args.samples.split(",")]
     latencies = [int(ms) for ms in args.latency.split(",")]
@@ -211,7 +212,7 @@ def main() -> None:
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="covey-bench-sweep-")))
         bench = Bench(stack, work, args.concurrency, args.max_in_flight)
         if args.profile:
-            print(json.dumps(bench.profile(max(sizes), latencies[0], args.profile), indent=2))
+            print(json.dumps(bench.profile(max(sizes), latencies[0], args.profile, args.gil), indent=2))
             return
         bench.covey_run(20, 0)  # the worker's first jobs pay for its imports and connections
         bench.raw_run(20, 0)
