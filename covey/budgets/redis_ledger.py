@@ -31,9 +31,8 @@ from importlib.resources import files
 from typing import Any
 
 import redis
-from redis.exceptions import NoScriptError
 
-from covey import keys
+from covey import keys, redis_scripts
 from covey.budgets import scopes as scope_names  # `scopes` here are a call's list of names
 from covey.budgets.budget import MAX_COUNT, MAX_USD, Budget
 from covey.budgets.ledger import (
@@ -346,22 +345,13 @@ class RedisLedger:
 
     def _run_many(self, name: str, calls: Sequence[tuple[list[str], list[Any]]]) -> list[Any]:
         """Script ``name`` run once per (keys, arguments) of ``calls``, in order, in one
-        round trip; their replies once ``self.replicas`` replicas hold their writes. A
-        failed look (no script loaded, replicas behind) reruns them all, which is
-        safe: each script is safe to run again."""
+        round trip; their replies once ``self.replicas`` replicas hold their writes.
+        Replicas behind rerun them all, which is safe: each script is safe to run again."""
         script, wanted = self._scripts[name], self.replicas.replicas
         give_up, told = time.monotonic() + self.replicas.seconds, False
+        run = [redis_scripts.ScriptCall(script, row_keys, args) for row_keys, args in calls]
         while True:
-            with self.client.pipeline(transaction=False) as pipe:  # one round trip: the scripts, then WAIT
-                for row_keys, args in calls:
-                    pipe.evalsha(script.sha, len(row_keys), *row_keys, *args)
-                if wanted:
-                    pipe.execute_command("WAIT", wanted, REPLICA_WAIT_MS)
-                try:
-                    replies = pipe.execute()
-                except NoScriptError:  # a fresh master (a restart, a failover): load it, run again
-                    self.client.script_load(script.script)
-                    continue
+            replies = redis_scripts.run(self.client, run, wanted, REPLICA_WAIT_MS)
             if not wanted:
                 return replies
             *replies, confirmed = replies

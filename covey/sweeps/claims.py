@@ -20,9 +20,8 @@ from importlib.resources import files
 from typing import Literal
 
 import redis
-from redis.exceptions import NoScriptError
 
-from covey import keys
+from covey import keys, redis_scripts
 from covey.sweeps.records import KEPT
 
 _RECORD = (files("covey.sweeps") / "lua" / "record.lua").read_text(encoding="utf-8")
@@ -107,18 +106,15 @@ class Claims:
         that job's), all in one round trip."""
         if not marks:
             return
-        script = self._record
-        while True:
-            with self.redis.pipeline(transaction=False) as pipe:
-                # evalsha, not the Script: a pipeline of Scripts first asks SCRIPT EXISTS, a round trip more
-                for unit, job_id, status in marks:
-                    done = json.dumps({"job": job_id, "owner": self.owner, "recorded": status})
-                    pipe.evalsha(script.sha, 1, keys.sweep_claim(self.sweep_id, unit), job_id, done, self.job_ttl)
-                try:
-                    pipe.execute()
-                    return
-                except NoScriptError:  # a fresh Redis (a restart, a failover): load it, mark again
-                    self.redis.script_load(script.script)
+        calls = [
+            redis_scripts.ScriptCall(
+                self._record,
+                [keys.sweep_claim(self.sweep_id, unit)],
+                [job_id, json.dumps({"job": job_id, "owner": self.owner, "recorded": status}), self.job_ttl],
+            )
+            for unit, job_id, status in marks
+        ]
+        redis_scripts.run(self.redis, calls)
 
     def _swap(self, key: str, old: str | bytes, new: str) -> bool:
         """Set ``key`` to ``new`` only if it still holds ``old``."""

@@ -1,0 +1,61 @@
+"""Several Lua script calls in one round trip, loading any script Redis lacks.
+
+A step's writes that go together (its running record and its slot take, a poll's
+claim marks, a spawn's openings) cost one round trip instead of one each. They go
+by EVALSHA in a plain pipeline: a pipeline of redis-py ``Script`` objects first
+asks SCRIPT EXISTS, a round trip more. A Redis that restarted or failed over has
+no scripts: the calls it refused are loaded and run again, in order, the others
+having run (all of them, when a WAIT must cover their writes: a rerun may go on
+another connection of the pool). Every caller's scripts are safe to run again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+from redis.commands.core import Script
+from redis.exceptions import NoScriptError
+
+LOADS = 3  # a Redis that loses its scripts again between a load and the run, that often, is not there
+
+
+@dataclass(frozen=True)
+class ScriptCall:
+    script: Script
+    keys: Sequence[str]
+    args: Sequence[Any]
+
+
+def run(client: redis.Redis, calls: Sequence[ScriptCall], wait_replicas: int = 0, wait_ms: int = 0) -> list[Any]:
+    """Each call's reply, in order, from one round trip; with ``wait_replicas``, a
+    WAIT for that many replicas (at most ``wait_ms``) ends it and its count is the
+    last reply. A script's own error is raised."""
+    replies: list[Any] = [None] * len(calls)
+    todo = list(range(len(calls)))
+    for loads in range(LOADS + 1):
+        with client.pipeline(transaction=False) as pipe:
+            for i in todo:
+                call = calls[i]
+                pipe.evalsha(call.script.sha, len(call.keys), *call.keys, *call.args)
+            if wait_replicas:
+                pipe.execute_command("WAIT", wait_replicas, wait_ms)
+            answers = pipe.execute(raise_on_error=False)
+        confirmed = answers.pop() if wait_replicas else None
+        refused = []
+        for i, answer in zip(todo, answers):
+            if isinstance(answer, NoScriptError):
+                refused.append(i)
+            elif isinstance(answer, Exception):
+                raise answer
+            replies[i] = answer
+        if not refused:
+            return [*replies, confirmed] if wait_replicas else replies
+        if loads == LOADS:
+            raise NoScriptError(f"Redis lost its scripts {LOADS} times while they ran")
+        for script in {calls[i].script.sha: calls[i].script for i in refused}.values():
+            client.script_load(script.script)
+        todo = list(range(len(calls))) if wait_replicas else refused
+    raise AssertionError("unreachable")

@@ -1,0 +1,56 @@
+"""Script calls in one round trip: a Redis without the scripts (restarted, failed
+over) gets them loaded, and what already ran does not run twice."""
+
+from __future__ import annotations
+
+import pytest
+import redis
+
+from covey.redis_scripts import ScriptCall, run
+from tests.redis_server import RedisServer
+
+COUNT = "return redis.call('INCR', KEYS[1])"
+APPEND = "return redis.call('RPUSH', KEYS[1], ARGV[1])"
+FAILS = "return redis.error_reply('refused: ' .. ARGV[1])"
+
+
+@pytest.fixture
+def client():
+    with RedisServer() as server:  # its own: these tests flush its scripts
+        r = redis.Redis.from_url(server.url, decode_responses=True)
+        yield r
+        r.close()
+
+
+def test_calls_run_in_order_in_one_round_trip(client):
+    append = client.register_script(APPEND)
+    client.script_load(APPEND)
+    client.config_resetstat()
+    replies = run(client, [ScriptCall(append, ["log"], [word]) for word in ("a", "b", "c")])
+    assert replies == [1, 2, 3]
+    assert client.lrange("log", 0, -1) == ["a", "b", "c"]
+    stats = client.info("commandstats")
+    assert stats["cmdstat_evalsha"]["calls"] == 3
+    assert "cmdstat_script|exists" not in stats  # a pipeline of Scripts would have asked first
+
+
+def test_scripts_a_fresh_redis_lacks_are_loaded_and_what_ran_runs_once(client):
+    count, append = client.register_script(COUNT), client.register_script(APPEND)
+    client.script_load(COUNT)  # loaded; APPEND is not, as after a restart that only one caller noticed
+    replies = run(client, [ScriptCall(count, ["n"], []), ScriptCall(append, ["log"], ["x"])])
+    assert replies == [1, 1]
+    assert client.get("n") == "1"  # the call Redis ran is not run again
+    assert client.lrange("log", 0, -1) == ["x"]
+    client.script_flush()
+    assert run(client, [ScriptCall(count, ["n"], [])]) == [2]
+
+
+def test_a_scripts_own_error_is_raised(client):
+    fails = client.register_script(FAILS)
+    with pytest.raises(redis.ResponseError, match="refused: no"):
+        run(client, [ScriptCall(fails, [], ["no"])])
+
+
+def test_a_wait_for_replicas_answers_last(client):
+    count = client.register_script(COUNT)
+    assert run(client, [ScriptCall(count, ["n"], [])], wait_replicas=1, wait_ms=10) == [1, 0]  # no replica here
