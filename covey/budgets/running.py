@@ -18,12 +18,14 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from importlib.resources import files
+from typing import Any
 
 import redis
 
 from covey import keys
 from covey.budgets import scopes as scope_names
 from covey.budgets.budget import MAX_COUNT
+from covey.redis_scripts import ScriptCall
 
 _TAKE = (files("covey.budgets") / "lua" / "running.lua").read_text(encoding="utf-8")
 
@@ -78,6 +80,12 @@ class RunningSlots:
         slot another run of the agent's step holds)."""
         if not scopes:
             return Taken(ok=True)
+        call = self.taking(job_id, agent_id, scopes, holder)
+        return self.taken(call.script(keys=call.keys, args=call.args))
+
+    def taking(self, job_id: str, agent_id: str, scopes: list[str], holder: str = "") -> ScriptCall:
+        """``take``'s script call (``scopes`` not empty), for a caller that runs it with
+        others in one round trip and reads its reply with ``taken``."""
         now = self.clock()
         row_keys = [
             *(keys.scope(s) for s in scopes),
@@ -86,8 +94,13 @@ class RunningSlots:
             *(keys.scope_holders(s) for s in scopes),
         ]
         lease, waiting = keys.RUNNING_LEASE_SECONDS, keys.WAITING_TTL_SECONDS
-        args = [member(job_id, agent_id), now, now + lease, lease, waiting, holder, *scopes]
-        status, *rest = self._take(keys=row_keys, args=args)
+        return ScriptCall(
+            self._take, row_keys, [member(job_id, agent_id), now, now + lease, lease, waiting, holder, *scopes]
+        )
+
+    @staticmethod
+    def taken(reply: list[Any]) -> Taken:
+        status, *rest = reply
         if status == 1:
             return Taken(ok=True, held=tuple(_str(s) for s in rest))
         if status == 2:

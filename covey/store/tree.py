@@ -22,6 +22,7 @@ import redis
 from pydantic import BaseModel
 
 from covey import keys, wire
+from covey.redis_scripts import ScriptCall
 from covey.results import AgentResult, ChildSummary, Usage
 from covey.status import AgentStatus, Cause, Wait
 from covey.store import transcripts
@@ -176,11 +177,16 @@ class JobTree:
         returns how many nodes were written."""
         if not nodes:
             return 0
+        call = self.recording(job_id, *nodes, transcript=transcript)
+        return int(call.script(keys=call.keys, args=call.args))
+
+    def recording(self, job_id: str, *nodes: Node, transcript: Entries | None = None) -> ScriptCall:
+        """``record``'s script call, for a caller that runs it with others in one round trip."""
         args: list[Any] = [self._job_ttl, _FINALS]
         for n in nodes:
             args += [n.agent_id, pack(n)]
         more_keys, more_args = transcripts.tail(transcript)
-        return int(self._record(keys=[keys.nodes(job_id), *more_keys], args=[*args, *more_args]))
+        return ScriptCall(self._record, [keys.nodes(job_id), *more_keys], [*args, *more_args])
 
     def finish(
         self, job_id: str, node: Node, retire: Sequence[str] = (), transcript: Entries | None = None

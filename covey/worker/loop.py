@@ -97,8 +97,6 @@ def begin(
         deadline=now + timedelta(seconds=spec.timeout) if spec.timeout else None,
         task_deadline=_task_deadline(deps),
     )
-    deps.tree.record(ctx.job_id, state.node(AgentStatus.RUNNING))
-    state.recorded_at = now
     agent_event("started", state, AgentStatus.RUNNING)
     telemetry.started()
     return state, action
@@ -203,7 +201,11 @@ def advance(deps: Deps, state: AgentState, action: Action, holder: str = "") -> 
     (the run ``holder`` of its step) gives back the running slots this takes
     (``slots.give_back``) when it returns."""
     strategy = registry.strategy(state.spec.strategy)
-    wait = slots.take(deps, state, holder)
+    # An agent's first step records it running with its slot take: a round trip less.
+    first = state.recorded_at is None
+    wait = slots.take(deps, state, holder, running=state.node(AgentStatus.RUNNING) if first else None)
+    if first:
+        state.recorded_at = deps.now()
     if wait is not None and _stop(deps, state, checked_at_reserve=False) is None:
         return _waits(state, action, wait)
     if state.waiting_for is not None:  # its wait is over: it runs again

@@ -26,10 +26,12 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 
-from covey import keys
+from covey import keys, redis_scripts
+from covey.budgets.running import Taken
 from covey.config.settings import Settings
 from covey.status import Wait
 from covey.store.outbox import Message
+from covey.store.tree import Node
 from covey.worker.agent_state import AgentState
 from covey.worker.deps import Deps
 
@@ -104,11 +106,16 @@ class _Held:
 _held = _Held()
 
 
-def take(deps: Deps, state: AgentState, holder: str = "") -> Hop | None:
+def take(deps: Deps, state: AgentState, holder: str = "", running: Node | None = None) -> Hop | None:
     """Take the agent's running slots for this run ``holder`` of its step, or the hop
-    it waits instead; ``RunningElsewhere`` for a duplicate of a step that runs."""
+    it waits instead; ``RunningElsewhere`` for a duplicate of a step that runs.
+    ``running``, its node, is recorded first in the same round trip."""
     ctx = state.ctx
-    taken = deps.slots.take(ctx.job_id, ctx.agent_id, ctx.scopes, holder)
+    calls = [deps.tree.recording(ctx.job_id, running)] if running is not None else []
+    if ctx.scopes:
+        calls.append(deps.slots.taking(ctx.job_id, ctx.agent_id, ctx.scopes, holder))
+    replies = redis_scripts.run(deps.redis, calls) if calls else []
+    taken = deps.slots.taken(replies[-1]) if ctx.scopes else Taken(ok=True)
     if taken.elsewhere:
         raise RunningElsewhere(f"agent {ctx.agent_id} of job {ctx.job_id} runs in another copy of this step")
     if taken.ok:
