@@ -263,9 +263,13 @@ def unknown_scope(ledger: Ledger, names: list[str]) -> str | None:
     carry counters, so no client can make the ledger grow keys for new names."""
     for name in names:
         if name != scopes.GLOBAL and not ledger.has_scope(name):
-            field = scopes.kind(name)
-            return (
-                f"{field}: no ledger scope {name}; create it first with "
-                f"`covey scope {name} --max-tokens N` (or --tokens-per-minute N)"
-            )
+            return no_scope(name)
     return None
+
+
+def no_scope(name: str) -> str:
+    """Why a job naming scope ``name``, which was never created, is refused."""
+    return (
+        f"{scopes.kind(name)}: no ledger scope {name}; create it first with "
+        f"`covey scope {name} --max-tokens N` (or --tokens-per-minute N)"
+    )

@@ -31,8 +31,9 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from covey import keys, wire
-from covey.budgets.ledger import AgentRow, AgentTerms, unknown_scope
+from covey.budgets.ledger import AgentRow, AgentTerms, no_scope
 from covey.budgets.redis_ledger import agent_row
+from covey.budgets.scopes import GLOBAL
 from covey.config import faults
 from covey.context import ROOT_AGENT_ID, RunContext
 from covey.errors import StateLost
@@ -89,9 +90,6 @@ def _valid_job(deps: Deps, spec: Any, queue: str) -> JobSpec:
         raise InvalidSpec(f"invalid job spec: {e}") from e
     if job.budget.max_cost is not None and endpoint.price is None:
         raise InvalidSpec(f"invalid job spec: budget.max_cost: model {job.model!r} has no prices in the models file")
-    unknown = unknown_scope(deps.ledger, job.scopes())
-    if unknown:
-        raise InvalidSpec(f"invalid job spec: {unknown}")
     try:
         check_served(job.tools or [])
     except NotServed as e:
@@ -104,17 +102,23 @@ def run_job(self, spec: Any) -> dict[str, Any] | str:
     """Validate a JobSpec and run its root agent; the task id is the job id.
 
     Fields the spec leaves unset take this worker's defaults. An invalid spec, one
-    naming a model this worker cannot serve, or a tool no worker on the job's queue
-    serves, raises ``InvalidSpec`` naming it: the task fails and no agent runs. It
-    is logged as one warning line: a client's mistake, not the worker's, so no traceback.
+    naming a model this worker cannot serve, a tool no worker on the job's queue
+    serves or a ledger scope never created, raises ``InvalidSpec`` naming it: the
+    task fails and no agent runs. It is logged as one warning line: a client's
+    mistake, not the worker's, so no traceback.
     """
+    try:
+        return _run_job(self, spec)
+    except InvalidSpec as e:
+        log.warning("refused job %s: %s", self.request.id, e)
+        raise InvalidSpec(str(e)) from None
+
+
+def _run_job(self, spec: Any) -> dict[str, Any] | str:
     deps = worker_deps()
     try:
         queue = (self.request.delivery_info or {}).get("routing_key") or deps.settings.queue
         job = _valid_job(deps, spec, queue)
-    except InvalidSpec as e:
-        log.warning("refused job %s: %s", self.request.id, e)
-        raise InvalidSpec(str(e)) from None
     except OUTAGES as e:
         _hand_back(self.request.id, ROOT_AGENT_ID, e)
     ctx = RunContext(
@@ -139,7 +143,7 @@ def run_job(self, spec: Any) -> dict[str, Any] | str:
             raise loop.NotOpened(f"job {ctx.job_id} already runs another spec: a run_job reusing its id is refused")
         return loop.begin(deps, ctx, agent_spec, task_id=self.request.id, row=row)
 
-    return _guarded(self, ctx.job_id, ROOT_AGENT_ID, start)
+    return _guarded(self, ctx.job_id, ROOT_AGENT_ID, start, scopes=job.scopes())
 
 
 @app.task(bind=True, name=wire.AGENT)
@@ -214,14 +218,17 @@ def _checkpointed(
     return state
 
 
-def _guarded(task, job_id: str, agent_id: str, step: Step) -> dict[str, Any] | str:
+def _guarded(task, job_id: str, agent_id: str, step: Step, scopes: list[str] | None = None) -> dict[str, Any] | str:
     """Run one step, if it is the one its agent expects; any error becomes a
-    ``failed`` result, which counts the agent off its parent's join like any end."""
+    ``failed`` result, which counts the agent off its parent's join like any end.
+    A job's first step checks the ledger ``scopes`` it names exist (``InvalidSpec``)."""
     state: AgentState | None = None
     try:
         takeover.taking_up(task.request)
         takeover.still_held()
-        seen = _seen(task, job_id, agent_id)
+        seen = _seen(task, job_id, agent_id, scopes or [])
+        if seen.unknown_scope is not None:
+            raise InvalidSpec(f"invalid job spec: {no_scope(seen.unknown_scope)}")
         done = _finished_before(task, job_id, agent_id, seen.node)
         if done is not None:
             return done
@@ -238,7 +245,7 @@ def _guarded(task, job_id: str, agent_id: str, step: Step) -> dict[str, Any] | s
             finally:  # a step that crashed; _drive gave back the others'
                 for woken in slots.give_back(worker_deps(), job_id, agent_id, holder):
                     _send(woken)
-    except (Ignore, Reject, Retry):
+    except (Ignore, Reject, Retry, InvalidSpec):
         raise
     except OUTAGES as e:
         _hand_back(job_id, agent_id, e)
@@ -281,24 +288,32 @@ class _Seen:
     expected: str | None  # the message the agent's next step is, as stored
     checkpoint: checkpoints.Checkpoint | None  # read for a run_job only, the one task taken up with none expected
     row: AgentRow | None = None  # read for an agent's first step only (run_job opens the root's first)
+    unknown_scope: str | None = None  # of the scopes a run_job names, one never created
 
 
-def _seen(task, job_id: str, agent_id: str) -> _Seen:
-    with worker_deps().redis.pipeline(transaction=False) as pipe:  # the keys share the job's slot
+def _seen(task, job_id: str, agent_id: str, scopes: list[str]) -> _Seen:
+    named = [s for s in scopes if s != GLOBAL]  # only created scopes carry counters; global always does
+    with worker_deps().redis.pipeline(
+        transaction=False
+    ) as pipe:  # the job's keys share a slot; the index is read alone
         pipe.hget(keys.nodes(job_id), agent_id)
         pipe.hget(keys.expected(job_id), agent_id)
         if task.name == wire.RUN_JOB:
             pipe.hmget(keys.checkpoint(job_id, agent_id), "round", "state")
         if task.name == wire.AGENT:
             pipe.hgetall(keys.agent(job_id, agent_id))
+        if named:
+            pipe.smismember(keys.scopes_index(), named)
         node, expected, *more = pipe.execute()
     saved = more[0] if task.name == wire.RUN_JOB else None
     row = more[0] if task.name == wire.AGENT else None
+    created = more[-1] if named else []
     return _Seen(
         node=None if node is None else unpack(agent_id, node),
         expected=None if expected is None else str(expected),
         checkpoint=None if saved is None else checkpoints.Checkpoint.of(*saved),
         row=agent_row(agent_id, row) if row else None,
+        unknown_scope=next((s for s, known in zip(named, created) if not known), None),
     )
 
 
