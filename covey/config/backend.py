@@ -3,27 +3,68 @@
 A root's result is stored here under the job id, and a client waits on it; a
 write lost to a Redis restart would leave the client waiting for good, so its
 commands get the same patient retries and slot-sized pool as the worker's own
-Redis client.
+Redis client. A result is stored in one atomic round trip (``lua/store_result.lua``).
 """
 
 from __future__ import annotations
 
+from functools import cached_property
+from importlib.resources import files
+
 import redis
+from celery import states
 from celery.backends.redis import RedisBackend, SentinelBackend
+from celery.exceptions import BackendStoreError
+from kombu.utils.encoding import bytes_to_str
 
 from covey.config import connections, sentinel
 
 BACKENDS = {"redis": "PatientRedisBackend", "rediss": "PatientRedisBackend", "sentinel": "PatientSentinelBackend"}
 
+_STORE = (files("covey.config") / "lua" / "store_result.lua").read_text(encoding="utf-8")
 
-class PatientRedisBackend(RedisBackend):
+
+class OneTripRedisBackend(RedisBackend):
+    """Celery's Redis result store, storing a result in one round trip.
+
+    Celery GETs a task's stored meta before writing its result, so that a duplicate
+    run cannot overwrite a stored success: a round trip more for every finished
+    task, and a race in which two runs both read "no success yet" and the later
+    write wins. Here the check and the write are one script, so neither.
+    """
+
+    def _store_result(self, task_id, result, state, traceback=None, request=None, **kwargs):
+        if self.serializer != "json" or self.compression:  # the script reads the stored meta as plain JSON
+            return super()._store_result(task_id, result, state, traceback, request, **kwargs)
+        meta = self._get_result_meta(result=result, state=state, traceback=traceback, request=request)
+        meta["task_id"] = bytes_to_str(task_id)
+        try:
+            self._set_unless_success(self.get_key_for_task(task_id), self.encode(meta), state)
+        except BackendStoreError as ex:
+            raise BackendStoreError(str(ex), state=state, task_id=task_id) from ex
+        return result
+
+    def _set_unless_success(self, key: bytes, value: str, state: str) -> None:
+        """Celery's ``_set_with_state`` and ``set`` (its size cap, a failure's own
+        expiry, connection errors retried by ``ensure``), writing through the script."""
+        if len(value) > self._MAX_STR_VALUE_SIZE:
+            raise BackendStoreError("value too large for Redis backend")
+        expires = self.failure_expires if state == states.FAILURE else self.expires
+        self.ensure(self._store_script, ([key], [value, expires or "", key]))
+
+    @cached_property
+    def _store_script(self):
+        return self.client.register_script(_STORE)
+
+
+class PatientRedisBackend(OneTripRedisBackend):
     def _get_pool(self, **params):
         outage = self.app.conf.covey_redis_outage_seconds
         params.update(timeout=outage, retry=connections.PatientRetry(outage))
         return redis.BlockingConnectionPool(**params)
 
 
-class PatientSentinelBackend(SentinelBackend):
+class PatientSentinelBackend(OneTripRedisBackend, SentinelBackend):
     """Celery's Sentinel result store on the same patient, blocking pool: a failover
     is waited out like an outage, and the new master found through the sentinels."""
 
