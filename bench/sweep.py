@@ -157,11 +157,20 @@ class Bench:
         return {name.removeprefix("cmdstat_"): (int(v["calls"]), int(v["usec"])) for name, v in stats.items()}
 
     def profile(self, n: int, latency_ms: int, into: Path, gil: bool = False) -> dict:
-        """One covey sweep under py-spy, the submitter run by it and the worker attached (``gil``: its GIL's holders only)."""
+        """One covey sweep under py-spy, the submitter run by it and the worker attached
+        (``gil``: only its GIL's holder sampled)."""
         into.mkdir(parents=True, exist_ok=True)
         spy = ["py-spy", "record", "--rate", os.environ.get("SPY_RATE", "100"), "--format", "raw", "--nonblocking"]
         worker = subprocess.Popen(
-            [*spy, *(["--gil"] if gil else []), "--output", str(into / "worker.txt"), "--pid", str(self.covey.proc.pid), "--subprocesses"],
+            [
+                *spy,
+                *(["--gil"] if gil else []),
+                "--output",
+                str(into / "worker.txt"),
+                "--pid",
+                str(self.covey.proc.pid),
+                "--subprocesses",
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
