@@ -7,8 +7,9 @@ import signal
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -83,7 +84,7 @@ def sweep(
     input, 3 when --timeout ran out first.
     """
     from covey.client import Client
-    from covey.sweeps import SweepInputError, load_dataset, load_grid, run_sweep
+    from covey.sweeps import SweepInputError, chart, load_dataset, load_grid, run_sweep
     from covey.sweeps.dataset import digest
     from covey.sweeps.manifest import Manifest
     from covey.sweeps.selection import Selection
@@ -134,7 +135,7 @@ def sweep(
             max_cycles_total=max_cycles_total,
             max_cost_total=max_cost_total,
             queue=queue,
-            observer=show,
+            observer=_preloading(show, chart.preload),
             timeout=timeout,
             selection=selection,
         )
@@ -334,6 +335,21 @@ class _Bar:
 
     def close(self) -> None:
         self._live.stop()
+
+
+def _preloading(show: Callable[[Any], None], preload: Callable[[], None]) -> Callable[[Any], None]:
+    """``show``, which also starts ``preload`` (the chart's imports) at the first progress:
+    the first jobs are out by then, and the submitter mostly waits on them."""
+    started = False
+
+    def observe(progress: Any) -> None:
+        nonlocal started
+        if not started:
+            started = True
+            preload()
+        show(progress)
+
+    return observe
 
 
 class _Lines:

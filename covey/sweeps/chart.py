@@ -9,8 +9,10 @@ away from its point (configurations often land on the same spot).
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import math
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -128,6 +130,21 @@ def style(index: int) -> tuple[str, str]:
     """The colour and marker of the configuration at ``index``: twenty colours, then
     the colours again with the next marker."""
     return COLORS[index % len(COLORS)], MARKERS[(index // len(COLORS) + index) % len(MARKERS)]
+
+
+def preload() -> None:
+    """Import what drawing takes (matplotlib, a quarter of a second) in the background,
+    while a sweep waits on its jobs, instead of after its last result."""
+    modules = ("matplotlib.backends.backend_agg", "matplotlib.figure", "matplotlib.lines", "matplotlib.transforms")
+    threading.Thread(target=_import, args=modules, name="chart-preload", daemon=True).start()
+
+
+def _import(*modules: str) -> None:
+    try:
+        for name in modules:
+            importlib.import_module(name)
+    except ImportError:  # write_chart says so
+        pass
 
 
 def write_chart(rows: list[ConfigSummary], path: Path, title: str = "") -> bool:
