@@ -15,7 +15,3 @@ try:  # the tools this worker serves, before any task runs: a tool that cannot l
 except registry.ToolsError as e:
     raise SystemExit(f"covey worker: {e}") from None
 app = create_app(get_settings(), include_tasks=True)
-# Celery formats every result's repr for its "succeeded" log line and task event,
-# whether either goes anywhere (80 µs a job at its 1,024 characters): whole where
-# task events let Flower show it, else enough for the status and the job id.
-app.Task.resultrepr_maxsize = 1024 if get_settings().task_events else 100
