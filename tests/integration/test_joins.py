@@ -69,7 +69,8 @@ def test_a_child_with_a_one_second_timeout_times_out_and_its_parent_completes(jo
 
 
 def test_a_cancel_by_the_parent_stops_a_running_child_at_its_next_step(joins):
-    quick = {"task": "What is 2 + 2?", "strategy": "single", "key": "quick"}
+    # The quick child takes long enough for the spinner to be running when its parent cancels it.
+    quick = {"task": "[sim:latency 1000] What is 2 + 2?", "strategy": "single", "key": "quick"}
     spinner = {"task": "[sim:latency 200] [sim:loop] spin", "strategy": "react", "key": "spinner"}
     spec = joins.spec(
         "race", strategy="race", options={"children": [quick, spinner]}, tools=["calculator"], max_cycles=200
