@@ -25,7 +25,7 @@ LOADS = 3  # a Redis that loses its scripts again between a load and the run, th
 @dataclass(frozen=True)
 class ScriptCall:
     script: Script
-    keys: Sequence[str]
+    keys: Sequence[str | bytes]
     args: Sequence[Any]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from functools import cached_property
 from importlib.resources import files
+from typing import Any
 
 import redis
 from celery import states
@@ -18,10 +19,12 @@ from celery.exceptions import BackendStoreError
 from kombu.utils.encoding import bytes_to_str
 
 from covey.config import connections, sentinel
+from covey.redis_scripts import ScriptCall
 
 BACKENDS = {"redis": "PatientRedisBackend", "rediss": "PatientRedisBackend", "sentinel": "PatientSentinelBackend"}
 
 _STORE = (files("covey.config") / "lua" / "store_result.lua").read_text(encoding="utf-8")
+_GUARD = (files("covey.config") / "lua" / "store_guard.lua").read_text(encoding="utf-8")
 
 
 class OneTripRedisBackend(RedisBackend):
@@ -34,27 +37,42 @@ class OneTripRedisBackend(RedisBackend):
     """
 
     def _store_result(self, task_id, result, state, traceback=None, request=None, **kwargs):
-        if self.serializer != "json" or self.compression:  # the script reads the stored meta as plain JSON
+        if not self.one_trip:
             return super()._store_result(task_id, result, state, traceback, request, **kwargs)
-        meta = self._get_result_meta(result=result, state=state, traceback=traceback, request=request)
-        meta["task_id"] = bytes_to_str(task_id)
-        try:
-            self._set_unless_success(self.get_key_for_task(task_id), self.encode(meta), state)
-        except BackendStoreError as ex:
-            raise BackendStoreError(str(ex), state=state, task_id=task_id) from ex
+        key, value, expires = self._encoded(task_id, result, state, traceback, request)
+        self.ensure(self._store_script, ([key], [value, expires, key]))
         return result
 
-    def _set_unless_success(self, key: bytes, value: str, state: str) -> None:
-        """Celery's ``_set_with_state`` and ``set`` (its size cap, a failure's own
-        expiry, connection errors retried by ``ensure``), writing through the script."""
+    @property
+    def one_trip(self) -> bool:
+        """Whether a result is stored by script: it reads the stored meta as plain JSON."""
+        return self.serializer == "json" and not self.compression
+
+    def storing(self, task_id: str, result: Any, request: Any, only_if: tuple[str, str, str]) -> ScriptCall:
+        """The script call that stores a successful ``result`` as ``_store_result``
+        does, only while hash ``only_if[0]``'s field ``only_if[1]`` holds ``only_if[2]``,
+        for a caller that runs it in the round trip writing that field (``one_trip`` only)."""
+        key, value, expires = self._encoded(task_id, result, states.SUCCESS, None, request)
+        return ScriptCall(self._guarded_script, [key, only_if[0]], [value, expires, key, only_if[1], only_if[2]])
+
+    def _encoded(self, task_id, result, state, traceback, request) -> tuple[bytes, str, int | str]:
+        """The key, Celery's encoded meta and its expiry ('' for none) that store ``result``,
+        with Celery's size cap and a failure's own expiry."""
+        meta = self._get_result_meta(result=result, state=state, traceback=traceback, request=request)
+        meta["task_id"] = bytes_to_str(task_id)
+        value = self.encode(meta)
         if len(value) > self._MAX_STR_VALUE_SIZE:
-            raise BackendStoreError("value too large for Redis backend")
+            raise BackendStoreError("value too large for Redis backend", state=state, task_id=task_id)
         expires = self.failure_expires if state == states.FAILURE else self.expires
-        self.ensure(self._store_script, ([key], [value, expires or "", key]))
+        return self.get_key_for_task(task_id), value, expires or ""
 
     @cached_property
     def _store_script(self):
         return self.client.register_script(_STORE)
+
+    @cached_property
+    def _guarded_script(self):
+        return self.client.register_script(_GUARD + _STORE)
 
 
 class PatientRedisBackend(OneTripRedisBackend):

@@ -21,7 +21,7 @@ from typing import Any
 import redis
 from pydantic import BaseModel
 
-from covey import keys, wire
+from covey import keys, redis_scripts, wire
 from covey.redis_scripts import ScriptCall
 from covey.results import AgentResult, ChildSummary, Usage
 from covey.status import AgentStatus, Cause, Wait
@@ -189,7 +189,12 @@ class JobTree:
         return ScriptCall(self._record, [keys.nodes(job_id), *more_keys], [*args, *more_args])
 
     def finish(
-        self, job_id: str, node: Node, retire: Sequence[str] = (), transcript: Entries | None = None
+        self,
+        job_id: str,
+        node: Node,
+        retire: Sequence[str] = (),
+        transcript: Entries | None = None,
+        also: Sequence[ScriptCall] = (),
     ) -> tuple[bool, str | None]:
         """Write an agent's final ``node`` once, and delete ``retire`` (keys its end
         makes obsolete: its checkpoint, its stored replies), and its expected message;
@@ -198,16 +203,21 @@ class JobTree:
         Returns whether it was written (False: the agent had already finished), and
         the parent's resume message when this child makes it due (the last of a
         ``join="all"``, or any of a ``join="each"`` while the parent is idle): the
-        caller sends it."""
+        caller sends it. ``also`` runs after it in the same round trip."""
         parent = node.parent_id or ""
         waiter = parent or node.agent_id
         joined = [keys.pending(job_id, waiter), keys.joins(job_id), keys.awaited(job_id, waiter)]
         waiting = [keys.done(job_id, waiter), keys.batch(job_id, waiter)]
         more_keys, more_args = transcripts.tail(transcript)
-        written, *resume = self._finish(
-            keys=[keys.nodes(job_id), keys.expected(job_id), *joined, *waiting, *retire, *more_keys],
-            args=[node.agent_id, pack(node), self._job_ttl, parent, _FINALS, *more_args],
+        call = ScriptCall(
+            self._finish,
+            [keys.nodes(job_id), keys.expected(job_id), *joined, *waiting, *retire, *more_keys],
+            [node.agent_id, pack(node), self._job_ttl, parent, _FINALS, *more_args],
         )
+        if also:
+            (written, *resume), *_ = redis_scripts.run(self._redis, [call, *also])
+        else:
+            written, *resume = call.script(keys=call.keys, args=call.args)
         return bool(written), (resume[0] if resume else None)
 
     def nodes(self, job_id: str) -> list[Node]:

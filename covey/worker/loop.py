@@ -9,6 +9,7 @@ them, so no worker slot waits on children.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -28,9 +29,11 @@ from covey.orchestration.actions import (
     Spawn,
     from_json,
 )
+from covey.redis_scripts import ScriptCall
 from covey.results import AgentResult, ChildSummary, Usage
 from covey.spec import AgentSpec
 from covey.status import AgentStatus, Cause, CauseKind
+from covey.store.tree import Node
 from covey.tools.registry import narrow
 from covey.worker import slots, telemetry, transcript
 from covey.worker.agent_state import AgentState
@@ -41,6 +44,9 @@ from covey.worker.redaction import redact
 from covey.worker.slots import Hop
 from covey.worker.spawning import spawn, unreported
 from covey.worker.tool_calls import run_tools
+
+# An ending agent's final node and result -> script calls run in its final record's round trip.
+EndCalls = Callable[[Node, AgentResult], Sequence[ScriptCall]]
 
 
 class NotOpened(Exception):
@@ -54,6 +60,7 @@ class Finished:
 
     result: AgentResult
     resume: str | None = None
+    ended_with: bool = False  # whether the ``end`` calls ran with its final record (it wrote it)
 
 
 class Unfinished(Exception):
@@ -196,10 +203,13 @@ def _fold(deps: Deps, state: AgentState, batch: set[str] | None) -> tuple[AgentS
     return state, action
 
 
-def advance(deps: Deps, state: AgentState, action: Action, holder: str = "") -> Finished | FanOut | Paused:
+def advance(
+    deps: Deps, state: AgentState, action: Action, holder: str = "", end: EndCalls | None = None
+) -> Finished | FanOut | Paused:
     """Run the agent from ``action`` until it ends, fans out or pauses. Its task
     (the run ``holder`` of its step) gives back the running slots this takes
-    (``slots.give_back``) when it returns."""
+    (``slots.give_back``) when it returns. ``end`` gives script calls to run in
+    the round trip of its final record."""
     strategy = registry.strategy(state.spec.strategy)
     # An agent's first step records it running with its slot take: a round trip less.
     first = state.recorded_at is None
@@ -216,10 +226,10 @@ def advance(deps: Deps, state: AgentState, action: Action, holder: str = "") -> 
         state.strategy_state = action.state
         if isinstance(action, Finish):
             cause = action.cause or _strategy_cause(action.status, state.children)
-            return _finish(deps, state, action.status, action.output, action.error, cause, action.data)
+            return _finish(deps, state, action.status, action.output, action.error, cause, action.data, end)
         stop = _stop(deps, state, checked_at_reserve=isinstance(action, CallModel))
         if stop is not None:
-            return _stopped(deps, state, stop)
+            return _stopped(deps, state, stop, end)
         if state.task_deadline is not None and deps.now() >= state.task_deadline:
             agent_event("paused", state, AgentStatus.RUNNING)
             return Paused(state, action)
@@ -230,14 +240,14 @@ def advance(deps: Deps, state: AgentState, action: Action, holder: str = "") -> 
             if isinstance(outcome, Stop):
                 # A call cut short by a deadline is the deadline's doing, not the model's.
                 stop = (outcome.status is AgentStatus.FAILED and _deadline(deps, state)) or outcome
-                return _stopped(deps, state, stop)
+                return _stopped(deps, state, stop, end)
             late = _deadline(deps, state)
             if late is not None:  # the reply came after a deadline: not an answer in time
-                return _stopped(deps, state, Stop(late.cause, f"{late.reason} during a model call"))
+                return _stopped(deps, state, Stop(late.cause, f"{late.reason} during a model call"), end)
         elif isinstance(action, RunTools):
             outcome = run_tools(deps, state, action.calls)
             if isinstance(outcome, Stop):
-                return _stopped(deps, state, outcome)
+                return _stopped(deps, state, outcome, end)
         elif isinstance(action, Spawn | Cancel):
             children = spawn(deps, state, action) if isinstance(action, Spawn) else _cancel(deps, state, action)
             if any(p.refused is None for p in state.pending):  # it waits on some
@@ -307,8 +317,8 @@ def _strategy_cause(status: AgentStatus, children: list[ChildSummary]) -> Cause 
     return inherited or Cause(kind=next(kind for kind in CauseKind if kind.status is status))
 
 
-def _stopped(deps: Deps, state: AgentState, stop: Stop) -> Finished:
-    return _finish(deps, state, stop.status, None, stop.reason, stop.cause)
+def _stopped(deps: Deps, state: AgentState, stop: Stop, end: EndCalls | None) -> Finished:
+    return _finish(deps, state, stop.status, None, stop.reason, stop.cause, end=end)
 
 
 def _finish(
@@ -319,6 +329,7 @@ def _finish(
     error: str | None,
     cause: Cause | None,
     data: Any = None,
+    end: EndCalls | None = None,
 ) -> Finished:
     """Record the agent's result and drop what it kept only while running."""
     ctx = state.ctx
@@ -340,10 +351,14 @@ def _finish(
         deps.cancels.cancel(ctx.job_id, [p.agent_id for p in state.pending if p.refused is None])
         retire += [keys.awaited(ctx.job_id, ctx.agent_id), keys.done(ctx.job_id, ctx.agent_id)]
         retire.append(keys.batch(ctx.job_id, ctx.agent_id))
-    written, resume = deps.tree.finish(ctx.job_id, node, retire, transcript=transcript.take(deps, state))
+    result = node.result(ctx.job_id, state.children)
+    also = end(node, result) if end is not None else ()
+    entries = transcript.take(deps, state)
+    written, resume = deps.tree.finish(ctx.job_id, node, retire, transcript=entries, also=also)
     if not written:  # a duplicate of a step that already ended: the first end stands
         node = deps.tree.node(ctx.job_id, ctx.agent_id) or node
+        result = node.result(ctx.job_id, state.children)
     else:
         telemetry.finished(state, node)
     agent_event("finished", state, status)
-    return Finished(node.result(ctx.job_id, state.children), resume)
+    return Finished(result, resume, ended_with=written and bool(also))

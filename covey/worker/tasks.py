@@ -35,10 +35,12 @@ from covey.budgets.ledger import AgentRow, AgentTerms, no_scope
 from covey.budgets.redis_ledger import agent_row
 from covey.budgets.scopes import GLOBAL
 from covey.config import faults
+from covey.config.backend import OneTripRedisBackend
 from covey.context import ROOT_AGENT_ID, RunContext
 from covey.errors import StateLost
 from covey.models.catalog import UnservableModel
 from covey.orchestration.actions import Action, to_json
+from covey.redis_scripts import ScriptCall
 from covey.results import AgentResult, Usage
 from covey.spec import AgentSpec, InvalidSpec, JobSpec
 from covey.status import AgentStatus, Cause, CauseKind
@@ -46,7 +48,7 @@ from covey.store import checkpoints
 from covey.store.catalog import NoWorkerServes
 from covey.store.outbox import Message
 from covey.store.transcripts import Entries
-from covey.store.tree import Node, preview, unpack
+from covey.store.tree import Node, pack, preview, unpack
 from covey.tools.registry import NotServed, check_served
 from covey.worker import (
     catalog,
@@ -422,12 +424,14 @@ def _drive(task, state: AgentState, action: Action, taken: str | None, holder: s
     then send them. ``taken`` is the expected message this step took up; ``holder``
     names this run of it, which holds the agent's running slots."""
     deps = worker_deps()
-    outcome = loop.advance(deps, state, action, holder)
+    outcome = loop.advance(deps, state, action, holder, end=_result_with_record(deps, task, state))
     for woken in slots.give_back(deps, state.ctx.job_id, state.ctx.agent_id, holder):  # before it sends the rest
         _send(woken)
     if isinstance(outcome, loop.Finished):
         faults.at("after_finish")
         _send(outcome.resume)
+        if outcome.ended_with:  # its result is stored: Celery need not store it again
+            task.request.ignore_result = True
         return _reported(outcome.result)
     state, ctx, request = outcome.state, outcome.state.ctx, task.request
     state.step += 1
@@ -456,6 +460,25 @@ def _drive(task, state: AgentState, action: Action, taken: str | None, holder: s
         _send(message)
     faults.at("after_send")
     return handover.handed_on(request)
+
+
+def _result_with_record(deps: Deps, task, state: AgentState) -> loop.EndCalls | None:
+    """For a root: its result stored in its final record's round trip (one round trip
+    less per job), and only if that record is the end written. Not where the result
+    store is another Redis, nor for a task that links callbacks or a chain (Celery
+    sends them before it stores the result, which lists them) or is part of a chord."""
+    request, backend = task.request, task.backend
+    links = request.callbacks or request.errbacks or request.chain or request.chord
+    if state.ctx.depth > 0 or links or deps.settings.backend != deps.settings.redis_url:
+        return None
+    if not isinstance(backend, OneTripRedisBackend) or not backend.one_trip:
+        return None
+
+    def calls(node: Node, result: AgentResult) -> list[ScriptCall]:
+        only_if = (keys.nodes(result.job_id), node.agent_id, pack(node))
+        return [backend.storing(request.id, _reported(result), request, only_if)]
+
+    return calls
 
 
 def _join(state: AgentState) -> checkpoints.Join:

@@ -14,6 +14,7 @@ from celery import Celery, states
 
 from covey.config.celery import create_app
 from covey.config.settings import Settings
+from covey.redis_scripts import run
 from tests.redis_server import RedisServer
 from tests.sentinels import MASTER, SentinelRedis
 
@@ -148,3 +149,23 @@ def test_the_sentinel_store_keeps_a_stored_success():
         with redis.Redis(port=topology.master().port, decode_responses=True) as master:
             assert stored(app, master, task_id)["result"] == "first"
         app.close()
+
+
+def test_a_guarded_store_writes_only_while_the_callers_record_stands(app, client):
+    """``storing``: a result that rides in the round trip of the record it goes with,
+    stored only if that record is the one written (a duplicate run's end is not)."""
+    mine, theirs = new_id(), new_id()
+    client.hset("ends", mapping={mine: "my end", theirs: "an earlier end"})
+    with client.pubsub() as waiting:
+        waiting.subscribe(app.backend.get_key_for_task(mine))
+        waiting.get_message(timeout=1)  # the subscription's own reply
+        calls = [
+            app.backend.storing(task_id, {"output": 42}, None, ("ends", task_id, "my end"))
+            for task_id in (mine, theirs)
+        ]
+        assert run(app.backend.client, calls) == [1, 0]
+        published = waiting.get_message(timeout=5)
+    assert stored(app, client, mine)["result"] == {"output": 42}
+    assert json.loads(published["data"])["status"] == "SUCCESS"
+    assert client.get(app.backend.get_key_for_task(theirs)) is None
+    assert 0 < client.ttl(app.backend.get_key_for_task(mine)) <= app.conf.result_expires
