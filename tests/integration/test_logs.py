@@ -106,12 +106,24 @@ def events(worker, job_id: str) -> list[dict]:
     return found
 
 
+def finished_events(worker, job_id: str, seconds: float = 10) -> list[dict]:
+    """The job's events once its root's "finished" line is written: the worker logs it
+    just after the final record, which the client may read first."""
+    deadline = time.monotonic() + seconds
+    while True:
+        found = events(worker, job_id)
+        if any(e["agent"] == "root" and e["event"] == "finished" for e in found):
+            return found
+        assert time.monotonic() < deadline, f"no 'finished' line for job {job_id}'s root after {seconds:g}s"
+        time.sleep(0.05)
+
+
 def test_every_step_and_state_change_is_one_json_line_and_no_secret_leaks(guarded):
     client, worker, flower, _ = guarded
     handle = client.submit(client.spec("[sim:spawn width=2 depth=1] go", budget={"max_depth": 1}))
     result = handle.result(timeout=60)
     assert result.status is AgentStatus.COMPLETED
-    seen = events(worker, handle.id)
+    seen = finished_events(worker, handle.id)
     assert {"job", "agent", "parent", "depth", "cycle", "tokens", "status"} <= set(seen[0])
     by_agent = {}
     for e in seen:
