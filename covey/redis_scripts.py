@@ -28,6 +28,10 @@ class ScriptCall:
     keys: Sequence[str | bytes]
     args: Sequence[Any]
 
+    def __call__(self) -> Any:
+        """Its reply, run alone (redis-py's Script loads itself where Redis lacks it)."""
+        return self.script(keys=self.keys, args=self.args)
+
 
 def run(client: redis.Redis, calls: Sequence[ScriptCall], wait_replicas: int = 0, wait_ms: int = 0) -> list[Any]:
     """Each call's reply, in order, from one round trip; with ``wait_replicas``, a

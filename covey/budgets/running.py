@@ -81,7 +81,7 @@ class RunningSlots:
         if not scopes:
             return Taken(ok=True)
         call = self.taking(job_id, agent_id, scopes, holder)
-        return self.taken(call.script(keys=call.keys, args=call.args))
+        return self.taken(call())
 
     def taking(self, job_id: str, agent_id: str, scopes: list[str], holder: str = "") -> ScriptCall:
         """``take``'s script call (``scopes`` not empty), for a caller that runs it with

@@ -178,7 +178,7 @@ class JobTree:
         if not nodes:
             return 0
         call = self.recording(job_id, *nodes, transcript=transcript)
-        return int(call.script(keys=call.keys, args=call.args))
+        return int(call())
 
     def recording(self, job_id: str, *nodes: Node, transcript: Entries | None = None) -> ScriptCall:
         """``record``'s script call, for a caller that runs it with others in one round trip."""
@@ -217,7 +217,7 @@ class JobTree:
         if also:
             (written, *resume), *_ = redis_scripts.run(self._redis, [call, *also])
         else:
-            written, *resume = call.script(keys=call.keys, args=call.args)
+            written, *resume = call()
         return bool(written), (resume[0] if resume else None)
 
     def nodes(self, job_id: str) -> list[Node]:

@@ -295,9 +295,7 @@ class _Seen:
 
 def _seen(task, job_id: str, agent_id: str, scopes: list[str]) -> _Seen:
     named = [s for s in scopes if s != GLOBAL]  # only created scopes carry counters; global always does
-    with worker_deps().redis.pipeline(
-        transaction=False
-    ) as pipe:  # the job's keys share a slot; the index is read alone
+    with worker_deps().redis.pipeline(transaction=False) as pipe:  # one round trip
         pipe.hget(keys.nodes(job_id), agent_id)
         pipe.hget(keys.expected(job_id), agent_id)
         if task.name == wire.RUN_JOB:
