@@ -12,13 +12,13 @@ from functools import cached_property
 from importlib.resources import files
 from typing import Any
 
-import redis
 from celery import states
 from celery.backends.redis import RedisBackend, SentinelBackend
 from celery.exceptions import BackendStoreError
 from kombu.utils.encoding import bytes_to_str
 
 from covey.config import connections, sentinel
+from covey.config.pools import BlockingPool
 from covey.redis_scripts import ScriptCall
 
 BACKENDS = {"redis": "PatientRedisBackend", "rediss": "PatientRedisBackend", "sentinel": "PatientSentinelBackend"}
@@ -79,7 +79,7 @@ class PatientRedisBackend(OneTripRedisBackend):
     def _get_pool(self, **params):
         outage = self.app.conf.covey_redis_outage_seconds
         params.update(timeout=outage, retry=connections.PatientRetry(outage))
-        return redis.BlockingConnectionPool(**params)
+        return BlockingPool(**params)
 
 
 class PatientSentinelBackend(OneTripRedisBackend, SentinelBackend):

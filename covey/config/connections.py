@@ -28,6 +28,7 @@ from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
 from covey.config import sentinel
+from covey.config.pools import BlockingPool, Pool
 
 T = TypeVar("T")
 
@@ -109,7 +110,9 @@ def client(url: str, master: str | None, **kwargs: Any) -> redis.Redis:
     """A client of the Redis at ``url``; for a ``sentinel://`` URL, of the master
     the sentinels call ``master`` (``COVEY_REDIS_MASTER``), wherever it is now."""
     if not sentinel.is_sentinel(url):
-        return redis.Redis.from_url(url, **kwargs)
+        redis_client = redis.Redis(connection_pool=Pool.from_url(url, **kwargs))
+        redis_client.auto_close_connection_pool = True  # as redis.Redis.from_url leaves it: close() closes the pool
+        return redis_client
     if not master:
         raise ValueError(f"{url!r} is a Sentinel URL: set COVEY_REDIS_MASTER to the name its sentinels monitor")
     return sentinel.master(url, master, sentinel_options(), **kwargs)
@@ -120,5 +123,5 @@ def patient_client(url: str, slots: int, outage_seconds: float, master: str | No
     opts = options(slots, outage_seconds)
     if sentinel.is_sentinel(url):
         return client(url, master, blocking=True, decode_responses=True, **opts)
-    pool = redis.BlockingConnectionPool.from_url(url, decode_responses=True, **opts)
+    pool = BlockingPool.from_url(url, decode_responses=True, **opts)
     return redis.Redis(connection_pool=pool)

@@ -21,6 +21,8 @@ from urllib.parse import unquote, urlsplit
 import redis
 from redis.sentinel import MasterNotFoundError, Sentinel, SentinelConnectionPool, SentinelManagedConnection
 
+from covey.config.pools import BlockingPool, Pool
+
 SCHEME = "sentinel"
 SEPARATOR = ";"
 DEFAULT_PORT = 26379  # a sentinel's port, as kombu defaults it
@@ -99,7 +101,11 @@ class Sentinels(Sentinel):
             ) from None
 
 
-class BlockingSentinelPool(SentinelConnectionPool, redis.BlockingConnectionPool):
+class SentinelPool(SentinelConnectionPool, Pool):
+    """redis-py's Sentinel pool, on covey's pool (``covey.config.pools``)."""
+
+
+class BlockingSentinelPool(SentinelConnectionPool, BlockingPool):
     """A Sentinel pool that makes a caller beyond its connections wait for a free
     one (``timeout`` seconds), as covey's pools do, instead of failing it."""
 
@@ -111,7 +117,7 @@ def master(url: str, name: str, sentinel_options: dict, blocking: bool = False, 
     where = SentinelURL.parse(url)
     sentinels = Sentinels(list(where.hosts), sentinel_kwargs=sentinel_options)
     login = {k: v for k, v in (("username", where.username), ("password", where.password)) if v}
-    pool = BlockingSentinelPool if blocking else SentinelConnectionPool
+    pool = BlockingSentinelPool if blocking else SentinelPool
     return sentinels.master_for(
         name, connection_pool_class=pool, connection_class=FollowingConnection, db=where.db, **login, **options
     )
