@@ -52,7 +52,7 @@ from covey.status import Cause, CauseKind, Resource
 
 _LUA = {
     name: (files("covey.budgets") / "lua" / f"{name}.lua").read_text(encoding="utf-8")
-    for name in ("open", "reserve", "settle", "release", "tool_call")
+    for name in ("open", "root", "reserve", "settle", "release", "tool_call")
 }
 
 # Expired reservations released per sweep: bounds its cost on the hot path; a
@@ -111,16 +111,17 @@ class RedisLedger:
 
     def open_root(self, job_id: str, agent_id: str, budget: Budget, terms: AgentTerms | None = None) -> AgentRow | None:
         terms = terms or AgentTerms()
-        self._open(job_id, [], agent_id, budget, terms)
-        with self.client.pipeline(transaction=False) as pipe:  # one round trip: the keys share the job's slot
-            if terms.scopes:  # the scopes `snapshot` shows beside the job, charged or not
-                pipe.sadd(keys.job_scopes(job_id), *terms.scopes)
-                pipe.expire(keys.job_scopes(job_id), self.job_ttl)
-            if budget.max_tool_calls is not None:  # the root's row caps the tool calls of the whole job
-                pipe.hset(keys.agent(job_id, agent_id), "tool_calls_limit", budget.max_tool_calls)
-            pipe.hgetall(keys.agent(job_id, agent_id))
-            raw = pipe.execute()[-1]
-        return agent_row(agent_id, raw) if raw else None
+        row = keys.agent(job_id, agent_id)
+        extras = [self.job_ttl, _arg(budget.max_tool_calls), *(terms.scopes or [])]
+        opened, raw = self._run_calls(
+            "open",
+            [
+                self._call("open", *self._open_call(job_id, [], agent_id, budget, terms)),
+                self._call("root", [row, keys.job_scopes(job_id)], extras),
+            ],
+        )
+        self._opened(job_id, opened)
+        return agent_row(agent_id, dict(zip(raw[::2], raw[1::2]))) if raw else None
 
     def open(
         self, job_id: str, chain: list[str], child_id: str, budget: Budget, terms: AgentTerms | None = None
@@ -137,9 +138,6 @@ class RedisLedger:
                 raise ValueError(f"agent {child_id} cannot be its own ancestor")
         calls = [self._open_call(job_id, chain, child_id, budget, terms) for child_id, budget, terms in children]
         return [self._opened(job_id, reply) for reply in self._run_many("open", calls)]
-
-    def _open(self, job_id: str, chain: list[str], child_id: str, budget: Budget, terms: AgentTerms) -> Opened:
-        return self._opened(job_id, self._run("open", *self._open_call(job_id, chain, child_id, budget, terms)))
 
     def _open_call(
         self, job_id: str, chain: list[str], child_id: str, budget: Budget, terms: AgentTerms
@@ -344,12 +342,18 @@ class RedisLedger:
         return self._run_many(name, [(row_keys, args)])[0]
 
     def _run_many(self, name: str, calls: Sequence[tuple[list[str], list[Any]]]) -> list[Any]:
-        """Script ``name`` run once per (keys, arguments) of ``calls``, in order, in one
-        round trip; their replies once ``self.replicas`` replicas hold their writes.
+        """Script ``name`` run once per (keys, arguments) of ``calls``, in order, in one round trip."""
+        return self._run_calls(name, [self._call(name, row_keys, args) for row_keys, args in calls])
+
+    def _call(self, name: str, row_keys: list[str], args: list[Any]) -> redis_scripts.ScriptCall:
+        return redis_scripts.ScriptCall(self._scripts[name], row_keys, args)
+
+    def _run_calls(self, what: str, run: Sequence[redis_scripts.ScriptCall]) -> list[Any]:
+        """The replies of ``run``'s script calls, in order, from one round trip, once
+        ``self.replicas`` replicas hold their writes (``what`` names them in a warning).
         Replicas behind rerun them all, which is safe: each script is safe to run again."""
-        script, wanted = self._scripts[name], self.replicas.replicas
+        wanted = self.replicas.replicas
         give_up, told = time.monotonic() + self.replicas.seconds, False
-        run = [redis_scripts.ScriptCall(script, row_keys, args) for row_keys, args in calls]
         while True:
             replies = redis_scripts.run(self.client, run, wanted, REPLICA_WAIT_MS)
             if not wanted:
@@ -366,7 +370,7 @@ class RedisLedger:
                 told = True
                 log.warning(
                     "ledger %s confirmed by %d of %d replica(s): run again until one more confirms, for up to %gs",
-                    name,
+                    what,
                     confirmed,
                     wanted,
                     self.replicas.seconds,

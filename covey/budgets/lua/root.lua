@@ -1,0 +1,17 @@
+-- root.lua: what a job's root row holds besides open.lua's fields, and the row,
+-- run in open.lua's round trip right after it.
+-- KEYS[1]     the root's agent row
+-- KEYS[2]     the job's set of scopes (what `snapshot` shows beside the job, charged or not)
+-- ARGV[1]     job TTL in seconds
+-- ARGV[2]     the job's tool calls cap ('' = none): the root's row caps the whole job's
+-- ARGV[3..]   the job's scopes
+-- Returns the root's row as HGETALL's flat list (empty when it is not there).
+
+if #ARGV > 2 then
+  redis.call('SADD', KEYS[2], unpack(ARGV, 3))
+  redis.call('EXPIRE', KEYS[2], ARGV[1])
+end
+if ARGV[2] ~= '' and redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('HSET', KEYS[1], 'tool_calls_limit', ARGV[2])
+end
+return redis.call('HGETALL', KEYS[1])
