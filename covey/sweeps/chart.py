@@ -56,7 +56,8 @@ _ANGLES = (45, 135, -45, -135, 0, 180, 90, -90, 22, 158, -22, -158, 68, 112, -68
 
 
 def figure(rows: list[ConfigSummary], title: str = "") -> Figure:
-    """The chart as a matplotlib Figure (drawn, so its text extents are final)."""
+    """The chart as a matplotlib Figure, laid out and its numbers placed (so its
+    text extents are final); saving it draws it once more, with its numbers."""
     # A figure on its own canvas, not pyplot's: pyplot (a third of matplotlib's
     # import) manages windows that a file never needs.
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -122,7 +123,6 @@ def figure(rows: list[ConfigSummary], title: str = "") -> Figure:
         )
     fig.canvas.draw()  # the layout is settled: numbers are placed in its final pixels
     _number_points(ax, [(n, tokens, accuracy, 100 * (r.stderr or 0)) for n, r, accuracy, tokens in shown])
-    fig.canvas.draw()
     return fig
 
 
