@@ -40,6 +40,7 @@ BENCHES: dict[str, list[str]] = {
     "ledger": [],
     "mcp_tools": [],
     "memory": [],
+    "model_call": [],
     "reservations": [],
     "scale": ["--repeats", "1"],
     "sweep": ["--samples", "500,2000", "--rounds", "3"],

@@ -1,0 +1,154 @@
+"""What one model call costs a worker's CPU: covey's ``LLM.call`` against the SDK's own ``create()``.
+
+Run from the repo root: ``python bench/model_call.py [--calls N] [--json PATH]``.
+
+Against a fast endpoint (a local vLLM, a cache) a worker's CPU per call is what
+sets a sweep's pace, and covey reaches every model through the official
+``openai`` SDK. Each row makes the same one-turn chat completion against the
+in-process ``sim`` (an ``httpx2.MockTransport``, no network), in one thread:
+
+- the sim's handler alone, given the request: the model's own share;
+- the SDK as its README shows it, ``client.chat.completions.create(...)`` with
+  typed parameters, its reply parsed into a ``ChatCompletion``;
+- covey's ``LLM.call``, as a worker's step calls it (its catalog lookup, its
+  parameters, the call, its usage and reply checked).
+
+Medians of interleaved rounds after a warm-up, so a slow spell of this shared
+machine hits every row alike. Nothing else is started: the sim runs in this process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # `python bench/model_call.py` puts bench/, not the root, on the path
+
+import httpx2
+import openai
+
+from bench.harness import interruptible, report
+from covey.config.settings import Settings
+from covey.models import sim
+from covey.models.llm import LLM, SIM_BASE_URL
+
+CALLS = 1000  # per row and round
+ROUNDS = 5
+MAX_TOKENS = 500
+MESSAGES = [
+    {"role": "system", "content": "Answer with the number alone."},
+    {"role": "user", "content": "What is 3 + 4?"},
+]
+COMMAND = "python bench/model_call.py"
+ROWS = {
+    "sim": "the sim's handler alone (the model's own work)",
+    "sdk": "the SDK's `chat.completions.create`, typed, its reply parsed",
+    "covey": "covey's `LLM.call`, as a worker's step makes it",
+}
+
+
+def per_call(calls: int, once: Callable[[], object]) -> float:
+    """Microseconds per call of ``once()``, over ``calls`` calls."""
+    start = time.perf_counter()
+    for _ in range(calls):
+        once()
+    return (time.perf_counter() - start) / calls * 1e6
+
+
+def cases() -> dict[str, Callable[[], object]]:
+    settings = Settings(model="sim")
+    llm = LLM(settings)
+    sdk = openai.OpenAI(
+        api_key="sim",
+        base_url=SIM_BASE_URL,
+        http_client=httpx2.Client(transport=sim.transport()),
+        max_retries=settings.model_retries,
+        timeout=settings.model_timeout,
+    )
+    handler = sim.make_handler()
+    body = {"model": "sim", "messages": MESSAGES, "max_completion_tokens": MAX_TOKENS}
+    request = httpx2.Request("POST", f"{SIM_BASE_URL}/chat/completions", json=body)
+
+    def by_sdk() -> str | None:
+        completion = sdk.chat.completions.create(model="sim", messages=MESSAGES, max_completion_tokens=MAX_TOKENS)
+        return completion.choices[0].message.content
+
+    def by_covey() -> str | None:
+        return llm.call("sim", MESSAGES, [], MAX_TOKENS)[0].content
+
+    answers = {by_sdk(), by_covey(), handler(request).json()["choices"][0]["message"]["content"]}
+    if answers != {"7"}:
+        raise RuntimeError(f"the three calls answered {answers}, not 7")
+    return {"sim": lambda: handler(request), "sdk": by_sdk, "covey": by_covey}
+
+
+def run_all(calls: int) -> dict:
+    made = cases()
+    samples: dict[str, list[float]] = {key: [] for key in made}
+    for round_ in range(ROUNDS + 1):  # round 0 warms up
+        order = list(made.items())[:: 1 if round_ % 2 else -1]
+        measured = {key: per_call(calls, once) for key, once in order}
+        if round_:
+            for key, us in measured.items():
+                samples[key].append(us)
+        print(f"round {round_}/{ROUNDS}", file=sys.stderr)
+    figures: dict = {"calls": calls, "rounds": ROUNDS, "cores": os.cpu_count(), "python": platform.python_version()}
+    figures.update({f"{key}_us": round(statistics.median(values), 1) for key, values in samples.items()})
+    figures["openai"] = openai.__version__
+    return figures
+
+
+def table(after: dict, before: dict | None) -> str:
+    """Microseconds per call and the multiple of the SDK's own; with ``before``, its figure beside."""
+    sdk = after["sdk_us"]
+    head = "| call | µs per call | × the SDK's `create` |"
+    lines = [head + (" before (µs) |" if before else ""), "|---|---:|---:|" + ("---:|" if before else "")]
+    for key, label in ROWS.items():
+        line = f"| {label} | {after[f'{key}_us']:,.1f} | {after[f'{key}_us'] / sdk:.2f}× |"
+        if before is not None:
+            line += f" {before[f'{key}_us']:,.1f} |"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def section(after: dict, before: dict | None) -> str:
+    """The model call's section of BENCHMARKS.md; with ``before`` (the same JSON from an older commit), beside it."""
+    return f"""## One model call (`bench/model_call.py`)
+
+What one chat completion costs a worker's CPU, against a model that costs
+nothing: the in-process `sim` (an httpx transport, no network), one thread,
+{after["calls"]:,} calls per row and round, medians of {after["rounds"]} interleaved
+rounds after a warm-up ({after["cores"]} cores, Python {after["python"]}, openai
+{after["openai"]}; microseconds depend on the machine). Against a local or cached
+endpoint this CPU, not the model, sets a sweep's pace. The SDK's row is the
+call as its README makes it; covey's is `LLM.call` as a worker's step makes it,
+through the same SDK client (its headers, auth, retries and errors), posting a
+plain JSON body and reading the reply's JSON, each field checked.
+
+Command (from the repo root):
+
+```
+{COMMAND}
+```
+
+{table(after, before)}
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=CALLS, help=f"calls per row and round (default {CALLS})")
+    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures as JSON to PATH")
+    args = parser.parse_args()
+    report(lambda logs: run_all(args.calls), lambda figures: table(figures, None), args.json)
+
+
+if __name__ == "__main__":
+    interruptible(main)
