@@ -7,6 +7,7 @@ a worktree of an older commit and compare.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -143,3 +144,13 @@ def interruptible(main: Callable[[], None]) -> None:
         print("interrupted", file=sys.stderr)
         sys.stdout.flush()
         os._exit(130)
+
+
+def calls_main(doc: str, calls: int, run_all: Callable[[int], dict], table: Callable[[dict, None], str]) -> None:
+    """The command line of a benchmark that times ``calls`` calls a row: ``--calls N``
+    and ``--json PATH``, described by the first line of its ``doc``."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=calls, help=f"calls per row and round (default {calls})")
+    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures as JSON to PATH")
+    args = parser.parse_args()
+    report(lambda logs: run_all(args.calls), lambda figures: table(figures, None), args.json)

@@ -19,7 +19,6 @@ machine hits every row alike. Nothing else is started: the sim runs in this proc
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import statistics
@@ -34,7 +33,7 @@ sys.path.insert(0, str(ROOT))  # `python bench/model_call.py` puts bench/, not t
 import httpx2
 import openai
 
-from bench.harness import interruptible, report
+from bench.harness import calls_main, interruptible
 from covey.config.settings import Settings
 from covey.models import sim
 from covey.models.llm import LLM, SIM_BASE_URL
@@ -130,25 +129,12 @@ rounds after a warm-up ({after["cores"]} cores, Python {after["python"]}, openai
 endpoint this CPU, not the model, sets a sweep's pace. The SDK's row is the
 call as its README makes it; covey's is `LLM.call` as a worker's step makes it,
 through the same SDK client (its headers, auth, retries and errors), posting a
-plain JSON body and reading the reply's JSON, each field checked.
-
-Command (from the repo root):
-
-```
-{COMMAND}
-```
+plain JSON body and reading the reply's JSON, each field checked. From the
+repo root: `{COMMAND}`.
 
 {table(after, before)}
 """
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=CALLS, help=f"calls per row and round (default {CALLS})")
-    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures as JSON to PATH")
-    args = parser.parse_args()
-    report(lambda logs: run_all(args.calls), lambda figures: table(figures, None), args.json)
-
-
 if __name__ == "__main__":
-    interruptible(main)
+    interruptible(lambda: calls_main(__doc__, CALLS, run_all, table))

@@ -22,7 +22,6 @@ A private redis-server is started here and stopped on exit, Ctrl-C or error.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import os
 import platform
@@ -42,7 +41,7 @@ sys.path.insert(0, str(ROOT / "examples" / "tools"))  # the example's tool, with
 
 from covey_example_tools.weather import lookup_weather
 
-from bench.harness import interruptible, private_redis, report
+from bench.harness import calls_main, interruptible, private_redis
 from covey.budgets.budget import Budget
 from covey.config.settings import Settings
 from covey.context import ROOT_AGENT_ID, RunContext
@@ -178,13 +177,5 @@ Command (from the repo root; it starts its own redis-server):
 """
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=CALLS, help=f"calls per row and round (default {CALLS})")
-    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures as JSON to PATH")
-    args = parser.parse_args()
-    report(lambda logs: run_all(args.calls), lambda figures: table(figures, None), args.json)
-
-
 if __name__ == "__main__":
-    interruptible(main)
+    interruptible(lambda: calls_main(__doc__, CALLS, run_all, table))
