@@ -5,9 +5,9 @@ other name goes over HTTP to the endpoint the catalog (``covey.models.catalog``)
 resolves it to. Either way the SDK's client sends the request, with its headers,
 auth, retries and errors. It posts a plain JSON body, and the reply's JSON is read
 here, each field checked: ``chat.completions.create`` and its parse cost a worker
-more than the rest of the call against the in-process sim (840 µs a call against
-380), to walk covey's plain JSON through the SDK's typed-parameter transform
-(which leaves it as it was) and to build reply objects it does not check.
+more than the rest of the call against the in-process sim (``bench/model_call.py``),
+to walk covey's plain JSON through the SDK's typed-parameter transform (which
+leaves it as it was) and to build reply objects it does not check.
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ class LLM:
             raise ModelError(f"model reported unusable usage: {e}", malformed, worst) from e
         try:
             reply = _reply(completion)
-        except (AttributeError, TypeError, ValueError) as e:
+        except (TypeError, ValueError) as e:
             raise ModelError(f"model returned a malformed reply: {e}", malformed, usage) from e
         return (reply if schema is None else answered(endpoint.structured, schema_name, reply)), usage
 

@@ -14,7 +14,7 @@ workers').
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -194,7 +194,7 @@ class JobTree:
         node: Node,
         retire: Sequence[str] = (),
         transcript: Entries | None = None,
-        also: Sequence[ScriptCall] = (),
+        also: Callable[[str], Sequence[ScriptCall]] | None = None,
     ) -> tuple[bool, str | None]:
         """Write an agent's final ``node`` once, and delete ``retire`` (keys its end
         makes obsolete: its checkpoint, its stored replies), and its expected message;
@@ -203,19 +203,21 @@ class JobTree:
         Returns whether it was written (False: the agent had already finished), and
         the parent's resume message when this child makes it due (the last of a
         ``join="all"``, or any of a ``join="each"`` while the parent is idle): the
-        caller sends it. ``also`` runs after it in the same round trip."""
+        caller sends it. ``also``, given the node as the record holds it, makes
+        script calls that run after it in the same round trip."""
         parent = node.parent_id or ""
         waiter = parent or node.agent_id
         joined = [keys.pending(job_id, waiter), keys.joins(job_id), keys.awaited(job_id, waiter)]
         waiting = [keys.done(job_id, waiter), keys.batch(job_id, waiter)]
         more_keys, more_args = transcripts.tail(transcript)
+        record = pack(node)
         call = ScriptCall(
             self._finish,
             [keys.nodes(job_id), keys.expected(job_id), *joined, *waiting, *retire, *more_keys],
-            [node.agent_id, pack(node), self._job_ttl, parent, _FINALS, *more_args],
+            [node.agent_id, record, self._job_ttl, parent, _FINALS, *more_args],
         )
-        if also:
-            (written, *resume), *_ = redis_scripts.run(self._redis, [call, *also])
+        if also is not None:
+            (written, *resume), *_ = redis_scripts.run(self._redis, [call, *also(record)])
         else:
             written, *resume = call()
         return bool(written), (resume[0] if resume else None)

@@ -33,7 +33,6 @@ from covey.redis_scripts import ScriptCall
 from covey.results import AgentResult, ChildSummary, Usage
 from covey.spec import AgentSpec
 from covey.status import AgentStatus, Cause, CauseKind
-from covey.store.tree import Node
 from covey.tools.registry import narrow
 from covey.worker import slots, telemetry, transcript
 from covey.worker.agent_state import AgentState
@@ -45,8 +44,9 @@ from covey.worker.slots import Hop
 from covey.worker.spawning import spawn, unreported
 from covey.worker.tool_calls import run_tools
 
-# An ending agent's final node and result -> script calls run in its final record's round trip.
-EndCalls = Callable[[Node, AgentResult], Sequence[ScriptCall]]
+# An ending agent's final node, as its record holds it, and its result -> script
+# calls run in its final record's round trip.
+EndCalls = Callable[[str, AgentResult], Sequence[ScriptCall]]
 
 
 class NotOpened(Exception):
@@ -352,7 +352,7 @@ def _finish(
         retire += [keys.awaited(ctx.job_id, ctx.agent_id), keys.done(ctx.job_id, ctx.agent_id)]
         retire.append(keys.batch(ctx.job_id, ctx.agent_id))
     result = node.result(ctx.job_id, state.children)
-    also = end(node, result) if end is not None else ()
+    also = None if end is None else (lambda record: end(record, result))
     entries = transcript.take(deps, state)
     written, resume = deps.tree.finish(ctx.job_id, node, retire, transcript=entries, also=also)
     if not written:  # a duplicate of a step that already ended: the first end stands
@@ -361,4 +361,4 @@ def _finish(
     else:
         telemetry.finished(state, node)
     agent_event("finished", state, status)
-    return Finished(result, resume, ended_with=written and bool(also))
+    return Finished(result, resume, ended_with=written and end is not None)

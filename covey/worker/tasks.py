@@ -48,7 +48,7 @@ from covey.store import checkpoints
 from covey.store.catalog import NoWorkerServes
 from covey.store.outbox import Message
 from covey.store.transcripts import Entries
-from covey.store.tree import Node, pack, preview, unpack
+from covey.store.tree import Node, preview, unpack
 from covey.tools.registry import NotServed, check_served
 from covey.worker import (
     catalog,
@@ -472,8 +472,8 @@ def _result_with_record(deps: Deps, task, state: AgentState) -> loop.EndCalls | 
     if not isinstance(backend, OneTripRedisBackend) or not backend.one_trip:
         return None
 
-    def calls(node: Node, result: AgentResult) -> list[ScriptCall]:
-        only_if = (keys.nodes(result.job_id), node.agent_id, pack(node))
+    def calls(record: str, result: AgentResult) -> list[ScriptCall]:
+        only_if = (keys.nodes(result.job_id), result.agent_id, record)
         return [backend.storing(request.id, _reported(result), request, only_if)]
 
     return calls
