@@ -35,6 +35,8 @@ events = logging.getLogger("covey.agents")
 
 
 def agent_event(event: str, state: AgentState, status: AgentStatus) -> None:
+    if not events.isEnabledFor(logging.INFO):  # a worker at --loglevel warning: three lines an agent built for none
+        return
     ctx = state.ctx
     fields = {
         "job": ctx.job_id,
