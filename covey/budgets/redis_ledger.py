@@ -112,7 +112,7 @@ class RedisLedger:
     def open_root(self, job_id: str, agent_id: str, budget: Budget, terms: AgentTerms | None = None) -> AgentRow | None:
         terms = terms or AgentTerms()
         row = keys.agent(job_id, agent_id)
-        extras = [self.job_ttl, _arg(budget.max_tool_calls), *(terms.scopes or [])]
+        extras = [self.job_ttl, _arg(budget.max_tool_calls), terms.digest or "", *(terms.scopes or [])]
         opened, raw = self._run_calls(
             "open",
             [

@@ -438,3 +438,14 @@ def test_a_settled_reservation_is_granted_again_with_its_record(ledger, job, red
     assert ledger.snapshot(job).tokens_used == 120  # charged once
     redis_client.delete(keys.replies(job, "root"))  # the agent ended: its final record retires them
     assert ledger.reserve(job, ["root"], [], "root:1", 300, 10, cycle=1).record is None
+
+
+def test_opening_a_root_again_under_another_digest_changes_nothing_of_its_row(ledger, job):
+    # A run_job reusing a running job's id with another spec: the worker refuses it on
+    # the digest the row keeps, and the row must not have taken the newcomer's terms first.
+    ledger.set_scope(theirs := scope_name(), None, None)
+    first = ledger.open_root(job, "root", Budget(max_tool_calls=5), AgentTerms(scopes=["global"], digest="a"))
+    again = ledger.open_root(job, "root", Budget(max_tool_calls=500), AgentTerms(scopes=["global", theirs], digest="b"))
+    assert again == first and again.digest == "a"
+    snapshot = ledger.snapshot(job)
+    assert snapshot.tool_calls_limit == 5 and [s.name for s in snapshot.scopes] == ["global"]

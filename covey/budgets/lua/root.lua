@@ -4,11 +4,17 @@
 -- KEYS[2]     the job's set of scopes (what `snapshot` shows beside the job, charged or not)
 -- ARGV[1]     job TTL in seconds
 -- ARGV[2]     the job's tool calls cap ('' = none): the root's row caps the whole job's
--- ARGV[3..]   the job's scopes
+-- ARGV[3]     the digest of the message opening it, as open.lua was given it ('' = none)
+-- ARGV[4..]   the job's scopes
 -- Returns the root's row as HGETALL's flat list (empty when it is not there).
+-- A row another message opened (its digest differs: a run_job reusing a job's id
+-- with another spec) is read, never written: the caller refuses that message.
 
-if #ARGV > 2 then
-  redis.call('SADD', KEYS[2], unpack(ARGV, 3))
+if (redis.call('HGET', KEYS[1], 'digest') or '') ~= ARGV[3] then
+  return redis.call('HGETALL', KEYS[1])
+end
+if #ARGV > 3 then
+  redis.call('SADD', KEYS[2], unpack(ARGV, 4))
   redis.call('EXPIRE', KEYS[2], ARGV[1])
 end
 if ARGV[2] ~= '' and redis.call('EXISTS', KEYS[1]) == 1 then
