@@ -29,7 +29,8 @@ channel's deliveries back, and Celery forgets those it had not started; with Red
 away the give-back fails, and the deliveries would wait for the visibility timeout
 (minutes) under a live holder, whose heartbeat keeps every other worker off them.
 They are the holder's orphans instead, which its heartbeat puts back once Redis
-answers.
+answers; so is a delivery whose record was written with Redis going away, its
+reply lost.
 """
 
 from __future__ import annotations
@@ -54,10 +55,17 @@ class QoS(kombu_redis.QoS):
         me, delivery = holder.current(), message.delivery_info
         record = dumps([message._raw, delivery["exchange"], delivery["routing_key"]])
         held = keys.worker_held(me.id)
-        with self.pipe_or_acquire() as pipe:
-            pipe.zadd(self.unacked_index_key, {delivery_tag: time.time()}).hset(
-                self.unacked_key, delivery_tag, record
-            ).sadd(held, delivery_tag).expire(held, int(self.visibility_timeout)).execute()
+        try:
+            with self.pipe_or_acquire() as pipe:
+                pipe.zadd(self.unacked_index_key, {delivery_tag: time.time()}).hset(
+                    self.unacked_key, delivery_tag, record
+                ).sadd(held, delivery_tag).expire(held, int(self.visibility_timeout)).execute()
+        except self.channel.connection_errors:
+            # The transaction may have applied with its reply lost as Redis went away:
+            # Celery never sees this delivery, yet it would stand held by this live
+            # process until the visibility timeout. An orphan, put back once Redis answers.
+            me.orphaned([delivery_tag])
+            raise
         me.delivered(delivery_tag)
         virtual.QoS.append(self, message, delivery_tag)  # the in-memory record; kombu's Redis one is above
 

@@ -12,7 +12,8 @@ from kombu import Connection, Exchange, Queue
 from covey import keys
 from covey.config import broker, holder
 from covey.worker.heartbeat import Heartbeat
-from covey.worker.takeover import dead_holders, holder_of, take_over
+from covey.worker.takeover import dead_holders, holder_of, put_back_orphans, take_over
+from tests.cut_link import CutLink
 from tests.redis_server import RedisServer
 
 QUEUE = Queue("jobs", Exchange("jobs", "direct"), "jobs")
@@ -128,3 +129,24 @@ def test_a_beat_that_reaches_redis_late_does_not_hide_a_takeover(server, connect
     heartbeat, client, message = taken_while_silent(server, connections, "t5")
     client.set(keys.worker_alive(heartbeat.holder.id), "a beat whose reply was lost", px=30_000)  # landed late
     assert heartbeat.taken(message.delivery_tag)
+
+
+def test_a_delivery_recorded_as_redis_went_away_goes_back_once_it_answers(server, connections):
+    """The delivery's record was written, its reply lost: Celery never sees the
+    message, so this live holder must put it back itself, not leave it held."""
+    _, taker = connections
+    client = redis.Redis.from_url(server.url, decode_responses=True)
+    taker.Producer().publish({"n": "t6"}, exchange=QUEUE.exchange, routing_key="jobs", declare=[QUEUE])
+    link = CutLink(server.port, cut_after=b"EXEC")
+    try:
+        with Connection(link.url, transport=broker.transport(link.url)) as cut:
+            with pytest.raises(cut.connection_errors):
+                cut.default_channel.basic_get("jobs", no_ack=False)
+    finally:
+        link.close()
+    assert link.cut.is_set() and client.hlen("unacked") == 1 and client.llen("jobs") == 0  # recorded, reply lost
+
+    assert put_back_orphans(taker.default_channel, holder.current()) == 1
+    assert client.hlen("unacked") == 0 and not client.exists(keys.worker_held(holder.current().id))
+    again = taker.default_channel.basic_get("jobs", no_ack=False)
+    assert again.payload == {"n": "t6"} and again.headers["redelivered"] is True

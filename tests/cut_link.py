@@ -1,0 +1,63 @@
+"""A TCP link to a real server that goes away at a chosen command: it forwards the
+command, then drops every connection before the reply and refuses new ones, as a
+Redis killed the instant it applied a write does to the client that sent it."""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+from tests.redis_server import free_port
+
+CHUNK = 65536
+
+
+class CutLink:
+    def __init__(self, target_port: int, cut_after: bytes) -> None:
+        self.port, self._target, self._cut_after = free_port(), target_port, cut_after
+        self.cut = threading.Event()
+        self._listener = socket.create_server(("127.0.0.1", self.port))
+        self._sockets: list[socket.socket] = [self._listener]
+        self._lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def _accept(self) -> None:
+        while not self.cut.is_set():
+            try:
+                client, _ = self._listener.accept()
+            except OSError:  # the listener closed: cut
+                return
+            server = socket.create_connection(("127.0.0.1", self._target))
+            with self._lock:
+                self._sockets += [client, server]
+            threading.Thread(target=self._pipe, args=(client, server, True), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(server, client, False), daemon=True).start()
+
+    def _pipe(self, source: socket.socket, sink: socket.socket, watched: bool) -> None:
+        try:
+            while data := source.recv(CHUNK):
+                if self.cut.is_set():  # past the command: its reply (it applied) or a later one
+                    self._go_away()  # never delivered
+                    return
+                if watched and self._cut_after in data:
+                    self.cut.set()
+                sink.sendall(data)
+        except OSError:
+            return
+
+    def _go_away(self) -> None:
+        self.cut.set()
+        with self._lock:
+            for s in self._sockets:
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                s.close()
+
+    def close(self) -> None:
+        self._go_away()
