@@ -4,9 +4,10 @@ A job can sit still for reasons no result will ever report: its message went to 
 queue no covey worker reads, no worker reads covey's queue at all, a message its
 outbox expects was lost (it is sent again here, as the workers' reconciler does),
 the worker running some of its agents died and the broker has not handed their
-tasks to another one yet, or a worker holds its message unacknowledged and runs
-none of it (the broker gives it back at the visibility timeout, or covey's takeover
-once that worker's heartbeat lapses). Each is found from the broker, the workers' own answers
+tasks to another one yet, or a worker holds its message (an agent's next step, a
+parent's resume once its children finished) unacknowledged and runs none of it
+(the broker gives it back at the visibility timeout, or covey's takeover once
+that worker's heartbeat lapses). Each is found from the broker, the workers' own answers
 and the job's tree, and said in one line naming what is stuck; so is a job whose
 records and messages are gone (a Redis wiped), which nothing will ever finish.
 """
@@ -177,7 +178,9 @@ def why_stuck(client: Client, job_id: str) -> str | None:
         agents = ", ".join(m.kwargs.get("agent_id") or m.kwargs.get("ctx", {}).get("agent_id", "?") for m in lost)
         return f"job {job_id} waited on {len(lost)} lost message(s), now sent again: {agents}"
     live = live_task_ids(client)
-    stuck = [n for n in nodes if n.status is AgentStatus.RUNNING and (live is None or n.task_id not in live)]
+    due = _resume_due(nodes)
+    moving = [n for n in nodes if n.status is AgentStatus.RUNNING or n.agent_id in due]
+    stuck = [n for n in moving if live is None or n.task_id not in live]
     if live is None:
         stuck += [n for n in nodes if n.status is AgentStatus.QUEUED]
     if not stuck:
@@ -189,6 +192,19 @@ def why_stuck(client: Client, job_id: str) -> str | None:
         + (unknown if where is None else f"each one's next message is {where}")
         for where, group in _whereabouts(client, job_id, stuck).items()
     )
+
+
+def _resume_due(nodes: list[Node]) -> set[str]:
+    """The waiting agents whose children have all finished: each one's resume is due."""
+    children: dict[str, list[Node]] = {}
+    for node in nodes:
+        if node.parent_id is not None:
+            children.setdefault(node.parent_id, []).append(node)
+    return {
+        n.agent_id
+        for n in nodes
+        if n.status is AgentStatus.WAITING and n.agent_id in children and all(c.final for c in children[n.agent_id])
+    }
 
 
 def _unstarted(client: Client, job_id: str) -> str | None:

@@ -180,3 +180,37 @@ def test_a_started_agent_whose_message_a_live_worker_holds_is_said_to_wait_for_i
             f"agents of job {handle.id} stopped reporting (no worker answers): root; each one's next message is "
             f"held unacknowledged by worker {me.id} (alive), which does not run it: the broker delivers it again"
         ), waited.value.reason
+
+
+def test_a_parent_whose_resume_a_live_worker_holds_is_said_to_wait_for_its_redelivery():
+    """The child finished and its worker died before sending the waiting root's resume;
+    the resume, sent again, was taken by a live worker process (this one, beating)
+    that runs none of it: the wait names the root and that holder, not nothing."""
+    with RedisServer() as server:
+        client = Client(Settings(redis_url=server.url, model="sim"))
+        r = redis.Redis.from_url(server.url, decode_responses=True)
+        worker = start_worker(server.url, COVEY_FAULT="after_finish:kill")
+        try:
+            wait_for_worker(client, worker)
+            handle = client.submit(client.spec("[sim:spawn width=1 depth=1] go"))
+            assert worker.wait(timeout=60) == -9, "the worker was not killed as its child finished"
+            with pytest.raises(JobTimeout) as lost:
+                handle.result(timeout=1)
+            me = holder.current()
+            Heartbeat(r, me, seconds=60, kept_seconds=600).beat()
+            with Connection(server.url, transport=broker.transport(server.url)) as mine:
+                taken = mine.default_channel.basic_get(client.settings.queue, no_ack=False)
+                with pytest.raises(JobTimeout) as held:
+                    handle.result(timeout=1)
+            statuses = [n.status.value for n in handle.tree()]
+        finally:
+            stop_worker(worker)
+            client.close()
+            r.close()
+    assert lost.value.reason == f"job {handle.id} waited on 1 lost message(s), now sent again: root"
+    assert taken is not None and taken.headers["task"] == "covey.resume"
+    assert statuses == ["waiting", "completed"]
+    assert held.value.reason.startswith(
+        f"agents of job {handle.id} stopped reporting (no worker answers): root; each one's next message is "
+        f"held unacknowledged by worker {me.id} (alive), which does not run it: the broker delivers it again"
+    ), held.value.reason
