@@ -10,6 +10,12 @@ from celery import Celery
 from covey.config import backend, broker, connections, sentinel
 from covey.config.settings import Settings
 
+# kombu's sweep for deliveries past their visibility timeout runs under a Redis lock
+# that lives 5 minutes; a worker killed inside a sweep left it standing, and no
+# worker restored anything until it expired. A sweep takes milliseconds, and two
+# at once are safe (each restore is a transaction watching the unacked records).
+RESTORE_LOCK_SECONDS = 10
+
 
 def celery_config(settings: Settings) -> dict[str, Any]:
     return {
@@ -36,6 +42,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
             "visibility_timeout": int(settings.redelivery_seconds),
             "unacked_restore_interval": settings.redelivery_check_seconds,
             "unacked_restore_throttle": 1,
+            "unacked_mutex_expire": RESTORE_LOCK_SECONDS,
             **_redis_link(),
             "max_connections": connections.pool_size(settings.worker_slots),  # kombu's Redis pool: acks, publishes
             **_sentinels(settings, settings.broker),

@@ -119,3 +119,29 @@ def test_a_waiting_parent_delivered_again_makes_no_answer_up():
         result = finished_by_another(server, handle)
         assert result.output == "leaves=2"
         assert_whole(client, handle, result, agents=3)
+
+
+@pytest.mark.slow
+def test_a_restore_lock_left_by_a_killed_worker_holds_redelivery_up_only_briefly():
+    """The worker dies inside the broker's sweep for deliveries past their visibility
+    timeout, leaving that sweep's lock standing as its config made it, and with the
+    record of what it held gone, the sweep is the one way back: another worker still
+    finishes the job, long before kombu's own lock (5 minutes) would have let it."""
+    with RedisServer() as server:
+        client = Client(Settings(redis_url=server.url))
+        first = start_worker(server.url, **QUICK)
+        wait_for_worker(client, first)
+        handle = client.submit(client.spec("[sim:latency 1500] What is 2 + 3?"))
+        wait_until(lambda: client.ledger.snapshot(handle.id).tokens_reserved > 0, "the root's call in flight")
+        first.kill()
+        died(first)
+        with client.app.connection_for_write() as conn:
+            channel = conn.default_channel
+            lock = channel.client.lock(channel.unacked_mutex_key, timeout=channel.unacked_mutex_expire)
+            assert lock.acquire(blocking=False), "a sweep's lock already stood"  # as the killed worker's sweep took it
+        for dead in client.redis.smembers(keys.workers()):
+            client.redis.delete(keys.worker_held(dead))
+        result = finished_by_another(server, handle)
+        client.close()
+    assert result.ok, result.error
+    assert result.output == "5"
