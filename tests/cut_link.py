@@ -1,6 +1,9 @@
-"""A TCP link to a real server that goes away at a chosen command: it forwards the
-command, then drops every connection before the reply and refuses new ones, as a
-Redis killed the instant it applied a write does to the client that sent it."""
+"""A TCP link to a real server that a test breaks on cue. It goes away at a chosen
+command (``cut_after``): it forwards the command, then drops every connection
+before the reply and refuses new ones, as a Redis killed the instant it applied a
+write does to the client that sent it. Or it holds the server's replies back
+(``hold``, then ``release``), as a slow link does: the command is applied and its
+reply is still on its way."""
 
 from __future__ import annotations
 
@@ -13,9 +16,11 @@ CHUNK = 65536
 
 
 class CutLink:
-    def __init__(self, target_port: int, cut_after: bytes) -> None:
+    def __init__(self, target_port: int, cut_after: bytes | None = None) -> None:
         self.port, self._target, self._cut_after = free_port(), target_port, cut_after
         self.cut = threading.Event()
+        self._flowing = threading.Event()
+        self._flowing.set()
         self._listener = socket.create_server(("127.0.0.1", self.port))
         self._sockets: list[socket.socket] = [self._listener]
         self._lock = threading.Lock()
@@ -43,8 +48,10 @@ class CutLink:
                 if self.cut.is_set():  # past the command: its reply (it applied) or a later one
                     self._go_away()  # never delivered
                     return
-                if watched and self._cut_after in data:
+                if watched and self._cut_after is not None and self._cut_after in data:
                     self.cut.set()
+                if not watched:
+                    self._flowing.wait()
                 sink.sendall(data)
         except OSError:
             return
@@ -59,5 +66,13 @@ class CutLink:
                     pass
                 s.close()
 
+    def hold(self) -> None:
+        """Replies from here on wait until ``release``."""
+        self._flowing.clear()
+
+    def release(self) -> None:
+        self._flowing.set()
+
     def close(self) -> None:
+        self.release()
         self._go_away()

@@ -32,7 +32,7 @@ class Heartbeat:
     def __init__(self, client: redis.Redis, holder: Holder, seconds: float, kept_seconds: float) -> None:
         self.holder, self.seconds = holder, seconds
         self._kept = max(1, int(kept_seconds))
-        self._beat = client.register_script(_BEAT)
+        self._client, self._beat = client, client.register_script(_BEAT)
         self._keys = [keys.worker_alive(holder.id), keys.worker_held(holder.id), keys.workers()]
         self._answered = ""  # the token of the last beat whose reply came back
 
@@ -41,13 +41,23 @@ class Heartbeat:
         holder = self.holder
         with holder.lock:
             sent, token = time.monotonic(), uuid.uuid4().hex  # the key stands at least a TTL from here
-            ttl_ms = int(self.seconds * 1000)
+            ttl_ms, before = int(self.seconds * 1000), set(holder.inflight)
             reply = self._beat(keys=self._keys, args=[holder.id, ttl_ms, self._kept, self._answered, token])
             self._answered = token
             held = None if reply == 1 else {bytes_to_str(tag) for tag in reply}
+            if held is not None and (late := list(holder.inflight - before - held)):
+                held |= self._still_held(late)
             gone = holder.renewed(sent, self.seconds, held)
         if gone:
             log.warning("worker %s: its heartbeat had lapsed; %d of its deliveries were taken", holder.id, len(gone))
+
+    def _still_held(self, tags: list[str]) -> set[str]:
+        """Of ``tags``, delivered while the beat was on its way (its reply may predate their
+        record), those Redis holds for this process now: the rest were taken."""
+        with self._client.pipeline(transaction=False) as pipe:
+            for tag in tags:
+                pipe.sismember(self._keys[1], tag)
+            return {tag for tag, held in zip(tags, pipe.execute()) if held}
 
     def taken(self, tag: str) -> bool:
         """Whether another worker took delivery ``tag`` from this process. While the

@@ -3,6 +3,7 @@ kombu's Redis channel: once, only from the dead, and known to a holder that wake
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -150,3 +151,32 @@ def test_a_delivery_recorded_as_redis_went_away_goes_back_once_it_answers(server
     assert client.hlen("unacked") == 0 and not client.exists(keys.worker_held(holder.current().id))
     again = taker.default_channel.basic_get("jobs", no_ack=False)
     assert again.payload == {"n": "t6"} and again.headers["redelivered"] is True
+
+
+def test_a_delivery_recorded_while_a_lapsed_beat_is_on_its_way_is_not_taken(server, connections):
+    """The first beat after a lapse (and every process's first) reads what Redis holds
+    for it; a delivery recorded after that read and before its reply arrives is missing
+    from the reply, yet no one took it: its step must not be dropped."""
+    mine, _ = connections
+    client = redis.Redis.from_url(server.url)
+    link = CutLink(server.port)
+    me = holder.current()
+    heartbeat = Heartbeat(redis.Redis.from_url(link.url), me, seconds=30, kept_seconds=60)
+    try:
+        heartbeat.beat()  # connected, its script loaded
+        client.delete(keys.worker_alive(me.id))  # a lapse
+        link.hold()
+        beating = threading.Thread(target=heartbeat.beat)
+        beating.start()
+        deadline = time.monotonic() + 30
+        while not client.exists(keys.worker_alive(me.id)):  # the beat ran in Redis; its reply waits
+            assert time.monotonic() < deadline, "the beat never reached Redis"
+            time.sleep(0.01)
+        message = delivered(mine, "t7")
+        link.release()
+        beating.join(timeout=30)
+    finally:
+        link.close()
+    assert not beating.is_alive()
+    assert not heartbeat.taken(message.delivery_tag)
+    assert client.sismember(keys.worker_held(me.id), message.delivery_tag)
