@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from covey.budgets.ledger import LedgerSnapshot, ScopeRow
 from covey.results import AgentResult
-from covey.store.tree import Node
+from covey.store.tree import Node, by_parent
 from covey.wire import cut, table
 
 if TYPE_CHECKING:
@@ -46,9 +46,7 @@ def tree(nodes: list[Node], now: datetime | None = None) -> str:
     for a scope), role, spend, elapsed (to ``now`` for one still running) and the
     start of its task."""
     now = now or datetime.now(UTC)
-    children: dict[str | None, list[Node]] = {}
-    for node in nodes:
-        children.setdefault(node.parent_id, []).append(node)
+    children = by_parent(nodes)
     rows: list[tuple[object, ...]] = []
 
     def walk(parent: str | None, indent: str) -> None:

@@ -24,7 +24,7 @@ from covey import keys
 from covey.config import connections
 from covey.status import AgentStatus
 from covey.store.outbox import Message, Outbox
-from covey.store.tree import Node
+from covey.store.tree import Node, by_parent
 from covey.worker.reconciler import UNACKED_INDEX, Reconciler, in_broker, send
 from covey.worker.takeover import holder_of
 
@@ -196,10 +196,7 @@ def why_stuck(client: Client, job_id: str) -> str | None:
 
 def _resume_due(nodes: list[Node]) -> set[str]:
     """The waiting agents whose children have all finished: each one's resume is due."""
-    children: dict[str, list[Node]] = {}
-    for node in nodes:
-        if node.parent_id is not None:
-            children.setdefault(node.parent_id, []).append(node)
+    children = by_parent(nodes)
     return {
         n.agent_id
         for n in nodes

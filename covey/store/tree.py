@@ -143,6 +143,14 @@ _USAGE = (
 _USAGE_ALWAYS = 4
 
 
+def by_parent(nodes: Sequence[Node]) -> dict[str | None, list[Node]]:
+    """Each agent's children (the root under None), in the order given."""
+    children: dict[str | None, list[Node]] = {}
+    for node in nodes:
+        children.setdefault(node.parent_id, []).append(node)
+    return children
+
+
 def pack(node: Node) -> str:
     fields = node.model_dump(mode="json", exclude_none=True, exclude={"agent_id", "usage"})
     if node.final:
