@@ -40,6 +40,17 @@ class AgentTerms:
 
 
 @dataclass(frozen=True)
+class FirstRun:
+    """The delivery that would run a root's first step, and how long it may take. No
+    other delivery of the job runs that step while it holds it: a job's first
+    message is in no outbox, so a second copy of it (a client resubmitting under
+    the job's id, a duplicated publish) would otherwise run beside the first."""
+
+    delivery: str = ""  # '' : none is held
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
 class Opened:
     """Answer to ``open``. ``budget`` holds the child's limits after clamping; a
     clamp may leave ``max_tokens`` or ``max_cycles`` at 0 (the child's first
@@ -131,6 +142,8 @@ class AgentRow(BaseModel):
     deny: list[str] = []
     scopes: list[str] | None = None
     digest: str | None = None
+    first_run: str | None = None  # the delivery that holds the root's first step (FirstRun) ...
+    first_run_until: float | None = None  # ... until then (unix seconds)
     ancestors: list[str] = []  # root..parent, as opened: the rows its calls charge besides its own
 
 
@@ -168,9 +181,18 @@ class Ledger(Protocol):
     """Every method is atomic and safe to call again: a redelivered task never
     charges twice. ``chain`` is agent ids root..agent (for ``open``: root..parent)."""
 
-    def open_root(self, job_id: str, agent_id: str, budget: Budget, terms: AgentTerms | None = None) -> AgentRow | None:
+    def open_root(
+        self,
+        job_id: str,
+        agent_id: str,
+        budget: Budget,
+        terms: AgentTerms | None = None,
+        run: FirstRun | None = None,
+    ) -> AgentRow | None:
         """Write the root's limits and terms; a no-op if the root is already open.
-        Returns the root's row as it then stands (the earlier one, if it was open)."""
+        Returns the root's row as it then stands (the earlier one, if it was open).
+        ``run`` takes the root's first step for its delivery, unless another holds
+        it: the row then names that one in ``first_run``."""
 
     def open(
         self, job_id: str, chain: list[str], child_id: str, budget: Budget, terms: AgentTerms | None = None

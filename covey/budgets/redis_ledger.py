@@ -38,6 +38,7 @@ from covey.budgets.budget import MAX_COUNT, MAX_USD, Budget
 from covey.budgets.ledger import (
     AgentRow,
     AgentTerms,
+    FirstRun,
     Grant,
     LedgerError,
     LedgerSnapshot,
@@ -109,10 +110,25 @@ class RedisLedger:
 
     # -- agents -------------------------------------------------------------
 
-    def open_root(self, job_id: str, agent_id: str, budget: Budget, terms: AgentTerms | None = None) -> AgentRow | None:
-        terms = terms or AgentTerms()
-        row = keys.agent(job_id, agent_id)
-        extras = [self.job_ttl, _arg(budget.max_tool_calls), terms.digest or "", *(terms.scopes or [])]
+    def open_root(
+        self,
+        job_id: str,
+        agent_id: str,
+        budget: Budget,
+        terms: AgentTerms | None = None,
+        run: FirstRun | None = None,
+    ) -> AgentRow | None:
+        terms, run = terms or AgentTerms(), run or FirstRun()
+        row, now = keys.agent(job_id, agent_id), self.clock()
+        extras = [
+            self.job_ttl,
+            _arg(budget.max_tool_calls),
+            terms.digest or "",
+            run.delivery,
+            now + run.seconds,
+            now,
+            *(terms.scopes or []),
+        ]
         opened, raw = self._run_calls(
             "open",
             [
@@ -578,6 +594,8 @@ def agent_row(agent_id: str, raw: dict) -> AgentRow:
         deny=json.loads(f.get("deny") or "[]"),
         scopes=json.loads(f["scopes"]) if f.get("scopes") else None,
         digest=f.get("digest") or None,
+        first_run=f.get("first_run") or None,
+        first_run_until=float(f["first_run_until"]) if f.get("first_run_until") else None,
         ancestors=json.loads(f.get("ancestors") or "[]"),
         **counts,
         tokens_reserved=_reserved(f),

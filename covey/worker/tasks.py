@@ -12,12 +12,14 @@ A message may be delivered twice (its worker died before the ack), replayed or
 lost. A step takes up only the message its agent's outbox expects, so any other
 is dropped before it writes; model calls replay from the ledger; a step of an
 agent that already finished hands back its result; and a lost message is sent
-again by the reconciler.
+again by the reconciler. A job's first run_job is in no outbox: its root's ledger
+row names the delivery running its first step, and another copy waits meanwhile.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,7 +33,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from covey import keys, wire
-from covey.budgets.ledger import AgentRow, AgentTerms, no_scope
+from covey.budgets.ledger import AgentRow, AgentTerms, FirstRun, no_scope
 from covey.budgets.redis_ledger import agent_row
 from covey.budgets.scopes import GLOBAL
 from covey.config import faults
@@ -78,6 +80,7 @@ def _signed_or_ignored(task, payload: dict[str, Any], sig: Any, name: str) -> No
         raise Ignore()
 
 
+MIN_WAIT_SECONDS = 0.5  # the shortest wait of a copy of a run_job whose first step another copy runs
 OUTAGES = (RedisConnectionError, RedisTimeoutError, OperationalError)  # Redis or the broker is away
 
 Step = Callable[["_Seen"], "tuple[AgentState, Action]"]
@@ -140,12 +143,35 @@ def _run_job(self, spec: Any) -> dict[str, Any] | str:
         terms = AgentTerms(
             tools=job.tools, deny=job.deny, max_cycles=job.max_cycles, scopes=job.scopes(), digest=digest
         )
-        row = deps.ledger.open_root(ctx.job_id, ROOT_AGENT_ID, job.budget, terms)
+        run = _first_run(deps, self.request)
+        row = deps.ledger.open_root(ctx.job_id, ROOT_AGENT_ID, job.budget, terms, run)
         if row is None or row.digest != digest:
             raise loop.NotOpened(f"job {ctx.job_id} already runs another spec: a run_job reusing its id is refused")
+        if run is not None and row.first_run != run.delivery:
+            raise _FirstStepHeld(ctx.job_id, (row.first_run_until or 0) - time.time())
         return loop.begin(deps, ctx, agent_spec, task_id=self.request.id, row=row)
 
     return _guarded(self, ctx.job_id, ROOT_AGENT_ID, start, scopes=job.scopes())
+
+
+class _FirstStepHeld(Exception):
+    """Another delivery of the job's run_job runs its root's first step: this one
+    waits (``retry``) until that step has ended, then finds the job past it."""
+
+    def __init__(self, job_id: str, seconds: float) -> None:
+        super().__init__(f"job {job_id}: another copy of its run_job runs the root's first step")
+        self.countdown = min(max(seconds, MIN_WAIT_SECONDS), slots.MAX_HOP_SECONDS)
+
+
+def _first_run(deps: Deps, request: Any) -> FirstRun | None:
+    """The root's first step for this delivery of the run_job (its tag, which a Redis
+    broker keeps when it hands the message back), held as long as a task runs. Not
+    on another broker: a message it hands back comes under a new tag, and would
+    wait out the dead delivery's hold."""
+    tag = (getattr(request, "properties", None) or {}).get("delivery_tag")
+    if not tag or not deps.settings.redis_broker:
+        return None
+    return FirstRun(str(tag), deps.settings.redelivery_seconds)
 
 
 @app.task(bind=True, name=wire.AGENT)
@@ -270,6 +296,9 @@ def _guarded(task, job_id: str, agent_id: str, step: Step, scopes: list[str] | N
     except slots.RunningElsewhere as e:
         log.info("%s: duplicate dropped", e)
         raise Ignore() from None
+    except _FirstStepHeld as e:
+        log.info("%s: this copy waits %.1fs", e, e.countdown)
+        raise task.retry(countdown=e.countdown, max_retries=None) from None
     except loop.NotOpened as e:
         # Nothing is written, not even a result under this task's id: the message
         # was not one of the job's own, and its task id may be another job's.

@@ -10,7 +10,7 @@ import pytest
 
 from covey import keys
 from covey.budgets.budget import Budget
-from covey.budgets.ledger import AgentTerms, Ledger, LedgerError
+from covey.budgets.ledger import AgentTerms, FirstRun, Ledger, LedgerError
 from covey.errors import StateLost
 from covey.status import Cause, CauseKind, Resource
 from covey.store.cancels import Cancels
@@ -438,6 +438,24 @@ def test_a_settled_reservation_is_granted_again_with_its_record(ledger, job, red
     assert ledger.snapshot(job).tokens_used == 120  # charged once
     redis_client.delete(keys.replies(job, "root"))  # the agent ended: its final record retires them
     assert ledger.reserve(job, ["root"], [], "root:1", 300, 10, cycle=1).record is None
+
+
+def test_a_roots_first_step_is_held_by_one_delivery_until_its_hold_ends(ledger, job, clock):
+    # Two deliveries of one run_job (a client resubmitting under the job's id): the
+    # second must not run the root's first step beside the first, nor be kept out
+    # of it once the first's hold has passed (its worker died with it).
+    terms = AgentTerms(scopes=["global"], digest="a")
+    first = ledger.open_root(job, "root", Budget(), terms, FirstRun("tag-1", 60))
+    assert first is not None and first.first_run == "tag-1"
+    assert first.first_run_until == pytest.approx(clock() + 60)
+    second = ledger.open_root(job, "root", Budget(), terms, FirstRun("tag-2", 60))
+    assert second == first  # read, not written
+    again = ledger.open_root(job, "root", Budget(), terms, FirstRun("tag-1", 60))
+    assert again is not None and again.first_run == "tag-1"  # the same delivery handed back goes on
+    clock.now += 61
+    late = ledger.open_root(job, "root", Budget(), terms, FirstRun("tag-2", 60))
+    assert late is not None and late.first_run == "tag-2"
+    assert ledger.open_root(job, "root", Budget(), terms).first_run == "tag-2"  # one that holds nothing takes nothing
 
 
 def test_opening_a_root_again_under_another_digest_changes_nothing_of_its_row(ledger, job):
