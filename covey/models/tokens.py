@@ -63,42 +63,39 @@ def estimate_prompt_tokens(
     return tokenizer.count(prompt_text(messages, tools)) + tokenizer.overhead
 
 
-def schema_tokens(schema: dict[str, Any] | None, tokenizer: Tokenizer | None = None) -> int:
-    """The upper bound of a ``response_format`` schema's share of the prompt."""
-    if schema is None:
-        return 0
-    return (tokenizer.count if tokenizer is not None else byte_tokens)(_json(schema))
-
-
 def prompt_bound(
     messages: list[dict[str, Any]],
     tools: list[dict[str, Any]],
     schema: dict[str, Any] | None,
     tokenizer: Tokenizer | None,
     last: PromptMark | None,
-) -> int:
-    """The smallest strict bound that applies to this request's prompt (see the module)."""
-    whole = estimate_prompt_tokens(messages, tools, tokenizer) + schema_tokens(schema, tokenizer)
-    if (
-        last is None
-        or len(messages) < last.messages
-        or _digest(messages[: last.messages], tools, schema) != last.digest
-    ):
-        return whole
+) -> tuple[int, PromptMark]:
+    """The smallest strict bound that applies to this request's prompt (see the
+    module), and the request's mark, its tokens 0 until the endpoint reports them.
+    Both come from one JSON text of the request: a call's largest serialisation."""
+    text = prompt_text(messages, tools)
+    schema_text = _json(schema) if schema is not None else ""
+    sent = PromptMark(messages=len(messages), digest=_digest(text, schema_text), tokens=0)
+    count, overhead = (tokenizer.count, tokenizer.overhead) if tokenizer else (byte_tokens, ESTIMATE_OVERHEAD_TOKENS)
+    whole = count(text) + overhead + (count(schema_text) if schema_text else 0)
+    if last is None or len(messages) < last.messages:
+        return whole, sent
+    earlier = (
+        sent.digest
+        if len(messages) == last.messages
+        else _digest(prompt_text(messages[: last.messages], tools), schema_text)
+    )
+    if earlier != last.digest:
+        return whole, sent
     appended = messages[last.messages :]
-    return min(whole, last.tokens + byte_tokens(_json(appended)) + ESTIMATE_OVERHEAD_TOKENS)
+    return min(whole, last.tokens + byte_tokens(_json(appended)) + ESTIMATE_OVERHEAD_TOKENS), sent
 
 
-def mark(
-    messages: list[dict[str, Any]], tools: list[dict[str, Any]], schema: dict[str, Any] | None, reported: int
-) -> PromptMark:
-    """The mark of a call that sent these and was billed ``reported`` prompt tokens."""
-    return PromptMark(messages=len(messages), digest=_digest(messages, tools, schema), tokens=reported)
-
-
-def _digest(messages: list[dict[str, Any]], tools: list[dict[str, Any]], schema: dict[str, Any] | None) -> str:
-    text = _json([messages, tools, schema])
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+def _digest(text: str, schema_text: str) -> str:
+    """Of a request's messages and tools (``prompt_text``) and its schema."""
+    whole = hashlib.sha256(text.encode("utf-8", "surrogatepass"))
+    whole.update(b"\0" + schema_text.encode("utf-8", "surrogatepass"))
+    return whole.hexdigest()[:32]
 
 
 def _json(value: Any) -> str:

@@ -15,7 +15,7 @@ from covey.budgets.ledger import Pricing
 from covey.budgets.prices import Price
 from covey.models.catalog import UnservableModel
 from covey.models.structured import asking
-from covey.models.tokens import PromptMark, mark, prompt_bound
+from covey.models.tokens import PromptMark, prompt_bound
 from covey.orchestration.actions import CallModel
 from covey.results import Usage
 from covey.worker.agent_state import AgentState
@@ -57,9 +57,5 @@ def reservation(deps: Deps, state: AgentState, action: CallModel, tools: list[di
         # Bounded as sent: the schema rides in a message or a tool, with words around it.
         messages, tools, _ = asking(endpoint.structured, schema, action.schema_name, messages, tools)
         schema = None
-    return Reservation(
-        prompt=prompt_bound(messages, tools, schema, tokenizer, state.prompt_mark),
-        price=endpoint.price if endpoint else None,
-        sent=mark(messages, tools, schema, 0),
-        model=model,
-    )
+    prompt, sent = prompt_bound(messages, tools, schema, tokenizer, state.prompt_mark)
+    return Reservation(prompt=prompt, price=endpoint.price if endpoint else None, sent=sent, model=model)

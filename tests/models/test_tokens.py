@@ -21,11 +21,10 @@ from covey.models.sim.handler import transport
 from covey.models.tokenizers import SimTokenizer
 from covey.models.tokens import (
     ESTIMATE_OVERHEAD_TOKENS,
+    PromptMark,
     byte_tokens,
     estimate_prompt_tokens,
-    mark,
     prompt_bound,
-    schema_tokens,
 )
 from covey.tools.registry import schema
 
@@ -56,8 +55,10 @@ def test_a_lone_surrogate_from_json_is_counted_not_an_error():
 
 def test_a_schema_is_bounded_by_its_bytes():
     schema = {"type": "object", "properties": {"答え": {"type": "string"}}}
-    assert schema_tokens(schema) > sum(byte_tokens(word) for word in ("type", "object", "properties", "答え", "string"))
-    assert schema_tokens(None) == 0
+    messages = [{"role": "user", "content": "hi"}]
+    without = prompt_bound(messages, [], None, None, None)[0]
+    words = sum(byte_tokens(word) for word in ("type", "object", "properties", "答え", "string"))
+    assert prompt_bound(messages, [], schema, None, None)[0] - without > words
 
 
 texts = st.text(st.characters(codec="utf-8"), max_size=300)
@@ -111,10 +112,15 @@ FIRST = [{"role": "system", "content": "be brief"}, {"role": "user", "content": 
 REPLY = {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function", "function": {}}]}
 
 
+def reported(messages, tools, schema, tokens: int) -> PromptMark:
+    """The mark of a call that sent these and was billed ``tokens`` prompt tokens."""
+    return prompt_bound(messages, tools, schema, None, None)[1].model_copy(update={"tokens": tokens})
+
+
 def test_a_later_call_is_bounded_by_the_reported_prompt_plus_the_bytes_appended():
-    last = mark(FIRST, TOOLS, None, reported=300)
+    last = reported(FIRST, TOOLS, None, 300)
     appended = [REPLY, {"role": "tool", "tool_call_id": "c", "content": "42"}]
-    bound = prompt_bound(FIRST + appended, TOOLS, None, None, last)
+    bound, _ = prompt_bound(FIRST + appended, TOOLS, None, None, last)
     assert bound == 300 + byte_tokens(json.dumps(appended, separators=(",", ":"))) + ESTIMATE_OVERHEAD_TOKENS
     assert bound < estimate_prompt_tokens(FIRST + appended, TOOLS)  # the whole prompt's bytes
 
@@ -129,14 +135,15 @@ def test_a_later_call_is_bounded_by_the_reported_prompt_plus_the_bytes_appended(
     ],
 )
 def test_a_prompt_that_is_not_the_last_one_plus_more_is_bounded_whole(messages, tools, schema):
-    last = mark(FIRST, TOOLS, None, reported=1)  # a mark that would under-bound any prompt it does not prefix
-    whole = estimate_prompt_tokens(messages, tools) + schema_tokens(schema)
-    assert prompt_bound(messages, tools, schema, None, last) == whole
+    last = reported(FIRST, TOOLS, None, 1)  # a mark that would under-bound any prompt it does not prefix
+    schema_bytes = byte_tokens(json.dumps(schema, separators=(",", ":"))) if schema else 0
+    whole = estimate_prompt_tokens(messages, tools) + schema_bytes
+    assert prompt_bound(messages, tools, schema, None, last)[0] == whole
 
 
 def test_the_smaller_bound_wins_where_a_tokenizer_counts_the_whole():
-    last = mark(FIRST, TOOLS, None, reported=10_000)  # a previous report above the exact count
+    last = reported(FIRST, TOOLS, None, 10_000)  # a previous report above the exact count
     exact = SimTokenizer()
-    assert prompt_bound(FIRST + [REPLY], TOOLS, None, exact, last) == estimate_prompt_tokens(
+    assert prompt_bound(FIRST + [REPLY], TOOLS, None, exact, last)[0] == estimate_prompt_tokens(
         FIRST + [REPLY], TOOLS, exact
     )
