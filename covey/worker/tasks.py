@@ -135,7 +135,8 @@ def _run_job(self, spec: Any) -> dict[str, Any] | str:
         scopes=job.scopes(),
         child_fraction=job.child_fraction,
     )
-    agent_spec = AgentSpec.model_validate(job.model_dump(include=set(AgentSpec.model_fields)))
+    # A JobSpec's fields are an AgentSpec's, validated by the same rules: taken as they are.
+    agent_spec = AgentSpec.model_construct(**{name: getattr(job, name) for name in AgentSpec.model_fields})
 
     digest = signing.digest(spec)  # tells a redelivery from another spec reusing the job id
 
