@@ -7,8 +7,11 @@ sim server, the demo, ledger scopes).
 
 from __future__ import annotations
 
+import atexit
 import json
+import os
 import sys
+import threading
 from typing import NoReturn
 
 import click
@@ -41,6 +44,13 @@ def cli() -> None:
 
 
 def main() -> None:
+    try:
+        _run()
+    except SystemExit as e:
+        _exit(e.code)
+
+
+def _run() -> None:
     from covey.client.errors import BROKER, REDIS, JobRefused, JobTimeout, StoreUnavailable
     from covey.models.catalog import ModelsFileError
 
@@ -61,6 +71,27 @@ def main() -> None:
         _fail(str(StoreUnavailable(REDIS, get_settings().redis_url, e)), 2)
     except OperationalError as e:
         _fail(str(StoreUnavailable(BROKER, get_settings().broker, e)), 2)
+
+
+def _exit(code: str | int | None) -> NoReturn:
+    """End the command with ``code`` (``sys.exit``'s), once its exit handlers have
+    run and its output is flushed, without the interpreter's teardown: freeing
+    every module of celery, pydantic, openai and matplotlib one by one took
+    0.15-0.25 s after a command had done its work. Where a thread of its own
+    still runs, or the output cannot be flushed, it exits as Python does."""
+    others = (t for t in threading.enumerate() if t is not threading.main_thread())
+    if any(t.is_alive() and not t.daemon for t in others):
+        sys.exit(code)
+    atexit._run_exitfuncs()  # what the teardown would run first: logging's and telemetry's flushes
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a closed pipe: Python's own exit reports it (the handlers ran once)
+        sys.exit(code)
+    if code is None or isinstance(code, int):
+        os._exit(code or 0)
+    print(code, file=sys.stderr, flush=True)  # sys.exit("message") prints it and exits 1
+    os._exit(1)
 
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
