@@ -144,3 +144,23 @@ def test_a_cancelled_agent_span_says_so(traced, receiver):
     [agent] = spans_of(receiver, handle.id, "invoke_agent", 1)
     assert agent["attributes"]["covey.status"] == "cancelled"
     assert [e["name"] for e in agent["events"]] == ["covey.cancelled"]
+
+
+def test_a_worker_that_stops_sends_the_spans_it_still_held(redis_server, receiver):
+    """Its exporter sends at shutdown what it batched: the command's exit runs the
+    exit handlers before it skips the interpreter's teardown."""
+    held = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, "OTEL_BSP_SCHEDULE_DELAY": "600000"}  # 10 min
+    settings = Settings(redis_url=redis_server.url, model="sim", queue="traced-held")
+    proc = start_worker(redis_server.url, concurrency=2, COVEY_QUEUE="traced-held", **held)
+    client = Client(settings)
+    try:
+        wait_for_worker(client, proc)
+        handle = client.submit(client.spec("say hello"))
+        assert handle.result(timeout=60).status == "completed"
+        assert not [s for s in receiver.received() if s["attributes"].get("covey.job_id") == handle.id]
+    finally:
+        client.close()
+        stop_worker(proc)
+    assert proc.returncode == 0
+    [agent] = spans_of(receiver, handle.id, "invoke_agent", 1)
+    assert agent["attributes"]["covey.status"] == "completed"
