@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -58,9 +59,8 @@ def estimate_prompt_tokens(
 ) -> int:
     """An upper bound on the prompt tokens of a request with ``messages`` and ``tools``:
     the tokenizer's count where one is given, else the bytes."""
-    if tokenizer is None:
-        return byte_tokens(prompt_text(messages, tools)) + ESTIMATE_OVERHEAD_TOKENS
-    return tokenizer.count(prompt_text(messages, tools)) + tokenizer.overhead
+    count, overhead = _counting(tokenizer)
+    return count(prompt_text(messages, tools)) + overhead
 
 
 def prompt_bound(
@@ -76,7 +76,7 @@ def prompt_bound(
     text = prompt_text(messages, tools)
     schema_text = _json(schema) if schema is not None else ""
     sent = PromptMark(messages=len(messages), digest=_digest(text, schema_text), tokens=0)
-    count, overhead = (tokenizer.count, tokenizer.overhead) if tokenizer else (byte_tokens, ESTIMATE_OVERHEAD_TOKENS)
+    count, overhead = _counting(tokenizer)
     whole = count(text) + overhead + (count(schema_text) if schema_text else 0)
     if last is None or len(messages) < last.messages:
         return whole, sent
@@ -89,6 +89,13 @@ def prompt_bound(
         return whole, sent
     appended = messages[last.messages :]
     return min(whole, last.tokens + byte_tokens(_json(appended)) + ESTIMATE_OVERHEAD_TOKENS), sent
+
+
+def _counting(tokenizer: Tokenizer | None) -> tuple[Callable[[str], int], int]:
+    """How a text's tokens are bounded, and the request's framing: the tokenizer's, else the bytes'."""
+    if tokenizer is None:
+        return byte_tokens, ESTIMATE_OVERHEAD_TOKENS
+    return tokenizer.count, tokenizer.overhead
 
 
 def _digest(text: str, schema_text: str) -> str:

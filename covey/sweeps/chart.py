@@ -121,7 +121,7 @@ def figure(rows: list[ConfigSummary], title: str = "") -> Figure:
             alignment="left",
             prop={"family": "monospace", "size": 8.5},
         )
-    fig.draw_without_rendering()  # the layout is settled: numbers are placed in its final pixels
+    fig.draw_without_rendering()  # the layout settled, nothing rasterised: numbers go where it put things
     _number_points(ax, [(n, tokens, accuracy, 100 * (r.stderr or 0)) for n, r, accuracy, tokens in shown])
     return fig
 
