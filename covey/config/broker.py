@@ -8,6 +8,8 @@ per pool serves every thread. A plain ``redis://`` broker takes this transport,
 a ``sentinel://`` one its Sentinel twin (kombu's Sentinel channel, with the same
 changes); ``rediss://`` and RabbitMQ keep kombu's own.
 
+Its connections pack commands as covey's own do (``covey.config.pools``).
+
 It also names the broker by its URL (``redis://host:port/db``) wherever kombu
 names a connection, where kombu's own name is this class's path with a fake
 password.
@@ -44,6 +46,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from covey import keys
 from covey.config import faults, holder, sentinel
+from covey.config.pools import packing
 
 SCHEMES = {"redis": "Transport", "sentinel": "SentinelTransport"}
 DEFAULT_PORT = 6379
@@ -99,7 +102,7 @@ class Channel(kombu_redis.Channel):
     def _connparams(self, asynchronous=False):
         if self.connection is None or self.connection.client is None:
             raise RedisConnectionError("the channel's broker connection is closed")
-        return super()._connparams(asynchronous=asynchronous)
+        return packing(super()._connparams(asynchronous=asynchronous))
 
 
 class SentinelChannel(Channel, kombu_redis.SentinelChannel):
