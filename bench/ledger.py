@@ -3,7 +3,7 @@
 Run from the repo root: ``python bench/ledger.py [--json PATH]``.
 
 - throughput: reserve+settle pairs per second through ``RedisLedger``, from 1
-  process and from 8 at once, each its own Redis client driving one agent at
+  process and from 8 at once, each its own Redis client (a worker's, one slot) driving one agent at
   depth 2 of a job (root, parent, agent; the scopes of a job without tenant or
   sweep), as a worker's model calls would. Medians of interleaved rounds after
   a warm-up, so the noise of a shared machine hits both alike.
@@ -47,6 +47,7 @@ from covey import keys
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentTerms
 from covey.budgets.redis_ledger import RedisLedger
+from covey.config import connections
 
 try:
     from covey.budgets.redis_ledger import ReplicaWait
@@ -123,10 +124,11 @@ def spend(
 
 
 def drive(url: str, job_id: str, chain: list[str], scopes: list[str], barrier, done) -> None:
-    """One process standing for a worker: its own client, ``PAIRS`` calls of its agent once all are ready."""
+    """One process standing for a worker: its own client, built as a worker's is
+    (``connections.patient_client``), ``PAIRS`` calls of its agent once all are ready."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops it, on Ctrl-C too
     try:
-        ledger = RedisLedger(redis.Redis.from_url(url), keys.DEFAULT_JOB_TTL_SECONDS)
+        ledger = RedisLedger(connections.patient_client(url, 1, TIMEOUT), keys.DEFAULT_JOB_TTL_SECONDS)
         ledger.client.ping()
         barrier.wait()
         for cycle in range(1, PAIRS + 1):
