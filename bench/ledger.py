@@ -3,9 +3,9 @@
 Run from the repo root: ``python bench/ledger.py [--json PATH]``.
 
 - throughput: reserve+settle pairs per second through ``RedisLedger``, from 1
-  process and from 8 at once, each its own Redis client (a worker's, one slot) driving one agent at
-  depth 2 of a job (root, parent, agent; the scopes of a job without tenant or
-  sweep), as a worker's model calls would. Medians of interleaved rounds after
+  process and from 8 at once, each its own Redis client (a worker's, one slot)
+  driving one agent at depth 2 of a job (root, parent, agent; the scopes of a
+  job without tenant or sweep), as a worker's model calls would. Medians of interleaved rounds after
   a warm-up, so the noise of a shared machine hits both alike.
 - WAIT: pairs on a second private redis-server with a replica of its own, from
   one client, alternately as they run by default (no wait) and with the ledger
