@@ -8,10 +8,10 @@ checked and applied on the agent, every ancestor and every global scope at once.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
@@ -19,6 +19,7 @@ from covey.budgets import scopes
 from covey.budgets.budget import Budget
 from covey.budgets.prices import Price
 from covey.errors import CoveyError
+from covey.redis_scripts import ScriptCall
 from covey.status import Cause, CauseKind
 
 
@@ -176,6 +177,17 @@ def cancelled_by_parent(stopped: str, agent_id: str) -> str:
     return f"{whose} cancelled by its parent"
 
 
+@dataclass(frozen=True)
+class Settling:
+    """A model call's settlement as a script call, to run in the round trip of
+    another write (its agent's final record: one round trip less a one-call
+    agent); ``charged`` reads its reply as ``Ledger.settle`` answers, raising as
+    it does."""
+
+    call: ScriptCall
+    charged: Callable[[Any], bool]
+
+
 @runtime_checkable
 class Ledger(Protocol):
     """Every method is atomic and safe to call again: a redelivered task never
@@ -244,6 +256,26 @@ class Ledger(Protocol):
         """Turn the reservation (tokens, and ``cost`` micro-dollars) into actual usage and keep ``record`` (the call's
         outcome) for a replay; False if it was already settled. It charges what
         the reserve held: the chain and the scopes with a cap."""
+
+    def settling(
+        self,
+        job_id: str,
+        chain: list[str],
+        scopes: list[str],
+        reservation_id: str,
+        tokens: int,
+        record: str | None = None,
+        cost: int = 0,
+    ) -> Settling:
+        """``settle``, made but not run: whoever runs it reads its reply with ``charged``."""
+
+    def settled(self, settling: Settling) -> bool:
+        """Run ``settling`` alone: ``settle``'s answer."""
+
+    @property
+    def settles_ride(self) -> bool:
+        """Whether a ``Settling`` may ride another write's round trip: not when a
+        ledger write counts only once replicas hold it (that takes the ledger's WAIT)."""
 
     def count_tool_call(self, job_id: str, chain: list[str], call_id: str) -> Grant:
         """Count one tool call (``call_id``, unique in the job) on every agent in the

@@ -45,6 +45,7 @@ from covey.budgets.ledger import (
     Opened,
     Pricing,
     ScopeRow,
+    Settling,
     cancelled_by_parent,
 )
 from covey.budgets.prices import micros, usd
@@ -277,6 +278,18 @@ class RedisLedger:
         Pass the chain and scopes given to ``reserve``; a mismatch raises
         ``LedgerError`` rather than skew the counts, and rows gone from Redis
         ``StateLost`` rather than come back uncapped and without their TTL."""
+        return self.settled(self.settling(job_id, chain, scopes, reservation_id, tokens, record, cost))
+
+    def settling(
+        self,
+        job_id: str,
+        chain: list[str],
+        scopes: list[str],
+        reservation_id: str,
+        tokens: int,
+        record: str | None = None,
+        cost: int = 0,
+    ) -> Settling:
         if tokens < 0 or cost < 0:
             raise ValueError(f"tokens and cost used cannot be negative, got {tokens} and {cost}")
         row_keys = [
@@ -296,14 +309,27 @@ class RedisLedger:
             *scopes,
             cost,
         ]
-        status, reason = self._run("settle", row_keys, args)
-        if status == -3:
-            raise _lost(job_id, reason)
-        if status == -2:
-            raise LedgerError(
-                f"job {job_id}: settle of {reservation_id} names another chain or scopes than its reserve"
-            )
-        return status == 1
+
+        def charged(reply: Any) -> bool:
+            status, reason = reply
+            if status == -3:
+                raise _lost(job_id, reason)
+            if status == -2:
+                raise LedgerError(
+                    f"job {job_id}: settle of {reservation_id} names another chain or scopes than its reserve"
+                )
+            return status == 1
+
+        return Settling(self._call("settle", row_keys, args), charged)
+
+    def settled(self, settling: Settling) -> bool:
+        call = settling.call
+        reply = call() if not self.replicas.replicas else self._run_calls("settle", [call])[0]
+        return settling.charged(reply)
+
+    @property
+    def settles_ride(self) -> bool:
+        return not self.replicas.replicas
 
     def count_tool_call(self, job_id: str, chain: list[str], call_id: str) -> Grant:
         row_keys = [

@@ -22,6 +22,8 @@ import redis
 from pydantic import BaseModel
 
 from covey import keys, redis_scripts, wire
+from covey.budgets.ledger import Settling
+from covey.errors import StateLost
 from covey.redis_scripts import ScriptCall
 from covey.results import AgentResult, ChildSummary, Usage
 from covey.status import AgentStatus, Cause, Wait
@@ -203,6 +205,7 @@ class JobTree:
         retire: Sequence[str] = (),
         transcript: Entries | None = None,
         also: Callable[[str], Sequence[ScriptCall]] | None = None,
+        settling: Settling | None = None,
     ) -> tuple[bool, str | None]:
         """Write an agent's final ``node`` once, and delete ``retire`` (keys its end
         makes obsolete: its checkpoint, its stored replies), and its expected message;
@@ -212,22 +215,34 @@ class JobTree:
         the parent's resume message when this child makes it due (the last of a
         ``join="all"``, or any of a ``join="each"`` while the parent is idle): the
         caller sends it. ``also``, given the node as the record holds it, makes
-        script calls that run after it in the same round trip."""
+        script calls that run after it in the same round trip. ``settling``, the
+        settlement of the agent's last model call, runs before it in that round
+        trip, its reply read as ``Ledger.settle``'s; the record is then written only
+        while the agent's ledger row is there, so a job wiped during the call keeps
+        no final record and the settlement's ``StateLost`` says why."""
         parent = node.parent_id or ""
         waiter = parent or node.agent_id
         joined = [keys.pending(job_id, waiter), keys.joins(job_id), keys.awaited(job_id, waiter)]
         waiting = [keys.done(job_id, waiter), keys.batch(job_id, waiter)]
+        guard = [keys.agent(job_id, node.agent_id)] if settling is not None else []
         more_keys, more_args = transcripts.tail(transcript)
         record = pack(node)
         call = ScriptCall(
             self._finish,
-            [keys.nodes(job_id), keys.expected(job_id), *joined, *waiting, *retire, *more_keys],
-            [node.agent_id, record, self._job_ttl, parent, _FINALS, *more_args],
+            [keys.nodes(job_id), keys.expected(job_id), *joined, *waiting, *guard, *retire, *more_keys],
+            [node.agent_id, record, self._job_ttl, parent, _FINALS, len(guard), *more_args],
         )
-        if also is not None:
-            (written, *resume), *_ = redis_scripts.run(self._redis, [call, *also(record)])
-        else:
+        first = [settling.call] if settling is not None else []
+        calls = [*first, call, *(also(record) if also is not None else [])]
+        if len(calls) == 1:
             written, *resume = call()
+        else:
+            replies = redis_scripts.run(self._redis, calls)
+            if settling is not None:
+                settling.charged(replies[0])
+            written, *resume = replies[len(first)]
+        if written == -1:
+            raise StateLost(f"the ledger row of agent {node.agent_id} of job {job_id} is gone from Redis")
         return bool(written), (resume[0] if resume else None)
 
     def nodes(self, job_id: str) -> list[Node]:

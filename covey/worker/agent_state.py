@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr, ValidationError
 
+from covey.budgets.ledger import Settling
 from covey.context import RunContext
 from covey.models.tokens import PromptMark
 from covey.orchestration import registry
@@ -77,6 +78,9 @@ class AgentState(BaseModel):
         default=None, description="what its last call sent and what that prompt cost: the next call's bound"
     )
     transcript: TranscriptCursor = Field(default_factory=TranscriptCursor)
+    # Never checkpointed: its last model call's settlement, while its agent's final
+    # record may still carry it (``covey.worker.calls.settle_owed``).
+    _unsettled: Settling | None = PrivateAttr(default=None)
 
     def node(self, status: AgentStatus) -> Node:
         """The agent's tree node as it stands: its usage so far, for readers and the crash path."""

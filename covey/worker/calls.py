@@ -68,6 +68,7 @@ class Stop:
 def call_model(
     deps: Deps, state: AgentState, action: CallModel, seconds_left: float | None, asked_again: int = 0
 ) -> ModelReply | Stop | Hop:
+    settle_owed(deps, state)  # a call asked again reserves after the one before it settled
     ctx, spec = state.ctx, state.spec
     began = deps.now()
     names = narrow(offered(ctx.allow, ctx.deny), action.tools)
@@ -170,6 +171,7 @@ def _show_spend(deps: Deps, state: AgentState) -> None:
     its node (and the rest of its transcript) anyway."""
     now = deps.now()
     if state.recorded_at is None or (now - state.recorded_at).total_seconds() >= SPEND_RECORD_SECONDS:
+        settle_owed(deps, state)  # the spend shown is what the ledger holds
         deps.tree.record(state.ctx.job_id, state.node(AgentStatus.RUNNING), transcript=transcript.take(deps, state))
         state.recorded_at = now
 
@@ -216,11 +218,35 @@ def _call(
 
 
 def _settle(deps: Deps, state: AgentState, rid: str, usage: Usage, record: CallRecord) -> None:
+    """Settle the call, or, where the ledger lets a settlement ride another write,
+    leave it owed: when the reply ends the agent its final record carries it (a
+    round trip less per one-call agent), and whatever the agent does next
+    settles it first (``settle_owed``). Owed, it is lost with a worker that dies
+    before that write, as a settle is with one that dies mid-call: the reservation
+    stays live, and the rerun step calls again and settles."""
     ctx = state.ctx
-    json = record.model_dump_json()
-    deps.ledger.settle(
-        ctx.job_id, ctx.chain, ctx.scopes, rid, tokens=usage.total_tokens, record=json, cost=usage.cost_micros
+    settling = deps.ledger.settling(
+        ctx.job_id,
+        ctx.chain,
+        ctx.scopes,
+        rid,
+        tokens=usage.total_tokens,
+        record=record.model_dump_json(),
+        cost=usage.cost_micros,
     )
+    if deps.ledger.settles_ride:
+        state._unsettled = settling
+    else:
+        deps.ledger.settled(settling)
+
+
+def settle_owed(deps: Deps, state: AgentState) -> None:
+    """Settle the agent's last call, if its settlement is still owed: before
+    anything the agent does but end (which carries it), and when its step ends
+    any other way."""
+    settling, state._unsettled = state._unsettled, None
+    if settling is not None:
+        deps.ledger.settled(settling)
 
 
 def _checked(reply: ModelReply, offered_names: list[str], max_tokens: int, max_call_tokens: int) -> ModelReply | Stop:

@@ -36,7 +36,7 @@ from covey.status import AgentStatus, Cause, CauseKind
 from covey.tools.registry import narrow
 from covey.worker import slots, telemetry, transcript
 from covey.worker.agent_state import AgentState
-from covey.worker.calls import Stop, call_model, seconds_left
+from covey.worker.calls import Stop, call_model, seconds_left, settle_owed
 from covey.worker.deps import Deps
 from covey.worker.logs import agent_event
 from covey.worker.redaction import redact
@@ -222,6 +222,8 @@ def advance(
         state.waiting_for = None
         deps.tree.record(state.ctx.job_id, state.node(AgentStatus.RUNNING))
     while True:
+        if not isinstance(action, Finish):  # an end carries the last call's settlement; all else settles it first
+            settle_owed(deps, state)
         deps.still_held()  # a step taken by another worker while this one was quiet goes no further
         state.strategy_state = action.state
         if isinstance(action, Finish):
@@ -354,7 +356,10 @@ def _finish(
     result = node.result(ctx.job_id, state.children)
     also = None if end is None else (lambda record: end(record, result))
     entries = transcript.take(deps, state)
-    written, resume = deps.tree.finish(ctx.job_id, node, retire, transcript=entries, also=also)
+    written, resume = deps.tree.finish(
+        ctx.job_id, node, retire, transcript=entries, also=also, settling=state._unsettled
+    )
+    state._unsettled = None  # settled now (a step that fails before this settles it alone)
     if not written:  # a duplicate of a step that already ended: the first end stands
         node = deps.tree.node(ctx.job_id, ctx.agent_id) or node
         result = node.result(ctx.job_id, state.children)

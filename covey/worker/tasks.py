@@ -66,6 +66,7 @@ from covey.worker import (
 )
 from covey.worker.agent_state import AgentState, UnreadableCheckpoint, dump_checkpoint, load_checkpoint
 from covey.worker.app import app
+from covey.worker.calls import settle_owed
 from covey.worker.deps import Deps, worker_deps
 from covey.worker.redaction import redact
 
@@ -271,6 +272,11 @@ def _guarded(task, job_id: str, agent_id: str, step: Step, scopes: list[str] | N
             holder = uuid.uuid4().hex if taken is not None and worker_deps().settings.redis_broker else ""
             try:
                 return _drive(task, state, action, taken, holder)
+            except OUTAGES:
+                raise  # handed back: the rerun step is granted its last call's reservation again
+            except BaseException:  # a step that ended any other way: its last call settled
+                settle_owed(worker_deps(), state)
+                raise
             finally:  # a step that crashed; _drive gave back the others'
                 for woken in slots.give_back(worker_deps(), job_id, agent_id, holder):
                     _send(woken)

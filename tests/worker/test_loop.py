@@ -8,10 +8,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from covey import keys
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentTerms
+from covey.budgets.redis_ledger import RedisLedger
 from covey.config.settings import Settings
 from covey.context import RunContext
+from covey.errors import StateLost
 from covey.models.tokenizers import SimTokenizer
 from covey.models.tokens import estimate_prompt_tokens
 from covey.orchestration.actions import Cancel, ChildRequest, Spawn, from_json, to_json
@@ -225,6 +228,56 @@ def test_a_rerun_step_replays_settled_calls_instead_of_calling_the_model(deps):
     snap = deps.ledger.snapshot(ctx.job_id)
     assert snap.tokens_used == out.result.usage.total_tokens and snap.cycles_used == out.result.usage.cycles == 2
     assert snap.tokens_reserved == 0
+
+
+class SettledAlone(RedisLedger):
+    """The real ledger, counting the settlements run in a round trip of their own;
+    ``rides`` False as when its writes must reach replicas first."""
+
+    def __init__(self, client, rides: bool = True) -> None:
+        super().__init__(client, keys.DEFAULT_JOB_TTL_SECONDS)
+        self.rides, self.alone = rides, 0
+
+    def settled(self, settling):
+        self.alone += 1
+        return super().settled(settling)
+
+    @property
+    def settles_ride(self) -> bool:
+        return self.rides
+
+
+@pytest.mark.parametrize("rides, alone", [(True, 1), (False, 2)], ids=["carried", "with replicas"])
+def test_an_end_carries_its_last_calls_settlement_and_a_step_that_goes_on_settles_first(deps, rides, alone):
+    deps.ledger = SettledAlone(deps.redis, rides)
+    ctx = root(deps, Budget(max_tokens=10_000))
+    out = run(deps, ctx, "What is 2 * 21?")  # a call asking for the calculator, the tool, the answer's call
+    assert (out.result.output, out.result.usage.cycles) == ("42", 2)
+    assert deps.ledger.alone == alone  # carried: only the call the agent went on from
+    snap = deps.ledger.snapshot(ctx.job_id)
+    assert snap.tokens_used == out.result.usage.total_tokens and snap.tokens_reserved == 0
+
+
+class WipingLLM(CountingLLM):
+    """The real LLM, with the job's records wiped from Redis while its call runs."""
+
+    def __init__(self, llm, redis, job_id: str) -> None:
+        super().__init__(llm)
+        self.redis, self.job_id = redis, job_id
+
+    def call(self, *args, **kwargs):
+        answer = super().call(*args, **kwargs)
+        self.redis.delete(*self.redis.keys(f"covey:{{{self.job_id}}}:*"))
+        return answer
+
+
+def test_a_job_wiped_during_its_last_call_writes_no_final_record(deps):
+    ctx = root(deps, Budget(max_tokens=10_000))
+    deps.llm = WipingLLM(deps.llm, deps.redis, ctx.job_id)
+    with pytest.raises(StateLost, match="missing"):
+        run(deps, ctx, "What is 2 + 3?", strategy="single")
+    assert deps.tree.node(ctx.job_id, "root") is None  # no completed node for a job whose records are gone
+    assert deps.redis.keys(f"covey:{{{ctx.job_id}}}:*") == []
 
 
 def test_a_single_child_with_a_schema_hands_back_data(deps):

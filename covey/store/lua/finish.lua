@@ -7,24 +7,29 @@
 -- KEYS[5]  the parent's awaited children (a set, join "each"; any key for a root)
 -- KEYS[6]  the parent's children done while it ran (a set)
 -- KEYS[7]  the children the parent's expected resume hands it (a set)
--- KEYS[8..] keys the agent's end makes obsolete (its checkpoint, stored replies)
+-- KEYS[8]  with ARGV[6] = 1: the agent's ledger row, which must be there
+-- KEYS[8 + ARGV[6]..] keys the agent's end makes obsolete (its checkpoint, stored replies)
 -- ARGV[1]  the agent id
 -- ARGV[2]  its final node, packed
 -- ARGV[3]  TTL in seconds, set on the nodes hash and the parent's sets
 -- ARGV[4]  the parent's agent id, or '' for a root
 -- ARGV[5]  the final statuses, each between commas (",completed,failed,")
+-- ARGV[6]  1 if KEYS[8] is the agent's ledger row, else 0
 -- then the agent's last transcript entries (transcript.lua)
--- Returns {0} if the node was already final (nothing written); {1} if written;
+-- Returns {0} if the node was already final (nothing written); {-1} if the ledger
+-- row it was given is gone (nothing written: the job's records went with it); {1} if written;
 -- {1, resume} if the parent's resume is now due: this was the last child of a join
 -- "all", or a child of a join "each" whose parent is idle (the child is its batch).
 -- ``resume`` (now the parent's expected message) is the caller's to send.
 
+local guarded = tonumber(ARGV[6])
+if guarded == 1 and redis.call('EXISTS', KEYS[8]) == 0 then return {-1} end
 local existing = redis.call('HGET', KEYS[1], ARGV[1])
 if existing and string.find(ARGV[5], ',' .. cjson.decode(existing)['s'] .. ',', 1, true) then return {0} end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 redis.call('HDEL', KEYS[2], ARGV[1])
-for i = 8, NKEYS do redis.call('DEL', KEYS[i]) end
+for i = 8 + guarded, NKEYS do redis.call('DEL', KEYS[i]) end
 append_transcript(ARGV[3])
 local parent = ARGV[4]
 if parent == '' then return {1} end
