@@ -4,9 +4,13 @@ A step's writes that go together (its running record and its slot take, a poll's
 claim marks, a spawn's openings) cost one round trip instead of one each. They go
 by EVALSHA in a plain pipeline: a pipeline of redis-py ``Script`` objects first
 asks SCRIPT EXISTS, a round trip more. A Redis that restarted or failed over has
-no scripts: the calls it refused are loaded and run again, in order, the others
-having run (all of them, when a WAIT must cover their writes: a rerun may go on
-another connection of the pool). Every caller's scripts are safe to run again.
+no scripts, and one that workers of another covey version use has their scripts
+and not this one's: the first call it refused is loaded and run again, in order
+with every call after it, the calls before it having run (all of them, when a
+WAIT must cover their writes: a rerun may go on another connection of the pool).
+A later call may read what an earlier one writes (a result stored only if the
+final record before it was written), so one that ran without it runs again
+after it. Every caller's scripts are safe to run again.
 """
 
 from __future__ import annotations
@@ -61,5 +65,5 @@ def run(client: redis.Redis, calls: Sequence[ScriptCall], wait_replicas: int = 0
             raise NoScriptError(f"Redis lost its scripts {LOADS} times while they ran")
         for script in {calls[i].script.sha: calls[i].script for i in refused}.values():
             client.script_load(script.script)
-        todo = list(range(len(calls))) if wait_replicas else refused
+        todo = list(range(len(calls))) if wait_replicas else list(range(refused[0], len(calls)))
     raise AssertionError("unreachable")

@@ -1,5 +1,6 @@
 """Script calls in one round trip: a Redis without the scripts (restarted, failed
-over) gets them loaded, and what already ran does not run twice."""
+over, used by another covey version) gets them loaded, what ran before a refused
+call does not run twice, and what ran after it runs again after it."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from tests.redis_server import RedisServer
 
 COUNT = "return redis.call('INCR', KEYS[1])"
 APPEND = "return redis.call('RPUSH', KEYS[1], ARGV[1])"
+LENGTH = "return redis.call('LLEN', KEYS[1])"
 FAILS = "return redis.error_reply('refused: ' .. ARGV[1])"
 
 
@@ -43,6 +45,14 @@ def test_scripts_a_fresh_redis_lacks_are_loaded_and_what_ran_runs_once(client):
     assert client.lrange("log", 0, -1) == ["x"]
     client.script_flush()
     assert run(client, [ScriptCall(count, ["n"], [])]) == [2]
+
+
+def test_a_call_after_a_refused_one_runs_again_after_it(client):
+    append, length = client.register_script(APPEND), client.register_script(LENGTH)
+    client.script_load(LENGTH)  # loaded by a worker of another version; APPEND is this version's own
+    replies = run(client, [ScriptCall(append, ["log"], ["x"]), ScriptCall(length, ["log"], [])])
+    assert replies == [1, 1]  # the length read after the append it follows, not before it ran
+    assert client.lrange("log", 0, -1) == ["x"]
 
 
 def test_a_scripts_own_error_is_raised(client):
