@@ -8,6 +8,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
@@ -17,6 +19,7 @@ from celery import Celery
 
 from covey.client import Client
 from covey.config.settings import Settings
+from covey.orchestration import registry
 from tests.redis_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,6 +131,33 @@ def wait_for_worker(client: Client, proc: subprocess.Popen, seconds: float = 60)
         if client.app.control.ping(timeout=0.5):
             return
     raise RuntimeError("worker did not answer a ping")
+
+
+@contextmanager
+def plugin_worker(
+    redis_url: str, where: Path, queue: str, strategies: dict[str, str], concurrency: int = 1
+) -> Iterator[Client]:
+    """A worker on ``queue`` and a client, with ``strategies`` (name -> module)
+    installed in ``where`` under the ``covey.strategies`` entry point group, as
+    another package would install them."""
+    dist = where / "covey_test_strategies-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: covey-test-strategies\nVersion: 0.1\n")
+    entries = "".join(f"{name} = {module}\n" for name, module in strategies.items())
+    (dist / "entry_points.txt").write_text(f"[covey.strategies]\n{entries}")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(where))
+        registry._plugins.cache_clear()
+        worker = start_worker(redis_url, concurrency=concurrency, COVEY_QUEUE=queue, PYTHONPATH=str(where))
+        client = Client(Settings(redis_url=redis_url, queue=queue))
+        try:
+            wait_for_worker(client, worker)
+            yield client
+        finally:
+            client.close()
+            stop_worker(worker)
+    registry._plugins.cache_clear()
+    registry.strategy.cache_clear()
 
 
 @pytest.fixture(scope="session")

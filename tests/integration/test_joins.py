@@ -12,8 +12,7 @@ import pytest
 from covey import keys
 from covey.client import Client
 from covey.config.settings import Settings
-from covey.orchestration import registry
-from tests.integration.conftest import start_worker, stop_worker, wait_for_worker
+from tests.integration.conftest import plugin_worker
 from tests.integration.test_lost_messages import assert_whole, died, finished_by_another, killed_at
 from tests.redis_server import RedisServer
 
@@ -22,26 +21,10 @@ QUEUE = "covey-joins"
 
 @pytest.fixture(scope="module")
 def joins(redis_server, tmp_path_factory):
-    """A four-slot worker and a client with the ``probe`` and ``race`` strategies
-    installed under the ``covey.strategies`` entry point group."""
-    where = tmp_path_factory.mktemp("plugins")
-    dist = where / "covey_joins-0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: covey-joins\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text(
-        "[covey.strategies]\nprobe = tests.integration.probe_strategy\nrace = tests.integration.race_strategy\n"
-    )
-    with pytest.MonkeyPatch.context() as patch:
-        patch.syspath_prepend(str(where))
-        registry._plugins.cache_clear()
-        worker = start_worker(redis_server.url, concurrency=4, COVEY_QUEUE=QUEUE, PYTHONPATH=str(where))
-        client = Client(Settings(redis_url=redis_server.url, queue=QUEUE))
-        wait_for_worker(client, worker)
+    """A four-slot worker and a client with the ``probe`` and ``race`` strategies installed."""
+    strategies = {"probe": "tests.integration.probe_strategy", "race": "tests.integration.race_strategy"}
+    with plugin_worker(redis_server.url, tmp_path_factory.mktemp("plugins"), QUEUE, strategies, 4) as client:
         yield client
-        client.close()
-        stop_worker(worker)
-    registry._plugins.cache_clear()
-    registry.strategy.cache_clear()
 
 
 def test_a_step_starts_when_its_dependency_finishes_not_when_the_slow_step_does(joins):

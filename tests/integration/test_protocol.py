@@ -9,10 +9,7 @@ import time
 import pytest
 
 from covey import keys
-from covey.client import Client
-from covey.config.settings import Settings
-from covey.orchestration import registry
-from tests.integration.conftest import start_worker, stop_worker, wait_for_worker
+from tests.integration.conftest import plugin_worker
 from tests.integration.test_jobs import run_json
 
 WIDE = "[sim:spawn width=200 depth=1] wide"
@@ -65,23 +62,12 @@ def test_three_rounds_of_children_complete_and_leave_no_checkpoint_behind(client
 
 
 @pytest.fixture
-def probe(redis_server, tmp_path, monkeypatch):
-    """A worker and a client with the ``probe`` strategy installed under the
-    ``covey.strategies`` entry point group, as another package would install it."""
-    dist = tmp_path / "covey_probe-0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: covey-probe\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[covey.strategies]\nprobe = tests.integration.probe_strategy\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    registry._plugins.cache_clear()
-    worker = start_worker(redis_server.url, COVEY_QUEUE=PROBE_QUEUE, PYTHONPATH=str(tmp_path))
-    client = Client(Settings(redis_url=redis_server.url, queue=PROBE_QUEUE))
-    wait_for_worker(client, worker)
-    yield client
-    client.close()
-    stop_worker(worker)
-    registry._plugins.cache_clear()
-    registry.strategy.cache_clear()
+def probe(redis_server, tmp_path):
+    """A worker and a client with the ``probe`` strategy installed."""
+    with plugin_worker(
+        redis_server.url, tmp_path, PROBE_QUEUE, {"probe": "tests.integration.probe_strategy"}
+    ) as client:
+        yield client
 
 
 @pytest.mark.slow

@@ -7,35 +7,18 @@ from __future__ import annotations
 
 import pytest
 
-from covey.client import Client
-from covey.config.settings import Settings
-from covey.orchestration import registry
 from covey.status import AgentStatus, CauseKind
-from tests.integration.conftest import start_worker, stop_worker, wait_for_worker
+from tests.integration.conftest import plugin_worker
 
 QUEUE = "covey-settlements"
 
 
 @pytest.fixture(scope="module")
 def client(redis_server, tmp_path_factory):
-    """A worker and a client with the ``crash`` strategy installed under the
-    ``covey.strategies`` entry point group."""
+    """A worker and a client with the ``crash`` strategy installed."""
     where = tmp_path_factory.mktemp("plugins")
-    dist = where / "covey_settlements-0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: covey-settlements\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[covey.strategies]\ncrash = tests.integration.crash_strategy\n")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.syspath_prepend(str(where))
-        registry._plugins.cache_clear()
-        worker = start_worker(redis_server.url, COVEY_QUEUE=QUEUE, PYTHONPATH=str(where))
-        made = Client(Settings(redis_url=redis_server.url, queue=QUEUE))
-        wait_for_worker(made, worker)
+    with plugin_worker(redis_server.url, where, QUEUE, {"crash": "tests.integration.crash_strategy"}) as made:
         yield made
-        made.close()
-        stop_worker(worker)
-    registry._plugins.cache_clear()
-    registry.strategy.cache_clear()
 
 
 def test_a_step_that_breaks_after_its_call_still_settles_the_call(client):
