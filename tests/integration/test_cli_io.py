@@ -96,7 +96,8 @@ def test_a_wait_on_a_job_whose_worker_died_names_the_stalled_agents(tmp_path):
 
 def test_ctrl_c_on_run_says_the_job_goes_on_and_how_to_cancel_it_and_exits_130(client, redis_server):
     proc = subprocess.Popen(
-        [sys.executable, "-m", "covey", "run", "[sim:loop] [sim:latency 50] keep going"],
+        # 20 calls of half a second: a test runner slowed by a busy machine still signals it mid-run.
+        [sys.executable, "-m", "covey", "run", "[sim:loop] [sim:latency 500] keep going"],
         env=worker_env(redis_server.url),
         cwd=ROOT,
         stdout=subprocess.PIPE,

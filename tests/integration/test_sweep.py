@@ -336,7 +336,8 @@ def running_sweep(sweep_redis, data: str, out) -> tuple[subprocess.Popen, tuple[
 @pytest.mark.slow
 def test_ctrl_c_on_a_sweep_says_its_jobs_go_on_and_how_to_resume_and_exits_130(sweep_redis, sweep_worker, tmp_path):
     out = tmp_path / "stopped"
-    proc, args = running_sweep(sweep_redis, dataset(tmp_path, 40, "[sim:latency 100]"), out)
+    # Long enough (80 units, 4 at a time) that a test runner slowed by a busy machine signals it mid-run.
+    proc, args = running_sweep(sweep_redis, dataset(tmp_path, 40, "[sim:latency 300]"), out)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
