@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -46,6 +47,13 @@ def worker_env(redis_url: str, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("COVEY_")}
     env.update({"COVEY_REDIS_URL": redis_url, "COVEY_MODEL": "sim", "COVEY_MODEL_RETRIES": "2", **extra})
     return env
+
+
+def default_ctrl_c() -> None:
+    """A child's Ctrl-C as a terminal delivers it (a ``preexec_fn``): a test runner's
+    process may ignore SIGINT (xdist's workers do), and an ignored signal stays
+    ignored across exec, so the child's Python would never raise KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def start_worker(

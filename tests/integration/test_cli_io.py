@@ -17,7 +17,7 @@ from celery import Celery
 from covey import keys
 from covey.client import Client
 from covey.config.settings import Settings
-from tests.integration.conftest import ROOT, start_worker, stop_worker, wait_for_worker, worker_env
+from tests.integration.conftest import ROOT, default_ctrl_c, start_worker, stop_worker, wait_for_worker, worker_env
 from tests.redis_server import RedisServer
 
 
@@ -100,6 +100,7 @@ def test_ctrl_c_on_run_says_the_job_goes_on_and_how_to_cancel_it_and_exits_130(c
         [sys.executable, "-m", "covey", "run", "[sim:loop] [sim:latency 500] keep going"],
         env=worker_env(redis_server.url),
         cwd=ROOT,
+        preexec_fn=default_ctrl_c,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

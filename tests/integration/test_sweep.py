@@ -19,7 +19,7 @@ from covey.client import Client
 from covey.config.settings import Settings
 from covey.sweeps import load_grid, run_sweep
 from covey.sweeps.manifest import Manifest
-from tests.integration.conftest import ROOT, stop_worker, wait_for_worker, worker_env
+from tests.integration.conftest import ROOT, default_ctrl_c, stop_worker, wait_for_worker, worker_env
 from tests.redis_server import RedisServer
 
 ARITHMETIC = ROOT / "examples" / "arithmetic.jsonl"
@@ -326,7 +326,7 @@ def test_limit_shuffle_and_sample_ids_choose_the_samples_a_run_takes(sweep_redis
 def running_sweep(sweep_redis, data: str, out) -> tuple[subprocess.Popen, tuple[str, ...]]:
     """``covey sweep`` of ``data`` on the example grid, four in flight, once it has recorded a unit."""
     args = ("sweep", data, "--grid", str(GRID), "--out", str(out), "--max-in-flight", "4")
-    proc = covey(sweep_redis, *args)
+    proc = covey(sweep_redis, *args, preexec_fn=default_ctrl_c)
     while not (out / "results.jsonl").exists():
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.05)
