@@ -359,7 +359,9 @@ def _finish(
     written, resume = deps.tree.finish(
         ctx.job_id, node, retire, transcript=entries, also=also, settling=state._unsettled
     )
-    state._unsettled = None  # settled now (a step that fails before this settles it alone)
+    # Settled now. A step that fails before this settles it on its way out
+    # (covey.worker.tasks._guarded); one handed back in a Redis outage, in its rerun.
+    state._unsettled = None
     if not written:  # a duplicate of a step that already ended: the first end stands
         node = deps.tree.node(ctx.job_id, ctx.agent_id) or node
         result = node.result(ctx.job_id, state.children)
