@@ -25,7 +25,7 @@ from covey.config import connections
 from covey.status import AgentStatus
 from covey.store.outbox import Message, Outbox
 from covey.store.tree import Node, by_parent
-from covey.worker.reconciler import UNACKED_INDEX, Reconciler, in_broker, send
+from covey.worker.reconciler import UNACKED_INDEX, Reconciler, in_broker, queues_of, send
 from covey.worker.takeover import holder_of
 
 if TYPE_CHECKING:
@@ -126,7 +126,7 @@ def _whereabouts(client: Client, job_id: str, nodes: list[Node]) -> dict[str | N
         return {None: nodes}
     try:
         expected = Outbox(client.redis).messages(job_id)
-        seen = in_broker(broker, [client.settings.queue])
+        seen = in_broker(broker, queues_of(expected.values(), [client.settings.queue]))
         groups: dict[str | None, list[Node]] = {}
         for node in nodes:
             message = expected.get(node.agent_id)

@@ -50,6 +50,12 @@ class Message:
         """Whether a delivery of task ``name`` under ``task_id`` with ``kwargs`` is this message."""
         return (self.name, self.task_id, self.kwargs) == (name, task_id, kwargs)
 
+    @property
+    def queue(self) -> str | None:
+        """The queue it is sent to; None for one recorded before messages named theirs
+        (it went to its sender's default queue)."""
+        return self.options.get("queue")
+
     def seen_as(self, headers: dict[str, Any]) -> bool:
         """Whether a broker message with these headers is this one: its id, task and
         labels (which name the round or step of an agent's later messages)."""

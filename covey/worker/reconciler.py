@@ -12,9 +12,11 @@ starts checks it is expected, and replays what the ledger settled.
 
 A message is sent again only when two looks, ``COVEY_RECONCILE_SECONDS`` apart,
 found the same expected message missing: one just recorded and on its way to the
-broker is not sent twice. Every worker runs a reconciler thread; a Redis lock
-lets one of them look at a time. A lost message waits at most about three
-intervals, plus however long the broker took to restore a dead worker's ones.
+broker is not sent twice. A message is looked for on the queue it names (its
+job's queue, which need not be the looking worker's), and sent again there.
+Every worker runs a reconciler thread; a Redis lock lets one of them look at a
+time. A lost message waits at most about three intervals, plus however long the
+broker took to restore a dead worker's ones.
 """
 
 from __future__ import annotations
@@ -64,6 +66,13 @@ class Copy:
     tag: str | None = None
 
 
+def queues_of(messages: Iterable[Message], queues: Iterable[str]) -> list[str]:
+    """``queues`` and every other queue one of ``messages`` is sent to: where to look
+    for them (a job's messages go to the queue it was sent to, which may be none of
+    this worker's or client's own)."""
+    return list(dict.fromkeys([*queues, *(m.queue for m in messages if m.queue is not None)]))
+
+
 def in_broker(broker: redis.Redis, queues: Iterable[str]) -> dict[str, list[Copy]]:
     """Task id -> its messages queued on ``queues`` or unacknowledged, read at one instant."""
     with broker.pipeline(transaction=True) as pipe:
@@ -95,7 +104,7 @@ class Reconciler:
         if not expected:
             self._missing = {}
             return []
-        seen = in_broker(self._broker, self._queues)
+        seen = in_broker(self._broker, queues_of(expected.values(), self._queues))
         missing = {k: m for k, m in expected.items() if not any(m.seen_as(c.headers) for c in seen.get(m.task_id, ()))}
         lost = [m for k, m in missing.items() if self._missing.get(k) == m]
         self._missing = missing

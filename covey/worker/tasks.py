@@ -87,6 +87,16 @@ OUTAGES = (RedisConnectionError, RedisTimeoutError, OperationalError)  # Redis o
 Step = Callable[["_Seen"], "tuple[AgentState, Action]"]
 
 
+def _queue(task) -> str:
+    """The job's queue: the one this step's message came from, where every message
+    the step sends goes too, so all of a job's agents run on the queue it was sent
+    to (a worker reading only ``--queues gpu``, a sweep's queue), not on whatever
+    queue the worker's COVEY_QUEUE names. A delivery whose routing key names no
+    queue this worker reads (a custom exchange) keeps the worker's default queue."""
+    routed = (task.request.delivery_info or {}).get("routing_key")
+    return str(routed) if routed in task.app.amqp.queues.consume_from else worker_deps().settings.queue
+
+
 def _valid_job(deps: Deps, spec: Any, queue: str) -> JobSpec:
     job = JobSpec.parse(spec).with_defaults(deps.settings.model, deps.settings.default_budget())
     try:
@@ -123,8 +133,7 @@ def run_job(self, spec: Any) -> dict[str, Any] | str:
 def _run_job(self, spec: Any) -> dict[str, Any] | str:
     deps = worker_deps()
     try:
-        queue = (self.request.delivery_info or {}).get("routing_key") or deps.settings.queue
-        job = _valid_job(deps, spec, queue)
+        job = _valid_job(deps, spec, _queue(self))
     except OUTAGES as e:
         _hand_back(self.request.id, ROOT_AGENT_ID, e)
     ctx = RunContext(
@@ -468,19 +477,21 @@ def _drive(task, state: AgentState, action: Action, taken: str | None, holder: s
             task.request.ignore_result = True
             return _receipt(outcome.result)
         return _reported(outcome.result)
-    state, ctx, request = outcome.state, outcome.state.ctx, task.request
+    state, ctx, request, queue = outcome.state, outcome.state.ctx, task.request, _queue(task)
     state.step += 1
     carried = handover.carried(request) if ctx.depth == 0 else {}  # a sender's links wait for the job's end
     then, resume, children, join, status = None, None, [], _join(state), AgentStatus.WAITING
     if isinstance(outcome, loop.Paused):
         state.next_action = to_json(outcome.action)
         countdown = outcome.hop.seconds if outcome.hop else None
-        then = _proceed_message(deps.secret, request.id, ctx, state.step, carried, countdown)
+        then = _proceed_message(deps.secret, request.id, ctx, state.step, queue, carried, countdown)
         status = AgentStatus.WAITING if outcome.hop else AgentStatus.RUNNING
     else:
         step = state.step if state.as_completed else None
-        resume = _resume_message(deps.secret, request.id, ctx, state.spawn_round, len(outcome.children), carried, step)
-        children = [(c.agent_id, _agent_message(deps.secret, c, s)) for c, s in outcome.children]
+        resume = _resume_message(
+            deps.secret, request.id, ctx, state.spawn_round, len(outcome.children), queue, carried, step
+        )
+        children = [(c.agent_id, _agent_message(deps.secret, c, s, queue)) for c, s in outcome.children]
     entries = transcript.take(deps, state)
     saved = deps.checkpoints.save(
         ctx.job_id, ctx.agent_id, state.step, dump_checkpoint(state), taken, then, resume, children, join, entries
@@ -550,7 +561,7 @@ def _receipt(result: AgentResult) -> dict[str, Any]:
     return {"status": result.status.value, "job_id": result.job_id, "agent_id": result.agent_id, **detail}
 
 
-def _agent_message(secret: bytes, ctx: RunContext, spec: AgentSpec) -> Message:
+def _agent_message(secret: bytes, ctx: RunContext, spec: AgentSpec, queue: str) -> Message:
     """A child's ``covey.agent`` message: its context and spec, signed for its own
     task id, labelled for Flower. The id is the child's, whoever makes the message,
     so a re-sent one is the same message.
@@ -562,6 +573,7 @@ def _agent_message(secret: bytes, ctx: RunContext, spec: AgentSpec) -> Message:
     task_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"covey:{ctx.job_id}/{ctx.agent_id}"))
     options = {
         "ignore_result": True,
+        "queue": queue,
         **wire.agent(ctx.job_id, ctx.agent_id, spec.role, ctx.depth, spec.task),
         **telemetry.headers(ctx),
     }
@@ -574,6 +586,7 @@ def _resume_message(
     ctx: RunContext,
     spawn_round: int,
     children: int,
+    queue: str,
     carried: dict[str, Any],
     step: int | None = None,
 ) -> Message:
@@ -583,6 +596,7 @@ def _resume_message(
     payload = _resume_payload(ctx.job_id, ctx.agent_id, spawn_round, step)
     options = {
         "ignore_result": ctx.depth > 0,
+        "queue": queue,
         **wire.resume(ctx.job_id, ctx.agent_id, spawn_round, children, step),
         **telemetry.headers(ctx),
     }
@@ -592,7 +606,13 @@ def _resume_message(
 
 
 def _proceed_message(
-    secret: bytes, task_id: str, ctx: RunContext, step: int, carried: dict[str, Any], countdown: float | None = None
+    secret: bytes,
+    task_id: str,
+    ctx: RunContext,
+    step: int,
+    queue: str,
+    carried: dict[str, Any],
+    countdown: float | None = None,
 ) -> Message:
     """The task that takes a paused agent up again, under its own task id; a waiting
     agent's is sent ``countdown`` seconds ahead (a re-send waits it out again)."""
@@ -600,6 +620,7 @@ def _proceed_message(
     sig = signing.sign(secret, task_id, _proceed_payload(ctx.job_id, ctx.agent_id, step))
     options: dict[str, Any] = {
         "ignore_result": ctx.depth > 0,
+        "queue": queue,
         **wire.proceed(ctx.job_id, ctx.agent_id, step),
         **telemetry.headers(ctx),
     }

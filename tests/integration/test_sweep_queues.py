@@ -1,5 +1,6 @@
 """Which queues a default ``covey worker`` reads, and in what order: sweeps and
-interactive jobs share it, and neither waits for the other's backlog."""
+interactive jobs share it, and neither waits for the other's backlog; and a
+worker reading only the sweeps' queue runs their sub-agents too."""
 
 from __future__ import annotations
 
@@ -79,3 +80,34 @@ def test_a_sweep_whose_queue_no_worker_reads_says_so_and_exits_3_after_its_timeo
     assert lines[-1].endswith(
         "no worker reads queue covey-sweeps: start one with `covey worker`; rerun the same command to resume"
     )
+
+
+def test_a_worker_reading_only_the_sweep_queue_runs_the_sweeps_sub_agents(tmp_path):
+    """A sweep's jobs spawn sub-agents, on a worker started with ``--queues
+    covey-sweeps`` alone and COVEY_QUEUE left at ``covey``: a job's agents follow
+    it to the queue it was sent to, so none waits in ``covey``, which no worker
+    reads here, and every unit completes with its whole tree."""
+    with RedisServer() as server:
+        data, grid = tmp_path / "d.jsonl", tmp_path / "g.toml"
+        data.write_text(
+            "".join(
+                json.dumps({"id": i, "input": f"[sim:spawn width=2 depth=1] What is {i} + 1?", "target": i + 1}) + "\n"
+                for i in range(3)
+            )
+        )
+        grid.write_text('strategies = ["react"]\nscorer = "numeric"\n')
+        flags = ["--processes", "1", "--concurrency", "4", "--queues", "covey-sweeps", "--loglevel", "info"]
+        worker = start_covey_worker(server.url, flags)
+        try:
+            settings = Settings(redis_url=server.url)
+            wait_for_worker(Client(settings.model_copy(update={"queue": settings.sweep_queue})), worker)
+            out = tmp_path / "out"
+            sweep = covey(server.url, "sweep", str(data), "--grid", str(grid), "--out", str(out), "--timeout", "60")
+            _, stderr = sweep.communicate(timeout=120)
+            left_in_covey = Client(settings).redis.llen(settings.queue)
+        finally:
+            stop_worker(worker)
+    assert sweep.returncode == 0, stderr
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [(r["status"], r["usage"]["agents"]) for r in records] == [("completed", 2)] * 3  # 2 sub-agents each
+    assert left_in_covey == 0
