@@ -19,6 +19,7 @@ from covey.config.settings import get_settings
 from covey.status import AgentStatus
 
 if TYPE_CHECKING:
+    from covey.client import Client
     from covey.sweeps.report import ConfigSummary
 
 PLAIN_EVERY_SECONDS = 5.0  # how often a plain (non-terminal) progress line is printed
@@ -151,9 +152,9 @@ def sweep(
         show.close()
     if outcome.timed_out:
         unread = unread and not probe.queue_has_worker()
+        why = f": {_no_worker(queue)}" if unread else _stuck(probe, outcome.still_running)
         probe.close()
         left = outcome.total - (outcome.progress.finished if outcome.progress else 0)
-        why = f": {_no_worker(queue)}" if unread else ""
         raise _Unfinished(
             f"sweep {outcome.sweep_id}: {left} of {outcome.total} units unfinished after {timeout:g}s{why}; "
             "rerun the same command to resume"
@@ -184,6 +185,13 @@ def sweep(
         units = sum(r.units for r in rows)
         click.echo(f"{others.total()} of {units} units did not complete ({counts})", err=as_json)
         sys.exit(1)
+
+
+def _stuck(probe: Client, jobs: list[str]) -> str:
+    """Why the oldest job still running is not moving, when the broker, the workers or
+    its tree can tell (a job that is only slow says nothing)."""
+    why = probe.job(jobs[0]).why_stuck() if jobs else None
+    return f": {why}" if why else ""
 
 
 def _no_worker(queue: str) -> str:

@@ -84,6 +84,7 @@ class SweepOutcome:
     dry: bool  # the sweep's cap ran out
     progress: SweepProgress | None = None
     timed_out: bool = False  # ``timeout`` ran out with units unrecorded; a rerun resumes them
+    still_running: list[str] = field(default_factory=list)  # the jobs in flight at the end, oldest first
     cancelled: bool = False  # ``covey sweep-cancel`` stopped it; a rerun resumes the units not run
 
 
@@ -261,6 +262,7 @@ def run_sweep(
         progress=run.progress(),
         timed_out=timed_out,
         cancelled=run.cancelled,
+        still_running=[f.job_id for f in sorted(run.flights.values(), key=lambda f: f.sent)],
     )
 
 

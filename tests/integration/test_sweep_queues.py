@@ -1,15 +1,20 @@
 """Which queues a default ``covey worker`` reads, and in what order: sweeps and
-interactive jobs share it, and neither waits for the other's backlog; and a
-worker reading only the sweeps' queue runs their sub-agents too."""
+interactive jobs share it, and neither waits for the other's backlog; a worker
+reading only the sweeps' queue runs their sub-agents too; and a sweep cut short
+by its timeout says why its jobs do not move."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
+from covey import keys
 from covey.client import Client
 from covey.config.settings import Settings
 from tests.integration.conftest import ROOT, start_covey_worker, stop_worker, wait_for_worker, worker_env
@@ -27,10 +32,12 @@ def covey(redis_url: str, *args: str) -> subprocess.Popen:
     )
 
 
-def sweep_files(tmp_path, n: int) -> tuple[str, str]:
+def sweep_files(tmp_path, n: int, directives: str = "") -> tuple[str, str]:
     data, grid = tmp_path / "d.jsonl", tmp_path / "g.toml"
     data.write_text(
-        "".join(json.dumps({"id": i, "input": f"What is {i} + 1?", "target": i + 1}) + "\n" for i in range(n))
+        "".join(
+            json.dumps({"id": i, "input": f"{directives}What is {i} + 1?", "target": i + 1}) + "\n" for i in range(n)
+        )
     )
     grid.write_text('strategies = ["single"]\nscorer = "numeric"\n')
     return str(data), str(grid)
@@ -111,3 +118,29 @@ def test_a_worker_reading_only_the_sweep_queue_runs_the_sweeps_sub_agents(tmp_pa
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert [(r["status"], r["usage"]["agents"]) for r in records] == [("completed", 2)] * 3  # 2 sub-agents each
     assert left_in_covey == 0
+
+
+def test_a_sweep_whose_worker_stopped_says_at_its_timeout_that_its_agents_stopped_reporting(tmp_path):
+    """The worker is stopped (SIGSTOP) with both jobs' roots in their model calls:
+    the sweep's timeout line says why its oldest job does not move."""
+    with RedisServer() as server:
+        data, grid = sweep_files(tmp_path, 2, "[sim:latency 20000] ")
+        worker = start_covey_worker(server.url, ["--processes", "1", "--concurrency", "4", "--loglevel", "info"])
+        try:
+            settings = Settings(redis_url=server.url)
+            client = Client(settings.model_copy(update={"queue": settings.sweep_queue}))
+            wait_for_worker(client, worker)
+            sweep = covey(server.url, "sweep", data, "--grid", grid, "--out", str(tmp_path / "out"), "--timeout", "8")
+            deadline = time.monotonic() + 60
+            while len(client.redis.keys(keys.nodes("*"))) < 2:  # both roots recorded running
+                assert sweep.poll() is None and time.monotonic() < deadline, sweep.communicate()
+                time.sleep(0.05)
+            os.kill(worker.pid, signal.SIGSTOP)
+            _, stderr = sweep.communicate(timeout=120)
+        finally:
+            worker.kill()  # stopped or not; its calls would hold a graceful stop for 20 s
+            worker.wait(timeout=30)
+    assert sweep.returncode == 3, stderr
+    assert "2 of 2 units unfinished after 8s: agents of job " in stderr
+    assert "stopped reporting (no worker answers): root" in stderr
+    assert stderr.rstrip().endswith("rerun the same command to resume")
