@@ -113,7 +113,8 @@ def load(paths: str | None, timeouts: Mapping[str, float] | None = None, mcp: Pa
     """Fill the registry at worker start: the ``covey.tools`` entry points, then
     ``paths`` (``COVEY_TOOLS``: comma-separated ``module`` or ``module:object``),
     then the tools of the MCP servers file ``mcp`` (``COVEY_MCP``; a server that
-    cannot be used is logged and serves none), then set the ``timeouts``
+    cannot be used is logged and serves none until a later listing finds it up,
+    ``covey.tools.mcp.servers``), then set the ``timeouts``
     (``COVEY_TOOL_TIMEOUTS``) of the tools they name. ``ToolsError`` naming the
     entry point, path, servers file or tool that fails. Once per process: later
     calls do nothing."""
@@ -145,7 +146,7 @@ def _mcp_tools(path: Path) -> list[Tool]:
     from covey.tools.mcp import McpFileError, mcp_tools
 
     try:
-        return mcp_tools(path)
+        return mcp_tools(path, late=add)
     except McpFileError as e:
         raise ToolsError(str(e)) from None
 

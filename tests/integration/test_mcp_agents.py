@@ -19,6 +19,7 @@ from celery import Celery
 
 from covey.client import Client
 from covey.config.settings import Settings
+from covey.spec import InvalidSpec
 from tests.integration.conftest import ROOT, start_worker, stop_worker, wait_for_worker, worker_env
 from tests.redis_server import RedisServer
 from tests.tools.mcp.conftest import TOKEN, TOKEN_ENV, HttpServer, http_table, stdio_table
@@ -123,3 +124,30 @@ def test_a_stdio_server_killed_mid_call_fails_that_call_and_the_next_call_reopen
     second_pid = int(answer(client, "Pid? [sim:call local__pid {}]"))
     assert second_pid != first_pid
     assert answer(client, ECHO["stdio"]) == "hello over stdio"
+
+
+def test_a_worker_started_before_its_mcp_server_serves_its_tools_once_the_server_is_up(server, tmp_path):
+    """The servers file names an HTTP server that is not up when the worker starts:
+    a job naming its tool is refused at submit, and once the server is up the
+    worker's background listing serves the tool, publishes it, and the job runs."""
+    late = HttpServer()  # its port chosen, nothing listening yet
+    servers = tmp_path / "late.toml"
+    servers.write_text(http_table(late.url, "late", timeout=20))
+    client = Client(Settings(redis_url=server.url, queue="mcp-late"))
+    env = {"COVEY_MCP": str(servers), TOKEN_ENV: f"Bearer {TOKEN}", "COVEY_CATALOG_TTL": "3"}
+    worker = start_worker(server.url, COVEY_QUEUE="mcp-late", **env)
+    spec = client.spec('Say it. [sim:call late__echo {"text": "late but here"}]', tools=["late__echo"])
+    try:
+        wait_for_worker(client, worker)
+        with pytest.raises(InvalidSpec, match="tool 'late__echo' is served by no worker on queue 'mcp-late'"):
+            client.submit(spec)
+        late.start()
+        deadline = time.monotonic() + WAIT_SECONDS
+        while not any(t.name == "late__echo" for e in client.catalog.entries("mcp-late") for t in e.tools):
+            assert time.monotonic() < deadline, "the worker never published the late server's tools"
+            time.sleep(0.2)
+        result = client.submit(spec).result(timeout=90)
+    finally:
+        stop_worker(worker)
+        late.kill()
+    assert (result.status, result.output, result.usage.tool_calls) == ("completed", "late but here", 1)

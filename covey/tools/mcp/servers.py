@@ -4,7 +4,12 @@ Each tool of server ``files`` becomes a ``Tool`` named ``files__<tool>``, whose
 ``run`` calls the server through the process's session with the server's timeout.
 The tools are listed when the worker starts, so they can be offered and published;
 a server that cannot be used then is logged with its reason and serves none,
-while the others serve theirs.
+while the others serve theirs. It is listed again in the background, after
+``FIRST_RETRY_SECONDS`` and then twice as long each time up to
+``MAX_RETRY_SECONDS``, and serves its tools from the listing that finds it up:
+a worker started before its MCP server (a compose file, a restart) need not be
+restarted after it. A forked child (the prefork pool) keeps listing in its own
+process.
 """
 
 from __future__ import annotations
@@ -12,7 +17,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Mapping
+import threading
+import time
+from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -30,12 +37,20 @@ log = logging.getLogger(__name__)
 SEPARATOR = "__"  # between the server's name and its tool's: `files__read`
 CLOSE_SECONDS = 10.0  # the SDK gives a stdio server 2 s to exit on its own, then 2 s after SIGTERM
 MARGIN_SECONDS = 5.0  # beyond the session's own bounds, for the loop to hand the answer back
+FIRST_RETRY_SECONDS = 5.0  # before a server that could not be used at start is listed again
+MAX_RETRY_SECONDS = 60.0  # the longest wait between two listings of a server still down
+
+Serve = Callable[[list["Tool"]], None]
 
 
-def mcp_tools(path: Path, environ: Mapping[str, str] = os.environ) -> list[Tool]:
-    """Every tool of every server in the MCP servers file ``path`` (``COVEY_MCP``), for
-    the worker's registry: ``McpServers.load(path).tools()``."""
-    return McpServers.load(path, environ).tools()
+def mcp_tools(path: Path, late: Serve, environ: Mapping[str, str] = os.environ) -> list[Tool]:
+    """Every tool of every server in the MCP servers file ``path`` (``COVEY_MCP``) that
+    can be used now, for the worker's registry; those of a server down now are
+    handed to ``late`` once a later listing finds it up (``McpServers.serve_late``)."""
+    servers = McpServers.load(path, environ)
+    tools = servers.tools()
+    servers.serve_late(late)
+    return tools
 
 
 class McpServers:
@@ -43,6 +58,7 @@ class McpServers:
 
     def __init__(self, sessions: list[Session]) -> None:
         self.sessions = sessions
+        self.down: list[Session] = []  # servers the last listing could not use
 
     @classmethod
     def load(cls, path: Path, environ: Mapping[str, str] = os.environ) -> McpServers:
@@ -55,12 +71,52 @@ class McpServers:
         process's calls). A server that cannot be used is left out, its reason logged."""
         if not self.sessions:
             return []
-        bound = OPEN_SECONDS + MARGIN_SECONDS  # the servers open at once
-        tools: list[Tool] = []
-        for session, listed in zip(self.sessions, loop.run(_list_all(self.sessions), bound)):
-            if not isinstance(listed, BaseException):  # the session logged why it cannot be used
-                tools.extend(_tools(session, listed))
+        tools, self.down = self._listed(self.sessions)
         return tools
+
+    def serve_late(self, serve: Serve) -> None:
+        """List the servers that were down again in the background, with a growing
+        wait, and hand each one's tools to ``serve`` once it is up; in this process
+        and in any child forked from it."""
+        if not self.down:
+            return
+        os.register_at_fork(after_in_child=lambda: self._keep_listing(serve))
+        self._keep_listing(serve)
+
+    def _keep_listing(self, serve: Serve) -> None:
+        threading.Thread(target=self._until_up, args=(serve,), name="covey-mcp-late", daemon=True).start()
+
+    def _until_up(self, serve: Serve) -> None:
+        wait = FIRST_RETRY_SECONDS
+        while self.down:
+            time.sleep(wait)
+            wait = min(wait * 2, MAX_RETRY_SECONDS)
+            try:
+                tools, still = self._listed(self.down)
+            except loop.NoAnswer as e:  # the loop itself did not answer: tried again later
+                log.warning("MCP servers %s: listing them again failed: %s", [s.name for s in self.down], e)
+                continue
+            up, self.down = [s.name for s in self.down if s not in still], still
+            try:
+                serve(tools)
+            except Exception as e:  # a name another source took: those servers serve nothing
+                log.error("MCP servers %s are up, but their tools cannot be served: %s", up, e)
+                continue
+            for name in up:
+                log.info("MCP server %r is up now: its tools are served from here on", name)
+
+    def _listed(self, sessions: list[Session]) -> tuple[list[Tool], list[Session]]:
+        """The tools of ``sessions`` listed at once, and the sessions that could not be
+        used (each logged why): a slow server delays the others by its own bound only."""
+        bound = OPEN_SECONDS + MARGIN_SECONDS
+        tools: list[Tool] = []
+        down: list[Session] = []
+        for session, listed in zip(sessions, loop.run(_list_all(sessions), bound)):
+            if isinstance(listed, BaseException):
+                down.append(session)
+            else:
+                tools.extend(_tools(session, listed))
+        return tools, down
 
     def close(self) -> None:
         """End every open session, stopping the stdio servers, as a worker process exits."""
@@ -69,7 +125,7 @@ class McpServers:
 
 
 async def _list_all(sessions: list[Session]) -> list[list[types.Tool] | BaseException]:
-    """Every server's tools, opened at once: a slow server delays the start by its own bound only."""
+    """Every server's tools, opened at once."""
     return await asyncio.gather(*(session.tools() for session in sessions), return_exceptions=True)
 
 

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from covey.tools.mcp import McpServers, McpToolFailed, McpUnavailable
+from covey.tools.mcp import servers as servers_module
 from covey.tools.tool import Tool, ToolContext
-from tests.tools.mcp.conftest import SERVER, TOKEN, TOKEN_ENV, http_table, stdio_table
+from tests.tools.mcp.conftest import SERVER, TOKEN, TOKEN_ENV, HttpServer, http_table, stdio_table
 
 SERVED = ["call_id", "echo", "fail", "hang", "pid", "weather"]  # the test server's tools, sorted
 WAIT_SECONDS = 30  # for a call in flight to reach the server, or a killed one to answer
@@ -240,3 +241,28 @@ def test_a_call_past_the_servers_timeout_fails_and_the_session_goes_on(serve, ei
     with pytest.raises(McpToolFailed, match="timed out"):
         call(tools["srv__hang"], marker=str(tmp_path / "started"), seconds=WAIT_SECONDS)
     assert server_pid(tools, "srv") == first
+
+
+def test_a_server_down_at_start_serves_its_tools_once_a_later_listing_finds_it_up(served, monkeypatch, caplog):
+    """An HTTP server that starts after the tools were listed: its tools reach the
+    registry's ``add`` from a background listing, and they call it."""
+    monkeypatch.setattr(servers_module, "FIRST_RETRY_SECONDS", 0.2)
+    late = HttpServer()  # its port chosen, nothing listening yet
+    servers, tools = served(http_table(late.url, "late") + stdio_table())
+    assert sorted(tools) == [f"local__{name}" for name in SERVED]
+    added: list[Tool] = []
+    with caplog.at_level(logging.INFO, logger="covey.tools.mcp"):
+        servers.serve_late(added.extend)
+        late.start()
+        try:
+            deadline = time.monotonic() + WAIT_SECONDS
+            while not added:
+                assert time.monotonic() < deadline, "the server's tools never came"
+                time.sleep(0.05)
+            by_name = {tool.name: tool for tool in added}
+            assert sorted(by_name) == [f"late__{name}" for name in SERVED]
+            assert call(by_name["late__echo"], text="up at last") == "up at last"
+        finally:
+            late.kill()
+    assert servers.down == []
+    assert "MCP server 'late' is up now: its tools are served from here on" in caplog.text
