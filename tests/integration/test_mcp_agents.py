@@ -134,20 +134,27 @@ def test_a_worker_started_before_its_mcp_server_serves_its_tools_once_the_server
     servers = tmp_path / "late.toml"
     servers.write_text(http_table(late.url, "late", timeout=20))
     client = Client(Settings(redis_url=server.url, queue="mcp-late"))
-    env = {"COVEY_MCP": str(servers), TOKEN_ENV: f"Bearer {TOKEN}", "COVEY_CATALOG_TTL": "3"}
+    env = {"COVEY_MCP": str(servers), TOKEN_ENV: f"Bearer {TOKEN}", "COVEY_CATALOG_TTL": "6"}
     worker = start_worker(server.url, COVEY_QUEUE="mcp-late", **env)
     spec = client.spec('Say it. [sim:call late__echo {"text": "late but here"}]', tools=["late__echo"])
     try:
         wait_for_worker(client, worker)
+        published(client, lambda tools: bool(tools), "the worker never published its catalog entry")
         with pytest.raises(InvalidSpec, match="tool 'late__echo' is served by no worker on queue 'mcp-late'"):
             client.submit(spec)
         late.start()
-        deadline = time.monotonic() + WAIT_SECONDS
-        while not any(t.name == "late__echo" for e in client.catalog.entries("mcp-late") for t in e.tools):
-            assert time.monotonic() < deadline, "the worker never published the late server's tools"
-            time.sleep(0.2)
+        published(client, lambda tools: "late__echo" in tools, "the worker never published the late server's tools")
         result = client.submit(spec).result(timeout=90)
     finally:
         stop_worker(worker)
         late.kill()
     assert (result.status, result.output, result.usage.tool_calls) == ("completed", "late but here", 1)
+
+
+def published(client: Client, enough, why: str) -> None:
+    """Wait, bounded, until the tools the catalog lists on the client's queue are
+    ``enough`` (an entry's first beat may come after the worker answers a ping)."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    while not enough({t.name for e in client.catalog.entries(client.settings.queue) for t in e.tools}):
+        assert time.monotonic() < deadline, why
+        time.sleep(0.1)
