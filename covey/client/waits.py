@@ -1,7 +1,8 @@
 """Why a job is not moving: what a wait tells the user instead of waiting in silence.
 
 A job can sit still for reasons no result will ever report: its message went to a
-queue no covey worker reads, no worker reads covey's queue at all, a message its
+queue no covey worker reads, no worker reads covey's queue at all, its agents'
+messages wait in its queue after every worker reading it went, a message its
 outbox expects was lost (it is sent again here, as the workers' reconciler does),
 the worker running some of its agents died and the broker has not handed their
 tasks to another one yet, or a worker holds its message (an agent's next step, a
@@ -184,7 +185,7 @@ def why_stuck(client: Client, job_id: str) -> str | None:
     if live is None:
         stuck += [n for n in nodes if n.status is AgentStatus.QUEUED]
     if not stuck:
-        return None
+        return None if live is None else _queued_unread(client, job_id, nodes)
     who = "no worker answers" if live is None else "no live worker runs them"
     unknown = "a live worker takes their tasks up once their worker's heartbeat lapses (COVEY_WORKER_HEARTBEAT_SECONDS)"
     return "\n".join(
@@ -192,6 +193,34 @@ def why_stuck(client: Client, job_id: str) -> str | None:
         + (unknown if where is None else f"each one's next message is {where}")
         for where, group in _whereabouts(client, job_id, stuck).items()
     )
+
+
+def _queued_unread(client: Client, job_id: str, nodes: list[Node]) -> str | None:
+    """Why queued agents do not start, when their messages wait in a queue no live
+    worker reads (its workers gone mid-job): a line per such queue, naming them."""
+    queued = [n for n in nodes if n.status is AgentStatus.QUEUED]
+    expected = Outbox(client.redis).messages(job_id) if queued else {}
+    by_queue: dict[str, list[Node]] = {}
+    for node in queued:
+        message = expected.get(node.agent_id)
+        if message is not None and message.queue is not None:
+            by_queue.setdefault(message.queue, []).append(node)
+    read = queues_read(client) if by_queue else None
+    lines = [
+        f"agents of job {job_id} wait in queue {queue!r}, which no covey worker reads: {_names(group)}; "
+        f"they start once one does (covey worker --queues {queue})"
+        for queue, group in by_queue.items()
+        if read is not None and queue not in read
+    ]
+    return "\n".join(lines) or None
+
+
+def queues_read(client: Client) -> set[str] | None:
+    """The queues the live workers read; None when no worker answers."""
+    replies = client.app.control.inspect(timeout=INSPECT_SECONDS).active_queues()
+    if not replies:
+        return None
+    return {str(q.get("name")) for queues in replies.values() for q in queues}
 
 
 def _resume_due(nodes: list[Node]) -> set[str]:

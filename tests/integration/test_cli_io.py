@@ -118,3 +118,32 @@ def test_ctrl_c_on_run_says_the_job_goes_on_and_how_to_cancel_it_and_exits_130(c
     assert not client.job(job_id).status().final  # it went on
     client.job(job_id).cancel()
     assert client.job(job_id).result(timeout=60).status == "cancelled"
+
+
+@pytest.mark.slow
+def test_a_wait_on_a_job_whose_queue_lost_its_workers_names_the_queue_its_agents_wait_in():
+    """The only worker reading queue ``gone`` dies right after the root sent its two
+    children there (``after_send:kill:1``); another worker, reading the default
+    queues, lives on and answers. The children wait in ``gone``, and the wait says so."""
+    with RedisServer() as server:
+        client = Client(Settings(redis_url=server.url, queue="gone"))
+        dying = start_worker(server.url, COVEY_QUEUE="gone", COVEY_FAULT="after_send:kill:1")
+        wait_for_worker(client, dying)
+        handle = client.submit(client.spec("[sim:spawn width=2 depth=1] go", budget={"max_depth": 1}))
+        assert dying.wait(timeout=120) == -9, "the worker was not killed at its fault"
+        other = start_worker(server.url)
+        try:
+            wait_for_worker(client, other)
+            env = {k: v for k, v in os.environ.items() if not k.startswith("COVEY_")}
+            proc = subprocess.run(
+                [sys.executable, "-m", "covey", "result", handle.id, "--timeout", "2"],
+                env={**env, "COVEY_REDIS_URL": server.url, "COVEY_QUEUE": "gone"},
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+        finally:
+            stop_worker(other)
+    assert proc.returncode == 3, proc.stderr
+    assert f"agents of job {handle.id} wait in queue 'gone', which no covey worker reads: root-sub-" in proc.stderr
+    assert "they start once one does (covey worker --queues gone)" in proc.stderr
