@@ -187,8 +187,8 @@ class Client:
     def queue_has_worker(self, timeout: float = 1.0) -> bool:
         """Whether any live worker consumes this client's queue."""
         with self._reaching(BROKER):
-            replies = self.app.control.inspect(timeout=timeout).active_queues() or {}
-        return any(q.get("name") == self.settings.queue for queues in replies.values() for q in queues)
+            read = waits.queues_read(self, timeout)
+        return read is not None and self.settings.queue in read
 
     def job(self, job_id: str) -> JobHandle:
         return JobHandle(self, job_id)

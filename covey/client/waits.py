@@ -184,8 +184,8 @@ def why_stuck(client: Client, job_id: str) -> str | None:
     stuck = [n for n in moving if live is None or n.task_id not in live]
     if live is None:
         stuck += [n for n in nodes if n.status is AgentStatus.QUEUED]
-    if not stuck:
-        return None if live is None else _queued_unread(client, job_id, nodes)
+    if not stuck:  # with no worker answering, every queued agent is stuck: none is left here
+        return _queued_unread(client, job_id, nodes)
     who = "no worker answers" if live is None else "no live worker runs them"
     unknown = "a live worker takes their tasks up once their worker's heartbeat lapses (COVEY_WORKER_HEARTBEAT_SECONDS)"
     return "\n".join(
@@ -215,9 +215,9 @@ def _queued_unread(client: Client, job_id: str, nodes: list[Node]) -> str | None
     return "\n".join(lines) or None
 
 
-def queues_read(client: Client) -> set[str] | None:
+def queues_read(client: Client, timeout: float = INSPECT_SECONDS) -> set[str] | None:
     """The queues the live workers read; None when no worker answers."""
-    replies = client.app.control.inspect(timeout=INSPECT_SECONDS).active_queues()
+    replies = client.app.control.inspect(timeout=timeout).active_queues()
     if not replies:
         return None
     return {str(q.get("name")) for queues in replies.values() for q in queues}

@@ -32,14 +32,14 @@ def covey(redis_url: str, *args: str) -> subprocess.Popen:
     )
 
 
-def sweep_files(tmp_path, n: int, directives: str = "") -> tuple[str, str]:
+def sweep_files(tmp_path, n: int, directives: str = "", strategy: str = "single") -> tuple[str, str]:
     data, grid = tmp_path / "d.jsonl", tmp_path / "g.toml"
     data.write_text(
         "".join(
             json.dumps({"id": i, "input": f"{directives}What is {i} + 1?", "target": i + 1}) + "\n" for i in range(n)
         )
     )
-    grid.write_text('strategies = ["single"]\nscorer = "numeric"\n')
+    grid.write_text(f'strategies = ["{strategy}"]\nscorer = "numeric"\n')
     return str(data), str(grid)
 
 
@@ -95,21 +95,14 @@ def test_a_worker_reading_only_the_sweep_queue_runs_the_sweeps_sub_agents(tmp_pa
     it to the queue it was sent to, so none waits in ``covey``, which no worker
     reads here, and every unit completes with its whole tree."""
     with RedisServer() as server:
-        data, grid = tmp_path / "d.jsonl", tmp_path / "g.toml"
-        data.write_text(
-            "".join(
-                json.dumps({"id": i, "input": f"[sim:spawn width=2 depth=1] What is {i} + 1?", "target": i + 1}) + "\n"
-                for i in range(3)
-            )
-        )
-        grid.write_text('strategies = ["react"]\nscorer = "numeric"\n')
+        data, grid = sweep_files(tmp_path, 3, "[sim:spawn width=2 depth=1] ", "react")
         flags = ["--processes", "1", "--concurrency", "4", "--queues", "covey-sweeps", "--loglevel", "info"]
         worker = start_covey_worker(server.url, flags)
         try:
             settings = Settings(redis_url=server.url)
             wait_for_worker(Client(settings.model_copy(update={"queue": settings.sweep_queue})), worker)
             out = tmp_path / "out"
-            sweep = covey(server.url, "sweep", str(data), "--grid", str(grid), "--out", str(out), "--timeout", "60")
+            sweep = covey(server.url, "sweep", data, "--grid", grid, "--out", str(out), "--timeout", "60")
             _, stderr = sweep.communicate(timeout=120)
             left_in_covey = Client(settings).redis.llen(settings.queue)
         finally:
