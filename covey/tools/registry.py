@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import copy
 import importlib
-from collections.abc import Iterable, Mapping
+import logging
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -34,6 +35,8 @@ from covey.tools.function import FunctionTool
 from covey.tools.tool import NAME, Tool
 
 ENTRY_POINT_GROUP = "covey.tools"
+
+log = logging.getLogger(__name__)
 
 _served: dict[str, Tool] = {t.name: t for t in builtin.TOOLS}
 _loaded = False
@@ -115,7 +118,8 @@ def load(paths: str | None, timeouts: Mapping[str, float] | None = None, mcp: Pa
     then the tools of the MCP servers file ``mcp`` (``COVEY_MCP``; a server that
     cannot be used is logged and serves none until a later listing finds it up,
     ``covey.tools.mcp.servers``), then set the ``timeouts``
-    (``COVEY_TOOL_TIMEOUTS``) of the tools they name. ``ToolsError`` naming the
+    (``COVEY_TOOL_TIMEOUTS``) of the tools they name (one of such a server's tools
+    gets its timeout when it comes). ``ToolsError`` naming the
     entry point, path, servers file or tool that fails. Once per process: later
     calls do nothing."""
     global _loaded
@@ -131,22 +135,42 @@ def load(paths: str | None, timeouts: Mapping[str, float] | None = None, mcp: Pa
     for path in (p.strip() for p in (paths or "").split(",")):
         if path:
             add(_tools_of(_imported(path), f"COVEY_TOOLS {path}"))
+    timeouts = dict(timeouts or {})
+    later: list[str] = []  # name prefixes of the MCP servers down now, whose tools come later
     if mcp is not None:
-        add(_mcp_tools(mcp))
-    for name, seconds in (timeouts or {}).items():
-        if name not in _served:
+        tools, later = _mcp_tools(mcp, late=lambda tools: add(_late(tools, timeouts, later)))
+        add(tools)
+    for name, seconds in timeouts.items():
+        if name in _served:
+            _served[name] = _retimed(_served[name], seconds)
+        elif not name.startswith(tuple(later)):
             raise ToolsError(f"COVEY_TOOL_TIMEOUTS: no tool {name!r} is served; served: {', '.join(names())}")
-        found = _served[name]
-        _served[name] = found.retimed(seconds) if isinstance(found, FunctionTool) else replace(found, timeout=seconds)
     _loaded = True
 
 
-def _mcp_tools(path: Path) -> list[Tool]:
-    """The MCP servers' tools; the SDK is imported only by a worker that has servers."""
+def _retimed(found: Tool, seconds: float) -> Tool:
+    return found.retimed(seconds) if isinstance(found, FunctionTool) else replace(found, timeout=seconds)
+
+
+def _late(tools: list[Tool], timeouts: Mapping[str, float], later: list[str]) -> list[Tool]:
+    """The tools of MCP servers that came up after the start, with the timeouts
+    (``COVEY_TOOL_TIMEOUTS``) that waited for them; a timeout naming a tool such a
+    server does not serve is logged, as the worker runs already."""
+    arrived = {t.name for t in tools}
+    up = [prefix for prefix in later if any(name.startswith(prefix) for name in arrived)]
+    for name in timeouts:
+        if name not in arrived and name.startswith(tuple(up)):
+            log.error("COVEY_TOOL_TIMEOUTS: no tool %r is served by its MCP server, up now; it is ignored", name)
+    return [_retimed(t, timeouts[t.name]) if t.name in timeouts else t for t in tools]
+
+
+def _mcp_tools(path: Path, late: Callable[[list[Tool]], None]) -> tuple[list[Tool], list[str]]:
+    """The MCP servers' tools and the name prefixes of those down now
+    (``covey.tools.mcp.mcp_tools``); the SDK is imported only by a worker that has servers."""
     from covey.tools.mcp import McpFileError, mcp_tools
 
     try:
-        return mcp_tools(path, late=add)
+        return mcp_tools(path, late=late)
     except McpFileError as e:
         raise ToolsError(str(e)) from None
 

@@ -129,14 +129,17 @@ def test_a_stdio_server_killed_mid_call_fails_that_call_and_the_next_call_reopen
 def test_a_worker_started_before_its_mcp_server_serves_its_tools_once_the_server_is_up(server, tmp_path):
     """The servers file names an HTTP server that is not up when the worker starts:
     a job naming its tool is refused at submit, and once the server is up the
-    worker's background listing serves the tool, publishes it, and the job runs."""
+    worker's background listing serves the tool, publishes it, and the job runs.
+    The worker's COVEY_TOOL_TIMEOUTS for one of its tools waits for it, and holds."""
     late = HttpServer()  # its port chosen, nothing listening yet
     servers = tmp_path / "late.toml"
     servers.write_text(http_table(late.url, "late", timeout=20))
     client = Client(Settings(redis_url=server.url, queue="mcp-late"))
     env = {"COVEY_MCP": str(servers), TOKEN_ENV: f"Bearer {TOKEN}", "COVEY_CATALOG_TTL": "6"}
-    worker = start_worker(server.url, COVEY_QUEUE="mcp-late", **env)
+    worker = start_worker(server.url, COVEY_QUEUE="mcp-late", COVEY_TOOL_TIMEOUTS='{"late__hang": 1}', **env)
     spec = client.spec('Say it. [sim:call late__echo {"text": "late but here"}]', tools=["late__echo"])
+    call = json.dumps({"marker": str(tmp_path / "hung"), "seconds": WAIT_SECONDS})
+    hang = client.spec(f"Wait for it. [sim:call late__hang {call}]", tools=["late__hang"])
     try:
         wait_for_worker(client, worker)
         published(client, lambda tools: bool(tools), "the worker never published its catalog entry")
@@ -144,11 +147,12 @@ def test_a_worker_started_before_its_mcp_server_serves_its_tools_once_the_server
             client.submit(spec)
         late.start()
         published(client, lambda tools: "late__echo" in tools, "the worker never published the late server's tools")
-        result = client.submit(spec).result(timeout=90)
+        result, hung = (client.submit(s).result(timeout=90) for s in (spec, hang))
     finally:
         stop_worker(worker)
         late.kill()
     assert (result.status, result.output, result.usage.tool_calls) == ("completed", "late but here", 1)
+    assert hung.output == "error: ToolTimeout: tool 'late__hang' did not return within its timeout of 1s"
 
 
 def published(client: Client, enough, why: str) -> None:

@@ -43,14 +43,15 @@ MAX_RETRY_SECONDS = 60.0  # the longest wait between two listings of a server st
 Serve = Callable[[list["Tool"]], None]
 
 
-def mcp_tools(path: Path, late: Serve, environ: Mapping[str, str] = os.environ) -> list[Tool]:
+def mcp_tools(path: Path, late: Serve, environ: Mapping[str, str] = os.environ) -> tuple[list[Tool], list[str]]:
     """Every tool of every server in the MCP servers file ``path`` (``COVEY_MCP``) that
-    can be used now, for the worker's registry; those of a server down now are
-    handed to ``late`` once a later listing finds it up (``McpServers.serve_late``)."""
+    can be used now, for the worker's registry, and the name prefixes (``files__``)
+    of the servers down now: their tools are handed to ``late`` once a later listing
+    finds them up (``McpServers.serve_late``)."""
     servers = McpServers.load(path, environ)
     tools = servers.tools()
     servers.serve_late(late)
-    return tools
+    return tools, [f"{session.name}{SEPARATOR}" for session in servers.down]
 
 
 class McpServers:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from covey.tools import registry
 from covey.tools.mcp import McpServers, McpToolFailed, McpUnavailable
 from covey.tools.mcp import servers as servers_module
 from covey.tools.tool import Tool, ToolContext
@@ -266,3 +267,34 @@ def test_a_server_down_at_start_serves_its_tools_once_a_later_listing_finds_it_u
             late.kill()
     assert servers.down == []
     assert "MCP server 'late' is up now: its tools are served from here on" in caplog.text
+
+
+def test_configured_timeouts_of_a_late_servers_tools_wait_for_them(monkeypatch, tmp_path, caplog):
+    """``COVEY_TOOL_TIMEOUTS`` may name a tool of a server down at start: the load
+    goes on, the tool has that timeout once it comes, and a name the server turns
+    out not to serve is logged. A name no down server could serve still stops it."""
+    builtins = dict(registry._served)
+    monkeypatch.setattr(registry, "_served", dict(builtins))
+    monkeypatch.setattr(registry, "_loaded", False)
+    monkeypatch.setattr(servers_module, "FIRST_RETRY_SECONDS", 0.2)
+    monkeypatch.setenv(TOKEN_ENV, f"Bearer {TOKEN}")  # the worker's environment names the servers' secrets
+    late = HttpServer()
+    path = tmp_path / "mcp.toml"
+    path.write_text(http_table(late.url, "late"))
+    registry.load(None, {"late__echo": 3, "late__nope": 2}, path)
+    assert "late__echo" not in registry.names()
+    with caplog.at_level(logging.INFO, logger="covey.tools"):
+        late.start()
+        try:
+            deadline = time.monotonic() + WAIT_SECONDS
+            while "late__echo" not in registry.names():
+                assert time.monotonic() < deadline, "the server's tools never came"
+                time.sleep(0.05)
+            assert (registry.get("late__echo").timeout, registry.get("late__pid").timeout) == (3, 30)
+            assert "no tool 'late__nope' is served by its MCP server, up now; it is ignored" in caplog.text
+            monkeypatch.setattr(registry, "_served", dict(builtins))
+            monkeypatch.setattr(registry, "_loaded", False)
+            with pytest.raises(registry.ToolsError, match="COVEY_TOOL_TIMEOUTS: no tool 'other__echo' is served"):
+                registry.load(None, {"other__echo": 3}, path)  # no server is down
+        finally:
+            late.kill()
