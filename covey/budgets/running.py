@@ -41,6 +41,7 @@ class Taken:
     running: int = 0
     limit: int = 0
     elsewhere: bool = False  # another run of the agent's step holds its slot: this one is a duplicate
+    ran: bool = False  # another run of the agent's step ran it meanwhile: this one is a stale copy
 
     @property
     def reason(self) -> str:
@@ -74,16 +75,17 @@ class RunningSlots:
             pipe.sadd(keys.scopes_index(), name)
             pipe.execute()
 
-    def take(self, job_id: str, agent_id: str, scopes: list[str], holder: str = "") -> Taken:
+    def take(self, job_id: str, agent_id: str, scopes: list[str], holder: str = "", expected: str = "") -> Taken:
         """A slot on every capped scope of ``scopes`` for the run ``holder`` of the
-        agent's step, or none and the scope that is full (or, ``elsewhere``, whose
-        slot another run of the agent's step holds)."""
+        agent's step, which took up the ``expected`` message ('' for none), or none
+        and the scope that is full (or, ``elsewhere``, whose slot another run of the
+        agent's step holds; or, ``ran``, the message is expected no more)."""
         if not scopes:
             return Taken(ok=True)
-        call = self.taking(job_id, agent_id, scopes, holder)
+        call = self.taking(job_id, agent_id, scopes, holder, expected)
         return self.taken(call())
 
-    def taking(self, job_id: str, agent_id: str, scopes: list[str], holder: str = "") -> ScriptCall:
+    def taking(self, job_id: str, agent_id: str, scopes: list[str], holder: str = "", expected: str = "") -> ScriptCall:
         """``take``'s script call (``scopes`` not empty), for a caller that runs it with
         others in one round trip and reads its reply with ``taken``."""
         now = self.clock()
@@ -92,11 +94,11 @@ class RunningSlots:
             *(keys.scope_running(s) for s in scopes),
             *(keys.scope_waiting(s) for s in scopes),
             *(keys.scope_holders(s) for s in scopes),
+            keys.expected(job_id),
         ]
         lease, waiting = keys.RUNNING_LEASE_SECONDS, keys.WAITING_TTL_SECONDS
-        return ScriptCall(
-            self._take, row_keys, [member(job_id, agent_id), now, now + lease, lease, waiting, holder, *scopes]
-        )
+        args = [member(job_id, agent_id), now, now + lease, lease, waiting, holder, agent_id, expected, *scopes]
+        return ScriptCall(self._take, row_keys, args)
 
     @staticmethod
     def taken(reply: list[Any]) -> Taken:
@@ -105,6 +107,8 @@ class RunningSlots:
             return Taken(ok=True, held=tuple(_str(s) for s in rest))
         if status == 2:
             return Taken(ok=False, scope=_str(rest[0]), elsewhere=True)
+        if status == 3:
+            return Taken(ok=False, ran=True)
         name, running, limit = rest
         return Taken(ok=False, scope=_str(name), running=int(running), limit=int(limit))
 

@@ -204,16 +204,23 @@ def _fold(deps: Deps, state: AgentState, batch: set[str] | None) -> tuple[AgentS
 
 
 def advance(
-    deps: Deps, state: AgentState, action: Action, holder: str = "", end: EndCalls | None = None
+    deps: Deps,
+    state: AgentState,
+    action: Action,
+    holder: str = "",
+    end: EndCalls | None = None,
+    taken: str | None = None,
 ) -> Finished | FanOut | Paused:
     """Run the agent from ``action`` until it ends, fans out or pauses. Its task
-    (the run ``holder`` of its step) gives back the running slots this takes
-    (``slots.give_back``) when it returns. ``end`` gives script calls to run in
-    the round trip of its final record."""
+    (the run ``holder`` of its step, which took up the expected message ``taken``)
+    gives back the running slots this takes (``slots.give_back``) when it returns;
+    a copy of the step that another ran meanwhile goes no further
+    (``slots.RunningElsewhere``). ``end`` gives script calls to run in the round
+    trip of its final record."""
     strategy = registry.strategy(state.spec.strategy)
     # An agent's first step records it running with its slot take: a round trip less.
     first = state.recorded_at is None
-    wait = slots.take(deps, state, holder, running=state.node(AgentStatus.RUNNING) if first else None)
+    wait = slots.take(deps, state, holder, state.node(AgentStatus.RUNNING) if first else None, taken)
     if first:
         state.recorded_at = deps.now()
     if wait is not None and _stop(deps, state, checked_at_reserve=False) is None:

@@ -46,9 +46,10 @@ WAKE_TRIES = 3
 
 
 class RunningElsewhere(Exception):
-    """Another run of this step holds the agent's slot (a woken copy and its
-    counted-down original both arrived): this one is dropped. If the other dies, the
-    reconciler sends the step again, which runs once the dead run's lease lapses."""
+    """Another run of this step holds the agent's slot, or ran the step already (a
+    woken copy and its counted-down original both arrived): this one is dropped. If
+    the other dies, the reconciler sends the step again, which runs once the dead
+    run's lease lapses."""
 
 
 @dataclass(frozen=True)
@@ -106,18 +107,23 @@ class _Held:
 _held = _Held()
 
 
-def take(deps: Deps, state: AgentState, holder: str = "", running: Node | None = None) -> Hop | None:
-    """Take the agent's running slots for this run ``holder`` of its step, or the hop
-    it waits instead; ``RunningElsewhere`` for a duplicate of a step that runs.
-    ``running``, its node, is recorded first in the same round trip."""
+def take(
+    deps: Deps, state: AgentState, holder: str = "", running: Node | None = None, expected: str | None = None
+) -> Hop | None:
+    """Take the agent's running slots for this run ``holder`` of its step, which took
+    up the ``expected`` message (None for none), or the hop it waits instead;
+    ``RunningElsewhere`` for a duplicate of a step that runs or ran. ``running``,
+    its node, is recorded first in the same round trip."""
     ctx = state.ctx
     calls = [deps.tree.recording(ctx.job_id, running)] if running is not None else []
     if ctx.scopes:
-        calls.append(deps.slots.taking(ctx.job_id, ctx.agent_id, ctx.scopes, holder))
+        calls.append(deps.slots.taking(ctx.job_id, ctx.agent_id, ctx.scopes, holder, expected or ""))
     replies = redis_scripts.run(deps.redis, calls) if calls else []
     taken = deps.slots.taken(replies[-1]) if ctx.scopes else Taken(ok=True)
     if taken.elsewhere:
         raise RunningElsewhere(f"agent {ctx.agent_id} of job {ctx.job_id} runs in another copy of this step")
+    if taken.ran:
+        raise RunningElsewhere(f"agent {ctx.agent_id} of job {ctx.job_id}: another copy of this step ran already")
     if taken.ok:
         if taken.held:
             _held.add(deps, (ctx.job_id, ctx.agent_id, holder), taken.held)

@@ -467,7 +467,7 @@ def _drive(task, state: AgentState, action: Action, taken: str | None, holder: s
     then send them. ``taken`` is the expected message this step took up; ``holder``
     names this run of it, which holds the agent's running slots."""
     deps = worker_deps()
-    outcome = loop.advance(deps, state, action, holder, end=_result_with_record(deps, task, state))
+    outcome = loop.advance(deps, state, action, holder, end=_result_with_record(deps, task, state), taken=taken)
     for woken in slots.give_back(deps, state.ctx.job_id, state.ctx.agent_id, holder):  # before it sends the rest
         _send(woken)
     if isinstance(outcome, loop.Finished):

@@ -4,6 +4,7 @@ task's countdown is the test's to wait out."""
 
 from __future__ import annotations
 
+import copy
 import uuid
 from datetime import timedelta
 
@@ -105,3 +106,24 @@ def test_a_hop_ends_before_the_broker_would_hand_its_message_to_another_worker()
     assert slots.longest_hop(default) == slots.MAX_HOP_SECONDS
     tight = Settings(slice_seconds=1, model_timeout=2, model_retries=0, visibility_timeout=6)
     assert slots.longest_hop(tight) == 1.5  # (6 - 1 - 2) / 2: the countdown and the step after it fit in 6 s
+
+
+def test_a_copy_of_a_step_that_another_copy_ran_meanwhile_is_dropped_before_its_model_call(deps, tenant, holder):
+    """The woken copy of a waiting agent's step and its counted-down original both
+    took the step up; one ran it whole while the other was held up: the late one
+    neither holds the slot nor calls the model again."""
+    out = loop.advance(deps, *begin(deps, tenant))
+    save_waiting(deps, out)
+    job_id = out.state.ctx.job_id
+    stored = deps.outbox.expected(job_id, "root")
+    late = copy.deepcopy(out.state)  # the copy held up after it read the checkpoint
+    (woken,) = slots.give_back(deps, holder.ctx.job_id, "root")
+    assert woken.kwargs["job_id"] == job_id
+    done = loop.advance(deps, out.state, out.action, "woken", taken=stored)
+    assert isinstance(done, loop.Finished) and done.result.output == "42"
+    slots.give_back(deps, job_id, "root", "woken")
+    spent = deps.ledger.snapshot(job_id)
+    with pytest.raises(slots.RunningElsewhere, match="ran already"):
+        loop.advance(deps, late, out.action, "late", taken=stored)
+    assert deps.ledger.snapshot(job_id) == spent  # no second call reserved or charged
+    assert deps.slots.running(tenant) == 0
