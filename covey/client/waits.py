@@ -104,8 +104,8 @@ def _held(client: Client, broker: redis.Redis, tag: str, delivered: float | None
     holder = holder_of(broker, tag)
     ago = "" if delivered is None else f" {max(0.0, time.time() - delivered):.0f}s ago"
     timeout = (
-        f"the broker delivers it again once its visibility timeout "
-        f"({client.settings.redelivery_seconds:g}s, COVEY_VISIBILITY_TIMEOUT) has passed since its delivery{ago}"
+        f"the broker delivers it again once its visibility timeout ({_visibility(client)}) "
+        f"has passed since its delivery{ago}"
     )
     if holder is None:
         return f"unacknowledged and held by no worker covey knows: {timeout}"
@@ -116,6 +116,15 @@ def _held(client: Client, broker: redis.Redis, tag: str, delivered: float | None
         f"held unacknowledged by worker {name} (alive), which does not run it: {timeout}, "
         "or a live worker puts it back once that worker's heartbeat lapses"
     )
+
+
+def _visibility(client: Client) -> str:
+    """The visibility timeout that gives a delivery back: the workers' (each gives back
+    what it finds unacknowledged past its own), else this client's setting, said so."""
+    published = [e.redelivery_seconds for e in client.catalog.entries() if e.redelivery_seconds is not None]
+    if published:
+        return f"{min(published):g}s, the shortest COVEY_VISIBILITY_TIMEOUT of the live workers"
+    return f"COVEY_VISIBILITY_TIMEOUT of the workers; {client.settings.redelivery_seconds:g}s in this client's settings"
 
 
 def _whereabouts(client: Client, job_id: str, nodes: list[Node]) -> dict[str | None, list[Node]]:

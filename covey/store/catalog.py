@@ -45,6 +45,9 @@ class WorkerEntry(BaseModel):
     queues: list[str]
     tools: list[ServedTool]
     models: list[dict[str, Any]]
+    # Its broker visibility timeout: it gives back any delivery left unacknowledged
+    # that long. None in an entry of a covey before it was published.
+    redelivery_seconds: float | None = None
 
     def model_names(self) -> set[str]:
         return {row["name"] for row in self.models}

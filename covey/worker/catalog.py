@@ -56,13 +56,20 @@ def redacted(rows: list[ServedModel]) -> list[ServedModel]:
     ]
 
 
-def entry(worker: str, queues: list[str], tools: list[Tool], models: list[ServedModel]) -> WorkerEntry:
-    """What ``worker`` serves, as the catalog holds it."""
+def entry(
+    worker: str,
+    queues: list[str],
+    tools: list[Tool],
+    models: list[ServedModel],
+    redelivery_seconds: float | None = None,
+) -> WorkerEntry:
+    """What ``worker`` serves, as the catalog holds it, and its visibility timeout."""
     return WorkerEntry(
         worker=worker,
         queues=queues,
         tools=[served_tool(tool) for tool in tools],
         models=[row.model_dump(mode="json") for row in redacted(models)],
+        redelivery_seconds=redelivery_seconds,
     )
 
 
@@ -115,7 +122,7 @@ def heartbeat(settings: Settings, worker: str, queues: list[str], tools: Callabl
     return Heartbeat(
         WorkerCatalog(client, settings.catalog_ttl),
         worker,
-        lambda: entry(worker, queues, tools(), models),
+        lambda: entry(worker, queues, tools(), models, settings.redelivery_seconds),
         settings.catalog_ttl / BEATS_PER_TTL,
     )
 

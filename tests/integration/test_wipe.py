@@ -116,7 +116,8 @@ def test_a_job_wiped_with_its_message_before_it_started_is_said_to_be_lost():
 def test_a_job_whose_message_a_live_worker_holds_unacknowledged_is_said_to_wait_for_its_redelivery(records):
     """A live worker process (this one, beating) took the job's message off the queue
     and runs no step of it: the wait names the holder and what gives the message
-    back, never that it is lost, whether the job's records are kept or gone."""
+    back (the live workers' visibility timeout, not the client's), never that it is
+    lost, whether the job's records are kept or gone."""
     with RedisServer() as server:
         client = Client(Settings(redis_url=server.url, model="sim"))
         r = redis.Redis.from_url(server.url, decode_responses=True)
@@ -127,9 +128,10 @@ def test_a_job_whose_message_a_live_worker_holds_unacknowledged_is_said_to_wait_
         Heartbeat(r, me, seconds=60, kept_seconds=600).beat()
         with Connection(server.url, transport=broker.transport(server.url)) as mine:
             taken = mine.default_channel.basic_get(client.settings.queue, no_ack=False)
-            worker = start_worker(server.url)
+            worker = start_worker(server.url, COVEY_VISIBILITY_TIMEOUT="900")  # the client's is its default
             try:
                 wait_for_worker(client, worker)
+                wait_until(lambda: client.catalog.entries(), "the worker's catalog entry")
                 with pytest.raises(JobTimeout) as waited:
                     handle.result(timeout=1)
             finally:
@@ -139,7 +141,8 @@ def test_a_job_whose_message_a_live_worker_holds_unacknowledged_is_said_to_wait_
         assert taken.headers["id"] == handle.id
         assert waited.value.reason.startswith(
             f"job {handle.id} waits on its message, held unacknowledged by worker {me.id} (alive), which does "
-            "not run it: the broker delivers it again once its visibility timeout"
+            "not run it: the broker delivers it again once its visibility timeout (900s, the shortest "
+            "COVEY_VISIBILITY_TIMEOUT of the live workers) has passed since its delivery"
         ), waited.value.reason
 
 
