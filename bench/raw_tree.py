@@ -13,21 +13,29 @@ events, ...) with its own queue: the two differ only in what the tasks do.
 The worker runs it as ``worker_argv`` says, with ``COVEY_REDIS_URL`` and
 ``COVEY_QUEUE`` in its environment. ``python -m bench.raw_tree N SECONDS`` is a
 sweep's raw baseline: one group of N leaves, each sleeping SECONDS, sent at once
-and joined, every result held; it prints their sum.
+and joined, every result held; it prints their sum. ``python -m bench.raw_tree
+--sdk N MS`` is the same group whose tasks ask the sweep's N questions through
+the ``openai`` SDK (the in-process sim, answering in MS), as a script would
+without covey; it prints how many answers were right.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import time
 
+import httpx2
+import openai
 from celery import Celery, chord, group
 
 from covey.config.celery import celery_config
 from covey.config.settings import Settings
+from covey.models import sim
+from covey.models.llm import SIM_BASE_URL
 
-NODE = "raw.node"
+NODE, ASK = "raw.node", "raw.ask"
 
 
 def worker_argv(queue: str, hostname: str, *options: str) -> list[str]:
@@ -66,7 +74,21 @@ def create_app(settings: Settings) -> Celery:
             time.sleep(call_seconds)  # the call that finishes
         return sum(results)
 
+    @app.task(name=ASK)
+    def ask(question: str) -> str | None:
+        """One chat completion through the SDK: its answer."""
+        reply = _llm().chat.completions.create(
+            model="sim", messages=[{"role": "user", "content": question}], max_completion_tokens=1000
+        )
+        return reply.choices[0].message.content
+
     return app
+
+
+@functools.cache
+def _llm() -> openai.OpenAI:
+    """One SDK client per worker process, shared by its threads, on the in-process sim."""
+    return openai.OpenAI(api_key="sim", base_url=SIM_BASE_URL, http_client=httpx2.Client(transport=sim.transport()))
 
 
 app = create_app(Settings())  # configured from COVEY_* variables, for the worker
@@ -78,5 +100,22 @@ def submit_group(n: int, call_seconds: float) -> int:
     return sum(group(node.clone(args=(1, 0, call_seconds)) for _ in range(n)).apply_async().get(timeout=3600))
 
 
+def question(i: int, latency_ms: int) -> tuple[str, int]:
+    """The sweep's sample ``i`` (``bench/sweep.py``): its question and its answer."""
+    slow = f"[sim:latency {latency_ms}] " if latency_ms else ""
+    return f"{slow}What is {i} + {i % 7}?", i + i % 7
+
+
+def submit_asks(n: int, latency_ms: int) -> int:
+    """N questions as one group of SDK calls, joined and scored: how many were right."""
+    asked = [question(i, latency_ms) for i in range(n)]
+    ask = app.signature(ASK)
+    answers = group(ask.clone(args=(q,)) for q, _ in asked).apply_async().get(timeout=3600)
+    return sum(answer is not None and answer.strip() == str(target) for answer, (_, target) in zip(answers, asked))
+
+
 if __name__ == "__main__":
-    print(json.dumps({"sum": submit_group(int(sys.argv[1]), float(sys.argv[2]))}))
+    if sys.argv[1] == "--sdk":
+        print(json.dumps({"right": submit_asks(int(sys.argv[2]), int(sys.argv[3]))}))
+    else:
+        print(json.dumps({"sum": submit_group(int(sys.argv[1]), float(sys.argv[2]))}))

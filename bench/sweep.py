@@ -1,7 +1,7 @@
 """What a covey sweep costs against a raw Celery group of the same size, as a user waits for it.
 
 Run from the repo root: ``python bench/sweep.py [--samples 500,2000] [--latency 0,50]
-[--rounds 3] [--max-in-flight 64] [--concurrency 4] [--json PATH] [--profile DIR]``;
+[--rounds 3] [--max-in-flight 64] [--concurrency 4] [--sdk] [--json PATH] [--profile DIR]``;
 ``bench/all.py`` runs it with the other benchmarks and writes BENCHMARKS.md.
 
 - covey: ``covey sweep`` over N arithmetic samples (``single`` on the sim model,
@@ -12,6 +12,10 @@ Run from the repo root: ``python bench/sweep.py [--samples 500,2000] [--latency 
 - raw: one ``group`` of N leaf tasks of ``bench/raw_tree.py`` (covey's Celery
   configuration, no covey code) sent at once and joined with ``.get()``, as a
   script would do it without covey: no cap, no resume, every result held.
+- raw + SDK (``--sdk``): the same group, each task asking its sample's question
+  through the ``openai`` SDK (the in-process sim, as covey's worker does) and
+  the submitter scoring the answers: what a script without covey's runtime pays
+  for the same model calls, so covey / (raw + SDK) is the runtime's own share.
 
 Both are timed from the command's start to its exit, imports included, each
 submitter a child process whose peak resident memory is its own (``wait4``'s
@@ -74,10 +78,10 @@ def child(argv: list[str], redis_url: str, **settings: str) -> tuple[float, int,
 
 def dataset(directory: Path, n: int, latency_ms: int) -> Path:
     path = directory / f"samples-{n}-{latency_ms}.jsonl"
-    slow = f"[sim:latency {latency_ms}] " if latency_ms else ""
     with path.open("w") as f:
         for i in range(n):
-            f.write(json.dumps({"id": i, "input": f"{slow}What is {i} + {i % 7}?", "target": i + i % 7}) + "\n")
+            asked, target = raw_tree.question(i, latency_ms)
+            f.write(json.dumps({"id": i, "input": asked, "target": target}) + "\n")
     return path
 
 
@@ -135,6 +139,15 @@ class Bench:
         )
         if json.loads(out)["sum"] != n:
             raise RuntimeError(f"the raw group summed {out}, not {n}")
+        return {"seconds": seconds, "peak_mib": mib, "submitter_cpu": cpu, **costs}
+
+    def sdk_run(self, n: int, latency_ms: int) -> dict:
+        argv = [sys.executable, "-m", "bench.raw_tree", "--sdk", str(n), str(latency_ms)]
+        (seconds, mib, cpu, out), costs = self.costs(
+            self.raw, lambda: child(argv, self.server.url, COVEY_QUEUE=RAW_QUEUE)
+        )
+        if json.loads(out)["right"] != n:
+            raise RuntimeError(f"the raw group's SDK calls answered {out} right, not {n}")
         return {"seconds": seconds, "peak_mib": mib, "submitter_cpu": cpu, **costs}
 
     def costs(self, worker: Worker, run: Callable[[], T]) -> tuple[T, dict]:
@@ -214,6 +227,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures as JSON to PATH")
     parser.add_argument("--profile", type=Path, metavar="DIR", help="profile one covey sweep instead")
     parser.add_argument("--gil", action="store_true", help="with --profile: sample only the worker's GIL holder")
+    parser.add_argument("--sdk", action="store_true", help="also time a raw group making the same SDK calls")
     args = parser.parse_args()
     sizes = [int(s) for s in args.samples.split(",")]
     latencies = [int(ms) for ms in args.latency.split(",")]
@@ -223,16 +237,17 @@ def main() -> None:
         if args.profile:
             print(json.dumps(bench.profile(max(sizes), latencies[0], args.profile, args.gil), indent=2))
             return
-        bench.covey_run(20, 0)  # the worker's first jobs pay for its imports and connections
-        bench.raw_run(20, 0)
+        kinds = [("covey", bench.covey_run), ("raw", bench.raw_run)] + ([("sdk", bench.sdk_run)] if args.sdk else [])
+        for _, run in kinds:  # the workers' first jobs pay for their imports and connections
+            run(20, 0)
         rounds: dict[tuple[int, int], dict[str, list[dict]]] = {
-            (n, ms): {"covey": [], "raw": []} for ms in latencies for n in sizes
+            (n, ms): {side: [] for side, _ in kinds} for ms in latencies for n in sizes
         }
         starts = []
         for i in range(args.rounds):
             starts.append(start_seconds())
             for (n, ms), runs in rounds.items():
-                sides = [("covey", bench.covey_run), ("raw", bench.raw_run)][:: 1 if i % 2 == 0 else -1]
+                sides = kinds[i % len(kinds) :] + kinds[: i % len(kinds)]  # each side goes first in turn
                 for side, run in sides:
                     runs[side].append(run(n, ms))
                     print(
@@ -252,11 +267,21 @@ def main() -> None:
                 "covey": median_run(runs["covey"]),
                 "raw": median_run(runs["raw"]),
                 "ratios": [c["seconds"] / r["seconds"] for c, r in zip(runs["covey"], runs["raw"])],
+                **(
+                    {
+                        "sdk": median_run(runs["sdk"]),
+                        "sdk_ratios": [c["seconds"] / r["seconds"] for c, r in zip(runs["covey"], runs["sdk"])],
+                    }
+                    if args.sdk
+                    else {}
+                ),
             }
             for (n, ms), runs in rounds.items()
         ],
     }
     print(table(figures, None))
+    if args.sdk:
+        print(sdk_table(figures))
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
 
@@ -277,6 +302,22 @@ def table(after: dict, before: dict | None) -> str:
                 f"| {statistics.median(row['ratios']):.2f}× | {covey['commands'] / n:.1f} / {raw['commands'] / n:.1f} "
                 f"| {cpu_ms(covey, n)} / {cpu_ms(raw, n)} | {covey['peak_mib']:.0f} / {raw['peak_mib']:.0f} |"
             )
+    return "\n".join(lines)
+
+
+def sdk_table(figures: dict) -> str:
+    """covey against a raw group making the same SDK calls (``--sdk``)."""
+    lines = [
+        "| model latency | samples | covey sweep | raw group + SDK calls | covey / (raw + SDK) time (median of the "
+        "rounds') | CPU ms per sample, submitter + worker + Redis (covey / raw + SDK) |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in figures["rows"]:
+        n, covey, sdk = row["samples"], row["covey"], row["sdk"]
+        lines.append(
+            f"| {row['latency_ms']} ms | {n:,} | {covey['seconds']:.2f} s | {sdk['seconds']:.2f} s "
+            f"| {statistics.median(row['sdk_ratios']):.2f}× | {cpu_ms(covey, n)} / {cpu_ms(sdk, n)} |"
+        )
     return "\n".join(lines)
 
 
