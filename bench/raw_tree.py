@@ -6,7 +6,9 @@ join)``, exactly the canvas covey's agents use to fan out; a leaf returns 1 and
 tree record or model call, so timing this next to covey isolates covey's own
 per-agent work from what Celery itself costs. Given ``call_seconds``, a node and
 a join each sleep that long, as covey's agents wait on their model: a leaf's one
-call, and a spawning agent's two (the call that spawns, the call that finishes).
+call, and a spawning agent's two (the call that spawns, the call that finishes);
+with ``sdk``, each makes that call instead, through the ``openai`` SDK on the
+in-process sim answering in ``call_seconds``, as covey's agents do.
 
 The app takes covey's Celery configuration (JSON, late acks, prefetch 1, task
 events, ...) with its own queue: the two differ only in what the tasks do.
@@ -60,18 +62,16 @@ def create_app(settings: Settings) -> Celery:
     app.conf.update(celery_config(settings))
 
     @app.task(bind=True, name=NODE)
-    def node(self, width: int, depth: int, call_seconds: float = 0) -> int:
-        if call_seconds:
-            time.sleep(call_seconds)  # a leaf's answer, or the call that spawns
+    def node(self, width: int, depth: int, call_seconds: float = 0, sdk: bool = False) -> int:
+        _call(call_seconds, sdk)  # a leaf's answer, or the call that spawns
         if depth == 0:
             return 1
-        children = group(node.s(width, depth - 1, call_seconds) for _ in range(width))
-        return self.replace(chord(children, join.s(call_seconds)))
+        children = group(node.s(width, depth - 1, call_seconds, sdk) for _ in range(width))
+        return self.replace(chord(children, join.s(call_seconds, sdk)))
 
     @app.task(name="raw.join")
-    def join(results: list[int], call_seconds: float = 0) -> int:
-        if call_seconds:
-            time.sleep(call_seconds)  # the call that finishes
+    def join(results: list[int], call_seconds: float = 0, sdk: bool = False) -> int:
+        _call(call_seconds, sdk)  # the call that finishes
         return sum(results)
 
     @app.task(name=ASK)
@@ -83,6 +83,16 @@ def create_app(settings: Settings) -> Celery:
         return reply.choices[0].message.content
 
     return app
+
+
+def _call(seconds: float, sdk: bool) -> None:
+    """A model call of ``seconds``: slept through, or (``sdk``) made."""
+    if sdk:
+        _llm().chat.completions.create(
+            model="sim", messages=[{"role": "user", "content": f"[sim:latency {round(seconds * 1000)}] go"}]
+        )
+    elif seconds:
+        time.sleep(seconds)
 
 
 @functools.cache

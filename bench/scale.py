@@ -1,6 +1,6 @@
 """How much of the model's latency covey hides at scale: wall time against the critical path.
 
-Run from the repo root: ``python bench/scale.py [--repeats N] [--json PATH]``.
+Run from the repo root: ``python bench/scale.py [--repeats N] [--sdk] [--json PATH]``.
 
 Every model call of ``[sim:spawn width=W depth=2] [sim:latency 500]`` takes 500 ms
 (the children inherit the latency directive). However wide the tree, its critical
@@ -11,7 +11,8 @@ hide: agents queued for a slot, and its own work per agent. The trees run on thr
 ``covey worker`` subprocesses (no flags, as a user gets it; ``--pool threads
 --concurrency 500``; ``--pool gevent --concurrency 500``), as plain Celery tasks
 of ``bench/raw_tree.py`` sleeping through the same calls on workers of the threads
-column's shape (Celery's own floor), and as Ray async actors
+column's shape (Celery's own floor; with ``--sdk``, also making those calls
+through the ``openai`` SDK on the in-process sim, as covey's agents do), and as Ray async actors
 making the same waits (when Ray is installed: ``pip install -e '.[bench]'``), in
 interleaved rounds. Beside the wall times is the CPU the worker processes spent
 per agent (Ray's excepted), which a machine busy with other work disturbs less. A
@@ -62,6 +63,7 @@ LABELS = {
     "threads": f"threads, -c {SLOTS}",
     "gevent": f"gevent, -c {SLOTS}",
     "raw": f"raw Celery, threads, -c {SLOTS}",
+    "raw_sdk": f"raw Celery + SDK calls, threads, -c {SLOTS}",
     "ray": "Ray async actors",
 }
 COMMAND = "python bench/scale.py"
@@ -140,9 +142,9 @@ def start_workers(
 # --- raw Celery ---
 
 
-def run_raw(app: Celery, width: int) -> float:
+def run_raw(app: Celery, width: int, sdk: bool = False) -> float:
     start = time.perf_counter()
-    leaves = app.send_task(raw_tree.NODE, args=[width, DEPTH, LATENCY_MS / 1000]).get(timeout=timeout(width))
+    leaves = app.send_task(raw_tree.NODE, args=[width, DEPTH, LATENCY_MS / 1000, sdk]).get(timeout=timeout(width))
     elapsed = time.perf_counter() - start
     if leaves != width**DEPTH:
         raise RuntimeError(f"raw Celery counted {leaves} leaves")
@@ -150,11 +152,18 @@ def run_raw(app: Celery, width: int) -> float:
 
 
 def start_raw(
-    stack: ExitStack, redis_url: str, logs: Path, failed: dict[str, str], runs: dict[str, Run], pids: dict[str, Pids]
+    stack: ExitStack,
+    redis_url: str,
+    logs: Path,
+    failed: dict[str, str],
+    runs: dict[str, Run],
+    pids: dict[str, Pids],
+    sdk: bool = False,
 ) -> None:
     """A raw Celery worker process per core, each ``--pool threads --concurrency
     SLOTS`` as the threads column's ``covey worker`` runs them, and a run of the tree
-    on them added to ``runs`` and ``pids`` (or in ``failed`` why they did not get ready)."""
+    on them added to ``runs`` and ``pids`` (or in ``failed`` why they did not get
+    ready); with ``sdk``, a run whose calls go through the SDK too (``raw_sdk``)."""
     queue = "bench-scale-raw"
     app = raw_tree.create_app(Settings(redis_url=redis_url, queue=queue))
     workers = []
@@ -172,6 +181,9 @@ def start_raw(
         return
     runs["raw"] = lambda width: run_raw(app, width)
     pids["raw"] = lambda: [worker.proc.pid for worker in workers]
+    if sdk:
+        runs["raw_sdk"] = lambda width: run_raw(app, width, sdk=True)
+        pids["raw_sdk"] = pids["raw"]
 
 
 # --- Ray ---
@@ -275,7 +287,7 @@ def measure(
     return medians(times), medians(cpu)
 
 
-def run_all(repeats: int, logs: Path) -> dict[str, Any]:
+def run_all(repeats: int, logs: Path, sdk: bool = False) -> dict[str, Any]:
     """The figures as JSON; whatever it starts is stopped before it returns or raises."""
     with ExitStack() as stack:
         server = RedisServer()
@@ -284,7 +296,7 @@ def run_all(repeats: int, logs: Path) -> dict[str, Any]:
         failed: dict[str, str] = {}
         pids: dict[str, Pids] = {}
         runs = start_workers(stack, server.url, logs, failed, pids)
-        start_raw(stack, server.url, logs, failed, runs, pids)
+        start_raw(stack, server.url, logs, failed, runs, pids, sdk)
         ray_version = start_ray(stack, runs)
         medians, cpu = measure(runs, pids, repeats, failed)
     return {
@@ -295,6 +307,7 @@ def run_all(repeats: int, logs: Path) -> dict[str, Any]:
         "python": platform.python_version(),
         "ray": ray_version,
         "failed": failed,
+        "sdk": sdk,
         "trees": [
             {
                 "width": width,
@@ -329,15 +342,16 @@ def table(after: dict[str, Any], before: dict[str, Any] | None = None) -> str:
     commit when compared), then why any configuration failed or was not run."""
     runs = [("", after)] if before is None else [("before", before), ("after", after)]
     run_column = (" run |", "---|") if before else ("", "")
+    shown = [name for name in LABELS if name != "raw_sdk" or after.get("sdk")]  # raw + SDK only with --sdk
     lines = [
-        "| agents | sim calls |" + run_column[0] + "".join(f" {label} |" for label in LABELS.values()),
-        "|---:|---:|" + run_column[1] + "---:|" * len(LABELS),
+        "| agents | sim calls |" + run_column[0] + "".join(f" {LABELS[name]} |" for name in shown),
+        "|---:|---:|" + run_column[1] + "---:|" * len(shown),
     ]
     for tree in after["trees"]:
         for label, figures in runs:
-            cells = "".join(f" {_cell(figures, tree['agents'], name)} |" for name in LABELS)
+            cells = "".join(f" {_cell(figures, tree['agents'], name)} |" for name in shown)
             lines.append(f"| {tree['agents']} | {tree['sim_calls']} |" + (f" {label} |" if before else "") + cells)
-    measured = [name for name in LABELS if name != "ray"]
+    measured = [name for name in shown if name != "ray"]
     lines += [
         "\nWorker CPU per agent, ms (every worker process of the configuration; medians of the rounds):\n",
         "| agents |" + run_column[0] + "".join(f" {LABELS[name]} |" for name in measured),
@@ -401,9 +415,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=2, help="timed rounds, after a warm-up on the smaller tree")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--sdk", action="store_true", help="also run raw Celery making the same SDK calls")
     args = parser.parse_args()
     report(
-        lambda logs: run_all(args.repeats, logs), table, args.json, keep_logs=lambda figures: bool(figures["failed"])
+        lambda logs: run_all(args.repeats, logs, args.sdk),
+        table,
+        args.json,
+        keep_logs=lambda figures: bool(figures["failed"]),
     )
 
 
