@@ -27,15 +27,15 @@ import functools
 import json
 import sys
 import time
+from typing import TYPE_CHECKING
 
-import httpx2
-import openai
 from celery import Celery, chord, group
 
 from covey.config.celery import celery_config
 from covey.config.settings import Settings
-from covey.models import sim
-from covey.models.llm import SIM_BASE_URL
+
+if TYPE_CHECKING:
+    import openai
 
 NODE, ASK = "raw.node", "raw.ask"
 
@@ -97,7 +97,14 @@ def _call(seconds: float, sdk: bool) -> None:
 
 @functools.cache
 def _llm() -> openai.OpenAI:
-    """One SDK client per worker process, shared by its threads, on the in-process sim."""
+    """One SDK client per worker process, shared by its threads, on the in-process sim.
+    Imported here: the sleeping baselines' worker and submitters never load the SDK."""
+    import httpx2
+    import openai
+
+    from covey.models import sim
+    from covey.models.llm import SIM_BASE_URL
+
     return openai.OpenAI(api_key="sim", base_url=SIM_BASE_URL, http_client=httpx2.Client(transport=sim.transport()))
 
 
