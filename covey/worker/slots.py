@@ -123,6 +123,7 @@ def take(
     if taken.elsewhere:
         raise RunningElsewhere(f"agent {ctx.agent_id} of job {ctx.job_id} runs in another copy of this step")
     if taken.ran:
+        deps.still_held()  # when the copy that ran is the one a worker took from this quiet one, say so (TakenOver)
         raise RunningElsewhere(f"agent {ctx.agent_id} of job {ctx.job_id}: another copy of this step ran already")
     if taken.ok:
         if taken.held:

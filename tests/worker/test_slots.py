@@ -5,6 +5,7 @@ task's countdown is the test's to wait out."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import uuid
 from datetime import timedelta
 
@@ -18,7 +19,7 @@ from covey.context import RunContext
 from covey.spec import AgentSpec
 from covey.status import AgentStatus
 from covey.store.outbox import Message
-from covey.worker import loop, slots
+from covey.worker import loop, slots, takeover
 from covey.worker.agent_state import dump_checkpoint
 from covey.worker.deps import Deps
 
@@ -127,3 +128,11 @@ def test_a_copy_of_a_step_that_another_copy_ran_meanwhile_is_dropped_before_its_
         loop.advance(deps, late, out.action, "late", taken=stored)
     assert deps.ledger.snapshot(job_id) == spent  # no second call reserved or charged
     assert deps.slots.running(tenant) == 0
+
+    def taken_over() -> None:
+        raise takeover.TakenOver("its delivery was put back by a live worker")
+
+    # The copy that ran was the one a live worker took from this quiet one: that is the reason given.
+    with pytest.raises(takeover.TakenOver):
+        loop.advance(dataclasses.replace(deps, still_held=taken_over), late, out.action, "late", taken=stored)
+    assert deps.ledger.snapshot(job_id) == spent
