@@ -94,18 +94,18 @@ def unacked(client: Client, task_id: str) -> str | None:
         tag = next((c.tag for c in in_broker(broker, []).get(task_id, ()) if c.tag is not None), None)
         if tag is None:
             return None
-        return _held(client, broker, tag, broker.zscore(UNACKED_INDEX, tag))
+        return _held(broker, tag, broker.zscore(UNACKED_INDEX, tag), _visibility(client))
     finally:
         broker.close()
 
 
-def _held(client: Client, broker: redis.Redis, tag: str, delivered: float | None) -> str:
-    """What holds delivery ``tag`` unacknowledged and what gives it back."""
+def _held(broker: redis.Redis, tag: str, delivered: float | None, visibility: str) -> str:
+    """What holds delivery ``tag`` unacknowledged and what gives it back (at the
+    ``visibility`` timeout, as ``_visibility`` says it)."""
     holder = holder_of(broker, tag)
     ago = "" if delivered is None else f" {max(0.0, time.time() - delivered):.0f}s ago"
     timeout = (
-        f"the broker delivers it again once its visibility timeout ({_visibility(client)}) "
-        f"has passed since its delivery{ago}"
+        f"the broker delivers it again once its visibility timeout ({visibility}) has passed since its delivery{ago}"
     )
     if holder is None:
         return f"unacknowledged and held by no worker covey knows: {timeout}"
@@ -138,6 +138,7 @@ def _whereabouts(client: Client, job_id: str, nodes: list[Node]) -> dict[str | N
         expected = Outbox(client.redis).messages(job_id)
         seen = in_broker(broker, queues_of(expected.values(), [client.settings.queue]))
         groups: dict[str | None, list[Node]] = {}
+        visibility: str | None = None  # read from the catalog once, for the first agent held
         for node in nodes:
             message = expected.get(node.agent_id)
             if message is None:
@@ -147,7 +148,8 @@ def _whereabouts(client: Client, job_id: str, nodes: list[Node]) -> dict[str | N
             if any(c.tag is None for c in copies):
                 where: str | None = "queued, waiting for a worker slot"
             elif copies:
-                where = _held(client, broker, str(copies[0].tag), None)
+                visibility = visibility or _visibility(client)
+                where = _held(broker, str(copies[0].tag), None, visibility)
             elif message is not None:
                 where = "in no queue and no unacknowledged set: the reconciler sends it again"
             else:
