@@ -133,21 +133,21 @@ class Bench:
         return {"seconds": seconds, "peak_mib": mib, "submitter_cpu": cpu, **costs}
 
     def raw_run(self, n: int, latency_ms: int) -> dict:
-        argv = [sys.executable, "-m", "bench.raw_tree", str(n), str(CALLS * latency_ms / 1000)]
-        (seconds, mib, cpu, out), costs = self.costs(
-            self.raw, lambda: child(argv, self.server.url, COVEY_QUEUE=RAW_QUEUE)
-        )
-        if json.loads(out)["sum"] != n:
-            raise RuntimeError(f"the raw group summed {out}, not {n}")
-        return {"seconds": seconds, "peak_mib": mib, "submitter_cpu": cpu, **costs}
+        return self.raw_group([str(n), str(CALLS * latency_ms / 1000)], "sum", n, "the raw group summed")
 
     def sdk_run(self, n: int, latency_ms: int) -> dict:
-        argv = [sys.executable, "-m", "bench.raw_tree", "--sdk", str(n), str(latency_ms)]
+        args = ["--sdk", str(n), str(latency_ms)]
+        return self.raw_group(args, "right", n, "the raw group's SDK calls answered right")
+
+    def raw_group(self, args: list[str], figure: str, n: int, what: str) -> dict:
+        """A ``bench/raw_tree.py`` submitter run with ``args`` on the raw worker, the
+        ``figure`` it prints checked to be ``n`` (``what`` it is, in the error)."""
+        argv = [sys.executable, "-m", "bench.raw_tree", *args]
         (seconds, mib, cpu, out), costs = self.costs(
             self.raw, lambda: child(argv, self.server.url, COVEY_QUEUE=RAW_QUEUE)
         )
-        if json.loads(out)["right"] != n:
-            raise RuntimeError(f"the raw group's SDK calls answered {out} right, not {n}")
+        if json.loads(out)[figure] != n:
+            raise RuntimeError(f"{what} {out}, not {n}")
         return {"seconds": seconds, "peak_mib": mib, "submitter_cpu": cpu, **costs}
 
     def costs(self, worker: Worker, run: Callable[[], T]) -> tuple[T, dict]:
