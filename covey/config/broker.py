@@ -45,7 +45,7 @@ from kombu.utils.json import dumps
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from covey import keys
-from covey.config import faults, holder, sentinel
+from covey.config import faults, holder, sentinel, unreadable
 from covey.config.pools import packing
 
 SCHEMES = {"redis": "Transport", "sentinel": "SentinelTransport"}
@@ -91,6 +91,19 @@ class Channel(kombu_redis.Channel):
     QoS = QoS
     _client = None
 
+    def _brpop_read(self, **options):
+        # kombu parses a popped entry before it delivers it: an entry that is no JSON
+        # raised out of the consumer and stopped the worker (covey.config.unreadable).
+        popped = self.connection.delivered
+        try:
+            return super()._brpop_read(**options)
+        except (ValueError, RecursionError) as e:
+            if self.connection.delivered != popped:  # raised past the parse, by whatever ran the delivery
+                raise
+            queues = ", ".join(repr(q) for q in self._active_queues)
+            unreadable.drop(None, f"the queues {queues}", f"not JSON ({type(e).__name__}: {e})")
+            return False
+
     def _create_client(self, asynchronous=False):
         if asynchronous:
             return super()._create_client(asynchronous=True)
@@ -115,6 +128,7 @@ class SentinelChannel(Channel, kombu_redis.SentinelChannel):
 class Transport(kombu_redis.Transport):
     Channel = Channel
     scheme = "redis"  # as its URL is spelt
+    delivered = 0  # entries parsed and handed to ``_deliver``: tells a parse's error from a delivery's
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -134,9 +148,14 @@ class Transport(kombu_redis.Transport):
         return f"{self.scheme}://{auth}{c.hostname}:{c.port or DEFAULT_PORT}/{c.virtual_host or 0}"
 
     def _deliver(self, message, queue):
+        self.delivered += 1
+        why = unreadable.why(message)
+        if why is not None:  # kombu would raise making a message of it, and stop the worker
+            unreadable.drop(message, f"queue {queue!r}", why)
+            return None
         # The pop has returned; the delivery is recorded as unacknowledged only in
         # what follows: a worker killed here loses the message (the outbox does not).
-        if "task" in message.get("headers", {}):  # a task's message, not a broadcast or an event
+        if "task" in (message.get("headers") or {}):  # a task's message, not a broadcast or an event
             faults.at("after_pop")
         return super()._deliver(message, queue)
 

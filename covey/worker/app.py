@@ -15,3 +15,5 @@ try:  # the tools this worker serves, before any task runs: a tool that cannot l
 except registry.ToolsError as e:
     raise SystemExit(f"covey worker: {e}") from None
 app = create_app(get_settings(), include_tasks=True)
+# Drops a message whose body cannot be decoded with one line, and ends its job (covey.worker.unreadable).
+app.conf.worker_consumer = "covey.worker.unreadable:Consumer"
