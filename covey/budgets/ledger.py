@@ -45,10 +45,13 @@ class FirstRun:
     """The delivery that would run a root's first step, and how long it may take. No
     other delivery of the job runs that step while it holds it: a job's first
     message is in no outbox, so a second copy of it (a client resubmitting under
-    the job's id, a duplicated publish) would otherwise run beside the first."""
+    the job's id, a duplicated publish) would otherwise run beside the first.
+    ``replaces`` names a holding delivery the broker no longer holds (its worker
+    died and the message came back under a new tag): its hold goes to this one."""
 
     delivery: str = ""  # '' : none is held
     seconds: float = 0.0
+    replaces: str = ""
 
 
 @dataclass(frozen=True)
@@ -204,7 +207,7 @@ class Ledger(Protocol):
         """Write the root's limits and terms; a no-op if the root is already open.
         Returns the root's row as it then stands (the earlier one, if it was open).
         ``run`` takes the root's first step for its delivery, unless another holds
-        it: the row then names that one in ``first_run``."""
+        it (one ``run.replaces`` does not name): the row then names that one in ``first_run``."""
 
     def open(
         self, job_id: str, chain: list[str], child_id: str, budget: Budget, terms: AgentTerms | None = None

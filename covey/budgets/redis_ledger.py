@@ -128,6 +128,7 @@ class RedisLedger:
             run.delivery,
             now + run.seconds,
             now,
+            run.replaces,
             *(terms.scopes or []),
         ]
         opened, raw = self._run_calls(

@@ -204,6 +204,13 @@ def taking_up(request: Any) -> None:
     _step.tag = (getattr(request, "properties", None) or {}).get("delivery_tag")
 
 
+def unacknowledged(tag: str) -> bool:
+    """Whether the broker still holds delivery ``tag`` unacknowledged: a worker runs it,
+    or will (its takeover puts it back under a new tag once its holder's heartbeat
+    lapses). False once it was acknowledged or put back."""
+    return bool(_broker_of(os.getpid()).hexists(UNACKED, tag))
+
+
 def still_held() -> None:
     """``TakenOver`` if the running step's delivery was put back by another worker.
     The process that consumed it knows without a round trip while its heartbeat

@@ -19,10 +19,9 @@ row names the delivery running its first step, and another copy waits meanwhile.
 from __future__ import annotations
 
 import logging
-import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NoReturn
 
 from celery import states as celery_states
@@ -81,7 +80,6 @@ def _signed_or_ignored(task, payload: dict[str, Any], sig: Any, name: str) -> No
         raise Ignore()
 
 
-MIN_WAIT_SECONDS = 0.5  # the shortest wait of a copy of a run_job whose first step another copy runs
 OUTAGES = (RedisConnectionError, RedisTimeoutError, OperationalError)  # Redis or the broker is away
 
 Step = Callable[["_Seen"], "tuple[AgentState, Action]"]
@@ -156,22 +154,24 @@ def _run_job(self, spec: Any) -> dict[str, Any] | str:
         )
         run = _first_run(deps, self.request)
         row = deps.ledger.open_root(ctx.job_id, ROOT_AGENT_ID, job.budget, terms, run)
+        if row is not None and run is not None and row.first_run not in (None, run.delivery):
+            if not takeover.unacknowledged(row.first_run):  # its worker died: the message came back as this one
+                run = replace(run, replaces=row.first_run)
+                row = deps.ledger.open_root(ctx.job_id, ROOT_AGENT_ID, job.budget, terms, run)
         if row is None or row.digest != digest:
             raise loop.NotOpened(f"job {ctx.job_id} already runs another spec: a run_job reusing its id is refused")
         if run is not None and row.first_run != run.delivery:
-            raise _FirstStepHeld(ctx.job_id, (row.first_run_until or 0) - time.time())
+            raise _FirstStepHeld(f"job {ctx.job_id}: another copy of its run_job runs the root's first step")
         return loop.begin(deps, ctx, agent_spec, task_id=self.request.id, row=row)
 
     return _guarded(self, ctx.job_id, ROOT_AGENT_ID, start, scopes=job.scopes())
 
 
 class _FirstStepHeld(Exception):
-    """Another delivery of the job's run_job runs its root's first step: this one
-    waits (``retry``) until that step has ended, then finds the job past it."""
-
-    def __init__(self, job_id: str, seconds: float) -> None:
-        super().__init__(f"job {job_id}: another copy of its run_job runs the root's first step")
-        self.countdown = min(max(seconds, MIN_WAIT_SECONDS), slots.MAX_HOP_SECONDS)
+    """Another delivery of the job's run_job runs its root's first step, and the broker
+    holds it unacknowledged: this copy is dropped. The step ends with the job past
+    its first step; a worker that dies in it has its delivery put back, which takes
+    the hold over."""
 
 
 def _first_run(deps: Deps, request: Any) -> FirstRun | None:
@@ -313,8 +313,8 @@ def _guarded(task, job_id: str, agent_id: str, step: Step, scopes: list[str] | N
         log.info("%s: duplicate dropped", e)
         raise Ignore() from None
     except _FirstStepHeld as e:
-        log.info("%s: this copy waits %.1fs", e, e.countdown)
-        raise task.retry(countdown=e.countdown, max_retries=None) from None
+        log.info("%s: this copy dropped", e)
+        raise Ignore() from None
     except loop.NotOpened as e:
         # Nothing is written, not even a result under this task's id: the message
         # was not one of the job's own, and its task id may be another job's.
