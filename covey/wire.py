@@ -9,7 +9,10 @@ when a message carries them."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 RUN_JOB = "covey.run_job"  # a job's root agent; the job id is the task id
 AGENT = "covey.agent"  # a sub-agent, sent by its parent's fan-out
@@ -18,6 +21,18 @@ PROCEED = "covey.proceed"  # an agent taken up again after its slice ran out
 
 TASK_WORDS = 8  # enough of a task to tell siblings apart at a glance
 ELLIPSIS = "…"  # one character, so a cut text keeps the length it is cut to
+
+
+def canonical(payload: Any) -> bytes:
+    """One byte string per JSON value, whatever the order of its keys."""
+    return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def digest(payload: Any) -> str:
+    """A fingerprint of a JSON value (a job's spec as sent): the same for the same
+    value, however it was sent. A job's root row keeps its spec's, which tells a
+    copy of the job's message from another spec sent under its id."""
+    return hashlib.sha256(canonical(payload)).hexdigest()
 
 
 def cut(text: str, chars: int) -> str:

@@ -109,9 +109,22 @@ class Client:
         elif not isinstance(spec, JobSpec):
             spec = JobSpec.parse(spec)
         self.check(spec)
+        if job_id is not None:
+            self._unused(job_id, spec)
         job_id = job_id or uuid()
         self.send([(job_id, spec)], subscribe)
         return JobHandle(self, job_id)
+
+    def _unused(self, job_id: str, spec: JobSpec) -> None:
+        """``InvalidSpec`` if ``job_id`` is already a job sent with another spec: a job's
+        id keys its result, so the new spec would read the other job's answer (its
+        workers refuse to run it). The same spec again is a resend, and is let through."""
+        sent = wire.digest(spec.wire())
+        with self._reaching(REDIS):
+            submitted = self.index.submission(job_id)
+            root = self.redis.hget(keys.agent(job_id, ROOT_AGENT_ID), "digest")
+        if (submitted is not None and wire.digest(submitted.spec) != sent) or root not in (None, sent):
+            raise InvalidSpec(f"invalid job id: {job_id} is already a job of another spec; submit it under a new id")
 
     def check(self, spec: JobSpec) -> None:
         """``InvalidSpec`` if the job names a scope never created, or a tool no worker

@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
-import json
 import os
 import secrets
 import stat
@@ -31,6 +30,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from covey.errors import CoveyError
+from covey.wire import canonical
 
 SECRET_BYTES = 32
 LOCAL_SCHEMES = ("redis+socket", "unix", "socket")  # a Unix socket is on this host
@@ -39,16 +39,6 @@ LOCAL_NAMES = ("localhost",)
 
 class SecretRequired(CoveyError, ValueError):
     """No ``COVEY_SECRET`` for a broker that workers on other hosts reach."""
-
-
-def canonical(payload: Any) -> bytes:
-    """One byte string per JSON value, whatever the order of its keys."""
-    return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-def digest(payload: Any) -> str:
-    """A fingerprint of a JSON value: the same for the same value, however it was sent."""
-    return hashlib.sha256(canonical(payload)).hexdigest()
 
 
 def sign(secret: bytes, task_id: str, payload: Any) -> str:

@@ -146,7 +146,7 @@ def _run_job(self, spec: Any) -> dict[str, Any] | str:
     # A JobSpec's fields are an AgentSpec's, validated by the same rules: taken as they are.
     agent_spec = AgentSpec.model_construct(**{name: getattr(job, name) for name in AgentSpec.model_fields})
 
-    digest = signing.digest(spec)  # tells a redelivery from another spec reusing the job id
+    digest = wire.digest(spec)  # tells a redelivery from another spec reusing the job id
 
     def start(_: _Seen) -> tuple[AgentState, Action]:
         terms = AgentTerms(
@@ -164,7 +164,7 @@ def _run_job(self, spec: Any) -> dict[str, Any] | str:
             raise _FirstStepHeld(f"job {ctx.job_id}: another copy of its run_job runs the root's first step")
         return loop.begin(deps, ctx, agent_spec, task_id=self.request.id, row=row)
 
-    return _guarded(self, ctx.job_id, ROOT_AGENT_ID, start, scopes=job.scopes())
+    return _guarded(self, ctx.job_id, ROOT_AGENT_ID, start, scopes=job.scopes(), digest=digest)
 
 
 class _FirstStepHeld(Exception):
@@ -257,15 +257,20 @@ def _checkpointed(
     return state
 
 
-def _guarded(task, job_id: str, agent_id: str, step: Step, scopes: list[str] | None = None) -> dict[str, Any] | str:
+def _guarded(
+    task, job_id: str, agent_id: str, step: Step, scopes: list[str] | None = None, digest: str | None = None
+) -> dict[str, Any] | str:
     """Run one step, if it is the one its agent expects; any error becomes a
     ``failed`` result, which counts the agent off its parent's join like any end.
-    A job's first step checks the ledger ``scopes`` it names exist (``InvalidSpec``)."""
+    A job's first step checks the ledger ``scopes`` it names exist (``InvalidSpec``),
+    and that the job its id names, if any, was sent with its spec (``digest``)."""
     state: AgentState | None = None
     try:
         takeover.taking_up(task.request)
         takeover.still_held()
         seen = _seen(task, job_id, agent_id, scopes or [])
+        if seen.digest is not None and seen.digest != digest:
+            raise loop.NotOpened(f"job {job_id} ran another spec: a run_job reusing its id is refused")
         if seen.unknown_scope is not None:
             raise InvalidSpec(f"invalid job spec: {no_scope(seen.unknown_scope)}")
         done = _finished_before(task, job_id, agent_id, seen.node)
@@ -336,6 +341,7 @@ class _Seen:
     checkpoint: checkpoints.Checkpoint | None  # read for a run_job only, the one task taken up with none expected
     row: AgentRow | None = None  # read for an agent's first step only (run_job opens the root's first)
     unknown_scope: str | None = None  # of the scopes a run_job names, one never created
+    digest: str | None = None  # for a run_job: the spec's its job's root row was opened with, if it was
 
 
 def _seen(task, job_id: str, agent_id: str, scopes: list[str]) -> _Seen:
@@ -345,12 +351,13 @@ def _seen(task, job_id: str, agent_id: str, scopes: list[str]) -> _Seen:
         pipe.hget(keys.expected(job_id), agent_id)
         if task.name == wire.RUN_JOB:
             pipe.hmget(keys.checkpoint(job_id, agent_id), "round", "state")
+            pipe.hget(keys.agent(job_id, agent_id), "digest")
         if task.name == wire.AGENT:
             pipe.hgetall(keys.agent(job_id, agent_id))
         if named:
             pipe.smismember(keys.scopes_index(), named)
         node, expected, *more = pipe.execute()
-    saved = more[0] if task.name == wire.RUN_JOB else None
+    saved, digest = more[:2] if task.name == wire.RUN_JOB else (None, None)
     row = more[0] if task.name == wire.AGENT else None
     created = more[-1] if named else []
     return _Seen(
@@ -359,6 +366,7 @@ def _seen(task, job_id: str, agent_id: str, scopes: list[str]) -> _Seen:
         checkpoint=None if saved is None else checkpoints.Checkpoint.of(*saved),
         row=agent_row(agent_id, row) if row else None,
         unknown_scope=next((s for s, known in zip(named, created) if not known), None),
+        digest=digest,
     )
 
 

@@ -12,7 +12,7 @@ import pytest
 from celery import Celery
 
 from covey.context import RunContext
-from covey.spec import AgentSpec
+from covey.spec import AgentSpec, InvalidSpec
 from covey.worker import signing
 from tests.integration.test_durability import wait_until
 
@@ -102,6 +102,28 @@ def test_a_run_job_reusing_a_running_jobs_id_is_refused(client, broker):
     chase(client)
     assert client.job(running.id).result(timeout=5).output == "4"
     assert [n.task for n in client.job(running.id).tree()] == ["[sim:latency 1500] What is 2 + 2?"]
+
+
+def test_a_run_job_reusing_a_finished_jobs_id_runs_nothing_and_stores_nothing(client, broker):
+    finished = client.submit(client.spec("What is 2 + 2?"))
+    assert finished.result(timeout=60).output == "4"
+    before = snapshot(client, finished.id)
+    client.redis.delete(f"celery-task-meta-{finished.id}")  # its result expired; its records live on
+    broker.send_task(
+        "covey.run_job", kwargs={"spec": {"task": "[sim:answer hijacked] x"}}, queue="covey", task_id=finished.id
+    )
+    chase(client)
+    assert snapshot(client, finished.id) == before
+    assert client.app.AsyncResult(finished.id).state == "PENDING"  # neither the other spec's answer nor the old one
+
+
+def test_the_client_refuses_a_job_id_that_is_already_a_job_of_another_spec(client):
+    spec = client.spec("What is 2 + 2?")
+    finished = client.submit(spec)
+    assert finished.result(timeout=60).output == "4"
+    with pytest.raises(InvalidSpec, match=f"{finished.id} is already a job of another spec"):
+        client.submit(client.spec("[sim:answer hijacked] x"), job_id=finished.id)
+    assert client.submit(spec, job_id=finished.id).result(timeout=60).output == "4"  # the same job sent again
 
 
 def in_flight(client, task: str) -> dict:
