@@ -3,31 +3,34 @@
 A job can sit still for reasons no result will ever report: its message went to a
 queue no covey worker reads, no worker reads covey's queue at all, its agents'
 messages wait in its queue after every worker reading it went, a message its
-outbox expects was lost (it is sent again here, as the workers' reconciler does),
-the worker running some of its agents died and the broker has not handed their
-tasks to another one yet, or a worker holds its message (an agent's next step, a
+outbox expects was lost (the workers' reconciler sends it again), the worker
+running some of its agents died and the broker has not handed their tasks to
+another one yet, or a process holds its message (an agent's next step, a
 parent's resume once its children finished) unacknowledged and runs none of it
 (the broker gives it back at the visibility timeout, or covey's takeover once
-that worker's heartbeat lapses). Each is found from the broker, the workers' own answers
-and the job's tree, and said in one line naming what is stuck; so is a job whose
-records and messages are gone (a Redis wiped), which nothing will ever finish.
+that process's heartbeat lapses). Each is found from the broker, the workers'
+records and the job's tree, and said in one line naming what is stuck; so is a
+job whose records and messages are gone (a Redis wiped), which nothing will ever
+finish. It only reads: sending a lost message again is the workers' reconciler's
+job, and a diagnosis sends nothing and waits for nothing.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import redis
 
 from covey import keys
 from covey.config import connections
+from covey.config.deliveries import UNACKED_INDEX, held_by_silent_workers, holder_of, in_broker
+from covey.context import ROOT_AGENT_ID
 from covey.status import AgentStatus
-from covey.store.outbox import Message, Outbox
+from covey.store.outbox import Message, Outbox, queues_of
 from covey.store.tree import Node, by_parent
-from covey.worker.reconciler import UNACKED_INDEX, Reconciler, in_broker, queues_of, send
-from covey.worker.takeover import holder_of
 
 if TYPE_CHECKING:
     from covey.client import Client
@@ -36,7 +39,7 @@ DEFAULT_CELERY_QUEUE = "celery"  # where a Celery client sends a task that names
 QUEUE_PEEK = 1000  # messages looked at per queue: enough for a queue someone is waiting on
 INSPECT_SECONDS = 0.5  # how long workers get to answer an inspect broadcast
 STALLED_SHOWN = 5  # agents named in a message; the rest are counted
-LOOKS_APART_SECONDS = 1.0  # a message missing at two looks this far apart was lost, not on its way
+LOST = "in no queue and no unacknowledged set: a worker's reconciler sends it again"  # where a lost message is
 
 
 def _redis_broker(client: Client) -> redis.Redis | None:
@@ -67,21 +70,6 @@ def _message_id(raw: str) -> str | None:
         return json.loads(raw).get("headers", {}).get("id")
     except (ValueError, AttributeError):
         return None
-
-
-def resend_lost(client: Client, job_id: str) -> list[Message]:
-    """The job's expected messages that are in no queue and no unacknowledged set at
-    two looks, sent again (on a Redis broker; else none)."""
-    broker = _redis_broker(client)
-    if broker is None:
-        return []
-    try:
-        reconciler = Reconciler(client.redis, broker, [client.settings.queue], lambda m: send(client.app, m))
-        reconciler.look([job_id])
-        time.sleep(LOOKS_APART_SECONDS)
-        return reconciler.look([job_id])
-    finally:
-        broker.close()
 
 
 def unacked(client: Client, task_id: str) -> str | None:
@@ -151,7 +139,7 @@ def _whereabouts(client: Client, job_id: str, nodes: list[Node]) -> dict[str | N
                 visibility = visibility or _visibility(client)
                 where = _held(broker, str(copies[0].tag), None, visibility)
             elif message is not None:
-                where = "in no queue and no unacknowledged set: the reconciler sends it again"
+                where = LOST
             else:
                 where = None
             groups.setdefault(where, []).append(node)
@@ -160,13 +148,30 @@ def _whereabouts(client: Client, job_id: str, nodes: list[Node]) -> dict[str | N
         broker.close()
 
 
-def live_task_ids(client: Client) -> set[str] | None:
-    """Ids of the tasks live workers run or hold; None when no worker answers."""
+@dataclass(frozen=True)
+class Live:
+    """What live workers run or hold, and whether any answered a broadcast."""
+
+    task_ids: set[str]
+    answered: bool
+
+
+def live_tasks(client: Client) -> Live | None:
+    """The tasks live workers run or hold; None when no worker answers and, on a Redis
+    broker, none still beats. A worker too busy to answer the broadcast's short wait
+    that still beats runs the tasks it holds (its records in the broker's Redis):
+    it is not taken for gone."""
     inspect = client.app.control.inspect(timeout=INSPECT_SECONDS)
-    active, reserved = inspect.active(), inspect.reserved()
-    if not active and not reserved:
-        return None
-    return {t["id"] for replies in (active or {}, reserved or {}) for tasks in replies.values() for t in tasks}
+    active, reserved = inspect.active() or {}, inspect.reserved() or {}
+    answered = set(active) | set(reserved)
+    ids = {t["id"] for replies in (active, reserved) for tasks in replies.values() for t in tasks}
+    broker = _redis_broker(client)
+    if broker is not None:
+        try:
+            ids |= held_by_silent_workers(broker, answered)
+        finally:
+            broker.close()
+    return Live(ids, bool(answered)) if answered or ids else None
 
 
 def why_stuck(client: Client, job_id: str) -> str | None:
@@ -185,24 +190,29 @@ def why_stuck(client: Client, job_id: str) -> str | None:
                 f"no worker reads queue {client.settings.queue!r}; job {job_id} waits until one starts (covey worker)"
             )
         return None if queue is not None else _unstarted(client, job_id)
-    lost = resend_lost(client, job_id)
-    if lost:
-        agents = ", ".join(m.kwargs.get("agent_id") or m.kwargs.get("ctx", {}).get("agent_id", "?") for m in lost)
-        return f"job {job_id} waited on {len(lost)} lost message(s), now sent again: {agents}"
-    live = live_task_ids(client)
+    if any(n.agent_id == ROOT_AGENT_ID and n.final for n in nodes):
+        return None  # finished: nothing is stuck
+    live = live_tasks(client)
     due = _resume_due(nodes)
     moving = [n for n in nodes if n.status is AgentStatus.RUNNING or n.agent_id in due]
-    stuck = [n for n in moving if live is None or n.task_id not in live]
-    if live is None:
-        stuck += [n for n in nodes if n.status is AgentStatus.QUEUED]
-    if not stuck:  # with no worker answering, every queued agent is stuck: none is left here
+    queued = [n for n in nodes if n.status is AgentStatus.QUEUED]
+    stuck = [n for n in moving if live is None or n.task_id not in live.task_ids] + (queued if live is None else [])
+    # A queued agent whose message was lost is stuck too, live workers or not.
+    looked_at = stuck if live is None else stuck + queued
+    stuck_ids = {n.agent_id for n in stuck}
+    groups = {
+        where: kept
+        for where, group in _whereabouts(client, job_id, looked_at).items()
+        if (kept := [n for n in group if n.agent_id in stuck_ids or where == LOST])
+    }
+    if not groups:  # with no worker answering, every queued agent is already counted stuck
         return _queued_unread(client, job_id, nodes)
-    who = "no worker answers" if live is None else "no live worker runs them"
+    who = "no live worker runs them" if live is not None and live.answered else "no worker answers"
     unknown = "a live worker takes their tasks up once their worker's heartbeat lapses (COVEY_WORKER_HEARTBEAT_SECONDS)"
     return "\n".join(
         f"agents of job {job_id} stopped reporting ({who}): {_names(group)}; "
         + (unknown if where is None else f"each one's next message is {where}")
-        for where, group in _whereabouts(client, job_id, stuck).items()
+        for where, group in groups.items()
     )
 
 
@@ -250,7 +260,7 @@ def _unstarted(client: Client, job_id: str) -> str | None:
     held = unacked(client, job_id)
     if not held and client.redis.exists(keys.submitted(job_id)):
         return None
-    if job_id in (live_task_ids(client) or ()):
+    if (live := live_tasks(client)) is not None and job_id in live.task_ids:
         return None
     if held:
         return f"job {job_id} waits on its message, {held}"
@@ -270,7 +280,7 @@ def wake_waiting(client: Client, job_id: str) -> list[Message]:
     expected = Outbox(client.redis).messages(job_id)
     woken = [now for agent_id, m in expected.items() if agent_id in waiting and (now := m.now()) is not None]
     for message in woken:
-        send(client.app, message)
+        message.send(client.app)
     return woken
 
 

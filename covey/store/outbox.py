@@ -12,6 +12,7 @@ or the broker lost it at a pop) is found and sent again.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -37,6 +38,10 @@ class Message:
     def loads(cls, raw: str) -> Message:
         return cls(**json.loads(raw))
 
+    def send(self, app: Any) -> None:
+        """Send it with Celery ``app``, exactly as recorded."""
+        app.send_task(self.name, kwargs=self.kwargs, task_id=self.task_id, add_to_parent=False, **self.options)
+
     def now(self) -> Message | None:
         """This message without its countdown, to send at once; None if it has none
         (it is no waiting agent's next step)."""
@@ -61,6 +66,13 @@ class Message:
         labels (which name the round or step of an agent's later messages)."""
         wanted = (self.task_id, self.name, self.options.get("kwargsrepr"))
         return (headers.get("id"), headers.get("task"), headers.get("kwargsrepr")) == wanted
+
+
+def queues_of(messages: Iterable[Message], queues: Iterable[str]) -> list[str]:
+    """``queues`` and every other queue one of ``messages`` is sent to: where to look
+    for them (a job's messages go to the queue it was sent to, which may be none of
+    a worker's or client's own)."""
+    return list(dict.fromkeys([*queues, *(m.queue for m in messages if m.queue is not None)]))
 
 
 class Outbox:

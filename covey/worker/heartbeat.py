@@ -5,6 +5,8 @@ set again several times a TTL by a thread of the process that consumes. While
 it stands, no other worker touches this process's deliveries, however slow its
 steps. Once it lapses (the process died, was stopped, starved or cut off from
 Redis) another worker may put them back on their queues (``covey.worker.takeover``).
+A worker's heartbeat names its Celery node, so a reader tells the deliveries a
+worker runs from those a process that runs no tasks holds (``covey.config.deliveries``).
 The next heartbeat after a lapse reads which deliveries this process still
 holds: the others were taken, and the steps running them drop them
 (``taken``), so no step is finished by two workers.
@@ -21,6 +23,7 @@ import redis
 from kombu.utils.encoding import bytes_to_str
 
 from covey import keys
+from covey.config.deliveries import beat_value
 from covey.config.holder import Holder
 
 log = logging.getLogger(__name__)
@@ -29,8 +32,10 @@ _BEAT = (files("covey.worker") / "lua" / "heartbeat.lua").read_text(encoding="ut
 
 
 class Heartbeat:
-    def __init__(self, client: redis.Redis, holder: Holder, seconds: float, kept_seconds: float) -> None:
-        self.holder, self.seconds = holder, seconds
+    def __init__(
+        self, client: redis.Redis, holder: Holder, seconds: float, kept_seconds: float, node: str = ""
+    ) -> None:
+        self.holder, self.seconds, self.node = holder, seconds, node
         self._kept = max(1, int(kept_seconds))
         self._client, self._beat = client, client.register_script(_BEAT)
         self._keys = [keys.worker_alive(holder.id), keys.worker_held(holder.id), keys.workers()]
@@ -40,8 +45,8 @@ class Heartbeat:
         """Say this process is alive; after a lapse, mark what was taken from it."""
         holder = self.holder
         with holder.lock:
-            sent, token = time.monotonic(), uuid.uuid4().hex  # the key stands at least a TTL from here
-            ttl_ms, before = int(self.seconds * 1000), set(holder.inflight)
+            sent, ttl_ms, before = time.monotonic(), int(self.seconds * 1000), set(holder.inflight)
+            token = beat_value(uuid.uuid4().hex, ttl_ms, self.node)  # the key stands at least a TTL from here
             reply = self._beat(keys=self._keys, args=[holder.id, ttl_ms, self._kept, self._answered, token])
             self._answered = token
             held = None if reply == 1 else {bytes_to_str(tag) for tag in reply}

@@ -21,13 +21,11 @@ broker took to restore a dead worker's ones.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 import redis
@@ -36,56 +34,11 @@ from celery.signals import worker_ready
 
 from covey import keys
 from covey.config import connections
+from covey.config.deliveries import in_broker
 from covey.config.settings import Settings, get_settings
-from covey.store.outbox import Message, Outbox
+from covey.store.outbox import Message, Outbox, queues_of
 
 log = logging.getLogger(__name__)
-
-UNACKED = "unacked"  # kombu's Redis transport: delivery tag -> [message, exchange, routing key]
-UNACKED_INDEX = "unacked_index"  # kombu's Redis transport: delivery tag -> when delivered (epoch seconds)
-
-
-def send(app: Celery, message: Message) -> None:
-    """Send a message the outbox recorded, exactly as recorded."""
-    app.send_task(message.name, kwargs=message.kwargs, task_id=message.task_id, add_to_parent=False, **message.options)
-
-
-def _headers(raw: str, unacked: bool) -> dict[str, Any]:
-    try:
-        payload = json.loads(raw)
-        return (payload[0] if unacked else payload).get("headers") or {}
-    except (ValueError, AttributeError, IndexError, KeyError):
-        return {}
-
-
-@dataclass(frozen=True)
-class Copy:
-    """A message in the broker: queued, or delivered and unacknowledged under ``tag``."""
-
-    headers: dict[str, Any]
-    tag: str | None = None
-
-
-def queues_of(messages: Iterable[Message], queues: Iterable[str]) -> list[str]:
-    """``queues`` and every other queue one of ``messages`` is sent to: where to look
-    for them (a job's messages go to the queue it was sent to, which may be none of
-    this worker's or client's own)."""
-    return list(dict.fromkeys([*queues, *(m.queue for m in messages if m.queue is not None)]))
-
-
-def in_broker(broker: redis.Redis, queues: Iterable[str]) -> dict[str, list[Copy]]:
-    """Task id -> its messages queued on ``queues`` or unacknowledged, read at one instant."""
-    with broker.pipeline(transaction=True) as pipe:
-        for queue in queues:
-            pipe.lrange(queue, 0, -1)
-        pipe.hgetall(UNACKED)
-        *queued, unacked = pipe.execute()
-    copies = [Copy(_headers(raw, False)) for q in queued for raw in q]
-    copies += [Copy(_headers(raw, True), tag) for tag, raw in unacked.items()]
-    found: dict[str, list[Copy]] = {}
-    for copy in copies:
-        found.setdefault(copy.headers.get("id", ""), []).append(copy)
-    return found
 
 
 class Reconciler:
@@ -117,7 +70,7 @@ class Reconciler:
 def _loop(settings: Settings, app: Celery) -> None:
     store = connections.client(settings.redis_url, settings.redis_master, decode_responses=True)
     broker = connections.client(settings.broker, settings.redis_master, decode_responses=True)
-    reconciler = Reconciler(store, broker, [settings.queue], lambda m: send(app, m))
+    reconciler = Reconciler(store, broker, [settings.queue], lambda m: m.send(app))
     token, lock = uuid.uuid4().hex, keys.reconciler_lock()
     while True:
         time.sleep(settings.reconcile_seconds)

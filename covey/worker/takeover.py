@@ -40,39 +40,17 @@ from redis.exceptions import WatchError
 
 from covey import keys
 from covey.config import connections, holder
+from covey.config.deliveries import BEATS_PER_TTL, UNACKED, dead_holders
 from covey.config.settings import Settings, get_settings
 from covey.worker.heartbeat import Heartbeat
-from covey.worker.reconciler import UNACKED
 
 log = logging.getLogger(__name__)
 
-BEATS_PER_TTL = 6  # a heartbeat lapses only after this many beats in a row were missed
 ATTEMPTS = 20  # transactions a busy broker may abort (an ack elsewhere) before the next pass retries
 
 
 class TakenOver(Exception):
     """This step's delivery was put back on its queue by another worker: drop it."""
-
-
-def dead_holders(client: redis.Redis, me: str) -> list[str]:
-    """The holders, other than ``me``, whose heartbeat has lapsed."""
-    holders = sorted(bytes_to_str(h) for h in client.smembers(keys.workers()) if bytes_to_str(h) != me)
-    with client.pipeline(transaction=False) as pipe:
-        for h in holders:
-            pipe.exists(keys.worker_alive(h))
-        alive = pipe.execute()
-    return [h for h, up in zip(holders, alive) if not up]
-
-
-def holder_of(client: redis.Redis, tag: str) -> tuple[str, bool] | None:
-    """The holder that recorded delivery ``tag`` and whether its heartbeat stands, or
-    None when no holder did (kombu's visibility timeout alone gives it back then)."""
-    holders = sorted(bytes_to_str(h) for h in client.smembers(keys.workers()))
-    with client.pipeline(transaction=False) as pipe:
-        for h in holders:
-            pipe.sismember(keys.worker_held(h), tag).exists(keys.worker_alive(h))
-        replies = pipe.execute()
-    return next(((h, bool(up)) for h, held, up in zip(holders, replies[::2], replies[1::2]) if held), None)
 
 
 def take_over(channel: Any, dead: str) -> int | None:
@@ -238,7 +216,9 @@ def _start(sender: Any = None, **_: Any) -> None:
     if not settings.redis_broker:
         return  # another broker redelivers a dead consumer's messages itself
     client = _client(settings)
-    _mine = Heartbeat(client, holder.current(), settings.worker_heartbeat_seconds, settings.redelivery_seconds)
+    _mine = Heartbeat(
+        client, holder.current(), settings.worker_heartbeat_seconds, settings.redelivery_seconds, sender.hostname
+    )
     threading.Thread(
         target=_loop, args=(settings, sender.app, _mine, client), name="covey-heartbeat", daemon=True
     ).start()

@@ -56,7 +56,6 @@ from covey.worker import (
     handover,
     loop,
     lost,
-    reconciler,
     signing,
     slots,
     takeover,
@@ -547,7 +546,7 @@ def _send(message: Message | str | None) -> None:
     """Send a message recorded in the outbox (a ``Message``, or as stored)."""
     if message is None:
         return
-    reconciler.send(app, Message.loads(message) if isinstance(message, str) else message)
+    (Message.loads(message) if isinstance(message, str) else message).send(app)
 
 
 def _reported(result: AgentResult) -> dict[str, Any]:

@@ -20,9 +20,8 @@ import redis
 
 from covey import keys, wire
 from covey.client import Client
+from covey.config.deliveries import UNACKED, holder_of
 from covey.config.settings import Settings
-from covey.worker.reconciler import UNACKED
-from covey.worker.takeover import holder_of
 from tests.integration.conftest import start_covey_worker, stop_worker, wait_for_worker
 from tests.integration.test_partition import wait_until
 from tests.redis_server import RedisServer

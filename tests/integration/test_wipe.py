@@ -20,6 +20,7 @@ from covey.config import broker, holder
 from covey.config.settings import Settings
 from covey.status import CauseKind
 from covey.worker.heartbeat import Heartbeat
+from covey.worker.reconciler import Reconciler
 from covey.worker.takeover import take_over
 from tests.integration.conftest import ROOT, start_worker, stop_worker, wait_for_worker, worker_env
 from tests.integration.test_durability import wait_until
@@ -199,6 +200,10 @@ def test_a_parent_whose_resume_a_live_worker_holds_is_said_to_wait_for_its_redel
             assert worker.wait(timeout=60) == -9, "the worker was not killed as its child finished"
             with pytest.raises(JobTimeout) as lost:
                 handle.result(timeout=1)
+            assert r.llen(client.settings.queue) == 0  # the client only looked: it sent nothing
+            reconciler = Reconciler(r, r, [client.settings.queue], lambda m: m.send(client.app))
+            assert reconciler.look() == []  # what a worker's reconciler does: missing at one look ...
+            assert len(reconciler.look()) == 1  # ... and at the next, so it is sent again
             me = holder.current()
             Heartbeat(r, me, seconds=60, kept_seconds=600).beat()
             with Connection(server.url, transport=broker.transport(server.url)) as mine:
@@ -210,7 +215,10 @@ def test_a_parent_whose_resume_a_live_worker_holds_is_said_to_wait_for_its_redel
             stop_worker(worker)
             client.close()
             r.close()
-    assert lost.value.reason == f"job {handle.id} waited on 1 lost message(s), now sent again: root"
+    assert lost.value.reason == (
+        f"agents of job {handle.id} stopped reporting (no worker answers): root; each one's next message is "
+        "in no queue and no unacknowledged set: a worker's reconciler sends it again"
+    )
     assert taken is not None and taken.headers["task"] == "covey.resume"
     assert statuses == ["waiting", "completed"]
     assert held.value.reason.startswith(

@@ -12,8 +12,9 @@ from kombu import Connection, Exchange, Queue
 
 from covey import keys
 from covey.config import broker, holder
+from covey.config.deliveries import dead_holders, holder_of
 from covey.worker.heartbeat import Heartbeat
-from covey.worker.takeover import dead_holders, holder_of, put_back_orphans, take_over
+from covey.worker.takeover import put_back_orphans, take_over
 from tests.cut_link import CutLink
 from tests.redis_server import RedisServer
 

@@ -7,7 +7,7 @@
 -- ARGV[2]  the heartbeat's TTL in milliseconds
 -- ARGV[3]  how long the held set and the holders' set are kept, in seconds
 -- ARGV[4]  the token of the process's last beat that it saw answered ('' for none)
--- ARGV[5]  this beat's token, new each beat
+-- ARGV[5]  this beat's value, new each beat (its token, TTL and worker's node: covey.config.deliveries)
 -- Returns 1 if the heartbeat still held the last answered beat's token (it stood
 -- since: nothing can have been taken); else the held tags, which no longer include
 -- any another worker put back. A token compares where mere existence would not: a
