@@ -46,8 +46,8 @@ class Deps:
     slots: RunningSlots
     cancels: Cancels
     now: Callable[[], datetime] = field(default=utcnow)
-    # Raises when another worker took the running step's delivery (covey.worker.takeover).
-    still_held: Callable[[], None] = field(default=lambda: None)
+    # False once another worker took the running step's delivery (covey.worker.takeover).
+    still_held: Callable[[], bool] = field(default=lambda: True)
 
     def workspace(self, job_id: str) -> Workspace:
         return Workspace(self.redis, job_id, self.settings.job_ttl)

@@ -9,12 +9,12 @@ them, so no worker slot waits on children.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from covey import keys
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentRow, cancelled_by_parent
 from covey.context import SUBAGENT_DIR, RunContext
@@ -34,9 +34,10 @@ from covey.results import AgentResult, ChildSummary, Usage
 from covey.spec import AgentSpec
 from covey.status import AgentStatus, Cause, CauseKind
 from covey.tools.registry import narrow
-from covey.worker import slots, telemetry, transcript
+from covey.worker import ending, slots, telemetry, transcript
 from covey.worker.agent_state import AgentState
 from covey.worker.calls import Stop, call_model, seconds_left, settle_owed
+from covey.worker.completion import Completion, taken_over
 from covey.worker.deps import Deps
 from covey.worker.logs import agent_event
 from covey.worker.redaction import redact
@@ -49,10 +50,6 @@ from covey.worker.tool_calls import run_tools
 EndCalls = Callable[[str, AgentResult], Sequence[ScriptCall]]
 
 
-class NotOpened(Exception):
-    """A task for an agent its job's ledger never opened: a forged or stray message."""
-
-
 @dataclass(frozen=True)
 class Finished:
     """The agent ended; ``resume`` is its parent's resume message (as stored) when it
@@ -61,10 +58,6 @@ class Finished:
     result: AgentResult
     resume: str | None = None
     ended_with: bool = False  # whether the ``end`` calls ran with its final record (it wrote it)
-
-
-class Unfinished(Exception):
-    """A join found a child that has not finished: the message that asked for it is not the last child's."""
 
 
 @dataclass(frozen=True)
@@ -86,12 +79,18 @@ class Paused:
 
 def begin(
     deps: Deps, ctx: RunContext, spec: AgentSpec, task_id: str | None = None, row: AgentRow | None = None
-) -> tuple[AgentState, Action]:
+) -> tuple[AgentState, Action] | Completion:
     """Start an agent under the terms its ledger row holds (``row``, when the caller
-    has just read it), whatever its message says."""
+    has just read it), whatever its message says. A task for an agent its job's
+    ledger never opened (a forged or stray message) is dropped: nothing is written,
+    not even a result under its task id, which may be another job's."""
     row = row or deps.ledger.agent(ctx.job_id, ctx.agent_id)
     if row is None:
-        raise NotOpened(f"agent {ctx.agent_id} was never opened on the ledger of job {ctx.job_id}")
+        return Completion.drop(
+            f"refused a task for agent {ctx.agent_id} of job {ctx.job_id}: "
+            f"agent {ctx.agent_id} was never opened on the ledger of job {ctx.job_id}",
+            logging.WARNING,
+        )
     ctx, spec = _under_terms(ctx, spec, row)
     action = registry.strategy(spec.strategy).start(spec, ctx)
     now = deps.now()
@@ -159,20 +158,21 @@ def proceed(deps: Deps, state: AgentState) -> tuple[AgentState, Action]:
     return state, action
 
 
-def join(deps: Deps, state: AgentState) -> tuple[AgentState, Action]:
+def join(deps: Deps, state: AgentState) -> tuple[AgentState, Action] | Completion:
     """Fold finished children back in, in the order the strategy asked for them:
     every child of a ``join="all"`` spawn; of ``join="each"`` ones, those the
     expected resume hands over (its batch) and any refused at open.
 
     Each child's result is what its own node recorded when it finished, never what
     the message that resumes this agent says. A child whose node is not final has
-    not reported: ``Unfinished``, and nothing is made up for it. Only a child whose
-    node is gone (its records wiped) is joined as lost."""
+    not reported: the message asking for the join is not its last child's, and is
+    dropped; nothing is made up for it. Only a child whose node is gone (its
+    records wiped) is joined as lost."""
     batch = deps.checkpoints.batch(state.ctx.job_id, state.ctx.agent_id) if state.as_completed else None
     return _fold(deps, state, batch)
 
 
-def _fold(deps: Deps, state: AgentState, batch: set[str] | None) -> tuple[AgentState, Action]:
+def _fold(deps: Deps, state: AgentState, batch: set[str] | None) -> tuple[AgentState, Action] | Completion:
     """Resume the strategy with the pending children ``batch`` names and those
     refused at open (``batch`` None: every pending child)."""
     state.task_deadline = _task_deadline(deps)
@@ -182,7 +182,11 @@ def _fold(deps: Deps, state: AgentState, batch: set[str] | None) -> tuple[AgentS
     found = {n.agent_id: n for n in deps.tree.many(ctx.job_id, running)}
     unfinished = [agent_id for agent_id, n in found.items() if not n.final]
     if unfinished:
-        raise Unfinished(f"agent {ctx.agent_id} resumed before its children {', '.join(unfinished)} finished")
+        return Completion.drop(
+            f"job {ctx.job_id}: agent {ctx.agent_id} resumed before its children {', '.join(unfinished)} "
+            "finished; dropped",
+            logging.WARNING,
+        )
     finished = {agent_id: n.result(ctx.job_id) for agent_id, n in found.items()}
     ordered = []
     for pending in taken:
@@ -210,17 +214,19 @@ def advance(
     holder: str = "",
     end: EndCalls | None = None,
     taken: str | None = None,
-) -> Finished | FanOut | Paused:
+) -> Finished | FanOut | Paused | Completion:
     """Run the agent from ``action`` until it ends, fans out or pauses. Its task
     (the run ``holder`` of its step, which took up the expected message ``taken``)
-    gives back the running slots this takes (``slots.give_back``) when it returns;
-    a copy of the step that another ran meanwhile goes no further
-    (``slots.RunningElsewhere``). ``end`` gives script calls to run in the round
-    trip of its final record."""
+    gives back the running slots this takes (``slots.give_back``) when it returns.
+    A copy of the step that another ran meanwhile, or whose delivery another worker
+    took from this quiet one, goes no further: a dropping ``Completion``. ``end``
+    gives script calls to run in the round trip of its final record."""
     strategy = registry.strategy(state.spec.strategy)
     # An agent's first step records it running with its slot take: a round trip less.
     first = state.recorded_at is None
     wait = slots.take(deps, state, holder, state.node(AgentStatus.RUNNING) if first else None, taken)
+    if isinstance(wait, Completion):
+        return wait
     if first:
         state.recorded_at = deps.now()
     if wait is not None and _stop(deps, state, checked_at_reserve=False) is None:
@@ -231,7 +237,8 @@ def advance(
     while True:
         if not isinstance(action, Finish):  # an end carries the last call's settlement; all else settles it first
             settle_owed(deps, state)
-        deps.still_held()  # a step taken by another worker while this one was quiet goes no further
+        if not deps.still_held():  # a step taken by another worker while this one was quiet goes no further
+            return taken_over(state.ctx.job_id, state.ctx.agent_id)
         state.strategy_state = action.state
         if isinstance(action, Finish):
             cause = action.cause or _strategy_cause(action.status, state.children)
@@ -262,7 +269,10 @@ def advance(
             if any(p.refused is None for p in state.pending):  # it waits on some
                 agent_event(f"spawned {len(children)}" if children else "waiting", state, AgentStatus.WAITING)
                 return FanOut(state=state, children=children)
-            state, action = _fold(deps, state, None)
+            folded = _fold(deps, state, None)  # every child refused at open: nothing is unfinished
+            if isinstance(folded, Completion):
+                return folded
+            state, action = folded
             continue
         else:
             raise TypeError(f"unknown action {type(action).__name__}")
@@ -340,39 +350,22 @@ def _finish(
     data: Any = None,
     end: EndCalls | None = None,
 ) -> Finished:
-    """Record the agent's result and drop what it kept only while running."""
+    """Record the agent's result and drop what it kept only while running (``covey.worker.ending``)."""
     ctx = state.ctx
     error = redact(error) if error else error  # a provider's error may echo a key
     node = state.node(status).model_copy(
         update={"output": output, "error": error, "cause": cause, "data": data, "finished_at": deps.now()}
     )
-    # What it kept only while running goes with the final record: its checkpoint, if
-    # it saved one, and its model calls' stored replies, if it made any.
-    retire = [
-        k
-        for k, kept in (
-            (keys.checkpoint(ctx.job_id, ctx.agent_id), state.step),
-            (keys.replies(ctx.job_id, ctx.agent_id), state.cycle),
-        )
-        if kept
-    ]
-    if state.as_completed:  # its children still running are of no use now; their joins go with it
-        deps.cancels.cancel(ctx.job_id, [p.agent_id for p in state.pending if p.refused is None])
-        retire += [keys.awaited(ctx.job_id, ctx.agent_id), keys.done(ctx.job_id, ctx.agent_id)]
-        retire.append(keys.batch(ctx.job_id, ctx.agent_id))
     result = node.result(ctx.job_id, state.children)
     also = None if end is None else (lambda record: end(record, result))
     entries = transcript.take(deps, state)
-    written, resume = deps.tree.finish(
-        ctx.job_id, node, retire, transcript=entries, also=also, settling=state._unsettled
-    )
+    ended = ending.end(deps, ctx.job_id, node, state, entries, also=also, settling=state._unsettled)
     # Settled now. A step that fails before this settles it on its way out
-    # (covey.worker.tasks._guarded); one handed back in a Redis outage, in its rerun.
+    # (covey.worker.step.run); one handed back in a Redis outage, in its rerun.
     state._unsettled = None
-    if not written:  # a duplicate of a step that already ended: the first end stands
-        node = deps.tree.node(ctx.job_id, ctx.agent_id) or node
-        result = node.result(ctx.job_id, state.children)
+    if ended.written:
+        telemetry.finished(state, ended.node)
     else:
-        telemetry.finished(state, node)
+        result = ended.node.result(ctx.job_id, state.children)
     agent_event("finished", state, status)
-    return Finished(result, resume, ended_with=written and end is not None)
+    return Finished(result, ended.resume, ended_with=ended.written and end is not None)

@@ -33,6 +33,7 @@ from covey.status import Wait
 from covey.store.outbox import Message
 from covey.store.tree import Node
 from covey.worker.agent_state import AgentState
+from covey.worker.completion import Completion, taken_over
 from covey.worker.deps import Deps
 
 log = logging.getLogger(__name__)
@@ -43,13 +44,6 @@ MAX_HOP_SECONDS = 10.0
 # Waiters taken off a scope's queue per slot given back until one is woken: those
 # that ended meanwhile (cancelled, timed out) have no next step to wake and are skipped.
 WAKE_TRIES = 3
-
-
-class RunningElsewhere(Exception):
-    """Another run of this step holds the agent's slot, or ran the step already (a
-    woken copy and its counted-down original both arrived): this one is dropped. If
-    the other dies, the reconciler sends the step again, which runs once the dead
-    run's lease lapses."""
 
 
 @dataclass(frozen=True)
@@ -109,11 +103,13 @@ _held = _Held()
 
 def take(
     deps: Deps, state: AgentState, holder: str = "", running: Node | None = None, expected: str | None = None
-) -> Hop | None:
+) -> Hop | Completion | None:
     """Take the agent's running slots for this run ``holder`` of its step, which took
-    up the ``expected`` message (None for none), or the hop it waits instead;
-    ``RunningElsewhere`` for a duplicate of a step that runs or ran. ``running``,
-    its node, is recorded first in the same round trip."""
+    up the ``expected`` message (None for none), or the hop it waits instead. A
+    duplicate of a step that runs or ran (a woken copy and its counted-down
+    original both arrived) is dropped: if the other run dies, the reconciler sends
+    the step again, which runs once the dead run's lease lapses. ``running``, its
+    node, is recorded first in the same round trip."""
     ctx = state.ctx
     calls = [deps.tree.recording(ctx.job_id, running)] if running is not None else []
     if ctx.scopes:
@@ -121,10 +117,15 @@ def take(
     replies = redis_scripts.run(deps.redis, calls) if calls else []
     taken = deps.slots.taken(replies[-1]) if ctx.scopes else Taken(ok=True)
     if taken.elsewhere:
-        raise RunningElsewhere(f"agent {ctx.agent_id} of job {ctx.job_id} runs in another copy of this step")
+        return Completion.drop(
+            f"agent {ctx.agent_id} of job {ctx.job_id} runs in another copy of this step: duplicate dropped"
+        )
     if taken.ran:
-        deps.still_held()  # when the copy that ran is the one a worker took from this quiet one, say so (TakenOver)
-        raise RunningElsewhere(f"agent {ctx.agent_id} of job {ctx.job_id}: another copy of this step ran already")
+        if not deps.still_held():  # the copy that ran is the one a worker took from this quiet one: say so
+            return taken_over(ctx.job_id, ctx.agent_id)
+        return Completion.drop(
+            f"agent {ctx.agent_id} of job {ctx.job_id}: another copy of this step ran already: duplicate dropped"
+        )
     if taken.ok:
         if taken.held:
             _held.add(deps, (ctx.job_id, ctx.agent_id, holder), taken.held)

@@ -49,10 +49,6 @@ log = logging.getLogger(__name__)
 ATTEMPTS = 20  # transactions a busy broker may abort (an ack elsewhere) before the next pass retries
 
 
-class TakenOver(Exception):
-    """This step's delivery was put back on its queue by another worker: drop it."""
-
-
 def take_over(channel: Any, dead: str) -> int | None:
     """Put holder ``dead``'s deliveries back on their queues (kombu's restore, for
     its routing and redelivered flag) and forget the holder. Returns how many went
@@ -189,23 +185,21 @@ def unacknowledged(tag: str) -> bool:
     return bool(_broker_of(os.getpid()).hexists(UNACKED, tag))
 
 
-def still_held() -> None:
-    """``TakenOver`` if the running step's delivery was put back by another worker.
-    The process that consumed it knows without a round trip while its heartbeat
-    stands; a prefork child asks the broker whether it is still unacknowledged."""
+def still_held() -> bool:
+    """Whether the running step's delivery is still this process's: False once another
+    worker put it back on its queue. The process that consumed it knows without a
+    round trip while its heartbeat stands; a prefork child asks the broker whether
+    it is still unacknowledged."""
     tag = getattr(_step, "tag", None)
     if tag is None or not get_settings().redis_broker:  # outside a worker, or a broker that redelivers itself
-        return
+        return True
     beating, mine = _mine, holder.existing()
     try:
         if beating is not None and mine is beating.holder:
-            taken = beating.taken(tag)
-        else:
-            taken = not _broker_of(os.getpid()).hexists(UNACKED, tag)
+            return not beating.taken(tag)
+        return bool(_broker_of(os.getpid()).hexists(UNACKED, tag))
     except (redis.ConnectionError, redis.TimeoutError):
-        return  # cut off: the step's own writes wait the outage out, and the next check asks again
-    if taken:
-        raise TakenOver(f"delivery {tag} was put back on its queue by another worker")
+        return True  # cut off: the step's own writes wait the outage out, and the next check asks again
 
 
 @worker_ready.connect

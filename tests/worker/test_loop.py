@@ -24,6 +24,7 @@ from covey.spec import AgentSpec, InvalidSpec
 from covey.status import AgentStatus, Cause, CauseKind, Resource
 from covey.worker import loop
 from covey.worker.agent_state import dump_checkpoint, load_checkpoint
+from covey.worker.completion import Kind
 from covey.worker.deps import Deps
 from covey.worker.spawning import child_agent_id, child_spec
 
@@ -321,8 +322,8 @@ def test_an_agent_runs_under_its_ledger_terms_not_its_message(deps):
     forged = ctx.model_copy(update={"allow": None, "deny": []})
     state, _ = loop.begin(deps, forged, AgentSpec(task="x", max_cycles=500))
     assert state.ctx.allow == ["calculator"] and state.spec.max_cycles == 5
-    with pytest.raises(loop.NotOpened):
-        loop.begin(deps, ctx.model_copy(update={"agent_id": "root-sub-forged"}), AgentSpec(task="x"))
+    stray = loop.begin(deps, ctx.model_copy(update={"agent_id": "root-sub-forged"}), AgentSpec(task="x"))
+    assert stray.kind is Kind.DROP and "was never opened" in stray.reason
 
 
 def test_a_child_gets_what_it_asks_for_within_its_parents_tools():
