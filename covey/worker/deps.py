@@ -26,6 +26,7 @@ from covey.store.workspace import Workspace
 from covey.tools.mcp import config as mcp_config
 from covey.tools.mcp.config import HttpServer
 from covey.worker import signing, takeover
+from covey.worker.snapshot import RedisStepRecords, StepRecords
 
 MIN_SECRET_CHARS = 8
 
@@ -45,6 +46,7 @@ class Deps:
     outbox: Outbox
     slots: RunningSlots
     cancels: Cancels
+    step_records: StepRecords
     now: Callable[[], datetime] = field(default=utcnow)
     # False once another worker took the running step's delivery (covey.worker.takeover).
     still_held: Callable[[], bool] = field(default=lambda: True)
@@ -84,6 +86,7 @@ class Deps:
             still_held=takeover.still_held,
             slots=RunningSlots(client),
             cancels=Cancels(client, settings.job_ttl),
+            step_records=RedisStepRecords(client),
         )
 
 

@@ -3,9 +3,9 @@
 Every message a worker takes up runs one step of one agent:
 
 1. **Read** what the step needs to decide on its delivery, in one round trip
-   (``read``): the agent's node, the message its outbox expects next, its
-   checkpoint, its ledger row (an agent's first step), the digest of its job's
-   spec (a job's first) and whether the scopes a job names exist.
+   (``covey.worker.snapshot``): the agent's node, the message its outbox
+   expects next, its checkpoint, its ledger row (an agent's first step), the
+   digest of its job's spec (a job's first) and whether the scopes a job names exist.
 2. **Admit** (``admit``, a pure function of that snapshot and the delivery): a
    duplicate, a replay, a stale copy or a message for a job that ran another
    spec is dropped before anything is written; a redelivered step of an agent
@@ -36,10 +36,8 @@ from kombu.exceptions import OperationalError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from covey import keys, wire
-from covey.budgets.ledger import AgentRow, no_scope
-from covey.budgets.redis_ledger import agent_row
-from covey.budgets.scopes import GLOBAL
+from covey import keys
+from covey.budgets.ledger import no_scope
 from covey.config import faults
 from covey.config.backend import OneTripRedisBackend
 from covey.context import ROOT_AGENT_ID
@@ -50,45 +48,18 @@ from covey.results import AgentResult
 from covey.status import AgentStatus, CauseKind
 from covey.store import checkpoints
 from covey.store.outbox import Message
-from covey.store.tree import Node, preview, unpack
+from covey.store.tree import preview
 from covey.worker import ending, handover, loop, lost, slots, telemetry, transcript
 from covey.worker.agent_state import AgentState, UnreadableCheckpoint, dump_checkpoint, load_checkpoint
 from covey.worker.calls import settle_owed
 from covey.worker.completion import HANDED_ON, Completion, taken_over
 from covey.worker.deps import Deps
 from covey.worker.messages import Sent, agent_message, proceed_message, resume_message
+from covey.worker.snapshot import Delivery, Snapshot, first_step
 
 log = logging.getLogger(__name__)
 
 OUTAGES = (RedisConnectionError, RedisTimeoutError, OperationalError)  # Redis or the broker is away
-
-
-@dataclass(frozen=True)
-class Delivery:
-    """The message a step takes up, as Celery delivered it."""
-
-    name: str  # the task's
-    task_id: str
-    kwargs: dict[str, Any]
-    job_id: str
-    agent_id: str
-    queue: str  # the job's queue, where every message the step sends goes
-    scopes: tuple[str, ...] = ()  # a run_job's: the ledger scopes its job names
-    digest: str | None = None  # a run_job's: its spec's (``wire.digest``)
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """What a step reads of its agent before it decides, in one round trip."""
-
-    node: Node | None
-    expected: str | None  # the message the agent's next step is, as stored
-    checkpoint: checkpoints.Checkpoint | None  # read for a run_job, a resume and a proceed
-    row: AgentRow | None = None  # read for an agent's first step only (run_job opens the root's first)
-    unknown_scope: str | None = None  # of the scopes a run_job names, one never created
-    digest: str | None = None  # for a run_job: the spec's its job's root row was opened with, if it was
-    result_stored: bool = False  # read only for a final node: the task's result is stored already
-    records_gone: bool = False  # read only when nothing is expected of a step no outbox records
 
 
 @dataclass(frozen=True)
@@ -100,49 +71,6 @@ class Fail:
 
 
 Start = Callable[[Snapshot], "tuple[AgentState, Action] | Completion | Fail"]
-
-
-def read(deps: Deps, delivery: Delivery, backend: Any) -> Snapshot:
-    """Everything ``admit`` decides on; a second round trip only where the first
-    found a finished agent (is its result stored?) or no expected message (are the
-    job's records gone?)."""
-    job_id, agent_id, name = delivery.job_id, delivery.agent_id, delivery.name
-    named = [s for s in delivery.scopes if s != GLOBAL]  # only created scopes carry counters; global always does
-    with deps.redis.pipeline(transaction=False) as pipe:
-        pipe.hget(keys.nodes(job_id), agent_id)
-        pipe.hget(keys.expected(job_id), agent_id)
-        if name != wire.AGENT:
-            pipe.hmget(keys.checkpoint(job_id, agent_id), "round", "state")
-        if name == wire.RUN_JOB:
-            pipe.hget(keys.agent(job_id, agent_id), "digest")
-        if name == wire.AGENT:
-            pipe.hgetall(keys.agent(job_id, agent_id))
-        if named:
-            pipe.smismember(keys.scopes_index(), named)
-        node_raw, expected, *more = pipe.execute()
-    saved = more.pop(0) if name != wire.AGENT else None
-    digest = more.pop(0) if name == wire.RUN_JOB else None
-    row = more.pop(0) if name == wire.AGENT else None
-    created = more.pop(0) if named else []
-    node = None if node_raw is None else unpack(agent_id, node_raw)
-    checkpoint = None if saved is None else checkpoints.Checkpoint.of(*saved)
-    stored = node is not None and node.final and backend.get_state(delivery.task_id) == "SUCCESS"
-    gone = expected is None and not _first(name, checkpoint) and deps.ledger.agent(job_id, ROOT_AGENT_ID) is None
-    return Snapshot(
-        node=node,
-        expected=None if expected is None else str(expected),
-        checkpoint=checkpoint,
-        row=agent_row(agent_id, row) if row else None,
-        unknown_scope=next((s for s, known in zip(named, created) if not known), None),
-        digest=digest,
-        result_stored=stored,
-        records_gone=gone,
-    )
-
-
-def _first(name: str, checkpoint: checkpoints.Checkpoint | None) -> bool:
-    """A root's first step, which no outbox records: a run_job before its root saved a checkpoint."""
-    return name == wire.RUN_JOB and checkpoint is None
 
 
 def admit(delivery: Delivery, seen: Snapshot) -> str | None | Completion | Fail:
@@ -164,7 +92,7 @@ def admit(delivery: Delivery, seen: Snapshot) -> str | None | Completion | Fail:
     stored = seen.expected
     if stored is not None and Message.loads(stored).carried_by(delivery.name, delivery.task_id, delivery.kwargs):
         return stored
-    if stored is None and _first(delivery.name, seen.checkpoint):
+    if stored is None and first_step(delivery.name, seen.checkpoint):
         return None
     if stored is None and seen.records_gone:  # the outbox went with them
         return Fail(f"the records of job {job_id} are gone from Redis; cannot take up agent {agent_id}")
@@ -205,7 +133,7 @@ def run(task: Any, deps: Deps, delivery: Delivery, start: Start) -> Completion:
     try:
         if not deps.still_held():
             return taken_over(job_id, agent_id)
-        seen = read(deps, delivery, task.backend)
+        seen = deps.step_records.snapshot(delivery, lambda task_id: task.backend.get_state(task_id) == "SUCCESS")
         taken = admit(delivery, seen)
         if isinstance(taken, Completion):
             return taken

@@ -40,7 +40,8 @@ from covey.worker.app import app
 from covey.worker.completion import Completion, Kind
 from covey.worker.deps import Deps, worker_deps
 from covey.worker.messages import proceed_payload, resume_payload
-from covey.worker.step import OUTAGES, Delivery, Fail, Snapshot
+from covey.worker.snapshot import Delivery, Snapshot
+from covey.worker.step import OUTAGES, Fail
 
 log = logging.getLogger(__name__)
 
