@@ -1,7 +1,7 @@
 """What an agent must remember across a fan-out, and the checkpoint format Redis keeps it in.
 
-A checkpoint is ``{"format": 2, "strategy": <name>, "state": <the strategy's state>,
-"agent": <the rest of AgentState>}``. The strategy's state is read with the model
+A checkpoint is ``{"format": 3, "strategy": <name>, "state": <the strategy's state>,
+"agent": <the rest of AgentState>}``, the agent's ``phase`` among the rest. The strategy's state is read with the model
 its strategy declares (``State``), so a checkpoint is read only as what it is: one
 of another format (format 1 had no version: the strategy's state was a bare dict
 inside the agent's), of another strategy, or not JSON at all is refused with an
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr, ValidationError
@@ -25,7 +26,21 @@ from covey.spec import AgentSpec, describe
 from covey.status import AgentStatus, Wait
 from covey.store.tree import Node, preview
 
-CHECKPOINT_FORMAT = 2  # 2: typed strategy states in an envelope; 1 (unversioned): the state a dict in the agent
+# 3: the agent's phase; 2: typed strategy states in an envelope; 1 (unversioned): the state a dict in the agent
+CHECKPOINT_FORMAT = 3
+
+
+class Phase(StrEnum):
+    """Where an agent stands between its steps, which tells the task that takes it up
+    whether that task is the one it waits for."""
+
+    RUNNING = "running"  # a step runs it
+    AWAITING_CHILDREN = (
+        "awaiting_children"  # its children run: the last one (or, joined as each ends, the next) resumes it
+    )
+    AWAITING_SLOT = "awaiting_slot"  # it gave its worker slot back to wait for a scope's running cap or window
+    PAUSED = "paused"  # its task's slice ran out: a new task takes it up at once
+    FINISHED = "finished"  # it ended: its final record holds it, and no checkpoint does
 
 
 class PendingChild(BaseModel):
@@ -53,6 +68,7 @@ class TranscriptCursor(BaseModel):
 class AgentState(BaseModel):
     ctx: RunContext
     spec: AgentSpec
+    phase: Phase = Phase.RUNNING
     strategy_state: BaseModel = Field(description="the state of the agent's strategy, of its ``State`` model")
     cycle: int = Field(default=0, description="model calls made; names the next reservation")
     usage: Usage = Field(default_factory=Usage, description="own calls plus finished children")

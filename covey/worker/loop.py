@@ -35,7 +35,7 @@ from covey.spec import AgentSpec
 from covey.status import AgentStatus, Cause, CauseKind
 from covey.tools.registry import narrow
 from covey.worker import ending, slots, telemetry, transcript
-from covey.worker.agent_state import AgentState
+from covey.worker.agent_state import AgentState, Phase
 from covey.worker.calls import Stop, call_model, seconds_left, settle_owed
 from covey.worker.completion import Completion, taken_over
 from covey.worker.deps import Deps
@@ -153,7 +153,7 @@ def proceed(deps: Deps, state: AgentState) -> tuple[AgentState, Action]:
     if state.next_action is None:
         raise ValueError(f"agent {state.ctx.agent_id} was not paused")
     action = from_json(state.next_action, state.strategy_state)
-    state.next_action = None
+    state.next_action, state.phase = None, Phase.RUNNING
     state.task_deadline = _task_deadline(deps)
     return state, action
 
@@ -200,6 +200,7 @@ def _fold(deps: Deps, state: AgentState, batch: set[str] | None) -> tuple[AgentS
         ordered.append(result)
     state.children += [r.summary() for r in ordered]
     state.pending = [p for p in state.pending if p not in taken]
+    state.phase = Phase.RUNNING
     agent_event("resumed", state, AgentStatus.RUNNING)
     strategy = registry.strategy(state.spec.strategy)
     outcome = ChildResults(ordered, [p.key for p in taken], {p.agent_id: p.key for p in state.pending})
@@ -232,7 +233,7 @@ def advance(
     if wait is not None and _stop(deps, state, checked_at_reserve=False) is None:
         return _waits(state, action, wait)
     if state.waiting_for is not None:  # its wait is over: it runs again
-        state.waiting_for = None
+        state.waiting_for, state.phase = None, Phase.RUNNING
         deps.tree.record(state.ctx.job_id, state.node(AgentStatus.RUNNING))
     while True:
         if not isinstance(action, Finish):  # an end carries the last call's settlement; all else settles it first
@@ -247,6 +248,7 @@ def advance(
         if stop is not None:
             return _stopped(deps, state, stop, end)
         if state.task_deadline is not None and deps.now() >= state.task_deadline:
+            state.phase = Phase.PAUSED
             agent_event("paused", state, AgentStatus.RUNNING)
             return Paused(state, action)
         if isinstance(action, CallModel):
@@ -267,6 +269,7 @@ def advance(
         elif isinstance(action, Spawn | Cancel):
             children = spawn(deps, state, action) if isinstance(action, Spawn) else _cancel(deps, state, action)
             if any(p.refused is None for p in state.pending):  # it waits on some
+                state.phase = Phase.AWAITING_CHILDREN
                 agent_event(f"spawned {len(children)}" if children else "waiting", state, AgentStatus.WAITING)
                 return FanOut(state=state, children=children)
             folded = _fold(deps, state, None)  # every child refused at open: nothing is unfinished
@@ -281,7 +284,7 @@ def advance(
 
 
 def _waits(state: AgentState, action: Action, hop: Hop) -> Paused:
-    state.waiting_for = hop.wait
+    state.waiting_for, state.phase = hop.wait, Phase.AWAITING_SLOT
     agent_event("waiting", state, AgentStatus.WAITING)
     return Paused(state, action, hop)
 
@@ -362,7 +365,7 @@ def _finish(
     ended = ending.end(deps, ctx.job_id, node, state, entries, also=also, settling=state._unsettled)
     # Settled now. A step that fails before this settles it on its way out
     # (covey.worker.step.run); one handed back in a Redis outage, in its rerun.
-    state._unsettled = None
+    state._unsettled, state.phase = None, Phase.FINISHED
     if ended.written:
         telemetry.finished(state, ended.node)
     else:

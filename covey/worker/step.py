@@ -50,7 +50,7 @@ from covey.store import checkpoints
 from covey.store.outbox import Message
 from covey.store.tree import preview
 from covey.worker import ending, handover, loop, lost, slots, telemetry, transcript
-from covey.worker.agent_state import AgentState, UnreadableCheckpoint, dump_checkpoint, load_checkpoint
+from covey.worker.agent_state import AgentState, Phase, UnreadableCheckpoint, dump_checkpoint, load_checkpoint
 from covey.worker.calls import settle_owed
 from covey.worker.completion import HANDED_ON, Completion, taken_over
 from covey.worker.deps import Deps
@@ -60,6 +60,9 @@ from covey.worker.snapshot import Delivery, Snapshot, first_step
 log = logging.getLogger(__name__)
 
 OUTAGES = (RedisConnectionError, RedisTimeoutError, OperationalError)  # Redis or the broker is away
+# The phases a resume and a proceed take an agent up from: at any other, the task is stale.
+WAITS_FOR_RESUME = frozenset({Phase.AWAITING_CHILDREN})
+WAITS_FOR_PROCEED = frozenset({Phase.PAUSED, Phase.AWAITING_SLOT})
 
 
 @dataclass(frozen=True)
@@ -100,12 +103,13 @@ def admit(delivery: Delivery, seen: Snapshot) -> str | None | Completion | Fail:
 
 
 def checkpointed(
-    seen: Snapshot, delivery: Delivery, counter: str, expected: int, moved_on: Callable[[AgentState], bool]
+    seen: Snapshot, delivery: Delivery, counter: str, expected: int, phases: frozenset[Phase]
 ) -> AgentState | Completion | Fail:
     """The checkpoint a ``resume`` or ``proceed`` takes up: the one whose ``counter``
-    (its spawn round, its step) is ``expected``. A later one, or one ``moved_on``
-    says is past this task, makes the task stale. None, or an earlier one, means
-    the checkpoint this task was sent for is lost."""
+    (its spawn round, its step) is ``expected``, its agent in one of the ``phases``
+    this task takes an agent up from. A later one, or another phase (the agent went
+    on), makes the task stale. None, or an earlier one, means the checkpoint this
+    task was sent for is lost."""
     job_id, agent_id = delivery.job_id, delivery.agent_id
     what = f"{counter.replace('_', ' ')} {expected}"
     if seen.checkpoint is None and seen.node is not None and seen.node.final:
@@ -118,7 +122,7 @@ def checkpointed(
     except UnreadableCheckpoint as e:
         return Fail(str(e))
     found = getattr(state, counter)
-    if found > expected or moved_on(state):
+    if found > expected or state.phase not in phases:
         return Completion.drop(f"agent {agent_id} of job {job_id} is past {what}: stale task ignored")
     if found < expected:
         return Fail(f"checkpoint of {what} lost ({counter.replace('_', ' ')} {found} found)")

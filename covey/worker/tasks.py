@@ -41,7 +41,7 @@ from covey.worker.completion import Completion, Kind
 from covey.worker.deps import Deps, worker_deps
 from covey.worker.messages import proceed_payload, resume_payload
 from covey.worker.snapshot import Delivery, Snapshot
-from covey.worker.step import OUTAGES, Fail
+from covey.worker.step import OUTAGES, WAITS_FOR_PROCEED, WAITS_FOR_RESUME, Fail
 
 log = logging.getLogger(__name__)
 
@@ -230,11 +230,8 @@ def resume(
     deps, delivery = worker_deps(), _delivery(self, job_id, agent_id)
 
     def join(seen: Snapshot) -> tuple[AgentState, Action] | Completion | Fail:
-        # Past this round (or step): it waits on no children, or a paused step is its next task.
         counter, expected = ("spawn_round", spawn_round) if step is None else ("step", step)
-        state = steps.checkpointed(
-            seen, delivery, counter, expected, moved_on=lambda s: s.next_action is not None or not s.pending
-        )
+        state = steps.checkpointed(seen, delivery, counter, expected, WAITS_FOR_RESUME)
         return loop.join(deps, state) if isinstance(state, AgentState) else state
 
     return _celery(self, steps.run(self, deps, delivery, join))
@@ -250,8 +247,7 @@ def proceed(self, job_id: str, agent_id: str, step: int, sig: str | None = None)
     deps, delivery = worker_deps(), _delivery(self, job_id, agent_id)
 
     def take_up(seen: Snapshot) -> tuple[AgentState, Action] | Completion | Fail:
-        # Past this step: the action it paused before was taken.
-        state = steps.checkpointed(seen, delivery, "step", step, moved_on=lambda s: s.next_action is None)
+        state = steps.checkpointed(seen, delivery, "step", step, WAITS_FOR_PROCEED)
         return loop.proceed(deps, state) if isinstance(state, AgentState) else state
 
     return _celery(self, steps.run(self, deps, delivery, take_up))

@@ -119,6 +119,6 @@ def test_a_checkpoint_of_the_old_format_fails_the_agent_in_one_line_and_the_work
     client.redis.hset(key, "state", json.dumps(old))
     result = handle.result(timeout=60)
     assert result.status.value == "failed"
-    assert result.error == "checkpoint refused: written with no format version (format 1); this worker reads format 2"
+    assert result.error == "checkpoint refused: written with no format version (format 1); this worker reads format 3"
     assert result.usage.cycles == 1  # the spawn call, as its node recorded it
     assert client.submit(client.spec("What is 2 + 2?")).result(timeout=60).output == "4"

@@ -21,10 +21,10 @@ from covey.status import AgentStatus, CauseKind
 from covey.store.checkpoints import Checkpoint
 from covey.store.outbox import Message
 from covey.store.tree import Node, pack
-from covey.worker.agent_state import AgentState, dump_checkpoint
+from covey.worker.agent_state import AgentState, Phase, dump_checkpoint
 from covey.worker.completion import Completion, Kind
 from covey.worker.snapshot import Delivery, MemoryStepRecords, RedisStepRecords, Snapshot
-from covey.worker.step import Fail, admit, checkpointed
+from covey.worker.step import WAITS_FOR_RESUME, Fail, admit, checkpointed
 
 DIGEST = wire.digest({"task": "What is 6 * 7?"})
 
@@ -169,8 +169,8 @@ def test_a_step_of_a_job_whose_records_are_gone_fails_state_lost(records, job):
     dropped(admit(d, seen(records, d)), "does not expect this covey.agent message")
 
 
-def waiting(spawn_round: int, pending: bool = True) -> str:
-    """A root's checkpoint at ``spawn_round``, waiting on one child (or on none)."""
+def waiting(spawn_round: int, phase: Phase = Phase.AWAITING_CHILDREN) -> str:
+    """A root's checkpoint at ``spawn_round``, waiting on one child (or, in another ``phase``, going on)."""
     ctx = RunContext(job_id="j", agent_id="root", budget={"max_depth": 2})
     spec = AgentSpec(task="go", strategy="single")
     state = AgentState(
@@ -180,15 +180,15 @@ def waiting(spawn_round: int, pending: bool = True) -> str:
         started_at="2026-12-04T00:00:00Z",
         spawn_round=spawn_round,
         step=spawn_round,
-        pending=[{"agent_id": "root-sub-1"}] if pending else [],
+        pending=[{"agent_id": "root-sub-1"}],
+        phase=phase,
     )
     return dump_checkpoint(state)
 
 
 def took_up(records, job: str, spawn_round: int):
     d = delivery(job)
-    moved_on = lambda s: s.next_action is not None or not s.pending  # noqa: E731  as covey.resume's
-    return checkpointed(seen(records, d), d, "spawn_round", spawn_round, moved_on)
+    return checkpointed(seen(records, d), d, "spawn_round", spawn_round, WAITS_FOR_RESUME)
 
 
 def test_a_resume_takes_up_the_checkpoint_of_its_round(records, job):
@@ -200,7 +200,7 @@ def test_a_resume_takes_up_the_checkpoint_of_its_round(records, job):
 def test_a_resume_of_a_round_the_agent_is_past_is_stale(records, job):
     records.checkpoint(job, "root", 3, waiting(3))
     dropped(took_up(records, job, 2), "is past spawn round 2: stale task ignored")
-    records.checkpoint(job, "root", 2, waiting(2, pending=False))  # it waits on no child any more
+    records.checkpoint(job, "root", 2, waiting(2, Phase.PAUSED))  # its slice ran out: it waits on no resume
     dropped(took_up(records, job, 2), "is past spawn round 2: stale task ignored")
 
 

@@ -14,6 +14,7 @@ from covey.spec import AgentSpec
 from covey.worker.agent_state import (
     CHECKPOINT_FORMAT,
     AgentState,
+    Phase,
     UnreadableCheckpoint,
     dump_checkpoint,
     load_checkpoint,
@@ -37,6 +38,14 @@ def test_a_checkpoint_names_its_format_and_strategy_and_loads_back_typed():
     assert loaded == agent() and isinstance(loaded.strategy_state, react.State)
 
 
+@pytest.mark.parametrize("phase", list(Phase))
+def test_an_agent_s_phase_round_trips_through_its_checkpoint(phase):
+    waiting = agent().model_copy(update={"phase": phase})
+    saved = json.loads(dump_checkpoint(waiting))
+    assert saved["agent"]["phase"] == phase.value
+    assert load_checkpoint(json.dumps(saved)).phase is phase
+
+
 def refusal(text: str) -> UnreadableCheckpoint:
     with pytest.raises(UnreadableCheckpoint) as caught:
         load_checkpoint(text)
@@ -49,13 +58,15 @@ def test_a_checkpoint_of_the_old_unversioned_format_is_refused():
     old["strategy"] = {"messages": [], "tools": [], "spawns": []}  # format 1: the state a bare dict in the agent's
     error = refusal(json.dumps(old))
     assert error.cause == "format"
-    assert str(error) == "checkpoint refused: written with no format version (format 1); this worker reads format 2"
+    assert str(error) == "checkpoint refused: written with no format version (format 1); this worker reads format 3"
 
 
 def test_a_checkpoint_of_another_format_is_refused():
     saved = json.loads(dump_checkpoint(agent()))
-    error = refusal(json.dumps({**saved, "format": 3}))
-    assert error.cause == "format" and "of format 3" in str(error)
+    error = refusal(json.dumps({**saved, "format": 2}))  # the format before agents had a phase
+    assert error.cause == "format" and "of format 2" in str(error)
+    error = refusal(json.dumps({**saved, "format": 4}))
+    assert error.cause == "format" and "of format 4" in str(error)
 
 
 def test_a_state_of_another_strategy_is_refused_not_misread():
