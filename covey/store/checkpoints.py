@@ -2,8 +2,9 @@
 
 One key per agent, holding the step beside the state, so many steps reuse it, a
 redelivered step can tell its own from a later one, and finishing deletes it. The
-same script records the messages the step sends (``covey.store.outbox``), so a
-checkpoint never stands without the messages that go on from it. The state is
+same script records the messages the step sends (``covey.store.outbox``) and
+how it joins its children (``covey.store.join``), so a checkpoint never stands
+without the messages that go on from it. The state is
 opaque JSON here; the worker parses it.
 """
 
@@ -11,19 +12,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import redis
 
 from covey import keys
-from covey.store import transcripts
+from covey.store import join, transcripts
+from covey.store.join import Join
 from covey.store.outbox import Message
 from covey.store.transcripts import Entries
 
-_SAVE = transcripts.script("advance.lua")
+_SAVE = join.LUA + transcripts.script("advance.lua")
 
-
-Join = Literal["all", "each", "now"]
 STALE, SAVED, WOKEN = 0, 1, 2  # what ``Checkpoints.save`` did
 
 
@@ -53,14 +53,13 @@ class Checkpoints:
         then: Message | None = None,
         resume: Message | None = None,
         children: Sequence[tuple[str, Message]] = (),
-        join: Join = "all",
+        join_kind: Join = "all",
         transcript: Entries | None = None,
     ) -> int:
         """Store ``state`` for ``step`` and, in the same script, the messages the step
         sends: ``then`` (the agent's continuation), or ``children`` (agent id, message)
-        and the ``resume`` that joins them: sent by the last of them (``join="all"``),
-        or by the next to finish (``"each"``; ``"now"``: due at once, for results the
-        step already holds); and the agent's ``transcript`` entries so far. ``taken``
+        and the ``resume`` that joins them as ``join_kind`` says (``covey.store.join``);
+        and the agent's ``transcript`` entries so far. ``taken``
         is the expected message the step took up, as stored (None: it took up none).
 
         ``STALE``, with nothing written, if a newer step is stored or ``taken`` is no
@@ -76,22 +75,13 @@ class Checkpoints:
             taken or "",
             then.dumps() if then else "",
             resume.dumps() if resume else "",
-            join,
+            join_kind,
         ]
         for child_id, message in children:
             args += [child_id, message.dumps()]
-        job_keys = [keys.checkpoint(job_id, agent_id), keys.expected(job_id), keys.pending(job_id, agent_id)]
-        each = [keys.awaited(job_id, agent_id), keys.done(job_id, agent_id), keys.batch(job_id, agent_id)]
+        job_keys = [keys.checkpoint(job_id, agent_id), keys.expected(job_id), keys.expecting()]
         more_keys, more_args = transcripts.tail(transcript)
-        return int(
-            self._save(
-                keys=[*job_keys, keys.joins(job_id), keys.expecting(), *each, *more_keys], args=[*args, *more_args]
-            )
-        )
-
-    def batch(self, job_id: str, agent_id: str) -> set[str]:
-        """The finished children the agent's expected resume hands it (``join="each"``)."""
-        return {str(m) for m in self._redis.smembers(keys.batch(job_id, agent_id))}
+        return int(self._save(keys=[*job_keys, *join.keys(job_id, agent_id), *more_keys], args=[*args, *more_args]))
 
     def load(self, job_id: str, agent_id: str) -> Checkpoint | None:
         return Checkpoint.of(*self._redis.hmget(keys.checkpoint(job_id, agent_id), "round", "state"))

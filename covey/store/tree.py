@@ -27,11 +27,11 @@ from covey.errors import StateLost
 from covey.redis_scripts import ScriptCall
 from covey.results import AgentResult, ChildSummary, Usage
 from covey.status import AgentStatus, Cause, Wait
-from covey.store import transcripts
+from covey.store import join, transcripts
 from covey.store.transcripts import Entries
 
 _RECORD = transcripts.script("record.lua")
-_FINISH = transcripts.script("finish.lua")
+_FINISH = join.LUA + transcripts.script("finish.lua")
 _FINALS = "," + ",".join(s.value for s in AgentStatus if s.final) + ","  # what the scripts never write over
 
 TASK_PREVIEW_CHARS = 80  # a node keeps the start of its task: enough to tell siblings apart
@@ -209,27 +209,25 @@ class JobTree:
     ) -> tuple[bool, str | None]:
         """Write an agent's final ``node`` once, and delete ``retire`` (keys its end
         makes obsolete: its checkpoint, its stored replies), and its expected message;
-        append its last ``transcript`` entries.
+        append its last ``transcript`` entries; count it off its parent's join
+        (``covey.store.join``).
 
         Returns whether it was written (False: the agent had already finished), and
-        the parent's resume message when this child makes it due (the last of a
-        ``join="all"``, or any of a ``join="each"`` while the parent is idle): the
-        caller sends it. ``also``, given the node as the record holds it, makes
-        script calls that run after it in the same round trip. ``settling``, the
+        the parent's resume message when this child makes it due: the caller sends
+        it. ``also``, given the node as the record holds it, makes script calls that
+        run after it in the same round trip. ``settling``, the
         settlement of the agent's last model call, runs before it in that round
         trip, its reply read as ``Ledger.settle``'s; the record is then written only
         while the agent's ledger row is there, so a job wiped during the call keeps
         no final record and the settlement's ``StateLost`` says why."""
         parent = node.parent_id or ""
-        waiter = parent or node.agent_id
-        joined = [keys.pending(job_id, waiter), keys.joins(job_id), keys.awaited(job_id, waiter)]
-        waiting = [keys.done(job_id, waiter), keys.batch(job_id, waiter)]
+        joined = join.keys(job_id, parent or node.agent_id)  # a root's own, which its script leaves alone
         guard = [keys.agent(job_id, node.agent_id)] if settling is not None else []
         more_keys, more_args = transcripts.tail(transcript)
         record = pack(node)
         call = ScriptCall(
             self._finish,
-            [keys.nodes(job_id), keys.expected(job_id), *joined, *waiting, *guard, *retire, *more_keys],
+            [keys.nodes(job_id), keys.expected(job_id), *joined, *guard, *retire, *more_keys],
             [node.agent_id, record, self._job_ttl, parent, _FINALS, len(guard), *more_args],
         )
         first = [settling.call] if settling is not None else []

@@ -22,6 +22,7 @@ from covey.budgets.ledger import Settling
 from covey.redis_scripts import ScriptCall
 from covey.results import Usage
 from covey.status import AgentStatus, Cause, CauseKind
+from covey.store import join
 from covey.store.transcripts import Entries
 from covey.store.tree import Node
 from covey.worker.agent_state import AgentState
@@ -51,7 +52,7 @@ def retired(job_id: str, agent_id: str, state: AgentState | None) -> list[str]:
     ]
     retire = [key for key, held in kept if held]
     if state is None or state.as_completed:
-        retire += [keys.awaited(job_id, agent_id), keys.done(job_id, agent_id), keys.batch(job_id, agent_id)]
+        retire += join.retired(job_id, agent_id)
     return retire
 
 

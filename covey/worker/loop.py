@@ -33,6 +33,7 @@ from covey.redis_scripts import ScriptCall
 from covey.results import AgentResult, ChildSummary, Usage
 from covey.spec import AgentSpec
 from covey.status import AgentStatus, Cause, CauseKind
+from covey.store import join as joins
 from covey.tools.registry import narrow
 from covey.worker import ending, slots, telemetry, transcript
 from covey.worker.agent_state import AgentState, Phase
@@ -168,7 +169,7 @@ def join(deps: Deps, state: AgentState) -> tuple[AgentState, Action] | Completio
     not reported: the message asking for the join is not its last child's, and is
     dropped; nothing is made up for it. Only a child whose node is gone (its
     records wiped) is joined as lost."""
-    batch = deps.checkpoints.batch(state.ctx.job_id, state.ctx.agent_id) if state.as_completed else None
+    batch = joins.batch(deps.redis, state.ctx.job_id, state.ctx.agent_id) if state.as_completed else None
     return _fold(deps, state, batch)
 
 

@@ -46,7 +46,7 @@ from covey.orchestration.actions import Action, to_json
 from covey.redis_scripts import ScriptCall
 from covey.results import AgentResult
 from covey.status import AgentStatus, CauseKind
-from covey.store import checkpoints
+from covey.store import checkpoints, join
 from covey.store.outbox import Message
 from covey.store.tree import preview
 from covey.worker import ending, handover, loop, lost, slots, telemetry, transcript
@@ -220,7 +220,9 @@ def _drive(
     state, ctx = outcome.state, outcome.state.ctx
     state.step += 1
     carried = handover.carried(task.request) if ctx.depth == 0 else {}  # a sender's links wait for the job's end
-    then, resume, children, join, status = None, None, [], _join(state), AgentStatus.WAITING
+    holds_results = any(p.refused is not None for p in state.pending)
+    join_kind = join.kind(state.as_completed, holds_results)
+    then, resume, children, status = None, None, [], AgentStatus.WAITING
     if isinstance(outcome, loop.Paused):
         state.next_action = to_json(outcome.action)
         countdown = outcome.hop.seconds if outcome.hop else None
@@ -233,7 +235,7 @@ def _drive(
         children = [(c.agent_id, agent_message(deps.secret, c, s, delivery.queue)) for c, s in outcome.children]
     entries = transcript.take(deps, state)
     saved = deps.checkpoints.save(
-        ctx.job_id, ctx.agent_id, state.step, dump_checkpoint(state), taken, then, resume, children, join, entries
+        ctx.job_id, ctx.agent_id, state.step, dump_checkpoint(state), taken, then, resume, children, join_kind, entries
     )
     if saved == checkpoints.STALE:
         return Completion.drop(
@@ -246,14 +248,6 @@ def _drive(
         send(task.app, message)
     faults.at("after_send")
     return HANDED_ON
-
-
-def _join(state: AgentState) -> checkpoints.Join:
-    """How the checkpoint joins the agent's children: all at once, as each finishes,
-    or at once (it holds refused children's results already)."""
-    if not state.as_completed:
-        return "all"
-    return "now" if any(p.refused is not None for p in state.pending) else "each"
 
 
 def _result_with_record(deps: Deps, task: Any, state: AgentState) -> loop.EndCalls | None:

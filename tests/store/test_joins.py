@@ -12,6 +12,7 @@ import pytest
 
 from covey import keys
 from covey.status import AgentStatus
+from covey.store import join
 from covey.store.checkpoints import SAVED, STALE, WOKEN, Checkpoints
 from covey.store.outbox import Message, Outbox
 from covey.store.tree import JobTree, Node
@@ -28,13 +29,19 @@ def stores(redis_client):
     return Checkpoints(redis_client, ttl), JobTree(redis_client, ttl), Outbox(redis_client)
 
 
+@pytest.fixture
+def batch(redis_client):
+    """The children the parent's expected resume hands it."""
+    return lambda job: join.batch(redis_client, job, "root")
+
+
 def resume_at(step: int) -> Message:
     return Message("covey.resume", "t-root", {"agent": "root", "step": step}, {"kwargsrepr": f"step={step}"})
 
 
 def wait(checkpoints: Checkpoints, job: str, step: int, children=(), taken: str | None = None, join="each") -> int:
     opened = [(c, Message("covey.agent", f"t-{c}", {"agent": c})) for c in children]
-    return checkpoints.save(job, "root", step, "{}", taken, resume=resume_at(step), children=opened, join=join)
+    return checkpoints.save(job, "root", step, "{}", taken, resume=resume_at(step), children=opened, join_kind=join)
 
 
 def end(tree: JobTree, job: str, child: str) -> str | None:
@@ -43,45 +50,45 @@ def end(tree: JobTree, job: str, child: str) -> str | None:
     return resume
 
 
-def test_the_first_child_to_finish_wakes_its_idle_parent_and_is_its_batch(stores, job):
+def test_the_first_child_to_finish_wakes_its_idle_parent_and_is_its_batch(stores, job, batch):
     checkpoints, tree, outbox = stores
     assert wait(checkpoints, job, 1, children=["a", "b"]) == SAVED
     resume = end(tree, job, "a")
     assert resume is not None and Message.loads(resume) == resume_at(1)
     assert outbox.expected(job, "root") == resume  # recorded before it is sent: the reconciler covers it
-    assert checkpoints.batch(job, "root") == {"a"}
+    assert batch(job) == {"a"}
 
 
-def test_children_that_finish_while_the_parent_runs_are_handed_over_at_its_next_wait(stores, job):
+def test_children_that_finish_while_the_parent_runs_are_handed_over_at_its_next_wait(stores, job, batch):
     checkpoints, tree, outbox = stores
     wait(checkpoints, job, 1, children=["a", "b", "c"])
     taken = end(tree, job, "a")  # the parent is resumed with a...
     assert end(tree, job, "b") is None and end(tree, job, "c") is None  # ...and runs while b and c end
-    assert checkpoints.batch(job, "root") == {"a"}  # a redelivered resume joins a alone, as the first did
+    assert batch(job) == {"a"}  # a redelivered resume joins a alone, as the first did
     assert wait(checkpoints, job, 2, children=["d"], taken=taken) == WOKEN
-    assert checkpoints.batch(job, "root") == {"b", "c"}
+    assert batch(job) == {"b", "c"}
     assert Message.loads(outbox.expected(job, "root")) == resume_at(2)
     assert "d" in outbox.messages(job)
 
 
-def test_a_stale_step_hands_nothing_over(stores, job):
+def test_a_stale_step_hands_nothing_over(stores, job, batch):
     checkpoints, tree, _ = stores
     wait(checkpoints, job, 1, children=["a", "b"])
     taken = end(tree, job, "a")
     end(tree, job, "b")
     assert wait(checkpoints, job, 2, taken=taken) == WOKEN
     assert wait(checkpoints, job, 2, taken=taken) == STALE  # a duplicate of that step
-    assert checkpoints.batch(job, "root") == {"b"}
+    assert batch(job) == {"b"}
 
 
-def test_now_hands_over_at_once_what_the_step_holds(stores, job):
+def test_now_hands_over_at_once_what_the_step_holds(stores, job, batch):
     checkpoints, _, outbox = stores
     assert wait(checkpoints, job, 1, children=["a"], join="now") == WOKEN
-    assert checkpoints.batch(job, "root") == set()
+    assert batch(job) == set()
     assert Message.loads(outbox.expected(job, "root")) == resume_at(1)
 
 
-def test_concurrent_ends_lose_no_child_and_send_one_resume(stores, redis_client, job):
+def test_concurrent_ends_lose_no_child_and_send_one_resume(stores, redis_client, job, batch):
     checkpoints, _, _ = stores
     children = [f"c{i}" for i in range(40)]
     wait(checkpoints, job, 1, children=children)
@@ -99,6 +106,6 @@ def test_concurrent_ends_lose_no_child_and_send_one_resume(stores, redis_client,
     for t in threads:
         t.join(timeout=30)
     assert len(resumes) == 1
-    batch = checkpoints.batch(job, "root")
+    batch = batch(job)
     done = {str(m) for m in redis_client.smembers(keys.done(job, "root"))}
     assert len(batch) == 1 and batch | done == set(children) and not batch & done

@@ -114,7 +114,7 @@ def test_an_as_completed_wait_keeps_its_entries_apart_from_its_children_and_its_
     opened = [(c, Message("covey.agent", f"t-{c}", {"agent": c})) for c in ("a", "b")]
     resume = Message("covey.resume", "t-root", {"agent": "root", "step": 1})
     woken = saved.save(
-        job, "root", 1, "{}", resume=resume, children=opened, join="now", transcript=entries(job, model(1))
+        job, "root", 1, "{}", resume=resume, children=opened, join_kind="now", transcript=entries(job, model(1))
     )
     assert woken == WOKEN  # the resume is due at once, and the entries are kept with it
     assert redis_client.smembers(keys.awaited(job, "root")) == {"a", "b"}  # no transcript argument taken for a child

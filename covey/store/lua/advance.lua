@@ -1,13 +1,9 @@
 -- advance.lua: save an agent's state at a step together with the messages that step
--- sends (its outbox), unless the step is stale.
--- KEYS[1]  the agent's checkpoint hash (round = the step, state)
--- KEYS[2]  the job's expected messages (agent id -> message JSON)
--- KEYS[3]  the agent's pending children (a set; join "all")
--- KEYS[4]  the job's joins (waiting agent id -> its resume message JSON)
--- KEYS[5]  the index of jobs with expected messages (a set of job ids)
--- KEYS[6]  the agent's awaited children (a set; join "each")
--- KEYS[7]  its children done while it ran (a set; join "each")
--- KEYS[8]  the children its expected resume hands it (a set; join "each")
+-- sends (its outbox), unless the step is stale. Put after join.lua and transcript.lua.
+-- KEYS[1]     the agent's checkpoint hash (round = the step, state)
+-- KEYS[2]     the job's expected messages (agent id -> message JSON)
+-- KEYS[3]     the index of jobs with expected messages (a set of job ids)
+-- KEYS[4..8]  the agent's join keys (join.lua)
 -- ARGV[1]  the step
 -- ARGV[2]  the state, JSON
 -- ARGV[3]  TTL in seconds
@@ -17,8 +13,7 @@
 --          up from none (a root's first step)
 -- ARGV[7]  the agent's next message (a continuation), or '' (it waits, or ends)
 -- ARGV[8]  the resume that joins its children, or '' (it does not wait)
--- ARGV[9]  the join: 'all' (the last child sends the resume), 'each' (the next child
---          to finish sends it) or 'now' (as 'each', but the resume is due at once)
+-- ARGV[9]  the join: 'all', 'each' or 'now' (join.lua)
 -- ARGV[10..] child agent id, child message: the children it opened
 -- then the agent's transcript entries so far (transcript.lua)
 -- Returns 0 if the stored step is newer, or the message taken up is no longer the
@@ -32,44 +27,22 @@ local agent, ttl = ARGV[5], tonumber(ARGV[3])
 if ARGV[6] ~= '' and redis.call('HGET', KEYS[2], agent) ~= ARGV[6] then return 0 end
 redis.call('HSET', KEYS[1], 'round', ARGV[1], 'state', ARGV[2])
 redis.call('EXPIRE', KEYS[1], ttl)
+local j = join_keys(4)
 -- A batch exists only for the resume this step took up: its children are in the state now.
-redis.call('DEL', KEYS[8])
+redis.call('DEL', j.batch)
 local saved = 1
 if ARGV[7] ~= '' then
   redis.call('HSET', KEYS[2], agent, ARGV[7])
 else
   redis.call('HDEL', KEYS[2], agent)
 end
-if ARGV[8] ~= '' then
-  local waits = KEYS[3]
-  if ARGV[9] == 'all' then
-    redis.call('DEL', KEYS[3])
-  else
-    waits = KEYS[6]
-  end
-  for i = 10, NARGV, 2 do
-    redis.call('SADD', waits, ARGV[i])
-    redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
-  end
-  if redis.call('EXISTS', waits) == 1 then redis.call('EXPIRE', waits, ttl) end
-  if ARGV[9] ~= 'all' and (ARGV[9] == 'now' or redis.call('SCARD', KEYS[7]) > 0) then
-    if redis.call('EXISTS', KEYS[7]) == 1 then
-      redis.call('RENAME', KEYS[7], KEYS[8])
-      redis.call('EXPIRE', KEYS[8], ttl)
-    end
-    redis.call('HSET', KEYS[2], agent, ARGV[8])
-    saved = 2
-  else
-    redis.call('HSET', KEYS[4], agent, ARGV[8])
-    redis.call('EXPIRE', KEYS[4], ttl)
-  end
-end
+if ARGV[8] ~= '' and join_wait(j, KEYS[2], agent, ARGV[8], ARGV[9], 10, NARGV, ttl) then saved = 2 end
 if redis.call('EXISTS', KEYS[2]) == 1 then
   redis.call('EXPIRE', KEYS[2], ttl)
-  redis.call('SADD', KEYS[5], ARGV[4])
+  redis.call('SADD', KEYS[3], ARGV[4])
   -- The index lives as long as the newest job in it: no key without a TTL, and a
   -- member whose outbox expired is dropped by the reconciler's next pass.
-  redis.call('EXPIRE', KEYS[5], ttl)
+  redis.call('EXPIRE', KEYS[3], ttl)
 end
 append_transcript(ttl)
 return saved
