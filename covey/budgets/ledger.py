@@ -174,12 +174,6 @@ class LedgerSnapshot(BaseModel):
     scopes: list[ScopeRow] = []
 
 
-def cancelled_by_parent(stopped: str, agent_id: str) -> str:
-    """Why agent ``agent_id`` ends when ``stopped`` (itself, or one of its ancestors) was cancelled by its parent."""
-    whose = "it was" if stopped == agent_id else f"agent {stopped} was"
-    return f"{whose} cancelled by its parent"
-
-
 @dataclass(frozen=True)
 class Settling:
     """A model call's settlement as a script call, to run in the round trip of
@@ -243,7 +237,7 @@ class Ledger(Protocol):
         A scope whose window of this minute is full answers ``retry_after``.
         ``cycle`` (the agent's n-th call) is refused past the agent's own cycle cap.
         A cancelled job, or an agent of the chain its parent cancelled, is refused
-        ``cancelled`` (``cancelled_by_parent`` says which), before a replay too.
+        ``cancelled`` (``covey.budgets.cancels`` says which), before a replay too.
         A reservation settled before is granted again with the outcome stored then."""
 
     def settle(
@@ -291,10 +285,6 @@ class Ledger(Protocol):
 
     def release_stale(self, now: float | None = None) -> int:
         """Give back reservations of any job that expired unsettled (a dead worker's)."""
-
-    def cancel(self, job_id: str) -> None: ...
-
-    def cancelled(self, job_id: str) -> bool: ...
 
     def snapshot(self, job_id: str) -> LedgerSnapshot: ...
 

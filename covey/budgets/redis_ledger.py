@@ -33,7 +33,8 @@ from typing import Any
 import redis
 
 from covey import keys, redis_scripts
-from covey.budgets import scopes as scope_names  # `scopes` here are a call's list of names
+from covey.budgets import cancels  # `scopes` here are a call's list of names
+from covey.budgets import scopes as scope_names
 from covey.budgets.budget import MAX_COUNT, MAX_USD, Budget
 from covey.budgets.ledger import (
     AgentRow,
@@ -46,7 +47,6 @@ from covey.budgets.ledger import (
     Pricing,
     ScopeRow,
     Settling,
-    cancelled_by_parent,
 )
 from covey.budgets.prices import micros, usd
 from covey.errors import StateLost
@@ -220,11 +220,12 @@ class RedisLedger:
             self._next_sweep = now + STALE_SWEEP_SECONDS
             self.release_stale(now)
         minute = int(now // keys.WINDOW_SECONDS)
+        flag, stopped = cancels.keys(job_id)
         row_keys = [
-            keys.cancel(job_id),
+            flag,
             keys.calls(job_id),
             keys.job_scopes(job_id),
-            keys.stopped(job_id),
+            stopped,
             *self._rows(job_id, chain, scopes),
             *(keys.scope_window(s, minute) for s in scopes),
             keys.replies(job_id, chain[-1]),
@@ -251,7 +252,7 @@ class RedisLedger:
         if status == -1:
             return Grant(ok=False, tokens=0, reason=_str(reason), cause=Cause(kind=CauseKind.CANCELLED))
         if status == -3:
-            reason = cancelled_by_parent(_str(reason), chain[-1])
+            reason = cancels.by_parent(_str(reason), chain[-1])
             return Grant(ok=False, tokens=0, reason=reason, cause=Cause(kind=CauseKind.CANCELLED))
         if status == 3:  # a cost cap, and a model without prices
             return Grant(ok=False, tokens=0, reason=_str(reason), cause=Cause(kind=CauseKind.INVALID_SPEC))
@@ -422,14 +423,6 @@ class RedisLedger:
     @staticmethod
     def _rows(job_id: str, chain: list[str], scopes: list[str]) -> list[str]:
         return [*(keys.agent(job_id, a) for a in chain), *(keys.scope(s) for s in scopes)]
-
-    # -- cancel ---------------------------------------------------------------
-
-    def cancel(self, job_id: str) -> None:
-        self.client.set(keys.cancel(job_id), 1, ex=self.job_ttl)
-
-    def cancelled(self, job_id: str) -> bool:
-        return bool(self.client.exists(keys.cancel(job_id)))
 
     # -- reading --------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from kombu.exceptions import OperationalError
 from redis.exceptions import InvalidResponse
 
 from covey import keys, wire
+from covey.budgets.cancels import Cancels
 from covey.budgets.ledger import LedgerSnapshot, unknown_scope
 from covey.budgets.redis_ledger import RedisLedger
 from covey.client import jobs as listing
@@ -81,6 +82,7 @@ class Client:
             socket_timeout=connections.SOCKET_TIMEOUT_SECONDS,
         )
         self.ledger = RedisLedger(self.redis, self.settings.job_ttl)
+        self.cancels = Cancels(self.redis, self.settings.job_ttl)
         self.resubscribe = False  # the result store went away under a wait: subscribe again first
         self.tree = JobTree(self.redis, self.settings.job_ttl)
         self.index = JobIndex(self.redis, self.settings.job_ttl)
@@ -379,6 +381,6 @@ class JobHandle:
         """Every agent of the job stops at its next cycle and reports ``cancelled``;
         one waiting for a scope's cap or window is taken up at once to end."""
         with self._client._reaching(REDIS):
-            self._client.ledger.cancel(self.id)
+            self._client.cancels.cancel_job(self.id)
         with self._client._reaching(BROKER):
             waits.wake_waiting(self._client, self.id)

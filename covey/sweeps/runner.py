@@ -505,7 +505,7 @@ def _check_cancelled(run: _Run) -> None:
         return
     run.cancelled = True
     for job_id in run.flights:
-        run.client.ledger.cancel(job_id)
+        run.client.cancels.cancel_job(job_id)
 
 
 def _check_dry(run: _Run) -> None:

@@ -12,13 +12,13 @@ from pathlib import Path
 
 from redis import Redis
 
+from covey.budgets.cancels import Cancels
 from covey.budgets.ledger import Ledger
 from covey.budgets.redis_ledger import RedisLedger, ReplicaWait
 from covey.budgets.running import RunningSlots
 from covey.config import connections
 from covey.config.settings import Settings, get_settings
 from covey.models.llm import LLM
-from covey.store.cancels import Cancels
 from covey.store.checkpoints import Checkpoints
 from covey.store.outbox import Outbox
 from covey.store.tree import JobTree

@@ -68,7 +68,7 @@ def end(
     """Write the agent's final ``node`` and retire what it kept (``retired``); see
     ``JobTree.finish`` for ``also`` and ``settling``."""
     if state is not None and state.as_completed:  # its children still running are of no use now
-        deps.cancels.cancel(job_id, [p.agent_id for p in state.pending if p.refused is None])
+        deps.cancels.cancel_agents(job_id, [p.agent_id for p in state.pending if p.refused is None])
     retire = retired(job_id, node.agent_id, state)
     written, resume = deps.tree.finish(job_id, node, retire, transcript=transcript, also=also, settling=settling)
     if not written:  # a duplicate of a step that already ended: the first end stands

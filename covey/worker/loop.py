@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from covey.budgets.budget import Budget
-from covey.budgets.ledger import AgentRow, cancelled_by_parent
+from covey.budgets.ledger import AgentRow
 from covey.context import SUBAGENT_DIR, RunContext
 from covey.orchestration import registry
 from covey.orchestration.actions import (
@@ -293,23 +293,21 @@ def _waits(state: AgentState, action: Action, hop: Hop) -> Paused:
 def _stop(deps: Deps, state: AgentState, checked_at_reserve: bool) -> Stop | None:
     """Why the agent must end before its next step, if it must. Cycle and token
     caps are the ledger's to refuse at the reservation, and so are the job's cancel
-    and its parent's before a model call (``checked_at_reserve``): two round trips
+    and its parent's before a model call (``checked_at_reserve``): a round trip
     fewer per call."""
     ctx = state.ctx
     if checked_at_reserve:
         return _deadline(deps, state)
-    if deps.ledger.cancelled(ctx.job_id):
-        return Stop.of(CauseKind.CANCELLED, "job cancelled")
-    stopped = ctx.ancestors and deps.cancels.stopped(ctx.job_id, ctx.chain)
-    if stopped:
-        return Stop.of(CauseKind.CANCELLED, cancelled_by_parent(stopped, ctx.agent_id))
+    stopped = deps.cancels.stopped(ctx.job_id, ctx.chain)
+    if stopped is not None:
+        return Stop.of(CauseKind.CANCELLED, stopped)
     return _deadline(deps, state)
 
 
 def _cancel(deps: Deps, state: AgentState, action: Cancel) -> list[tuple[RunContext, AgentSpec]]:
     """Mark the strategy's running children it names; it opens none."""
     running = {p.agent_id for p in state.pending if p.refused is None}
-    deps.cancels.cancel(state.ctx.job_id, [a for a in action.agent_ids if a in running])
+    deps.cancels.cancel_agents(state.ctx.job_id, [a for a in action.agent_ids if a in running])
     return []
 
 

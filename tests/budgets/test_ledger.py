@@ -10,10 +10,10 @@ import pytest
 
 from covey import keys
 from covey.budgets.budget import Budget
+from covey.budgets.cancels import Cancels
 from covey.budgets.ledger import AgentTerms, FirstRun, Ledger, LedgerError
 from covey.errors import StateLost
 from covey.status import Cause, CauseKind, Resource
-from covey.store.cancels import Cancels
 
 
 @pytest.fixture
@@ -235,11 +235,9 @@ def test_reserve_and_settle_are_idempotent_by_reservation_id(ledger, job):
     assert (snap.scopes[0].tokens_used, snap.scopes[0].cycles_used) == (250, 1)
 
 
-def test_a_cancelled_job_refuses_reserve(ledger, job):
+def test_a_cancelled_job_refuses_reserve(ledger, redis_client, job):
     ledger.open_root(job, "root", Budget(max_depth=0))
-    assert not ledger.cancelled(job)
-    ledger.cancel(job)
-    assert ledger.cancelled(job)
+    Cancels(redis_client, keys.DEFAULT_JOB_TTL_SECONDS).cancel_job(job)
     grant = ledger.reserve(job, ["root"], [], "root:0", 10, 1)
     assert grant == type(grant)(ok=False, tokens=0, reason="job cancelled", cause=Cause(kind=CauseKind.CANCELLED))
     assert grant.cancelled and grant.retry_after is None
@@ -251,7 +249,7 @@ def test_an_agent_its_parent_cancelled_is_refused_reserve_and_so_is_every_agent_
     ledger.open(job, ["root"], "c1", Budget(max_depth=1))
     ledger.open(job, ["root", "c1"], "g1", Budget(max_depth=0))
     assert ledger.reserve(job, ["root", "c1", "g1"], [], "g1:1", 10, 1).ok
-    Cancels(redis_client, keys.DEFAULT_JOB_TTL_SECONDS).cancel(job, ["c1"])
+    Cancels(redis_client, keys.DEFAULT_JOB_TTL_SECONDS).cancel_agents(job, ["c1"])
     cancelled = Cause(kind=CauseKind.CANCELLED)
     own = ledger.reserve(job, ["root", "c1"], [], "c1:1", 10, 1)
     assert (own.ok, own.reason, own.cause) == (False, "it was cancelled by its parent", cancelled)

@@ -45,7 +45,7 @@ def test_cancelling_a_finished_job_says_so_and_exits_1(cli, client):
     proc = cli("cancel", handle.id)
     assert proc.returncode == 1
     assert f"job {handle.id} already finished (completed); nothing to cancel" in proc.stderr
-    assert not client.ledger.cancelled(handle.id)
+    assert not client.cancels.job_cancelled(handle.id)
 
 
 def test_a_job_sent_to_celerys_default_queue_is_found_there_and_named(cli, client, redis_server):

@@ -112,7 +112,7 @@ def test_a_token_cap_refuses_the_call_that_cannot_fit(deps):
 
 def test_a_cancelled_job_stops_before_calling_the_model(deps):
     ctx = root(deps, Budget())
-    deps.ledger.cancel(ctx.job_id)
+    deps.cancels.cancel_job(ctx.job_id)
     out = run(deps, ctx, "What is 1 + 1?")
     assert out.result.status is AgentStatus.CANCELLED
     assert out.result.cause == Cause(kind=CauseKind.CANCELLED)

@@ -86,7 +86,7 @@ def test_a_slot_given_back_wakes_the_first_waiter_still_waiting_and_keeps_the_re
     for _ in range(3):
         state, action = begin(deps, tenant)
         waiters.append(loop.advance(deps, state, action))
-    deps.ledger.cancel(waiters[0].state.ctx.job_id)  # the first ended meanwhile: it has no next step
+    deps.cancels.cancel_job(waiters[0].state.ctx.job_id)  # the first ended meanwhile: it has no next step
     for out in waiters[1:]:
         save_waiting(deps, out)
     (woken,) = slots.give_back(deps, holder.ctx.job_id, "root")
@@ -97,7 +97,7 @@ def test_a_slot_given_back_wakes_the_first_waiter_still_waiting_and_keeps_the_re
 
 def test_a_cancelled_or_late_agent_ends_instead_of_waiting_again(deps, tenant, holder):
     cancelled, action = begin(deps, tenant)
-    deps.ledger.cancel(cancelled.ctx.job_id)
+    deps.cancels.cancel_job(cancelled.ctx.job_id)
     assert loop.advance(deps, cancelled, action).result.status is AgentStatus.CANCELLED
     late, action = begin(deps, tenant, budget=Budget(deadline=deps.now() - timedelta(seconds=1)))
     assert loop.advance(deps, late, action).result.status is AgentStatus.TIMED_OUT
