@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import IntEnum
+from importlib.resources import files
 from typing import Any
 
 import redis
@@ -24,6 +26,34 @@ from redis.commands.core import Script
 from redis.exceptions import NoScriptError
 
 LOADS = 3  # a Redis that loses its scripts again between a load and the run, that often, is not there
+
+
+class Reply(IntEnum):
+    """What a covey script's reply begins with: one number means one thing in every
+    script. A script is loaded with these as Lua constants (``source``) and returns
+    them by name; its header says which it returns and what follows each."""
+
+    OK = 1  # done as asked: granted, opened, counted, charged, held, written, saved
+    REFUSED = 0  # a cap refuses it, or a scope at its running cap queues it: a reason follows
+    ALREADY = 2  # done before, by an earlier run: a settled reservation, a final node
+    MISSING = -1  # a row it must read or charge is gone (never opened, or wiped): nothing written
+    CANCELLED = -2  # the job was cancelled
+    PARENT_CANCELLED = -3  # an agent of the chain was cancelled by its parent
+    WINDOW_FULL = 3  # a scope's window of this minute is full: ask again next minute
+    NO_PRICES = 4  # a row has a cost cap and the model has no prices
+    MISMATCH = 5  # it names another chain or scopes than its reservation's: a caller's bug
+    ELSEWHERE = 6  # another run of the agent's step holds its slot
+    MOVED_ON = 7  # another run of the step went on: the message taken up is no longer expected
+    WOKEN = 8  # saved, and what it saved is due at once (a waiting agent's resume)
+
+
+# The replies as Lua locals, put before every script that returns them.
+LUA_REPLIES = f"local {', '.join(r.name for r in Reply)} = {', '.join(str(r.value) for r in Reply)}\n"
+
+
+def source(package: str, name: str) -> str:
+    """The Lua of ``package``'s ``lua/<name>``, after the reply constants."""
+    return LUA_REPLIES + (files(package) / "lua" / name).read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True)

@@ -4,10 +4,14 @@ call does not run twice, and what ran after it runs again after it."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 import redis
 
-from covey.redis_scripts import ScriptCall, run
+import covey
+from covey.redis_scripts import LUA_REPLIES, Reply, ScriptCall, run
 from tests.redis_server import RedisServer
 
 COUNT = "return redis.call('INCR', KEYS[1])"
@@ -64,3 +68,16 @@ def test_a_scripts_own_error_is_raised(client):
 def test_a_wait_for_replicas_answers_last(client):
     count = client.register_script(COUNT)
     assert run(client, [ScriptCall(count, ["n"], [])], wait_replicas=1, wait_ms=10) == [1, 0]  # no replica here
+
+
+def test_every_script_returns_the_one_reply_table_by_name(client):
+    """The constants a script is loaded with are Python's ``Reply``, and no script
+    that returns a status spells one as a number (a number meant one thing in one
+    script and another in the next)."""
+    names = ", ".join(r.name for r in Reply)
+    assert client.eval(LUA_REPLIES + f"return {{{names}}}", 0) == [r.value for r in Reply]
+    scripts = list(Path(covey.__file__).parent.rglob("*.lua"))
+    assert len(scripts) >= 15
+    for path in scripts:
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"return \{-?\d", text), f"{path.name} returns a status as a number"

@@ -27,7 +27,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
-from importlib.resources import files
 from typing import Any
 
 import redis
@@ -50,10 +49,11 @@ from covey.budgets.ledger import (
 )
 from covey.budgets.prices import micros, usd
 from covey.errors import StateLost
+from covey.redis_scripts import Reply, source
 from covey.status import Cause, CauseKind, Resource
 
 _LUA = {
-    name: (files("covey.budgets") / "lua" / f"{name}.lua").read_text(encoding="utf-8")
+    name: source("covey.budgets", f"{name}.lua")
     for name in ("open", "root", "reserve", "settle", "release", "tool_call")
 }
 
@@ -182,9 +182,9 @@ class RedisLedger:
     @staticmethod
     def _opened(job_id: str, reply: list[Any]) -> Opened:
         status, *rest = reply
-        if status == -2:
+        if status == Reply.MISSING:
             raise _lost(job_id, rest[0])
-        if status == 0:
+        if status == Reply.REFUSED:
             return Opened(ok=False, budget=None, reason=_str(rest[0]), cause=_short(CauseKind.BUDGET, *rest[1:]))
         fields: dict[str, Any] = dict(zip(("max_tokens", "max_cycles", "max_agents", "max_depth"), map(_int, rest[:4])))
         fields["deadline"] = _deadline(rest[4])
@@ -247,21 +247,21 @@ class RedisLedger:
             *(pricing or Pricing(model="", price=None, prompt_tokens=0)).args(),
         ]
         status, granted, reason, *rest = self._run("reserve", row_keys, args)
-        if status == -2:
+        if status == Reply.MISSING:
             raise _lost(job_id, reason)
-        if status == -1:
+        if status == Reply.CANCELLED:
             return Grant(ok=False, tokens=0, reason=_str(reason), cause=Cause(kind=CauseKind.CANCELLED))
-        if status == -3:
+        if status == Reply.PARENT_CANCELLED:
             reason = cancels.by_parent(_str(reason), chain[-1])
             return Grant(ok=False, tokens=0, reason=reason, cause=Cause(kind=CauseKind.CANCELLED))
-        if status == 3:  # a cost cap, and a model without prices
+        if status == Reply.NO_PRICES:
             return Grant(ok=False, tokens=0, reason=_str(reason), cause=Cause(kind=CauseKind.INVALID_SPEC))
-        if status == 2:  # a full window: the next minute's is empty
+        if status == Reply.WINDOW_FULL:  # the next minute's is empty
             retry_after = (minute + 1) * keys.WINDOW_SECONDS - now
             row, name, resource = rest[:3]
             cause = _short(CauseKind.RATE_LIMITED, row, name, resource, retry_after=retry_after)
             return Grant(ok=False, tokens=0, reason=_str(reason), cause=cause)
-        if status != 1:
+        if status != Reply.OK:
             return Grant(ok=False, tokens=0, reason=_str(reason), cause=_short(CauseKind.BUDGET, *rest))
         record = _str(rest[0])
         return Grant(ok=True, tokens=int(granted), reason=None, record=record or None, cost=int(rest[1]))
@@ -314,13 +314,13 @@ class RedisLedger:
 
         def charged(reply: Any) -> bool:
             status, reason = reply
-            if status == -3:
+            if status == Reply.MISSING:
                 raise _lost(job_id, reason)
-            if status == -2:
+            if status == Reply.MISMATCH:
                 raise LedgerError(
                     f"job {job_id}: settle of {reservation_id} names another chain or scopes than its reserve"
                 )
-            return status == 1
+            return status == Reply.OK  # ALREADY: settled before
 
         return Settling(self._call("settle", row_keys, args), charged)
 
@@ -340,9 +340,9 @@ class RedisLedger:
             keys.replies(job_id, chain[-1]),
         ]
         status, *rest = self._run("tool_call", row_keys, [call_id, self.job_ttl, *chain])
-        if status == -2:
+        if status == Reply.MISSING:
             raise _lost(job_id, rest[0])
-        if status == 0:
+        if status == Reply.REFUSED:
             cause = Cause(kind=CauseKind.BUDGET, resource=Resource.TOOL_CALLS, agent_id=_str(rest[1]))
             return Grant(ok=False, tokens=0, reason=_str(rest[0]), cause=cause)
         return Grant(ok=True, tokens=0, reason=None, record=_str(rest[1]) if rest[0] == 1 else None)

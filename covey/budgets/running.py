@@ -17,7 +17,6 @@ import json
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from importlib.resources import files
 from typing import Any
 
 import redis
@@ -25,9 +24,9 @@ import redis
 from covey import keys
 from covey.budgets import scopes as scope_names
 from covey.budgets.budget import MAX_COUNT
-from covey.redis_scripts import ScriptCall
+from covey.redis_scripts import Reply, ScriptCall, source
 
-_TAKE = (files("covey.budgets") / "lua" / "running.lua").read_text(encoding="utf-8")
+_TAKE = source("covey.budgets", "running.lua")
 
 
 @dataclass(frozen=True)
@@ -103,11 +102,11 @@ class RunningSlots:
     @staticmethod
     def taken(reply: list[Any]) -> Taken:
         status, *rest = reply
-        if status == 1:
+        if status == Reply.OK:
             return Taken(ok=True, held=tuple(_str(s) for s in rest))
-        if status == 2:
+        if status == Reply.ELSEWHERE:
             return Taken(ok=False, scope=_str(rest[0]), elsewhere=True)
-        if status == 3:
+        if status == Reply.MOVED_ON:
             return Taken(ok=False, ran=True)
         name, running, limit = rest
         return Taken(ok=False, scope=_str(name), running=int(running), limit=int(limit))

@@ -17,6 +17,7 @@ from typing import Any
 import redis
 
 from covey import keys
+from covey.redis_scripts import Reply
 from covey.store import join, transcripts
 from covey.store.join import Join
 from covey.store.outbox import Message
@@ -24,7 +25,8 @@ from covey.store.transcripts import Entries
 
 _SAVE = join.LUA + transcripts.script("advance.lua")
 
-STALE, SAVED, WOKEN = 0, 1, 2  # what ``Checkpoints.save`` did
+# What ``Checkpoints.save`` did: nothing (another run went on), saved, or saved with the resume due now.
+STALE, SAVED, WOKEN = Reply.MOVED_ON, Reply.OK, Reply.WOKEN
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from pydantic import BaseModel
 from covey import keys, redis_scripts, wire
 from covey.budgets.ledger import Settling
 from covey.errors import StateLost
-from covey.redis_scripts import ScriptCall
+from covey.redis_scripts import Reply, ScriptCall
 from covey.results import AgentResult, ChildSummary, Usage
 from covey.status import AgentStatus, Cause, Wait
 from covey.store import join, transcripts
@@ -239,9 +239,9 @@ class JobTree:
             if settling is not None:
                 settling.charged(replies[0])
             written, *resume = replies[len(first)]
-        if written == -1:
+        if written == Reply.MISSING:
             raise StateLost(f"the ledger row of agent {node.agent_id} of job {job_id} is gone from Redis")
-        return bool(written), (resume[0] if resume else None)
+        return written == Reply.OK, (resume[0] if resume else None)
 
     def nodes(self, job_id: str) -> list[Node]:
         raw = self._redis.hgetall(keys.nodes(job_id))

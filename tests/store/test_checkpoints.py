@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from covey import keys
-from covey.store.checkpoints import Checkpoint, Checkpoints
+from covey.store.checkpoints import STALE, Checkpoint, Checkpoints
 from covey.store.tree import JobTree, Node
 
 
@@ -24,7 +24,7 @@ def job():
 def test_rounds_share_one_key_and_a_stale_round_cannot_overwrite_a_newer_one(checkpoints, redis_client, job):
     assert checkpoints.save(job, "root", 1, '{"round": 1}')
     assert checkpoints.save(job, "root", 2, '{"round": 2}')
-    assert not checkpoints.save(job, "root", 1, '{"stale": true}')
+    assert checkpoints.save(job, "root", 1, '{"stale": true}') == STALE
     assert checkpoints.save(job, "root", 2, '{"round": 2, "again": true}')  # a replay of the same round
     assert checkpoints.load(job, "root") == Checkpoint(round=2, state='{"round": 2, "again": true}')
     assert redis_client.keys(f"covey:{{{job}}}:state:*") == [keys.checkpoint(job, "root")]

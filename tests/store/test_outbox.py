@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from covey import keys
-from covey.store.checkpoints import Checkpoints
+from covey.store.checkpoints import STALE, Checkpoints
 from covey.store.outbox import Message, Outbox
 from covey.store.tree import JobTree, Node
 
@@ -49,7 +49,7 @@ def test_a_step_whose_message_is_no_longer_expected_saves_nothing(stores, redis_
     taken = outbox.expected(job, "a")
     then = message("covey.proceed", "t-a", agent="a", step=1)
     assert checkpoints.save(job, "a", 1, '{"first": true}', taken, then=then)
-    assert not checkpoints.save(job, "a", 1, '{"duplicate": true}', taken, then=then)  # the same message again
+    assert checkpoints.save(job, "a", 1, '{"duplicate": true}', taken, then=then) == STALE  # the same message again
     assert checkpoints.load(job, "a").state == '{"first": true}'
     assert Message.loads(outbox.expected(job, "a")) == then
 

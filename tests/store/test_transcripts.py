@@ -94,7 +94,7 @@ def test_past_the_cap_nothing_more_is_kept_and_the_transcript_says_from_where_an
 def test_a_stale_checkpoint_or_a_second_finish_writes_no_entry(redis_client, job):
     tree, saved = JobTree(redis_client, TTL), Checkpoints(redis_client, TTL)
     assert saved.save(job, "root", 2, "{}")
-    assert not saved.save(job, "root", 1, "{}", transcript=entries(job, model(1)))
+    assert saved.save(job, "root", 1, "{}", transcript=entries(job, model(1))) == STALE
     done = Node(agent_id="root", status=AgentStatus.COMPLETED)
     assert tree.finish(job, done)[0]
     assert not tree.finish(job, done, transcript=entries(job, model(5)))[0]

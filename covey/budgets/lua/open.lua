@@ -14,11 +14,11 @@
 -- ARGV[12]    a digest of the message that started the job ('' = none)
 -- ARGV[13..]  the ancestors' ids, in KEYS order (for messages; kept as the row's ancestors, a JSON list)
 -- ARGV[#ARGV] requested cost limit, micro-dollars ('' = unlimited)
--- Returns {1, tokens, cycles, agents, depth_limit, deadline, cost} ('' = unlimited/none),
--- the stored limits if the child is already open; {0, reason, 'agent', id, resource}
--- when refused: the ancestor whose cap was reached and which ('depth' or 'agents');
--- {-2, reason} when an ancestor's row is missing (never opened, or gone from Redis):
--- nothing is written.
+-- Returns (replies: covey.redis_scripts.Reply) {OK, tokens, cycles, agents,
+-- depth_limit, deadline, cost} ('' = unlimited/none), the stored limits if the child
+-- is already open; {REFUSED, reason, 'agent', id, resource} when refused: the ancestor
+-- whose cap was reached and which ('depth' or 'agents'); {MISSING, reason} when an
+-- ancestor's row is missing (never opened, or gone from Redis): nothing is written.
 
 local function num(v)
   if v == false or v == nil or v == '' then return nil end
@@ -40,7 +40,7 @@ local ttl = tonumber(ARGV[7])
 if redis.call('EXISTS', child) == 1 then
   local r = redis.call('HMGET', child, 'tokens_limit', 'cycles_limit', 'agents_limit', 'depth_limit', 'deadline',
     'cost_limit')
-  return {1, r[1] or '', r[2] or '', r[3] or '', r[4] or '', r[5] or '', r[6] or ''}
+  return {OK, r[1] or '', r[2] or '', r[3] or '', r[4] or '', r[5] or '', r[6] or ''}
 end
 
 local tokens, cycles, agents, cost = num(ARGV[2]), num(ARGV[3]), num(ARGV[4]), num(ARGV[#ARGV])
@@ -50,20 +50,20 @@ local rows = {}
 for i = 1, n do
   rows[i] = redis.call('HMGET', KEYS[2 + i], 'tokens_limit', 'tokens_held', 'cycles_limit', 'cycles_used',
     'agents_limit', 'agents_spawned', 'depth_limit', 'depth', 'cost_limit', 'cost_held')
-  if not rows[i][8] then return {-2, 'the ledger row of agent ' .. ARGV[12 + i] .. ' is missing'} end
+  if not rows[i][8] then return {MISSING, 'the ledger row of agent ' .. ARGV[12 + i] .. ' is missing'} end
 end
 
 if n > 0 then
   local parent_depth_limit = tonumber(rows[n][7])
   if parent_depth_limit < 1 then
-    return {0, 'spawn refused: depth cap reached (max_depth=' .. parent_depth_limit .. ' at agent ' .. ARGV[12 + n] .. ')',
+    return {REFUSED, 'spawn refused: depth cap reached (max_depth=' .. parent_depth_limit .. ' at agent ' .. ARGV[12 + n] .. ')',
       'agent', ARGV[12 + n], 'depth'}
   end
   -- Nearest ancestor first, so the message names the cap closest to the child.
   for i = n, 1, -1 do
     local cap = num(rows[i][5])
     if cap ~= nil and (tonumber(rows[i][6]) or 0) + 1 > cap then
-      return {0, 'spawn refused: agent cap reached (max_agents=' .. cap .. ' at agent ' .. ARGV[12 + i] .. ')',
+      return {REFUSED, 'spawn refused: agent cap reached (max_agents=' .. cap .. ' at agent ' .. ARGV[12 + i] .. ')',
         'agent', ARGV[12 + i], 'agents'}
     end
   end
@@ -100,4 +100,4 @@ redis.call('EXPIRE', child, ttl)
 redis.call('SADD', KEYS[2], ARGV[1])
 -- made with the root's row; made again with its TTL if it alone was lost
 if n == 0 or redis.call('TTL', KEYS[2]) < 0 then redis.call('EXPIRE', KEYS[2], ttl) end
-return {1, tokens or '', cycles or '', agents or '', depth_limit, ARGV[6], cost or ''}
+return {OK, tokens or '', cycles or '', agents or '', depth_limit, ARGV[6], cost or ''}

@@ -23,17 +23,19 @@
 -- ARGV[c+2]      micro-dollars per reply token (its USD per million)
 -- ARGV[c+3]      the prompt's share of the tokens wanted
 -- ARGV[c+4]      the model's name, for a refusal
--- Returns {1, tokens, '', record, cost} granted (cost: micro-dollars held): record is
+-- Returns (replies: covey.redis_scripts.Reply)
+-- {OK, tokens, '', record, cost} granted (cost: micro-dollars held): record is
 -- the outcome stored by the settle of an id settled before ('' otherwise); a live id
 -- gets its grant again.
--- {0, 0, reason, row, name, resource} refused: the short row ('agent' or 'scope'),
+-- {REFUSED, 0, reason, row, name, resource} refused: the short row ('agent' or 'scope'),
 -- its agent id or scope name, and what it is short of ('tokens', 'cycles',
--- 'tokens_per_minute', 'requests_per_minute', 'cost'); {2, 0, reason, row, name, resource}
--- when a scope's window of this minute is full: ask again next minute.
--- {-1, 0, 'job cancelled'}, {-3, 0, agent id} when an agent of the chain (the first,
--- root first) was cancelled by its parent, {-2, 0, reason} when an agent row is missing (never
--- opened, or gone from Redis): nothing is written. {3, 0, reason, row, name, 'cost'}
--- when a row has a cost cap and the model has no prices.
+-- 'tokens_per_minute', 'requests_per_minute', 'cost'); {WINDOW_FULL, 0, reason, row,
+-- name, resource} when a scope's window of this minute is full: ask again next minute.
+-- {CANCELLED, 0, 'job cancelled'}; {PARENT_CANCELLED, 0, agent id} when an agent of the
+-- chain (the first, root first) was cancelled by its parent; {MISSING, 0, reason} when
+-- an agent row is missing (never opened, or gone from Redis): nothing is written.
+-- {NO_PRICES, 0, reason, row, name, 'cost'} when a row has a cost cap and the model
+-- has no prices.
 -- Cost is held like tokens (cost_held, cost_used; cost_limit caps it): a row with a
 -- cost cap clamps the reply to what its money left buys at the output price.
 -- A row counts tokens_held (used plus held for calls in flight) and cycles_used (a
@@ -46,16 +48,16 @@
 -- index of live reservations at least as long.
 
 local rid = ARGV[1]
-if redis.call('EXISTS', KEYS[1]) == 1 then return {-1, 0, 'job cancelled'} end
+if redis.call('EXISTS', KEYS[1]) == 1 then return {CANCELLED, 0, 'job cancelled'} end
 for i = 1, tonumber(ARGV[5]) do
-  if redis.call('SISMEMBER', KEYS[4], ARGV[10 + i]) == 1 then return {-3, 0, ARGV[10 + i]} end
+  if redis.call('SISMEMBER', KEYS[4], ARGV[10 + i]) == 1 then return {PARENT_CANCELLED, 0, ARGV[10 + i]} end
 end
 local known = redis.call('HGET', KEYS[2], rid)
 if known and string.sub(known, 1, 1) == '{' then
   local held = cjson.decode(known)
-  return {1, held.tokens, '', '', held.cost or 0}
+  return {OK, held.tokens, '', '', held.cost or 0}
 end
-if known then return {1, tonumber(known), '', redis.call('HGET', KEYS[#KEYS - 1], rid) or '', 0} end
+if known then return {OK, tonumber(known), '', redis.call('HGET', KEYS[#KEYS - 1], rid) or '', 0} end
 
 local n = tonumber(ARGV[5])
 local m = (#KEYS - 6 - n) / 2
@@ -78,16 +80,16 @@ for _, i in ipairs(order) do
   local r = redis.call('HMGET', KEYS[4 + i], 'tokens_limit', 'tokens_held', 'cycles_limit', 'cycles_used',
     'depth', 'agent_cycles_limit', 'tpm_limit', 'rpm_limit', 'cost_limit', 'cost_held')
   rows[i] = r
-  if i <= n and not r[5] then return {-2, 0, 'the ledger row of ' .. label(i) .. ' is missing'} end
+  if i <= n and not r[5] then return {MISSING, 0, 'the ledger row of ' .. label(i) .. ' is missing'} end
   if i == n and ARGV[8] ~= '' and r[6] and tonumber(ARGV[8]) > tonumber(r[6]) then
-    return refuse(0, i, 'cycles', 'cycle cap reached: max_cycles=' .. r[6] .. ' for this agent')
+    return refuse(REFUSED, i, 'cycles', 'cycle cap reached: max_cycles=' .. r[6] .. ' for this agent')
   end
   if i <= n or r[1] or r[3] or r[7] or r[8] or r[9] then
     table.insert(charged, i)
     if r[3] then
       local cycles_left = tonumber(r[3]) - (tonumber(r[4]) or 0)
       if cycles_left < 1 then
-        return refuse(0, i, 'cycles', 'cycle budget exhausted at ' .. label(i) .. ' (max_cycles=' .. r[3] .. ')')
+        return refuse(REFUSED, i, 'cycles', 'cycle budget exhausted at ' .. label(i) .. ' (max_cycles=' .. r[3] .. ')')
       end
     end
     if r[1] then
@@ -99,7 +101,7 @@ for _, i in ipairs(order) do
 end
 granted = math.max(0, granted)
 if granted < tonumber(ARGV[3]) then
-  return refuse(0, shortest, 'tokens', 'token budget exhausted at ' .. label(shortest) .. ' ('
+  return refuse(REFUSED, shortest, 'tokens', 'token budget exhausted at ' .. label(shortest) .. ' ('
     .. math.max(0, shortest_left) .. ' left, ' .. ARGV[3] .. ' needed)')
 end
 
@@ -111,7 +113,7 @@ local poorest, poorest_left = nil, nil
 for _, i in ipairs(charged) do
   if rows[i][9] then
     if not priced then
-      return refuse(3, i, 'cost', 'model ' .. ARGV[c + 4] .. ' has no prices in the models file, and ' .. label(i)
+      return refuse(NO_PRICES, i, 'cost', 'model ' .. ARGV[c + 4] .. ' has no prices in the models file, and ' .. label(i)
         .. ' has a cost cap')
     end
     local cost_left = tonumber(rows[i][9]) - (tonumber(rows[i][10]) or 0)
@@ -126,7 +128,7 @@ if poorest then
   local needed = tonumber(ARGV[3])
   if prompt + reply < needed or prompt_cost > poorest_left then
     local cost_needed = prompt_cost + math.ceil(math.max(0, needed - prompt) * rate)
-    return refuse(0, poorest, 'cost', string.format('cost budget exhausted at %s ($%.6f left, $%.6f needed)',
+    return refuse(REFUSED, poorest, 'cost', string.format('cost budget exhausted at %s ($%.6f left, $%.6f needed)',
       label(poorest), math.max(0, poorest_left) / 1e6, cost_needed / 1e6))
   end
   granted = prompt + reply
@@ -138,22 +140,22 @@ end
 for i = n + 1, n + m do
   local tpm, rpm = tonumber(rows[i][7]), tonumber(rows[i][8])
   if tpm and tpm < tonumber(ARGV[3]) then
-    return refuse(0, i, 'tokens_per_minute', label(i) .. ' allows ' .. tpm .. ' tokens per minute, one call needs '
+    return refuse(REFUSED, i, 'tokens_per_minute', label(i) .. ' allows ' .. tpm .. ' tokens per minute, one call needs '
       .. ARGV[3])
   end
-  if rpm and rpm < 1 then return refuse(0, i, 'requests_per_minute', label(i) .. ' allows 0 requests per minute') end
+  if rpm and rpm < 1 then return refuse(REFUSED, i, 'requests_per_minute', label(i) .. ' allows 0 requests per minute') end
 end
 for i = n + 1, n + m do
   local tpm, rpm = tonumber(rows[i][7]), tonumber(rows[i][8])
   if tpm or rpm then
     local w = redis.call('HMGET', KEYS[4 + m + i], 'tokens', 'requests')
     if rpm and (tonumber(w[2]) or 0) + 1 > rpm then
-      return refuse(2, i, 'requests_per_minute', label(i) .. ' is at its ' .. rpm .. ' requests per minute')
+      return refuse(WINDOW_FULL, i, 'requests_per_minute', label(i) .. ' is at its ' .. rpm .. ' requests per minute')
     end
     if tpm then
       local room = tpm - (tonumber(w[1]) or 0)
       if room < tonumber(ARGV[3]) then
-        return refuse(2, i, 'tokens_per_minute', label(i) .. ' is at its ' .. tpm .. ' tokens per minute')
+        return refuse(WINDOW_FULL, i, 'tokens_per_minute', label(i) .. ' is at its ' .. tpm .. ' tokens per minute')
       end
       granted = math.min(granted, room)
     end
@@ -183,4 +185,4 @@ local data = '{"tokens":' .. granted .. ',"chain":' .. ARGV[6] .. ',"scopes":[' 
   .. cost .. '}'
 redis.call('HSET', KEYS[2], rid, data)
 redis.call('EXPIRE', KEYS[2], ARGV[10])
-return {1, granted, '', '', cost}
+return {OK, granted, '', '', cost}

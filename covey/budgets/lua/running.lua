@@ -16,20 +16,21 @@
 -- ARGV[8]          the expected message this run took up, as stored; '' for a step
 --                  taken up from none (a root's first step)
 -- ARGV[9..8+m]     the scope names, in KEYS order
--- Returns {1, name...}: held on the capped scopes named (a slot the same run
--- held already has its lease renewed), and no longer waiting on them; {0, name,
--- running, limit} when a scope is at its cap: nothing is taken, and the agent
--- waits in that scope's queue, keeping its place if it was there already (the
--- step that gives a slot back wakes the first in it); {2, name} when another run
--- of the agent's step holds its slot and its lease is live: a duplicate of a step
--- that is running (a copy of its message), which must not run beside it; {3} when
--- the message taken up is no longer the agent's expected one: another copy of it
--- ran the step meanwhile (and gave its slot back), and this one must not run it again.
+-- Returns (replies: covey.redis_scripts.Reply) {OK, name...}: held on the capped
+-- scopes named (a slot the same run held already has its lease renewed), and no
+-- longer waiting on them; {REFUSED, name, running, limit} when a scope is at its cap:
+-- nothing is taken, and the agent waits in that scope's queue, keeping its place if
+-- it was there already (the step that gives a slot back wakes the first in it);
+-- {ELSEWHERE, name} when another run of the agent's step holds its slot and its lease
+-- is live: a duplicate of a step that is running (a copy of its message), which must
+-- not run beside it; {MOVED_ON} when the message taken up is no longer the agent's
+-- expected one: another copy of it ran the step meanwhile (and gave its slot back),
+-- and this one must not run it again.
 -- A member whose lease lapsed (its worker died, its renewals stopped) is dropped
 -- before counting, so a crashed holder frees its slot within one lease.
 
 local m = (#KEYS - 1) / 4
-if ARGV[8] ~= '' and redis.call('HGET', KEYS[4 * m + 1], ARGV[7]) ~= ARGV[8] then return {3} end
+if ARGV[8] ~= '' and redis.call('HGET', KEYS[4 * m + 1], ARGV[7]) ~= ARGV[8] then return {MOVED_ON} end
 local capped, names = {}, {}
 for i = 1, m do
   local limit = tonumber(redis.call('HGET', KEYS[i], 'running_limit'))
@@ -37,13 +38,13 @@ for i = 1, m do
     local set = KEYS[m + i]
     redis.call('ZREMRANGEBYSCORE', set, '-inf', '(' .. ARGV[2])
     if redis.call('ZSCORE', set, ARGV[1]) then
-      if ARGV[6] ~= '' and redis.call('HGET', KEYS[3 * m + i], ARGV[1]) ~= ARGV[6] then return {2, ARGV[8 + i]} end
+      if ARGV[6] ~= '' and redis.call('HGET', KEYS[3 * m + i], ARGV[1]) ~= ARGV[6] then return {ELSEWHERE, ARGV[8 + i]} end
     else
       local running = redis.call('ZCARD', set)
       if running >= limit then
         redis.call('ZADD', KEYS[2 * m + i], 'NX', ARGV[2], ARGV[1])
         redis.call('EXPIRE', KEYS[2 * m + i], ARGV[5])
-        return {0, ARGV[8 + i], running, limit}
+        return {REFUSED, ARGV[8 + i], running, limit}
       end
     end
     table.insert(capped, i)
@@ -57,4 +58,4 @@ for _, i in ipairs(capped) do
   redis.call('HSET', KEYS[3 * m + i], ARGV[1], ARGV[6])
   redis.call('EXPIRE', KEYS[3 * m + i], ARGV[4])
 end
-return {1, unpack(names)}
+return {OK, unpack(names)}

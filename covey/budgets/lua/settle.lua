@@ -13,10 +13,10 @@
 -- ARGV[7]      n, the number of agent rows
 -- ARGV[8..]    the m scope names, in KEYS order
 -- ARGV[8+m]    micro-dollars the call actually cost ('' = 0)
--- Returns {1, ''} if it charged, {0, ''} if the id was already settled, {-2, ''} if
--- the chain or scopes differ from the reservation's, {-3, reason} if a row it must
--- charge is missing (gone from Redis): then nothing is written, so no row comes back
--- without its TTL.
+-- Returns (replies: covey.redis_scripts.Reply) {OK, ''} if it charged, {ALREADY, ''}
+-- if the id was already settled, {MISMATCH, ''} if the chain or scopes differ from
+-- the reservation's, {MISSING, reason} if a row it must charge is missing (gone from
+-- Redis): then nothing is written, so no row comes back without its TTL.
 -- It charges the rows its reserve charged: the chain and the scopes with a cap.
 -- Their tokens_held keeps what was used, not what was granted; the cycle was
 -- taken by the reserve. A reservation already released as stale is still charged
@@ -25,7 +25,7 @@
 
 local rid = ARGV[1]
 local data = redis.call('HGET', KEYS[1], rid)
-if data and string.sub(data, 1, 1) ~= '{' then return {0, ''} end
+if data and string.sub(data, 1, 1) ~= '{' then return {ALREADY, ''} end
 local n = tonumber(ARGV[7])
 local m = #KEYS - 3 - n
 local used = tonumber(ARGV[2])
@@ -38,13 +38,13 @@ for i = 1, n do table.insert(rows, KEYS[1 + i]) end
 local granted = nil
 if data then
   local held = cjson.decode(data)
-  if not string.find(data, ',"chain":' .. ARGV[4] .. ',', 1, true) then return {-2, ''} end
+  if not string.find(data, ',"chain":' .. ARGV[4] .. ',', 1, true) then return {MISMATCH, ''} end
   for _, name in ipairs(held.scopes) do
     local found = nil
     for j = 1, m do
       if ARGV[7 + j] == name then found = j end
     end
-    if not found then return {-2, ''} end
+    if not found then return {MISMATCH, ''} end
     table.insert(rows, KEYS[1 + n + found])
   end
   granted = held.tokens
@@ -60,7 +60,7 @@ end
 for i, key in ipairs(rows) do
   if redis.call('EXISTS', key) == 0 then
     local name = i <= n and ('agent ' .. cjson.decode(ARGV[4])[i]) or 'a scope'
-    return {-3, 'the ledger row of ' .. name .. ' is missing'}
+    return {MISSING, 'the ledger row of ' .. name .. ' is missing'}
   end
 end
 for _, key in ipairs(rows) do
@@ -84,4 +84,4 @@ if ARGV[6] ~= '' then
   redis.call('HSET', KEYS[#KEYS - 1], rid, ARGV[6])
   redis.call('EXPIRE', KEYS[#KEYS - 1], tonumber(ARGV[3]))
 end
-return {1, ''}
+return {OK, ''}

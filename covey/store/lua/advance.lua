@@ -16,27 +16,28 @@
 -- ARGV[9]  the join: 'all', 'each' or 'now' (join.lua)
 -- ARGV[10..] child agent id, child message: the children it opened
 -- then the agent's transcript entries so far (transcript.lua)
--- Returns 0 if the stored step is newer, or the message taken up is no longer the
--- expected one (a duplicate already went on): nothing written, the caller sends
--- nothing. 1 if saved; 2 if saved and the resume is due now (children finished
--- while the step ran, or ARGV[9] is 'now'): it is expected, the caller sends it.
+-- Returns (replies: covey.redis_scripts.Reply) MOVED_ON if the stored step is newer,
+-- or the message taken up is no longer the expected one (a duplicate already went
+-- on): nothing written, the caller sends nothing. OK if saved; WOKEN if saved and the
+-- resume is due now (children finished while the step ran, or ARGV[9] is 'now'): it
+-- is expected, the caller sends it.
 
 local stored = redis.call('HGET', KEYS[1], 'round')
-if stored and tonumber(stored) > tonumber(ARGV[1]) then return 0 end
+if stored and tonumber(stored) > tonumber(ARGV[1]) then return MOVED_ON end
 local agent, ttl = ARGV[5], tonumber(ARGV[3])
-if ARGV[6] ~= '' and redis.call('HGET', KEYS[2], agent) ~= ARGV[6] then return 0 end
+if ARGV[6] ~= '' and redis.call('HGET', KEYS[2], agent) ~= ARGV[6] then return MOVED_ON end
 redis.call('HSET', KEYS[1], 'round', ARGV[1], 'state', ARGV[2])
 redis.call('EXPIRE', KEYS[1], ttl)
 local j = join_keys(4)
 -- A batch exists only for the resume this step took up: its children are in the state now.
 redis.call('DEL', j.batch)
-local saved = 1
+local saved = OK
 if ARGV[7] ~= '' then
   redis.call('HSET', KEYS[2], agent, ARGV[7])
 else
   redis.call('HDEL', KEYS[2], agent)
 end
-if ARGV[8] ~= '' and join_wait(j, KEYS[2], agent, ARGV[8], ARGV[9], 10, NARGV, ttl) then saved = 2 end
+if ARGV[8] ~= '' and join_wait(j, KEYS[2], agent, ARGV[8], ARGV[9], 10, NARGV, ttl) then saved = WOKEN end
 if redis.call('EXISTS', KEYS[2]) == 1 then
   redis.call('EXPIRE', KEYS[2], ttl)
   redis.call('SADD', KEYS[3], ARGV[4])

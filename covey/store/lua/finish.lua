@@ -12,21 +12,21 @@
 -- ARGV[5]  the final statuses, each between commas (",completed,failed,")
 -- ARGV[6]  1 if KEYS[8] is the agent's ledger row, else 0
 -- then the agent's last transcript entries (transcript.lua)
--- Returns {0} if the node was already final (nothing written); {-1} if the ledger
--- row it was given is gone (nothing written: the job's records went with it); {1} if written;
--- {1, resume} if the parent's resume is now due (join.lua's join_count_off): the
--- caller sends it.
+-- Returns (replies: covey.redis_scripts.Reply) {ALREADY} if the node was already
+-- final (nothing written); {MISSING} if the ledger row it was given is gone (nothing
+-- written: the job's records went with it); {OK} if written; {OK, resume} if the
+-- parent's resume is now due (join.lua's join_count_off): the caller sends it.
 
 local guarded = tonumber(ARGV[6])
-if guarded == 1 and redis.call('EXISTS', KEYS[8]) == 0 then return {-1} end
+if guarded == 1 and redis.call('EXISTS', KEYS[8]) == 0 then return {MISSING} end
 local existing = redis.call('HGET', KEYS[1], ARGV[1])
-if existing and string.find(ARGV[5], ',' .. cjson.decode(existing)['s'] .. ',', 1, true) then return {0} end
+if existing and string.find(ARGV[5], ',' .. cjson.decode(existing)['s'] .. ',', 1, true) then return {ALREADY} end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 redis.call('HDEL', KEYS[2], ARGV[1])
 for i = 8 + guarded, NKEYS do redis.call('DEL', KEYS[i]) end
 append_transcript(ARGV[3])
-if ARGV[4] == '' then return {1} end
+if ARGV[4] == '' then return {OK} end
 local resume = join_count_off(join_keys(3), KEYS[2], ARGV[4], ARGV[1], ARGV[3])
-if resume then return {1, resume} end
-return {1}
+if resume then return {OK, resume} end
+return {OK}
