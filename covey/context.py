@@ -9,6 +9,15 @@ from covey.budgets.scopes import GLOBAL
 
 SUBAGENT_DIR = ".sub_agents"
 ROOT_AGENT_ID = "root"  # every job's root agent; children are <parent>-sub-<8 hex>
+CHILD_MARK = "-sub-"
+DEFAULT_CHILD_FRACTION = 0.5  # the share of its budget a child asks for, unless the job says otherwise
+
+
+def parent_of(agent_id: str) -> str | None:
+    """The id of the agent that spawned ``agent_id`` (None for a root): a child's id
+    is its parent's with ``-sub-<8 hex>`` after it."""
+    parent, mark, _ = agent_id.rpartition(CHILD_MARK)
+    return parent if mark else None
 
 
 class RunContext(BaseModel):
@@ -24,7 +33,9 @@ class RunContext(BaseModel):
     allow: list[str] | None = Field(default=None, description="reset for each child")
     subroot: str = Field(default="", description="workspace folder this agent may write")
     scopes: list[str] = Field(default_factory=lambda: [GLOBAL])
-    child_fraction: float = Field(default=0.5, gt=0, le=1, description="share of a budget a child asks for")
+    child_fraction: float = Field(
+        default=DEFAULT_CHILD_FRACTION, gt=0, le=1, description="share of a budget a child asks for"
+    )
 
     @property
     def chain(self) -> list[str]:

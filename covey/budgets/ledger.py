@@ -38,6 +38,8 @@ class AgentTerms:
     max_cycles: int | None = None  # model calls of its own (not its subtree's)
     scopes: list[str] | None = None  # the global scopes its calls charge
     digest: str | None = None  # of the message that started the job (roots only)
+    spec: str | None = None  # a child's spec, JSON: what its first step runs (its message carries only ids)
+    child_fraction: float | None = None  # a child's: the share of its budget each of its own children asks for
 
 
 @dataclass(frozen=True)
@@ -146,6 +148,8 @@ class AgentRow(BaseModel):
     deny: list[str] = []
     scopes: list[str] | None = None
     digest: str | None = None
+    spec: str | None = None  # a child's spec, JSON, as its parent opened it
+    child_fraction: float | None = None
     first_run: str | None = None  # the delivery that holds the root's first step (FirstRun) ...
     first_run_until: float | None = None  # ... until then (unix seconds)
     ancestors: list[str] = []  # root..parent, as opened: the rows its calls charge besides its own

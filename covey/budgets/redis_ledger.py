@@ -174,6 +174,8 @@ class RedisLedger:
             _arg(terms.max_cycles),
             "" if terms.scopes is None else json.dumps(terms.scopes),
             terms.digest or "",
+            terms.spec or "",
+            "" if terms.child_fraction is None else repr(terms.child_fraction),
             *chain,
             _arg(None if budget.max_cost is None else micros(budget.max_cost)),
         ]
@@ -614,6 +616,8 @@ def agent_row(agent_id: str, raw: dict) -> AgentRow:
         deny=json.loads(f.get("deny") or "[]"),
         scopes=json.loads(f["scopes"]) if f.get("scopes") else None,
         digest=f.get("digest") or None,
+        spec=f.get("spec") or None,
+        child_fraction=float(f["child_fraction"]) if f.get("child_fraction") else None,
         first_run=f.get("first_run") or None,
         first_run_until=float(f["first_run_until"]) if f.get("first_run_until") else None,
         ancestors=json.loads(f.get("ancestors") or "[]"),

@@ -17,7 +17,8 @@ from typing import Any
 
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentRow
-from covey.context import SUBAGENT_DIR, RunContext
+from covey.budgets.scopes import GLOBAL
+from covey.context import DEFAULT_CHILD_FRACTION, SUBAGENT_DIR, RunContext
 from covey.orchestration import registry
 from covey.orchestration.actions import (
     Action,
@@ -81,18 +82,41 @@ class Paused:
 def begin(
     deps: Deps, ctx: RunContext, spec: AgentSpec, task_id: str | None = None, row: AgentRow | None = None
 ) -> tuple[AgentState, Action] | Completion:
-    """Start an agent under the terms its ledger row holds (``row``, when the caller
-    has just read it), whatever its message says. A task for an agent its job's
-    ledger never opened (a forged or stray message) is dropped: nothing is written,
-    not even a result under its task id, which may be another job's."""
+    """Start an agent its message describes (a job's root, from its spec; a child's
+    message of the previous format) under the terms its ledger row holds (``row``,
+    when the caller has just read it), whatever its message says."""
     row = row or deps.ledger.agent(ctx.job_id, ctx.agent_id)
     if row is None:
-        return Completion.drop(
-            f"refused a task for agent {ctx.agent_id} of job {ctx.job_id}: "
-            f"agent {ctx.agent_id} was never opened on the ledger of job {ctx.job_id}",
-            logging.WARNING,
-        )
-    ctx, spec = _under_terms(ctx, spec, row)
+        return _never_opened(ctx.job_id, ctx.agent_id)
+    placed = _placed(ctx.job_id, ctx.agent_id, row, ctx.allow, ctx.deny, ctx.scopes, ctx.child_fraction)
+    return _started(deps, placed, _capped(spec, row), task_id)
+
+
+def begin_opened(
+    deps: Deps, job_id: str, agent_id: str, row: AgentRow | None, task_id: str | None = None
+) -> tuple[AgentState, Action] | Completion:
+    """Start a child as its parent opened it: its spec and its terms are its ledger
+    row's (its message names only the agent)."""
+    if row is None or row.spec is None:
+        return _never_opened(job_id, agent_id)
+    spec = AgentSpec.model_validate_json(row.spec)
+    fraction = row.child_fraction if row.child_fraction is not None else DEFAULT_CHILD_FRACTION
+    ctx = _placed(job_id, agent_id, row, None, [], [GLOBAL], fraction)
+    return _started(deps, ctx, _capped(spec, row), task_id)
+
+
+def _never_opened(job_id: str, agent_id: str) -> Completion:
+    """A task for an agent its job's ledger never opened (a forged or stray message):
+    dropped, with nothing written, not even a result under its task id, which may be
+    another job's."""
+    return Completion.drop(
+        f"refused a task for agent {agent_id} of job {job_id}: "
+        f"agent {agent_id} was never opened on the ledger of job {job_id}",
+        logging.WARNING,
+    )
+
+
+def _started(deps: Deps, ctx: RunContext, spec: AgentSpec, task_id: str | None) -> tuple[AgentState, Action]:
     action = registry.strategy(spec.strategy).start(spec, ctx)
     now = deps.now()
     state = AgentState(
@@ -109,38 +133,45 @@ def begin(
     return state, action
 
 
-def _under_terms(ctx: RunContext, spec: AgentSpec, row: AgentRow) -> tuple[RunContext, AgentSpec]:
-    """The context and spec cut to the row: its tools, deny rules, caps, depth and scopes,
-    and its place in the tree (ancestors, parent, workspace folder), which the agent's
-    id keys and no message can move."""
-    allow = narrow(ctx.allow, row.tools)
-    budget = Budget(
-        max_tokens=row.tokens_limit,
-        max_cycles=row.cycles_limit,
-        max_agents=row.agents_limit,
-        max_depth=row.depth_limit,
-        deadline=row.deadline,
+def _placed(
+    job_id: str,
+    agent_id: str,
+    row: AgentRow,
+    allow: list[str] | None,
+    deny: list[str],
+    scopes: list[str],
+    child_fraction: float,
+) -> RunContext:
+    """The agent's context as its row holds it: its tools (within ``allow``), deny
+    rules (with ``deny``), caps, depth and scopes (``scopes`` where the row keeps
+    none), and its place in the tree (ancestors, parent, workspace folder), which
+    the agent's id keys and no message can move."""
+    return RunContext(
+        job_id=job_id,
+        agent_id=agent_id,
+        parent_id=row.ancestors[-1] if row.ancestors else None,
+        depth=row.depth,
+        ancestors=row.ancestors,
+        budget=Budget(
+            max_tokens=row.tokens_limit,
+            max_cycles=row.cycles_limit,
+            max_agents=row.agents_limit,
+            max_depth=row.depth_limit,
+            deadline=row.deadline,
+        ),
+        deny=sorted({*deny, *row.deny}),
+        allow=narrow(allow, row.tools),
+        subroot=f"{SUBAGENT_DIR}/{agent_id}" if row.ancestors else "",
+        scopes=scopes if row.scopes is None else row.scopes,
+        child_fraction=child_fraction,
     )
-    deny = sorted({*ctx.deny, *row.deny})
-    scopes = ctx.scopes if row.scopes is None else row.scopes
-    place = {
-        "ancestors": row.ancestors,
-        "parent_id": row.ancestors[-1] if row.ancestors else None,
-        "subroot": f"{SUBAGENT_DIR}/{ctx.agent_id}" if row.ancestors else "",
-    }
-    ctx = ctx.model_copy(
-        update={
-            "allow": allow,
-            "deny": deny,
-            "budget": budget,
-            "depth": row.depth,
-            "scopes": scopes,
-            **place,
-        }
-    )
+
+
+def _capped(spec: AgentSpec, row: AgentRow) -> AgentSpec:
+    """The spec with no more model calls of its own than its row allows."""
     if row.agent_cycles_limit is not None and row.agent_cycles_limit < spec.max_cycles:
-        spec = spec.model_copy(update={"max_cycles": row.agent_cycles_limit})
-    return ctx, spec
+        return spec.model_copy(update={"max_cycles": row.agent_cycles_limit})
+    return spec
 
 
 def _task_deadline(deps: Deps) -> datetime:

@@ -32,12 +32,15 @@ class Sent:
 
 
 def agent_message(secret: bytes, ctx: RunContext, spec: AgentSpec, queue: str) -> Message:
-    """A child's ``covey.agent`` message: its context and spec, labelled for Flower.
+    """A child's ``covey.agent`` message: its job and agent ids, labelled for Flower
+    with its role, depth and task. What it runs is what its parent opened it with,
+    on its ledger row (``AgentTerms.spec``): nothing the message carries is trusted
+    beyond the ids its signature covers.
 
     Its result is not kept under its task id: the parent reads the child's tree
     node, and a kept result would cost Redis most of a kilobyte per agent for
     ``COVEY_JOB_TTL``."""
-    payload = {"ctx": ctx.model_dump(mode="json"), "spec": spec.model_dump(mode="json")}
+    payload = agent_payload(ctx.job_id, ctx.agent_id)
     task_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"covey:{ctx.job_id}/{ctx.agent_id}"))
     options = {
         "ignore_result": True,
@@ -46,6 +49,10 @@ def agent_message(secret: bytes, ctx: RunContext, spec: AgentSpec, queue: str) -
         **telemetry.headers(ctx),
     }
     return Message(wire.AGENT, task_id, {**payload, "sig": signing.sign(secret, task_id, payload)}, options)
+
+
+def agent_payload(job_id: str, agent_id: str) -> dict[str, Any]:
+    return {"job_id": job_id, "agent_id": agent_id}
 
 
 def resume_payload(job_id: str, agent_id: str, spawn_round: int, step: int | None = None) -> dict[str, Any]:

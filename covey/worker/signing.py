@@ -2,8 +2,10 @@
 
 ``covey.agent``, ``covey.resume`` and ``covey.proceed`` messages carry ``sig``: an
 HMAC-SHA256, keyed by the secret every worker shares, over the canonical JSON of
-what the task will trust (the agent's context and spec; the job, agent and round a
-callback resumes) and of the id of the task that carries it. A worker refuses a
+the ids the task will trust (the job and agent a child's first step runs; the job,
+agent and round or step a resume or proceed takes up) and of the id of the task
+that carries it. What an agent runs and may do is read from its ledger row, which
+its parent's spawn wrote, never from a message. A worker refuses a
 message whose signature is missing or wrong, or was made for another task id:
 whoever sent it does not hold the secret, or replays a message captured from
 another task. ``covey.run_job`` carries none: it is the wire contract, open to any

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentTerms, Opened
-from covey.context import RunContext
+from covey.context import CHILD_MARK, RunContext
 from covey.orchestration.actions import ChildRequest, Spawn
 from covey.results import AgentResult
 from covey.spec import AgentSpec, InvalidSpec, describe
@@ -33,7 +33,7 @@ from covey.worker.deps import Deps
 def child_agent_id(parent_id: str, spawn_round: int, index: int) -> str:
     """Deterministic, so a redelivered parent step re-opens the same children."""
     digest = hashlib.sha1(f"{parent_id}/{spawn_round}/{index}".encode()).hexdigest()[:8]
-    return f"{parent_id}-sub-{digest}"
+    return f"{parent_id}{CHILD_MARK}{digest}"
 
 
 def spawn(deps: Deps, state: AgentState, action: Spawn) -> list[tuple[RunContext, AgentSpec]]:
@@ -95,7 +95,14 @@ def _asked(deps: Deps, state: AgentState, child_id: str, request: ChildRequest) 
     except ValueError as e:  # InvalidSpec included
         cause = Cause(kind=CauseKind.INVALID_SPEC)
         return unreported(ctx, child_id, cause, f"invalid child spec: {e}", request.role, deps.now())
-    terms = AgentTerms(tools=spec.tools, deny=ctx.deny, max_cycles=spec.max_cycles, scopes=ctx.scopes)
+    terms = AgentTerms(
+        tools=spec.tools,
+        deny=ctx.deny,
+        max_cycles=spec.max_cycles,
+        scopes=ctx.scopes,
+        spec=spec.model_dump_json(),
+        child_fraction=ctx.child_fraction,
+    )
     return child_id, spec, budget, terms
 
 

@@ -39,7 +39,7 @@ from covey.worker.agent_state import AgentState
 from covey.worker.app import app
 from covey.worker.completion import Completion, Kind
 from covey.worker.deps import Deps, worker_deps
-from covey.worker.messages import proceed_payload, resume_payload
+from covey.worker.messages import agent_payload, proceed_payload, resume_payload
 from covey.worker.snapshot import Delivery, Snapshot
 from covey.worker.step import OUTAGES, WAITS_FOR_PROCEED, WAITS_FOR_RESUME, Fail
 
@@ -202,18 +202,33 @@ def _first_run(deps: Deps, request: Any) -> FirstRun | None:
 
 
 @app.task(bind=True, name=wire.AGENT)
-def agent(self, ctx: dict[str, Any], spec: dict[str, Any], sig: str | None = None) -> dict[str, Any] | str:
-    """Run one sub-agent, if a covey worker sent it (see ``covey.worker.signing``)."""
-    refused = _signed(self, {"ctx": ctx, "spec": spec}, sig)
-    if refused is not None:
-        return _celery(self, refused)
+def agent(
+    self, job_id: Any = None, agent_id: Any = None, sig: Any = None, ctx: Any = None, spec: Any = None
+) -> dict[str, Any] | str:
+    """Run a sub-agent's first step, if a covey worker sent it (``covey.worker.signing``).
+
+    Its message names the agent; what it runs is what its parent opened it with, on
+    its ledger row. A message of the previous format (a worker of the release before
+    sent it, or recorded it in an outbox) carries the agent's context and spec,
+    signed, and runs as that release ran it."""
+    if ctx is not None:
+        refused = _signed(self, {"ctx": ctx, "spec": spec}, sig)
+        if refused is not None or not isinstance(ctx, dict):
+            return _celery(self, refused or Completion.drop("refused a covey.agent message: its ctx is no object"))
+        job_id, agent_id = ctx.get("job_id"), ctx.get("agent_id")
+    else:
+        refused = _signed(self, agent_payload(job_id, agent_id), sig)
+        if refused is not None:
+            return _celery(self, refused)
     deps = worker_deps()
 
     def start(seen: Snapshot) -> tuple[AgentState, Action] | Completion:
+        if ctx is None:
+            return loop.begin_opened(deps, str(job_id), str(agent_id), seen.row, task_id=self.request.id)
         context, agent_spec = RunContext.model_validate(ctx), AgentSpec.model_validate(spec)
         return loop.begin(deps, context, agent_spec, task_id=self.request.id, row=seen.row)
 
-    delivery = _delivery(self, ctx.get("job_id", "?"), ctx.get("agent_id", "?"))
+    delivery = _delivery(self, str(job_id), str(agent_id))
     return _celery(self, steps.run(self, deps, delivery, start))
 
 

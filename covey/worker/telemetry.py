@@ -25,7 +25,7 @@ from types import ModuleType
 from typing import Any
 
 from covey import wire
-from covey.context import RunContext
+from covey.context import RunContext, parent_of
 from covey.models.replies import ToolCall
 from covey.status import Cause
 from covey.store.tree import Node
@@ -69,8 +69,8 @@ def _step(task: Any, job_id: str, agent_id: str) -> Iterator[None]:
             carried = dict(request.headers or {})
             for name in (_trace.HEADER, "traceparent"):  # Celery also keeps a message's headers as attributes
                 carried.setdefault(name, getattr(request, name, None))
-            # A sub-agent's first message names its parent; the later ones carry it in the header.
-            parent_id = (request.kwargs or {}).get("ctx", {}).get("parent_id") if task.name == wire.AGENT else None
+            # A sub-agent's first step is its parent's child span; the later ones carry theirs in the header.
+            parent_id = parent_of(agent_id) if task.name == wire.AGENT else None
             stack.enter_context(_trace.step(task.name, job_id, agent_id, parent_id, carried))
         if _metrics is not None:
             _metrics.step_running(1)

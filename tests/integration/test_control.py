@@ -8,6 +8,7 @@ import uuid
 
 from covey import keys
 from covey.budgets.budget import Budget
+from covey.budgets.ledger import AgentTerms
 from covey.context import RunContext
 from covey.spec import AgentSpec
 from covey.status import AgentStatus
@@ -47,8 +48,40 @@ def test_cancel_stops_a_running_tree(client, cli):
     assert cli("status", handle.id).stdout.strip() == "cancelled"
 
 
+def test_a_redelivered_child_step_is_charged_once(client):
+    """The same ``covey.agent`` message of a child its parent opened, delivered twice:
+    it names only the agent, which runs what its ledger row holds, once."""
+    job_id = f"redeliver-{uuid.uuid4().hex}"
+    budget = Budget(max_tokens=100_000, max_depth=2)
+    client.ledger.open_root(job_id, "root", budget)
+    spec = AgentSpec(task="What is 2 + 3?")
+    child = "root-sub-00000001"
+    opened = client.ledger.open(job_id, ["root"], child, budget.child(), AgentTerms(spec=spec.model_dump_json()))
+    assert opened.ok
+    task_id = str(uuid.uuid4())
+    secret = signing.shared_secret(None, client.settings.broker)
+    kwargs = {"job_id": job_id, "agent_id": child}
+    kwargs["sig"] = signing.sign(secret, task_id, kwargs)  # as a worker signs it
+    client.redis.hset(keys.expected(job_id), child, Message("covey.agent", task_id, kwargs).dumps())  # and records it
+
+    first = client.app.send_task("covey.agent", kwargs=kwargs, task_id=task_id).get(timeout=60)
+    once = client.ledger.snapshot(job_id)
+    second = client.app.send_task("covey.agent", kwargs=kwargs, task_id=task_id).get(timeout=60)
+    twice = client.ledger.snapshot(job_id)
+
+    assert first == second and (first["status"], first["output"]) == ("completed", "5")
+    node = client.tree.node(job_id, child)
+    assert once.tokens_used == node.usage.total_tokens > 0
+    assert (twice.tokens_used, twice.cycles_used, twice.agents_spawned) == (
+        once.tokens_used,
+        once.cycles_used,
+        once.agents_spawned,
+    )
+
+
 def test_a_redelivered_agent_step_is_charged_once(client):
-    """The same ``covey.agent`` message delivered twice, as after a worker crash."""
+    """The same ``covey.agent`` message delivered twice, as after a worker crash, in the
+    previous release's form: the agent's context and spec, signed."""
     job_id = f"redeliver-{uuid.uuid4().hex}"
     budget = Budget(max_tokens=100_000, max_depth=1)
     client.ledger.open_root(job_id, "root", budget)

@@ -60,12 +60,15 @@ def agent_message(job_id: str, agent_id: str) -> dict:
     return {"ctx": ctx.model_dump(mode="json"), "spec": spec.model_dump(mode="json")}
 
 
+@pytest.mark.parametrize("form", ["ids", "context and spec"])
 @pytest.mark.parametrize("signature", [None, "0" * 64, "made with another secret"])
-def test_a_forged_agent_message_is_refused(client, broker, signature):
+def test_a_forged_agent_message_is_refused(client, broker, signature, form):
+    """Forged in today's form (the agent's ids) or the previous release's (its context and spec)."""
     handle, _ = victim(client)
     child = handle.tree()[1].agent_id  # an agent its ledger really opened
     before = snapshot(client, handle.id)
-    wire, task_id = agent_message(handle.id, child), str(uuid.uuid4())
+    wire = {"job_id": handle.id, "agent_id": child} if form == "ids" else agent_message(handle.id, child)
+    task_id = str(uuid.uuid4())
     if signature == "made with another secret":
         signature = signing.sign(b"not the deployment's secret", task_id, wire)
     forged = broker.send_task("covey.agent", kwargs={**wire, "sig": signature}, queue="covey", task_id=task_id)

@@ -431,6 +431,27 @@ def test_a_child_writes_and_charges_where_its_ledger_row_puts_it_not_its_message
     assert rows["root"].tokens_used == rows[child].tokens_used == out.result.usage.total_tokens > 0
 
 
+def test_a_child_opened_by_its_parent_starts_from_its_ledger_row_alone(deps):
+    """A child's message names only the agent: its spec, tools, caps, scopes and place
+    in the tree are what its parent's spawn wrote on its row."""
+    ctx = root(deps, Budget(max_tokens=100_000, max_depth=2))
+    ctx = ctx.model_copy(update={"allow": ["calculator", "spawn_agents"], "child_fraction": 0.25})
+    deps.ledger.open_root(ctx.job_id, "root", ctx.budget, AgentTerms(scopes=["global"]))
+    state, action = loop.begin(deps, ctx, AgentSpec(task="lead", strategy="orchestrate", tools=ctx.allow))
+    out = loop.advance(deps, state, action)
+    assert isinstance(out, loop.FanOut), out
+    (sent, spec), *_ = out.children
+    row = deps.ledger.agent(ctx.job_id, sent.agent_id)
+    assert row.spec == spec.model_dump_json() and row.child_fraction == 0.25
+    started, _ = loop.begin_opened(deps, ctx.job_id, sent.agent_id, row)
+    assert started.spec == spec
+    assert started.ctx == sent  # the context its parent placed it in, read back from the row alone
+    never = loop.begin_opened(deps, ctx.job_id, "root-sub-nobody", None)
+    assert never.kind is Kind.DROP and "was never opened" in never.reason
+    rootless = loop.begin_opened(deps, ctx.job_id, "root", deps.ledger.agent(ctx.job_id, "root"))
+    assert rootless.kind is Kind.DROP  # a row with no spec was opened by no parent
+
+
 def test_a_strategys_finish_without_a_cause_takes_its_latest_like_childs_or_gives_up():
     refused = Cause(kind=CauseKind.BUDGET, scope="sweep:s1", resource=Resource.TOKENS)
     children = [

@@ -12,7 +12,9 @@
 -- ARGV[10]    the child's own cycle cap ('' = none)
 -- ARGV[11]    the global scopes the job charges, a JSON list ('' = not recorded)
 -- ARGV[12]    a digest of the message that started the job ('' = none)
--- ARGV[13..]  the ancestors' ids, in KEYS order (for messages; kept as the row's ancestors, a JSON list)
+-- ARGV[13]    the child's spec, JSON: what its first step runs ('' = none, a root's)
+-- ARGV[14]    the share of its budget each of its children asks for ('' = none, a root's)
+-- ARGV[15..]  the ancestors' ids, in KEYS order (for messages; kept as the row's ancestors, a JSON list)
 -- ARGV[#ARGV] requested cost limit, micro-dollars ('' = unlimited)
 -- Returns (replies: covey.redis_scripts.Reply) {OK, tokens, cycles, agents,
 -- depth_limit, deadline, cost} ('' = unlimited/none), the stored limits if the child
@@ -50,21 +52,21 @@ local rows = {}
 for i = 1, n do
   rows[i] = redis.call('HMGET', KEYS[2 + i], 'tokens_limit', 'tokens_held', 'cycles_limit', 'cycles_used',
     'agents_limit', 'agents_spawned', 'depth_limit', 'depth', 'cost_limit', 'cost_held')
-  if not rows[i][8] then return {MISSING, 'the ledger row of agent ' .. ARGV[12 + i] .. ' is missing'} end
+  if not rows[i][8] then return {MISSING, 'the ledger row of agent ' .. ARGV[14 + i] .. ' is missing'} end
 end
 
 if n > 0 then
   local parent_depth_limit = tonumber(rows[n][7])
   if parent_depth_limit < 1 then
-    return {REFUSED, 'spawn refused: depth cap reached (max_depth=' .. parent_depth_limit .. ' at agent ' .. ARGV[12 + n] .. ')',
-      'agent', ARGV[12 + n], 'depth'}
+    return {REFUSED, 'spawn refused: depth cap reached (max_depth=' .. parent_depth_limit .. ' at agent ' .. ARGV[14 + n] .. ')',
+      'agent', ARGV[14 + n], 'depth'}
   end
   -- Nearest ancestor first, so the message names the cap closest to the child.
   for i = n, 1, -1 do
     local cap = num(rows[i][5])
     if cap ~= nil and (tonumber(rows[i][6]) or 0) + 1 > cap then
-      return {REFUSED, 'spawn refused: agent cap reached (max_agents=' .. cap .. ' at agent ' .. ARGV[12 + i] .. ')',
-        'agent', ARGV[12 + i], 'agents'}
+      return {REFUSED, 'spawn refused: agent cap reached (max_agents=' .. cap .. ' at agent ' .. ARGV[14 + i] .. ')',
+        'agent', ARGV[14 + i], 'agents'}
     end
   end
   for i = 1, n do
@@ -94,7 +96,9 @@ table.insert(fields, 'deny'); table.insert(fields, ARGV[9])
 if ARGV[10] ~= '' then table.insert(fields, 'agent_cycles_limit'); table.insert(fields, ARGV[10]) end
 if ARGV[11] ~= '' then table.insert(fields, 'scopes'); table.insert(fields, ARGV[11]) end
 if ARGV[12] ~= '' then table.insert(fields, 'digest'); table.insert(fields, ARGV[12]) end
-if n > 0 then table.insert(fields, 'ancestors'); table.insert(fields, cjson.encode({unpack(ARGV, 13, 12 + n)})) end
+if ARGV[13] ~= '' then table.insert(fields, 'spec'); table.insert(fields, ARGV[13]) end
+if ARGV[14] ~= '' then table.insert(fields, 'child_fraction'); table.insert(fields, ARGV[14]) end
+if n > 0 then table.insert(fields, 'ancestors'); table.insert(fields, cjson.encode({unpack(ARGV, 15, 14 + n)})) end
 redis.call('HSET', child, unpack(fields))
 redis.call('EXPIRE', child, ttl)
 redis.call('SADD', KEYS[2], ARGV[1])
