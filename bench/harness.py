@@ -63,7 +63,8 @@ def private_redis(stack: ExitStack) -> tuple[RedisServer, redis.Redis]:
 class Worker:
     """A worker subprocess in its own session: Ctrl-C reaches only this script, which stops it.
 
-    ``env`` adds ``COVEY_*`` settings (the rest of the caller's are dropped). A
+    ``env`` adds ``COVEY_*`` settings (the rest of the caller's are dropped), or
+    replaces ``PYTHONPATH`` (the tree measured first on it). A
     ``covey worker`` may run a process per core (``name-1@host``, ...): ready is
     when any of them answers.
     """
@@ -72,9 +73,8 @@ class Worker:
         self, name: str, argv: list[str], redis_url: str, queue: str, logs: Path, env: dict[str, str] | None = None
     ) -> None:
         environ = {k: v for k, v in os.environ.items() if not k.startswith("COVEY_")}
-        environ.update(
-            COVEY_REDIS_URL=redis_url, COVEY_QUEUE=queue, COVEY_MODEL="sim", PYTHONPATH=str(ROOT), **(env or {})
-        )
+        environ.update({"COVEY_REDIS_URL": redis_url, "COVEY_QUEUE": queue, "COVEY_MODEL": "sim", "PYTHONPATH": str(ROOT)})
+        environ.update(env or {})
         self.name, self.log = name, logs / f"{name}.log"
         with open(self.log, "w") as log:
             self.proc = subprocess.Popen(
