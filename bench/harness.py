@@ -73,7 +73,7 @@ class Worker:
         self, name: str, argv: list[str], redis_url: str, queue: str, logs: Path, env: dict[str, str] | None = None
     ) -> None:
         environ = {k: v for k, v in os.environ.items() if not k.startswith("COVEY_")}
-        environ.update({"COVEY_REDIS_URL": redis_url, "COVEY_QUEUE": queue, "COVEY_MODEL": "sim", "PYTHONPATH": str(ROOT)})
+        environ.update(COVEY_REDIS_URL=redis_url, COVEY_QUEUE=queue, COVEY_MODEL="sim", PYTHONPATH=str(ROOT))
         environ.update(env or {})
         self.name, self.log = name, logs / f"{name}.log"
         with open(self.log, "w") as log:
