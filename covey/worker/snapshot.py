@@ -5,7 +5,8 @@
 expects next, its checkpoint, its ledger row (an agent's first step), the digest
 of its job's spec (a job's first) and which of the scopes a job names exist.
 ``RedisStepRecords`` reads them in one round trip (a second only for a finished
-agent, or for a message nothing expects); ``MemoryStepRecords`` holds them in
+agent, or for a message nothing expects; a running job's digest is its run_job's
+open's to check); ``MemoryStepRecords`` holds them in
 dicts, so the step's decisions are unit-tested over both with the same cases.
 """
 
@@ -51,7 +52,7 @@ class Snapshot:
     checkpoint: Checkpoint | None  # read for a run_job, a resume and a proceed
     row: AgentRow | None = None  # read for an agent's first step only (run_job opens the root's first)
     unknown_scope: str | None = None  # of the scopes a run_job names, one never created
-    digest: str | None = None  # for a run_job: the spec's its job's root row was opened with, if it was
+    digest: str | None = None  # for a run_job of a finished job: the spec's its root row was opened with
     result_stored: bool = False  # read only for a final node: the task's result is stored already
     records_gone: bool = False  # read only when nothing is expected of a step no outbox records
 
@@ -78,20 +79,20 @@ class RedisStepRecords:
             pipe.hget(keys.expected(job_id), agent_id)
             if name != wire.AGENT:
                 pipe.hmget(keys.checkpoint(job_id, agent_id), "round", "state")
-            if name == wire.RUN_JOB:
-                pipe.hget(keys.agent(job_id, agent_id), "digest")
             if name == wire.AGENT:
                 pipe.hgetall(keys.agent(job_id, agent_id))
             if named:
                 pipe.smismember(keys.scopes_index(), named)
             node_raw, expected, *more = pipe.execute()
         saved = more.pop(0) if name != wire.AGENT else None
-        digest = more.pop(0) if name == wire.RUN_JOB else None
         row = more.pop(0) if name == wire.AGENT else None
         created = more.pop(0) if named else []
         node = None if node_raw is None else unpack(agent_id, node_raw)
         checkpoint = None if saved is None else Checkpoint.of(*saved)
         gone = expected is None and not first_step(name, checkpoint) and not self._root_opened(job_id)
+        # A running job's root row is read by the run_job's own open; a finished one's only here.
+        final = node is not None and node.final
+        digest = self._redis.hget(keys.agent(job_id, agent_id), "digest") if final and name == wire.RUN_JOB else None
         return Snapshot(
             node=node,
             expected=None if expected is None else str(expected),
@@ -99,7 +100,7 @@ class RedisStepRecords:
             row=agent_row(agent_id, row) if row else None,
             unknown_scope=next((s for s, known in zip(named, created) if not known), None),
             digest=digest,
-            result_stored=node is not None and node.final and stored(delivery.task_id),
+            result_stored=final and stored(delivery.task_id),
             records_gone=gone,
         )
 
@@ -123,14 +124,15 @@ class MemoryStepRecords:
         checkpoint = self.checkpoints.get(at) if delivery.name != wire.AGENT else None
         row = self.rows.get(at)
         opened = (delivery.job_id, ROOT_AGENT_ID) in self.rows
+        final = node is not None and node.final
         return Snapshot(
             node=node,
             expected=expected,
             checkpoint=checkpoint,
             row=row if delivery.name == wire.AGENT else None,
             unknown_scope=next((s for s in _named(delivery) if s not in self.scopes), None),
-            digest=row.digest if delivery.name == wire.RUN_JOB and row is not None else None,
-            result_stored=node is not None and node.final and stored(delivery.task_id),
+            digest=row.digest if delivery.name == wire.RUN_JOB and row is not None and final else None,
+            result_stored=final and stored(delivery.task_id),
             records_gone=expected is None and not first_step(delivery.name, checkpoint) and not opened,
         )
 
