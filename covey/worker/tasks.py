@@ -96,11 +96,11 @@ def _queue(task: Any) -> str:
     return str(routed) if routed in task.app.amqp.queues.consume_from else worker_deps().settings.queue
 
 
-def _delivery(task: Any, job_id: str, agent_id: str, **job: Any) -> Delivery:
+def _delivery(task: Any, job_id: str, agent_id: str, queue: str | None = None, **job: Any) -> Delivery:
     """The delivery the running task took up (noted for ``takeover.still_held``)."""
     takeover.taking_up(task.request)
     request = task.request
-    return Delivery(task.name, request.id, request.kwargs or {}, job_id, agent_id, _queue(task), **job)
+    return Delivery(task.name, request.id, request.kwargs or {}, job_id, agent_id, queue or _queue(task), **job)
 
 
 def _signed(task: Any, payload: dict[str, Any], sig: Any) -> Completion | None:
@@ -145,9 +145,9 @@ def run_job(self, spec: Any) -> dict[str, Any] | str:
 
 
 def _run_job(task: Any, spec: Any) -> Completion:
-    deps, job_id = worker_deps(), task.request.id
+    deps, job_id, queue = worker_deps(), task.request.id, _queue(task)
     try:
-        job = _valid_job(deps, spec, _queue(task))
+        job = _valid_job(deps, spec, queue)
     except InvalidSpec as e:
         return Completion.refuse(str(e))
     except OUTAGES as e:
@@ -186,7 +186,7 @@ def _run_job(task: Any, spec: Any) -> Completion:
             )
         return loop.begin(deps, ctx, agent_spec, task_id=job_id, row=row)
 
-    delivery = _delivery(task, job_id, ROOT_AGENT_ID, scopes=tuple(job.scopes()), digest=digest)
+    delivery = _delivery(task, job_id, ROOT_AGENT_ID, queue, scopes=tuple(job.scopes()), digest=digest)
     return steps.run(task, deps, delivery, start)
 
 
