@@ -32,8 +32,8 @@ from typing import Any
 import redis
 
 from covey import keys, redis_scripts
-from covey.budgets import cancels  # `scopes` here are a call's list of names
-from covey.budgets import scopes as scope_names
+from covey.budgets import cancels
+from covey.budgets import scopes as scope_names  # `scopes` here are a call's list of names
 from covey.budgets.budget import MAX_COUNT, MAX_USD, Budget
 from covey.budgets.ledger import (
     AgentRow,

@@ -87,9 +87,13 @@ def _holder(holder_id: str, beat: str | bytes | None, left_ms: int, tags: set[st
     return Holder(holder_id, beat is not None, fresh, node or None, frozenset(bytes_to_str(t) for t in tags))
 
 
+def _ids(broker: redis.Redis) -> list[str]:
+    return sorted(bytes_to_str(h) for h in broker.smembers(keys.workers()))
+
+
 def holders(broker: redis.Redis) -> list[Holder]:
-    """Every holder Redis records, with its heartbeat and deliveries, in one round trip."""
-    ids = sorted(bytes_to_str(h) for h in broker.smembers(keys.workers()))
+    """Every holder Redis records, with its heartbeat and deliveries (two round trips)."""
+    ids = _ids(broker)
     with broker.pipeline(transaction=False) as pipe:
         for h in ids:
             pipe.get(keys.worker_alive(h)).pttl(keys.worker_alive(h)).smembers(keys.worker_held(h))
@@ -99,7 +103,7 @@ def holders(broker: redis.Redis) -> list[Holder]:
 
 def dead_holders(client: redis.Redis, me: str) -> list[str]:
     """The holders, other than ``me``, whose heartbeat has lapsed (their deliveries unread)."""
-    ids = sorted(bytes_to_str(h) for h in client.smembers(keys.workers()) if bytes_to_str(h) != me)
+    ids = [h for h in _ids(client) if h != me]
     with client.pipeline(transaction=False) as pipe:
         for h in ids:
             pipe.exists(keys.worker_alive(h))

@@ -23,7 +23,7 @@ import redis
 from pydantic import BaseModel, Field
 
 from covey import keys
-from covey.redis_scripts import LUA_REPLIES
+from covey.redis_scripts import source
 from covey.results import Usage
 
 _APPEND = (files("covey.store") / "lua" / "transcript.lua").read_text(encoding="utf-8")
@@ -32,7 +32,7 @@ _META = ("bytes", "cut_from", "cut_to", "cut_entries", "cut_bytes")
 
 def script(name: str) -> str:
     """The source of ``lua/<name>``, able to append transcript entries (``transcript.lua``)."""
-    return LUA_REPLIES + _APPEND + (files("covey.store") / "lua" / name).read_text(encoding="utf-8")
+    return _APPEND + source("covey.store", name)
 
 
 class ModelCallEvent(BaseModel):

@@ -197,7 +197,7 @@ def still_held() -> bool:
     try:
         if beating is not None and mine is beating.holder:
             return not beating.taken(tag)
-        return bool(_broker_of(os.getpid()).hexists(UNACKED, tag))
+        return unacknowledged(tag)
     except (redis.ConnectionError, redis.TimeoutError):
         return True  # cut off: the step's own writes wait the outage out, and the next check asks again
 

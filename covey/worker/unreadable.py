@@ -23,6 +23,7 @@ from covey import keys, wire
 from covey.config import unreadable
 from covey.context import ROOT_AGENT_ID
 from covey.spec import InvalidSpec
+from covey.worker.app import app
 from covey.worker.deps import worker_deps
 
 log = logging.getLogger(__name__)
@@ -34,8 +35,6 @@ def refuse(sender: Any = None, task_id: str | None = None, task: str | None = No
     and nothing else holds its id."""
     if task != wire.RUN_JOB or not task_id:
         return
-    from covey.worker.app import app  # the worker's app: its result store
-
     try:
         store = worker_deps().redis
         if store.exists(keys.submitted(task_id), keys.agent(task_id, ROOT_AGENT_ID), keys.nodes(task_id)):
