@@ -26,7 +26,7 @@ import redis
 
 from covey import keys
 from covey.config import connections
-from covey.config.deliveries import UNACKED_INDEX, held_by_silent_workers, holder_of, in_broker
+from covey.config.deliveries import UNACKED_INDEX, held_by_silent_workers, holder_of, in_broker, silent_workers
 from covey.context import ROOT_AGENT_ID
 from covey.status import AgentStatus
 from covey.store.outbox import Message, Outbox, queues_of
@@ -237,11 +237,21 @@ def _queued_unread(client: Client, job_id: str, nodes: list[Node]) -> str | None
 
 
 def queues_read(client: Client, timeout: float = INSPECT_SECONDS) -> set[str] | None:
-    """The queues the live workers read; None when no worker answers."""
-    replies = client.app.control.inspect(timeout=timeout).active_queues()
-    if not replies:
-        return None
-    return {str(q.get("name")) for queues in replies.values() for q in queues}
+    """The queues the live workers read; None when no worker answers and, on a Redis
+    broker, none still beats. A worker too busy to answer the broadcast's short wait
+    that still beats reads the queues its catalog entry names."""
+    replies = client.app.control.inspect(timeout=timeout).active_queues() or {}
+    read = {str(q.get("name")) for queues in replies.values() for q in queues}
+    broker = _redis_broker(client)
+    silent: set[str] = set()
+    if broker is not None:
+        try:
+            silent = {h.node for h in silent_workers(broker, set(replies)) if h.node is not None}
+        finally:
+            broker.close()
+    if silent:
+        read |= {q for entry in client.catalog.entries() if entry.worker in silent for q in entry.queues}
+    return read if replies or silent else None
 
 
 def _resume_due(nodes: list[Node]) -> set[str]:

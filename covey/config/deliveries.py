@@ -117,11 +117,16 @@ def holder_of(client: redis.Redis, tag: str) -> tuple[str, bool] | None:
     return next(((h.id, h.alive) for h in holders(client) if tag in h.tags), None)
 
 
+def silent_workers(broker: redis.Redis, answered: set[str]) -> list[Holder]:
+    """The workers that still beat but whose Celery node is not in ``answered`` (the
+    nodes that answered a broadcast): busy enough to miss a broadcast's short wait,
+    and not gone."""
+    return [h for h in holders(broker) if h.fresh and h.node is not None and h.node not in answered]
+
+
 def held_by_silent_workers(broker: redis.Redis, answered: set[str]) -> set[str]:
-    """Ids of the tasks held by workers that still beat but whose Celery node is not
-    in ``answered`` (the nodes that answered a broadcast): a worker busy enough to
-    miss a broadcast's short wait runs them, and is not gone."""
-    silent = [h for h in holders(broker) if h.fresh and h.node is not None and h.node not in answered]
+    """Ids of the tasks the ``silent_workers`` hold: they run them."""
+    silent = silent_workers(broker, answered)
     tags = sorted(set().union(*(h.tags for h in silent))) if silent else []
     records = broker.hmget(UNACKED, tags) if tags else []
     return {_headers(bytes_to_str(r), True).get("id", "") for r in records if r is not None}

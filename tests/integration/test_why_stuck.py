@@ -1,6 +1,6 @@
 """What a wait says of a job that runs: nothing. ``why_stuck`` only reads: it sends
 no message, and does not take a worker that still beats but is too busy to answer
-a broadcast for gone."""
+a broadcast for gone, nor the queues it reads for unread."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ def test_a_worker_that_beats_but_answers_no_broadcast_is_not_reported_gone():
             try:
                 assert client.app.control.inspect(timeout=0.5).active() is None  # no worker answers the broadcast
                 assert handle.why_stuck() is None
+                assert client.queue_has_worker()  # its queue is read: its catalog entry names it
             finally:
                 os.kill(worker.pid, signal.SIGCONT)
             assert handle.result(timeout=SECONDS).output == "42"
