@@ -11,7 +11,10 @@ in-process ``sim`` (an ``httpx2.MockTransport``, no network), in one thread:
 - the SDK as its README shows it, ``client.chat.completions.create(...)`` with
   typed parameters, its reply parsed into a ``ChatCompletion``;
 - covey's ``LLM.call``, as a worker's step calls it (its catalog lookup, its
-  parameters, the call, its usage and reply checked).
+  parameters, the call, its usage and reply checked);
+- the same call of the sim named in a models file, its reply read whole
+  (``stream = false``) and read as a stream (the default, which cuts a reply at
+  its reservation: ``covey.models.stream``), so the two differ by streaming alone.
 
 Medians of interleaved rounds after a warm-up, so a slow spell of this shared
 machine hits every row alike. Nothing else is started: the sim runs in this process.
@@ -36,6 +39,7 @@ import openai
 from bench.harness import calls_main, interruptible
 from covey.config.settings import Settings
 from covey.models import sim
+from covey.models.catalog import Catalog, ModelEntry
 from covey.models.llm import LLM, SIM_BASE_URL
 
 CALLS = 1000  # per row and round
@@ -50,6 +54,8 @@ ROWS = {
     "sim": "the sim's handler alone (the model's own work)",
     "sdk": "the SDK's `chat.completions.create`, typed, its reply parsed",
     "covey": "covey's `LLM.call`, as a worker's step makes it",
+    "whole": "`LLM.call` of a models-file entry, `stream = false`",
+    "streamed": "`LLM.call` of a models-file entry, streamed (the default)",
 }
 
 
@@ -82,10 +88,21 @@ def cases() -> dict[str, Callable[[], object]]:
     def by_covey() -> str | None:
         return llm.call("sim", MESSAGES, [], MAX_TOKENS)[0].content
 
-    answers = {by_sdk(), by_covey(), handler(request).json()["choices"][0]["message"]["content"]}
+    named = {
+        name: LLM(settings, Catalog({name: entry}, settings, {"K": "k"}), transport=sim.transport())
+        for name in ("whole", "streamed")
+        for entry in [ModelEntry(base_url=SIM_BASE_URL, api_key_env="K", model="sim", stream=name == "streamed")]
+    }
+
+    def by_entry(name: str) -> Callable[[], str | None]:
+        return lambda: named[name].call(name, MESSAGES, [], MAX_TOKENS)[0].content
+
+    made = {"sim": lambda: handler(request), "sdk": by_sdk, "covey": by_covey, **{n: by_entry(n) for n in named}}
+    answers = {handler(request).json()["choices"][0]["message"]["content"]}
+    answers |= {once() for key, once in made.items() if key != "sim"}  # type: ignore[misc]
     if answers != {"7"}:
-        raise RuntimeError(f"the three calls answered {answers}, not 7")
-    return {"sim": lambda: handler(request), "sdk": by_sdk, "covey": by_covey}
+        raise RuntimeError(f"the calls answered {answers}, not 7")
+    return made
 
 
 def run_all(calls: int) -> dict:

@@ -19,7 +19,7 @@ LOCAL = "showing what a worker started with this machine's settings would serve"
 @click.option("--json", "as_json", is_flag=True, help="print the models as JSON")
 def models(as_json: bool) -> None:
     """List the models the live workers serve: name, endpoint, provider model id, whether
-    its key variable is set there, and which workers. With no worker publishing, the
+    its key variable is set there, how a JSON answer is asked for, and which workers. With no worker publishing, the
     models this machine's settings serve (COVEY_MODELS, COVEY_OPENAI_BASE_URL, OPENAI_API_KEY)."""
     try:
         client = connect()
@@ -44,11 +44,13 @@ def models(as_json: bool) -> None:
             r["key_env"],
             _key_state(r["key_set"]),
             _params(r["params"]),
+            r.get("structured"),  # as in use: a worker that was refused json_schema asks in tools mode
             None if r["workers"] is None else ", ".join(r["workers"]),
         )
         for r in rows
     ]
-    click.echo(wire.table(["model", "endpoint", "provider model", "key variable", "key", "params", "workers"], listed))
+    columns = ["model", "endpoint", "provider model", "key variable", "key", "params", "json", "workers"]
+    click.echo(wire.table(columns, listed))
 
 
 def _key_state(key_set: bool | None) -> str | None:

@@ -74,7 +74,12 @@ class Settings(BaseSettings):
         default=None, validation_alias=AliasChoices("COVEY_OPENAI_API_KEY", "OPENAI_API_KEY")
     )
     model_timeout: float = Field(default=60.0, gt=0, le=MAX_SECONDS, description="seconds for one model HTTP call")
-    model_retries: int = Field(default=2, ge=0, le=MAX_COUNT, description="SDK retries on 429/5xx/timeouts")
+    model_retries: int = Field(
+        default=2,
+        ge=0,
+        le=MAX_COUNT,
+        description="retries of a model call: the SDK's on 429/5xx; a timed-out call is asked again, reserved anew",
+    )
     sim_latency_ms: int = Field(default=0, ge=0, le=MAX_SECONDS * 1000)
     sim_price: Price | None = Field(
         default=None, description='COVEY_SIM_PRICE: the sim\'s prices as JSON, {"input": 0.15, "output": 0.6}'

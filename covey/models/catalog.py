@@ -13,6 +13,8 @@ parameters::
     tokenizer = "fast/tokenizer.json"  # or "tiktoken:o200k_base": exact first-call reservations
     price = { input = 0.15, cached_input = 0.075, output = 0.60 }  # USD per million tokens
     structured = "json_schema"         # or "json_object", "tools": how a JSON answer is asked for
+    reply_cap = ["max_tokens", "max_completion_tokens"]  # the names the reply cap is sent under
+    stream = true                      # read replies as streams, cut at the tokens reserved
 
 ``sim`` is built in and always runs in-process; it counts its prompts exactly (its
 tokenizer is its own billing) and takes its prices from ``COVEY_SIM_PRICE``. A
@@ -32,6 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
@@ -41,6 +44,7 @@ from covey.budgets.prices import Price
 from covey.config.files import read_toml
 from covey.config.settings import Settings
 from covey.errors import CoveyError
+from covey.models.dialect import REPLY_CAPS, Dialect, Dialects, ReplyCap
 from covey.models.structured import StructuredMode
 from covey.models.tokenizers import SimTokenizer, Tokenizer, TokenizerError
 from covey.models.tokenizers import load as load_tokenizer
@@ -95,6 +99,8 @@ class ModelEntry(BaseModel):
     tokenizer: str | None = Field(default=None, min_length=1)
     price: Price | None = None
     structured: StructuredMode = "json_schema"
+    reply_cap: list[ReplyCap] = Field(default_factory=lambda: list(REPLY_CAPS), min_length=1)
+    stream: bool = True
 
     @field_validator("api_key_env")
     @classmethod
@@ -126,10 +132,22 @@ class Endpoint:
     tokenizer: Tokenizer | None = None  # None: prompts are bounded by their bytes
     price: Price | None = None  # None: no cost is kept, and no cost cap can be met
     structured: StructuredMode = "json_schema"  # how a JSON answer is asked for (covey.models.structured)
+    reply_caps: tuple[ReplyCap, ...] = REPLY_CAPS  # the names the reply cap is sent under
+    streams: bool = True  # replies read as streams and cut at their reservation (covey.models.stream)
 
     @property
     def in_process(self) -> bool:
         return self.base_url is None
+
+    @property
+    def key(self) -> tuple[str | None, str]:
+        """What a dialect is learnt for: one model at one address."""
+        return self.base_url, self.model
+
+    @property
+    def dialect(self) -> Dialect:
+        """How the models file says to speak to it, before any refusal teaches otherwise."""
+        return Dialect(caps=self.reply_caps, structured=self.structured)
 
 
 class ServedModel(BaseModel):
@@ -143,6 +161,9 @@ class ServedModel(BaseModel):
     params: dict[str, Any]
     tokenizer: str | None = None
     price: Price | None = None
+    structured: StructuredMode = "json_schema"  # as in use: a refusal may have taught another
+    reply_cap: list[ReplyCap] = Field(default_factory=lambda: list(REPLY_CAPS))
+    stream: bool = False
 
 
 class Catalog:
@@ -157,8 +178,14 @@ class Catalog:
     ) -> None:
         self._named = {name: _endpoint(name, entry, environ, folder) for name, entry in entries.items()}
         self._default = _default_endpoint(settings)
+        # In-process and honouring every cap: its replies need no stream to be cut.
         self._sim = Endpoint(
-            base_url=None, key_env=None, model=SIM_MODEL, tokenizer=SimTokenizer(), price=settings.sim_price
+            base_url=None,
+            key_env=None,
+            model=SIM_MODEL,
+            tokenizer=SimTokenizer(),
+            price=settings.sim_price,
+            streams=False,
         )
 
     @classmethod
@@ -189,8 +216,9 @@ class Catalog:
         endpoints = [*self._named.values(), *([self._default] if self._default else [])]
         return [e.api_key for e in endpoints if e.api_key]
 
-    def served(self) -> list[ServedModel]:
-        """``sim``, every named model, and ``*`` (any other name) when a default endpoint is set."""
+    def served(self, dialects: Dialects | None = None) -> list[ServedModel]:
+        """``sim``, every named model, and ``*`` (any other name) when a default endpoint
+        is set; each speaking the dialect ``dialects`` has learnt for it, if any."""
         sim_row = ServedModel(
             name=SIM_MODEL, endpoint="in-process", model=SIM_MODEL, key_env=None, key_set=None, params={}
         )
@@ -199,6 +227,7 @@ class Catalog:
         if self._default is not None:
             named.append(("*", self._default))
         for name, e in named:
+            spoken = dialects.of(e.key, e.dialect) if dialects else e.dialect
             rows.append(
                 ServedModel(
                     name=name,
@@ -209,6 +238,9 @@ class Catalog:
                     params=e.params.request(),
                     tokenizer=e.tokenizer.name if e.tokenizer else None,
                     price=e.price,
+                    structured=spoken.structured,
+                    reply_cap=list(spoken.caps),
+                    stream=e.streams,
                 )
             )
         return rows
@@ -241,7 +273,9 @@ def _default_endpoint(settings: Settings) -> Endpoint | None:
     if not (settings.openai_base_url or settings.openai_api_key):
         return None
     url = settings.openai_base_url or OPENAI_BASE_URL
-    return Endpoint(base_url=url, key_env=DEFAULT_KEY_ENV, model="*", api_key=settings.openai_api_key)
+    # OpenAI's own API refuses max_tokens for its reasoning models; other servers may read it alone.
+    caps = ("max_completion_tokens",) if urlsplit(url).hostname == "api.openai.com" else REPLY_CAPS
+    return Endpoint(base_url=url, key_env=DEFAULT_KEY_ENV, model="*", api_key=settings.openai_api_key, reply_caps=caps)
 
 
 def _endpoint(name: str, entry: ModelEntry, environ: Mapping[str, str], folder: Path | None) -> Endpoint:
@@ -258,4 +292,6 @@ def _endpoint(name: str, entry: ModelEntry, environ: Mapping[str, str], folder: 
         tokenizer=tokenizer,
         price=entry.price,
         structured=entry.structured,
+        reply_caps=tuple(dict.fromkeys(entry.reply_cap)),
+        streams=entry.stream,
     )

@@ -24,7 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from covey.budgets.ledger import Grant
-from covey.models.llm import ModelError
+from covey.models.chat import ModelError
 from covey.models.replies import ModelReply
 from covey.models.structured import SchemaMismatch, parse
 from covey.orchestration.actions import CallModel
@@ -66,8 +66,15 @@ class Stop:
 
 
 def call_model(
-    deps: Deps, state: AgentState, action: CallModel, seconds_left: float | None, asked_again: int = 0
+    deps: Deps,
+    state: AgentState,
+    action: CallModel,
+    seconds_left: float | None,
+    asked_again: int = 0,
+    unanswered: Stop | None = None,
 ) -> ModelReply | Stop | Hop:
+    """``asked_again``: off-schema replies so far; ``unanswered``: the end of the
+    last attempt, when this one asks again after it went unanswered."""
     settle_owed(deps, state)  # a call asked again reserves after the one before it settled
     ctx, spec = state.ctx, state.spec
     began = deps.now()
@@ -101,6 +108,8 @@ def call_model(
     if not grant.ok:
         assert grant.cause is not None and grant.reason is not None  # a refusal always says why
         telemetry.refused(grant.cause, grant.reason)
+        if unanswered is not None:
+            return replace(unanswered, reason=f"{unanswered.reason}; not asked again: {grant.reason}")
         return Stop(grant.cause, grant.reason)
     max_tokens = max(1, grant.tokens - estimate)
     with telemetry.model_call(state, rid, replayed=grant.record is not None) as seen:
@@ -112,7 +121,8 @@ def call_model(
     if record.error is not None:
         state.usage += record.usage or Usage(cycles=1)
         # A record settled by a worker that kept no cause (an older version) is a model error.
-        return Stop(record.cause or Cause(kind=CauseKind.MODEL_ERROR), record.error)
+        stop = Stop(record.cause or Cause(kind=CauseKind.MODEL_ERROR), record.error)
+        return _asked_again(deps, state, action, began, seconds_left, asked_again, stop, record, unanswered)
     if record.usage is None:  # never: a reply is settled with its usage
         raise ValueError(f"call {rid} was settled without its usage")
     state.usage += record.usage
@@ -133,6 +143,33 @@ def call_model(
         if seconds_left is not None:
             seconds_left = max(0.001, seconds_left - (deps.now() - began).total_seconds())
         return call_model(deps, state, _ask_again(action, reply, e), seconds_left, asked_again + 1)
+
+
+def _asked_again(
+    deps: Deps,
+    state: AgentState,
+    action: CallModel,
+    began: datetime,
+    seconds_left: float | None,
+    asked_again: int,
+    stop: Stop,
+    record: CallRecord,
+    before: Stop | None,
+) -> ModelReply | Stop | Hop:
+    """A call that went unanswered (charged its reservation) is asked again as a new
+    call, reserved anew, while the model's retries and the deadline allow: the
+    budget counts every attempt a provider may bill."""
+    if not record.unanswered:
+        return stop
+    taken = 0 if before is None else before.cause.retries or 0  # asked again so far
+    stop = replace(stop, cause=stop.cause.model_copy(update={"retries": taken or None}))
+    left = None if seconds_left is None else seconds_left - (deps.now() - began).total_seconds()
+    if taken >= deps.settings.model_retries or (left is not None and left <= 0):
+        return stop
+    ctx = state.ctx
+    log.info("job %s agent %s: asked again after an unanswered call: %s", ctx.job_id, ctx.agent_id, stop.reason)
+    again = replace(stop, cause=stop.cause.model_copy(update={"retries": taken + 1}))
+    return call_model(deps, state, action, left, asked_again, again)
 
 
 def _ask_again(action: CallModel, reply: ModelReply, error: SchemaMismatch) -> CallModel:
@@ -208,7 +245,9 @@ def _call(
         spent = held.costed(e.usage) if e.usage else None
         latency = transcript.elapsed_ms(started)
         # Kept for a replay: the error.
-        record = CallRecord(error=redact(str(e)), cause=e.cause, usage=spent, at=at, latency_ms=latency)
+        record = CallRecord(
+            error=redact(str(e)), cause=e.cause, usage=spent, at=at, latency_ms=latency, unanswered=e.unanswered
+        )
         _settle(deps, state, rid, spent or Usage(), record)
         return record
     usage = held.costed(usage)

@@ -22,6 +22,7 @@ from celery.signals import worker_ready, worker_shutdown
 from covey.config import connections
 from covey.config.settings import Settings, get_settings
 from covey.models.catalog import Catalog, ServedModel
+from covey.models.dialect import DIALECTS
 from covey.store.catalog import ServedTool, WorkerCatalog, WorkerEntry, check_workers_serve
 from covey.tools import registry
 from covey.tools.tool import Tool
@@ -110,7 +111,8 @@ class Heartbeat:
 
 def heartbeat(settings: Settings, worker: str, queues: list[str], tools: Callable[[], list[Tool]]) -> Heartbeat:
     """A heartbeat for ``worker`` on its own connection: the tools are asked for at
-    each beat (a tool that became unavailable drops out), the models once."""
+    each beat (a tool that became unavailable drops out), and the dialect each model
+    is spoken in (one its endpoint refused is dropped)."""
     client = connections.client(
         settings.redis_url,
         settings.redis_master,
@@ -118,11 +120,11 @@ def heartbeat(settings: Settings, worker: str, queues: list[str], tools: Callabl
         socket_timeout=connections.SOCKET_TIMEOUT_SECONDS,
         socket_connect_timeout=connections.CONNECT_TIMEOUT_SECONDS,
     )
-    models = Catalog.from_settings(settings).served()
+    catalog = Catalog.from_settings(settings)
     return Heartbeat(
         WorkerCatalog(client, settings.catalog_ttl),
         worker,
-        lambda: entry(worker, queues, tools(), models, settings.redelivery_seconds),
+        lambda: entry(worker, queues, tools(), catalog.served(DIALECTS), settings.redelivery_seconds),
         settings.catalog_ttl / BEATS_PER_TTL,
     )
 

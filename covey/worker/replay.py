@@ -21,7 +21,8 @@ from covey.status import Cause
 
 class CallRecord(BaseModel):
     """A reply with its usage, or the error (and its cause) that ended the call; when
-    the call started and how long it took, so its transcript reads the same replayed."""
+    the call started and how long it took, so its transcript reads the same replayed.
+    ``unanswered``: the call was sent and never answered (charged its reservation)."""
 
     reply: dict[str, Any] | None = None
     usage: Usage | None = None
@@ -29,6 +30,7 @@ class CallRecord(BaseModel):
     cause: Cause | None = None
     at: datetime | None = None
     latency_ms: float | None = None
+    unanswered: bool = False
 
     @classmethod
     def of_reply(

@@ -106,13 +106,14 @@ DOWN_URL = "http://user:hunter2@127.0.0.1:{port}/v1?key=hunter2"  # the ``down``
 
 def served_over_http(directory: Path, base_url: str, down: bool = False) -> dict[str, str]:
     """Worker variables serving ``simhttp`` from ``covey sim-server`` at ``base_url``
-    through a models file, plus ``nokey``, whose key variable is never set, and with
+    through a models file (priced, for cost caps), plus ``nokey``, whose key variable is never set, and with
     ``down``, a model of that name whose endpoint (credentials in its URL) nothing
     listens on."""
     unreachable = f'\n[models.down]\nbase_url = "{DOWN_URL.format(port=free_port())}"\napi_key_env = "SIMHTTP_KEY"\n'
     path = directory / "models.toml"
     path.write_text(
-        f'[models.{SIMHTTP}]\nbase_url = "{base_url}"\napi_key_env = "SIMHTTP_KEY"\nmodel = "sim"\n\n'
+        f'[models.{SIMHTTP}]\nbase_url = "{base_url}"\napi_key_env = "SIMHTTP_KEY"\nmodel = "sim"\n'
+        "price = { input = 0.15, output = 0.60 }\n\n"
         f'[models.nokey]\nbase_url = "{base_url}"\napi_key_env = "NOKEY_KEY"\n' + (unreachable if down else "")
     )
     return {"COVEY_MODELS": str(path), "SIMHTTP_KEY": "unused"}

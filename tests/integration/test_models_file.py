@@ -94,6 +94,23 @@ def test_covey_models_lists_both(two_endpoints, redis_server):
 
 
 @pytest.mark.parametrize(
+    "budget, spent",
+    [({"max_tokens": 400}, lambda u: u.total_tokens <= 400), ({"max_cost": 0.0005}, lambda u: u.cost_usd <= 0.0005)],
+)
+def test_a_server_ignoring_the_reply_cap_is_cut_where_the_budget_ends(two_endpoints, budget, spent):
+    client, _, _ = two_endpoints
+    task = "Write a long, detailed story about a dragon who learns to cook. [sim:tokens 5000] [sim:uncapped]"
+    spec = client.spec(task, model=SIMHTTP, strategy="single", budget=budget)
+    handle = client.submit(spec)
+    result = handle.result(timeout=60)
+    assert result.status == "budget_exceeded", result.error
+    assert result.error.startswith("the model's reply was cut at ")
+    assert spent(result.usage), result.usage
+    [root] = handle.tree()
+    assert root.usage == result.usage  # what the ledger charged: the reservation, no more
+
+
+@pytest.mark.parametrize(
     "model, message",
     [
         ("gpt-9", "model 'gpt-9': no endpoint on this worker serves it; add it to the models file (COVEY_MODELS)"),

@@ -11,8 +11,10 @@ import pytest
 from covey.config.settings import Settings
 from covey.models import sim
 from covey.models.catalog import Catalog, ModelParams, ModelsFileError, UnservableModel, load
-from covey.models.llm import LLM, ModelError
+from covey.models.chat import ModelError
+from covey.models.llm import LLM
 from covey.spec import InvalidSpec, JobSpec
+from tests import sse
 
 FAST = """
 [models.fast]
@@ -237,8 +239,8 @@ def test_a_tools_endpoint_answers_through_a_function_named_after_the_schema(tmp_
         message = {"role": "assistant", "content": None, "tool_calls": [call]}
         usage = {"prompt_tokens": 50, "completion_tokens": 5, "total_tokens": 55}
         choice = {"index": 0, "message": message, "finish_reason": "tool_calls"}
-        return httpx2.Response(200, json={"id": "x", "object": "chat.completion", "created": 1, "model": "m",
-                                          "choices": [choice], "usage": usage})  # fmt: skip
+        body = {"id": "x", "object": "chat.completion", "created": 1, "model": "m", "choices": [choice], "usage": usage}
+        return sse.answer(request, body)
 
     calc = {"type": "function", "function": {"name": "calculator", "parameters": {"type": "object"}}}
     llm_ = structured_llm(tmp_path, "tools", endpoint)

@@ -9,6 +9,7 @@ sends, the agent ends with a result, and the ledger charges what the call cost
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import uuid
 
@@ -19,6 +20,7 @@ from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentTerms
 from covey.config.settings import Settings
 from covey.context import RunContext
+from covey.models.catalog import Catalog, ModelEntry
 from covey.models.llm import LLM
 from covey.models.tokens import byte_tokens
 from covey.spec import AgentSpec
@@ -26,7 +28,7 @@ from covey.status import AgentStatus, Cause, CauseKind
 from covey.worker import loop
 from covey.worker.deps import Deps
 
-MODEL = "mock-model"  # served by the default endpoint, i.e. the mock transport
+MODEL = "mock-model"  # served by the mock transport
 
 
 @pytest.fixture
@@ -34,10 +36,12 @@ def deps(redis_server):
     return Deps.from_settings(Settings(redis_url=redis_server.url, model_retries=0))
 
 
-def with_endpoint(deps: Deps, handler) -> Deps:
-    """``deps`` whose default endpoint answers with ``handler``."""
-    settings = deps.settings.model_copy(update={"openai_base_url": "http://mock.test/v1", "openai_api_key": "k"})
-    return dataclasses.replace(deps, settings=settings, llm=LLM(settings, transport=httpx2.MockTransport(handler)))
+def with_endpoint(deps: Deps, handler, stream: bool = False) -> Deps:
+    """``deps`` whose model ``MODEL`` is answered by ``handler``, whole (the
+    models file's ``stream = false``) or, with ``stream``, as a stream."""
+    entry = ModelEntry(base_url="http://mock.test/v1", api_key_env="K", stream=stream)
+    catalog = Catalog({MODEL: entry}, deps.settings, {"K": "k"})
+    return dataclasses.replace(deps, llm=LLM(deps.settings, catalog, transport=httpx2.MockTransport(handler)))
 
 
 def run(deps: Deps, task: str, model: str = MODEL, **fields):
@@ -217,3 +221,114 @@ def test_a_sim_over_reporting_its_usage_stops_the_agent_with_the_recorded_error(
     assert result.error.startswith("the provider reported ")
     assert " prompt tokens, " in result.error and "reserved for them; all " in result.error
     assert result.usage.cycles == 1 and result.output is None
+
+
+# --- streamed replies: a server that ignores its cap is cut at it ------------------
+
+
+def streaming(chunks, calls=None):
+    """A handler streaming ``chunks`` (an iterable of chunk objects) as server-sent
+    events, keeping each request's body in ``calls``."""
+
+    def handle(request: httpx2.Request) -> httpx2.Response:
+        if calls is not None:
+            calls.append(json.loads(request.read()))
+        events = (f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks)
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=events)
+
+    return handle
+
+
+def piece(text, finish=None):
+    return {"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": finish}]}
+
+
+def test_a_stream_past_its_cap_is_cut_at_the_reservation_and_read_no_further(deps):
+    sent = itertools.count()
+    endless = (piece("word ") for _ in sent)  # a server that reads neither name of the cap
+    calls = []
+    result = run(with_endpoint(deps, streaming(endless, calls), stream=True), "hello", tools=[], max_call_tokens=300)
+    assert (calls[0]["max_tokens"], calls[0]["max_completion_tokens"], calls[0]["stream"]) == (300, 300, True)
+    assert result.status is AgentStatus.FAILED and result.cause == Cause(kind=CauseKind.REPLY_CUT)
+    assert result.usage.completion_tokens == 300  # the reservation: no more, and no less than it generated
+    assert next(sent) < 400  # it stopped reading where the reply passed the cap
+
+
+def test_a_stream_without_usage_is_charged_what_covey_counted(deps):
+    chunks = [piece("a"), piece("b"), piece("c", finish="stop")]
+    result = run(with_endpoint(deps, streaming(chunks), stream=True), "hello", tools=[])
+    assert result.status is AgentStatus.COMPLETED and result.output == "abc"
+    assert result.usage.completion_tokens == 3
+
+
+def test_a_streams_reported_usage_over_its_reservation_stops_the_agent(deps):
+    usage = {"choices": [], "usage": {"prompt_tokens": 1_000_000, "completion_tokens": 1}}
+    result = run(with_endpoint(deps, streaming([piece("a", finish="stop"), usage]), stream=True), "hello", tools=[])
+    assert result.status is AgentStatus.FAILED
+    assert result.error.startswith("the provider reported 1000000 prompt tokens, ")
+
+
+@pytest.mark.parametrize(
+    "chunks, error",
+    [
+        ([{"choices": []}], "model returned a malformed reply: no choices"),
+        ([piece(42)], "model returned a malformed reply: content is a int, not text"),
+        (["not an object"], "model returned a malformed reply: a stream chunk is a str"),
+    ],
+)
+def test_a_stream_of_the_wrong_shape_fails_the_agent_charged_the_reservation(deps, chunks, error):
+    result = run(with_endpoint(deps, streaming(chunks), stream=True), "hello", tools=[])
+    assert result.status is AgentStatus.FAILED and result.error.startswith(error)
+    assert result.usage.completion_tokens == AgentSpec(task="x").max_call_tokens
+
+
+def broken_off(chunks, error):
+    def events():
+        for chunk in chunks:
+            yield f"data: {json.dumps(chunk)}\n\n".encode()
+        raise error
+
+    return lambda request: httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=events())
+
+
+@pytest.mark.parametrize(
+    "error, said",
+    [
+        (httpx2.ReadTimeout("stalled"), "model call timed out after "),
+        (httpx2.RemoteProtocolError("peer closed connection"), "model reply broke off mid-stream: "),
+    ],
+)
+def test_a_stream_that_stops_answering_is_charged_its_reservation(deps, error, said):
+    result = run(with_endpoint(deps, broken_off([piece("a")], error), stream=True), "hello", tools=[])
+    assert result.status is AgentStatus.FAILED and result.error.startswith(said)
+    assert result.error.endswith("; charged the reservation: no usage came back")
+    assert result.usage.completion_tokens == AgentSpec(task="x").max_call_tokens
+
+
+def test_an_unanswered_call_is_asked_again_reserved_anew_each_time(redis_server):
+    deps = Deps.from_settings(Settings(redis_url=redis_server.url, model_retries=2))
+    calls = []
+
+    def stalled(request: httpx2.Request) -> httpx2.Response:
+        calls.append(request)
+        raise httpx2.ReadTimeout("stalled", request=request)
+
+    result = run(with_endpoint(deps, stalled), "hello", tools=[])
+    assert len(calls) == 3  # asked twice again, by covey, not the SDK
+    assert result.status is AgentStatus.FAILED and result.cause.retries == 2
+    assert result.usage.cycles == 3 and result.usage.completion_tokens == 3 * AgentSpec(task="x").max_call_tokens
+
+
+def test_asking_again_stops_where_the_budget_cannot_reserve_another_attempt(redis_server):
+    deps = Deps.from_settings(Settings(redis_url=redis_server.url, model_retries=5))
+    stalled = broken_off([], httpx2.ReadTimeout("stalled"))
+    ctx = RunContext(job_id=f"bad-{uuid.uuid4().hex}", agent_id="root", budget=Budget(max_tokens=12_000))
+    spec = AgentSpec(task="hello", model=MODEL, tools=[], max_call_tokens=2_000)
+    deps = with_endpoint(deps, stalled, stream=True)
+    deps.ledger.open_root(ctx.job_id, "root", ctx.budget, AgentTerms(max_cycles=spec.max_cycles))
+    state, action = loop.begin(deps, ctx, spec)
+    out = loop.advance(deps, state, action)
+    assert out.result.status is AgentStatus.FAILED
+    assert "no usage came back; not asked again: " in out.result.error
+    snap = deps.ledger.snapshot(ctx.job_id)
+    assert snap.tokens_reserved == 0 and snap.tokens_used <= 12_000 and out.result.usage.cycles == 2

@@ -28,6 +28,7 @@ from covey.spec import AgentSpec
 from covey.status import AgentStatus
 from covey.worker import loop
 from covey.worker.deps import Deps
+from tests import sse
 from tests.models.test_tokenizers import train
 
 PRICE = Price(input=Decimal("0.15"), cached_input=Decimal("0.075"), output=Decimal("0.6"))
@@ -62,17 +63,8 @@ class Endpoint:
             "prompt_tokens_details": {"cached_tokens": min(CACHED, prompt)},
         }
         choice = {"index": 0, "message": message, "finish_reason": finish}
-        return httpx2.Response(
-            200,
-            json={
-                "id": "x",
-                "object": "chat.completion",
-                "created": 1,
-                "model": "m",
-                "choices": [choice],
-                "usage": usage,
-            },
-        )
+        body = {"id": "x", "object": "chat.completion", "created": 1, "model": "m", "choices": [choice], "usage": usage}
+        return sse.answer(request, body)
 
 
 @pytest.fixture

@@ -25,6 +25,8 @@ Directives live in the task text (the first ``user`` message):
 - ``[sim:rounds N]`` with a spawn directive: spawn N successive waves, then answer the
   leaves of all of them; the children's tasks drop it, so only this agent repeats
 - ``[sim:tokens N]`` bill every completion as exactly N tokens
+- ``[sim:uncapped]`` ignore the request's reply cap, as a server that reads neither of
+  its names does: the whole reply is sent and billed
 - ``[sim:bill bytes|over]`` bill one token per UTF-8 byte (``over``: the prompt at two)
 - ``[sim:delegate TASK]`` hand TASK to one sub-agent with ``delegate``, answer its output
 - ``[sim:write PATH]`` write the task's plain text to PATH with ``write_file``,
@@ -94,6 +96,7 @@ class Directives:
     fail_once: bool = False  # ``[sim:fail bad_json once]``: the first call alone
     latency_ms: int = 0
     loop: bool = False
+    uncapped: bool = False
     spawn: Spawn | None = None
     rounds: int = 1
     tokens: int | None = None
@@ -182,7 +185,7 @@ def _parse_one(name: str, arg: str, raw: str) -> Any:
         if fail[2] and fail[1] != "bad_json":
             raise DirectiveError(f"{raw}: only bad_json takes once (every other kind fails the first call alone)")
         return fail[1], bool(fail[2]), int(fail[3]) if fail[3] else None
-    if name == "loop":
+    if name in ("loop", "uncapped"):
         return True
     if name == "answer":
         return arg

@@ -11,7 +11,10 @@ A ``json_schema`` or ``json_object`` ``response_format`` is answered with a JSON
 document (``covey.models.sim.structured``): at once, or when the request also
 offers tools, after the task's own tool call. A reply longer than the
 request's ``max_tokens``/``max_completion_tokens`` is cut the way the real API cuts
-it, so the worker's handling of ``finish_reason="length"`` meets realistic input.
+it, so the worker's handling of ``finish_reason="length"`` meets realistic input
+(unless ``[sim:uncapped]`` has it ignore the cap). A ``stream`` request is answered
+as server-sent events: the content a billed token a chunk, each tool call in one,
+and the usage in a last chunk when ``stream_options.include_usage`` asks for it.
 """
 
 from __future__ import annotations
@@ -56,6 +59,8 @@ class _Chat:
     output: str  # the response_format type: "text", "json_object" or "json_schema"
     schema: dict[str, Any] | None  # a json_schema response_format's schema
     schema_name: str | None  # ...and its name, which picks a strategy script
+    stream: bool = False
+    stream_usage: bool = False  # stream_options.include_usage
 
     @classmethod
     def from_body(cls, raw: bytes) -> _Chat:
@@ -69,7 +74,18 @@ class _Chat:
         caps = [body[k] for k in ("max_tokens", "max_completion_tokens") if body.get(k) is not None]
         tools = list(body.get("tools") or [])
         output, schema, name = _output_format(body.get("response_format"))
-        return cls(str(body.get("model", "sim")), messages, tools, min(caps, default=None), output, schema, name)
+        options = body.get("stream_options")
+        return cls(
+            str(body.get("model", "sim")),
+            messages,
+            tools,
+            min(caps, default=None),
+            output,
+            schema,
+            name,
+            stream=body.get("stream") is True,
+            stream_usage=isinstance(options, dict) and options.get("include_usage") is True,
+        )
 
     @property
     def task(self) -> str:
@@ -393,7 +409,7 @@ def _completion(chat: _Chat, reply: _Reply, directives: Directives) -> httpx2.Re
     if tokens and reply.content is not None:  # padded no further than past the cap, which cuts it
         reply = _Reply(content=reply.content.ljust(min(tokens, (chat.max_tokens or tokens) + 1) * 4))
     finish_reason = "tool_calls" if reply.tool_calls else "stop"
-    if chat.max_tokens is not None and completion > chat.max_tokens:
+    if chat.max_tokens is not None and completion > chat.max_tokens and not directives.uncapped:
         completion, finish_reason = chat.max_tokens, "length"
         reply = reply.cut(min(sim_directives.chars_within(reply.text, chat.max_tokens, bill), len(reply.text) - 1))
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
@@ -407,19 +423,38 @@ def _completion(chat: _Chat, reply: _Reply, directives: Directives) -> httpx2.Re
             for name, args in reply.tool_calls
         ]
     prompt = sim_directives.prompt_tokens(chat.messages, chat.tools, bill)
-    body = {
+    usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    head = {
         "id": "chatcmpl-sim-" + _digest(prompt_text(chat.messages, chat.tools) + json.dumps(message)),
         "object": "chat.completion",
         "created": CREATED,
         "model": chat.model,
-        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": None}],
-        "usage": {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-        },
     }
-    return httpx2.Response(200, json=body)
+    if chat.stream:
+        return _events(head, message, finish_reason, usage if chat.stream_usage else None, completion)
+    choice = {"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": None}
+    return httpx2.Response(200, json={**head, "choices": [choice], "usage": usage})
+
+
+def _events(
+    head: dict[str, Any], message: dict[str, Any], finish_reason: str, usage: dict[str, int] | None, tokens: int
+) -> httpx2.Response:
+    """The reply as a ``chat.completion.chunk`` stream: the content in ``tokens``
+    pieces, each tool call whole in one chunk, the finish, then the usage if asked."""
+    head = {**head, "object": "chat.completion.chunk"}
+    content = message["content"] or ""
+    pieces = max(1, min(tokens, len(content)))
+    deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
+    deltas += [
+        {"content": content[i * len(content) // pieces : (i + 1) * len(content) // pieces]} for i in range(pieces)
+    ]
+    deltas += [{"tool_calls": [{"index": i, **call}]} for i, call in enumerate(message.get("tool_calls", []))]
+    chunks = [{**head, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]} for delta in deltas]
+    chunks.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": finish_reason}]})
+    if usage is not None:
+        chunks.append({**head, "choices": [], "usage": usage})
+    text = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks) + "data: [DONE]\n\n"
+    return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=text.encode())
 
 
 def _call_id(message_count: int, name: str) -> str:

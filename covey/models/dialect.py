@@ -1,0 +1,66 @@
+"""What an endpoint's server understands, as a worker learns it: which names of the
+reply cap it is sent, and how it is asked for a JSON answer.
+
+OpenAI-compatible servers differ. llama.cpp's reads the reply cap as ``max_tokens``
+alone, OpenAI's reasoning models refuse ``max_tokens``; one server refuses a
+``json_schema`` response_format that another requires. covey sends the cap under
+every name by default (it cuts a reply that passes it anyway, ``covey.models.stream``)
+and asks in the models file's structured mode; a request refused with an error
+that names one of these is asked again once without it, and the endpoint keeps
+that dialect for the rest of the worker's life (``Dialects``).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from covey.models.structured import StructuredMode
+
+ReplyCap = Literal["max_tokens", "max_completion_tokens"]
+REPLY_CAPS: tuple[ReplyCap, ...] = ("max_tokens", "max_completion_tokens")
+_CAP_NAMED = re.compile(r"\bmax_(?:completion_)?tokens\b")
+_STRUCTURED_NAMED = re.compile(r"response_format|json_schema")
+
+
+@dataclass(frozen=True)
+class Dialect:
+    caps: tuple[ReplyCap, ...]
+    structured: StructuredMode
+
+    def refused(self, message: str, structured: bool) -> tuple[Dialect, str] | None:
+        """The dialect to ask again in after a refusal saying ``message`` (``structured``:
+        the request asked for JSON), with what changed; None when it names nothing
+        this dialect can do without."""
+        if structured and self.structured == "json_schema" and _STRUCTURED_NAMED.search(message):
+            return replace(self, structured="tools"), "asks for JSON answers in tools mode"
+        named = _CAP_NAMED.search(message)  # the name a message says first is the one refused
+        if named is not None and named.group() in self.caps and len(self.caps) > 1:
+            left = tuple(cap for cap in self.caps if cap != named.group())
+            return replace(self, caps=left), f"sends the reply cap as {left[0]} alone"
+        return None
+
+
+class Dialects:
+    """Each endpoint's dialect in this worker, from its models-file entry until a refusal teaches another."""
+
+    def __init__(self) -> None:
+        self._learnt: dict[tuple[str | None, str], Dialect] = {}
+        self._lock = threading.Lock()
+
+    def of(self, key: tuple[str | None, str], given: Dialect) -> Dialect:
+        with self._lock:
+            return self._learnt.get(key, given)
+
+    def learn(self, key: tuple[str | None, str], dialect: Dialect) -> None:
+        with self._lock:
+            self._learnt[key] = dialect
+
+    def learnt(self) -> dict[tuple[str | None, str], Dialect]:
+        with self._lock:
+            return dict(self._learnt)
+
+
+DIALECTS = Dialects()  # this worker process's: what its endpoints have been learnt to take
