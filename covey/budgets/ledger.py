@@ -20,7 +20,7 @@ from covey.budgets.budget import Budget
 from covey.budgets.prices import Price
 from covey.errors import CoveyError
 from covey.redis_scripts import ScriptCall
-from covey.status import Cause, CauseKind
+from covey.status import Cause, CauseKind, Resource
 
 
 class LedgerError(CoveyError):
@@ -96,6 +96,7 @@ class Grant:
     cause: Cause | None = None
     record: str | None = None  # the outcome stored when this reservation was settled before
     cost: int = 0  # micro-dollars held; 0 again for a reservation settled before (nothing is held)
+    bound: Resource = Resource.TOKENS  # what held the grant to its tokens: a reply cut there was short of it
 
     @property
     def cancelled(self) -> bool:

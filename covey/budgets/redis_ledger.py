@@ -265,8 +265,8 @@ class RedisLedger:
             return Grant(ok=False, tokens=0, reason=_str(reason), cause=cause)
         if status != Reply.OK:
             return Grant(ok=False, tokens=0, reason=_str(reason), cause=_short(CauseKind.BUDGET, *rest))
-        record = _str(rest[0])
-        return Grant(ok=True, tokens=int(granted), reason=None, record=record or None, cost=int(rest[1]))
+        record, bound = _str(rest[0]), Resource(_str(rest[2]))
+        return Grant(ok=True, tokens=int(granted), reason=None, record=record or None, cost=int(rest[1]), bound=bound)
 
     def settle(
         self,

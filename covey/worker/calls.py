@@ -131,7 +131,7 @@ def call_model(
     over = _over_reserved(record.usage, estimate, max_tokens)
     if over is not None:
         return over
-    reply = _checked(record.model_reply(), names, max_tokens, spec.max_call_tokens)
+    reply = _checked(record.model_reply(), names, max_tokens, spec.max_call_tokens, grant.bound)
     if isinstance(reply, Stop) or action.schema is None or reply.tool_calls:  # a reply that acts answers later
         return reply
     try:
@@ -288,13 +288,18 @@ def settle_owed(deps: Deps, state: AgentState) -> None:
         deps.ledger.settled(settling)
 
 
-def _checked(reply: ModelReply, offered_names: list[str], max_tokens: int, max_call_tokens: int) -> ModelReply | Stop:
+def _checked(
+    reply: ModelReply, offered_names: list[str], max_tokens: int, max_call_tokens: int, bound: Resource
+) -> ModelReply | Stop:
+    """The reply a strategy may use, or why the agent ends: a cut below the call's own
+    cap names what the budget was short of (``bound``: tokens, cost or a window)."""
     if reply.finish_reason == "length":
         if max_tokens < max_call_tokens:
+            what = {Resource.COST: "cost budget", Resource.TOKENS_PER_MINUTE: "per-minute window"}
             return Stop(
-                Cause(kind=CauseKind.BUDGET, resource=Resource.TOKENS),
-                f"the model's reply was cut at {max_tokens} tokens, all the token budget had left for it "
-                f"(max_call_tokens={max_call_tokens})",
+                Cause(kind=CauseKind.BUDGET, resource=bound),
+                f"the model's reply was cut at {max_tokens} tokens, all the {what.get(bound, 'token budget')} "
+                f"had left for it (max_call_tokens={max_call_tokens})",
             )
         return Stop.of(
             CauseKind.REPLY_CUT,

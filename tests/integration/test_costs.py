@@ -98,7 +98,8 @@ def test_a_cost_cap_shrinks_the_reply_and_is_never_overspent(covey):
     cap = 0.00006  # 60 micro-dollars: the prompt's worst case and a reply cut to what is left
     proc = covey("run", "[sim:tokens 500] [sim:answer long] talk", "--max-cost", str(cap), "--tools", "", "--json")
     result = json.loads(proc.stdout)
-    assert result["status"] == "budget_exceeded" and "all the token budget had left for it" in result["error"]
+    assert result["status"] == "budget_exceeded" and "all the cost budget had left for it" in result["error"]
+    assert result["cause"]["resource"] == "cost"  # the dollars were short, not the tokens
     ledger = json.loads(covey("ledger", result["job_id"], "--json").stdout)
     assert 0 < ledger["cost_used"] <= cap and ledger["cost_reserved"] == 0
 

@@ -94,17 +94,20 @@ def test_covey_models_lists_both(two_endpoints, redis_server):
 
 
 @pytest.mark.parametrize(
-    "budget, spent",
-    [({"max_tokens": 400}, lambda u: u.total_tokens <= 400), ({"max_cost": 0.0005}, lambda u: u.cost_usd <= 0.0005)],
+    "budget, spent, short",
+    [
+        ({"max_tokens": 400}, lambda u: u.total_tokens <= 400, "token budget"),
+        ({"max_cost": 0.0005}, lambda u: u.cost_usd <= 0.0005, "cost budget"),
+    ],
 )
-def test_a_server_ignoring_the_reply_cap_is_cut_where_the_budget_ends(two_endpoints, budget, spent):
+def test_a_server_ignoring_the_reply_cap_is_cut_where_the_budget_ends(two_endpoints, budget, spent, short):
     client, _, _ = two_endpoints
     task = "Write a long, detailed story about a dragon who learns to cook. [sim:tokens 5000] [sim:uncapped]"
     spec = client.spec(task, model=SIMHTTP, strategy="single", budget=budget)
     handle = client.submit(spec)
     result = handle.result(timeout=60)
     assert result.status == "budget_exceeded", result.error
-    assert result.error.startswith("the model's reply was cut at ")
+    assert result.error.startswith("the model's reply was cut at ") and f"all the {short} had left" in result.error
     assert spent(result.usage), result.usage
     [root] = handle.tree()
     assert root.usage == result.usage  # what the ledger charged: the reservation, no more

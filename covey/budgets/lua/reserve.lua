@@ -24,9 +24,10 @@
 -- ARGV[c+3]      the prompt's share of the tokens wanted
 -- ARGV[c+4]      the model's name, for a refusal
 -- Returns (replies: covey.redis_scripts.Reply)
--- {OK, tokens, '', record, cost} granted (cost: micro-dollars held): record is
+-- {OK, tokens, '', record, cost, bound} granted (cost: micro-dollars held): record is
 -- the outcome stored by the settle of an id settled before ('' otherwise); a live id
--- gets its grant again.
+-- gets its grant again. bound: what held the grant to its tokens ('tokens', 'cost' or
+-- 'tokens_per_minute'), which a reply cut at them was short of.
 -- {REFUSED, 0, reason, row, name, resource} refused: the short row ('agent' or 'scope'),
 -- its agent id or scope name, and what it is short of ('tokens', 'cycles',
 -- 'tokens_per_minute', 'requests_per_minute', 'cost'); {WINDOW_FULL, 0, reason, row,
@@ -55,9 +56,9 @@ end
 local known = redis.call('HGET', KEYS[2], rid)
 if known and string.sub(known, 1, 1) == '{' then
   local held = cjson.decode(known)
-  return {OK, held.tokens, '', '', held.cost or 0}
+  return {OK, held.tokens, '', '', held.cost or 0, held.bound or 'tokens'}
 end
-if known then return {OK, tonumber(known), '', redis.call('HGET', KEYS[#KEYS - 1], rid) or '', 0} end
+if known then return {OK, tonumber(known), '', redis.call('HGET', KEYS[#KEYS - 1], rid) or '', 0, 'tokens'} end
 
 local n = tonumber(ARGV[5])
 local m = (#KEYS - 6 - n) / 2
@@ -106,6 +107,8 @@ if granted < tonumber(ARGV[3]) then
 end
 
 -- Money: the poorest row with a cost cap bounds the reply to what it can still pay for.
+local bound = 'tokens'
+
 local c = 10 + n + m
 local priced, prompt = ARGV[c + 1] ~= '', tonumber(ARGV[c + 3])
 local prompt_cost, rate = tonumber(ARGV[c + 1]) or 0, tonumber(ARGV[c + 2]) or 0
@@ -131,6 +134,7 @@ if poorest then
     return refuse(REFUSED, poorest, 'cost', string.format('cost budget exhausted at %s ($%.6f left, $%.6f needed)',
       label(poorest), math.max(0, poorest_left) / 1e6, cost_needed / 1e6))
   end
+  if prompt + reply < granted then bound = 'cost' end
   granted = prompt + reply
 end
 
@@ -157,7 +161,7 @@ for i = n + 1, n + m do
       if room < tonumber(ARGV[3]) then
         return refuse(WINDOW_FULL, i, 'tokens_per_minute', label(i) .. ' is at its ' .. tpm .. ' tokens per minute')
       end
-      granted = math.min(granted, room)
+      if room < granted then granted, bound = room, 'tokens_per_minute' end
     end
   end
 end
@@ -182,7 +186,7 @@ end
 redis.call('ZADD', KEYS[#KEYS], ARGV[4], ARGV[7])
 if redis.call('TTL', KEYS[#KEYS]) < tonumber(ARGV[10]) then redis.call('EXPIRE', KEYS[#KEYS], ARGV[10]) end
 local data = '{"tokens":' .. granted .. ',"chain":' .. ARGV[6] .. ',"scopes":[' .. table.concat(scopes, ',') .. '],"cost":'
-  .. cost .. '}'
+  .. cost .. ',"bound":"' .. bound .. '"}'
 redis.call('HSET', KEYS[2], rid, data)
 redis.call('EXPIRE', KEYS[2], ARGV[10])
-return {OK, granted, '', '', cost}
+return {OK, granted, '', '', cost, bound}
