@@ -1,7 +1,8 @@
 """A model's own tokenizer, for an exact count of the prompt its first call sends.
 
-The models file names one per model (``tokenizer = "tokenizer.json"`` or
-``tokenizer = "tiktoken:o200k_base"``); a model without one is bounded by its
+The models file names one per model (``tokenizer = "tokenizer.json"``,
+``tokenizer = "tiktoken:o200k_base"`` or ``tokenizer = "server"``: the endpoint's
+own, ``covey.models.server_tokenizer``); a model without one is bounded by its
 bytes (``covey.models.tokens``). Counting runs over the same compact JSON of
 messages and tools that the byte bound does: its keys, quotes and braces cost
 more tokens than the few an endpoint's chat template puts around each message,
@@ -32,6 +33,9 @@ class TokenizerError(CoveyError, ValueError):
 class Tokenizer(Protocol):
     name: str
     overhead: int  # tokens the endpoint bills beyond the count of the request's JSON
+    # The endpoint counting over HTTP (covey.models.server_tokenizer): a request per count,
+    # and blind to the preamble a server's template adds for tools.
+    remote: bool
 
     def count(self, text: str) -> int:
         """How many tokens ``text`` is, as the model's tokenizer makes them."""
@@ -42,6 +46,7 @@ class HuggingFace:
     """A Hugging Face ``tokenizer.json``, through the ``tokenizers`` library."""
 
     overhead = FRAMING_TOKENS
+    remote = False
 
     def __init__(self, path: Path) -> None:
         try:
@@ -62,6 +67,7 @@ class Tiktoken:
     """A tiktoken encoding, when it loads on this machine (from tiktoken's cache or a plugin)."""
 
     overhead = FRAMING_TOKENS
+    remote = False
 
     def __init__(self, encoding: str) -> None:
         try:
@@ -87,6 +93,7 @@ class SimTokenizer:
 
     name = SIM_TOKENIZER
     overhead = 0
+    remote = False
 
     def count(self, text: str) -> int:
         if _SIM_BYTES in text:

@@ -59,7 +59,7 @@ def estimate_prompt_tokens(
 ) -> int:
     """An upper bound on the prompt tokens of a request with ``messages`` and ``tools``:
     the tokenizer's count where one is given, else the bytes."""
-    count, overhead = _counting(tokenizer)
+    count, overhead = _counting(tokenizer, tools)
     return count(prompt_text(messages, tools)) + overhead
 
 
@@ -76,7 +76,7 @@ def prompt_bound(
     text = prompt_text(messages, tools)
     schema_text = _json(schema) if schema is not None else ""
     sent = PromptMark(messages=len(messages), digest=_digest(text, schema_text), tokens=0)
-    count, overhead = _counting(tokenizer)
+    count, overhead = _counting(tokenizer, tools)
     whole = count(text) + overhead + (count(schema_text) if schema_text else 0)
     if last is None or len(messages) < last.messages:
         return whole, sent
@@ -91,9 +91,11 @@ def prompt_bound(
     return min(whole, last.tokens + byte_tokens(_json(appended)) + ESTIMATE_OVERHEAD_TOKENS), sent
 
 
-def _counting(tokenizer: Tokenizer | None) -> tuple[Callable[[str], int], int]:
-    """How a text's tokens are bounded, and the request's framing: the tokenizer's, else the bytes'."""
-    if tokenizer is None:
+def _counting(tokenizer: Tokenizer | None, tools: list[dict[str, Any]] | None) -> tuple[Callable[[str], int], int]:
+    """How a text's tokens are bounded, and the request's framing: the tokenizer's, else
+    the bytes'; the bytes' for a request with tools that a server counts (its template's
+    preamble for them is no part of the text it counts)."""
+    if tokenizer is None or (tools and tokenizer.remote):
         return byte_tokens, ESTIMATE_OVERHEAD_TOKENS
     return tokenizer.count, tokenizer.overhead
 
