@@ -10,11 +10,13 @@ parameters::
     api_key_env = "FAST_KEY"
     model = "sim"                      # the provider's id; the covey name by default
     params = { temperature = 0.2 }     # temperature, top_p, seed
-    tokenizer = "fast/tokenizer.json"  # or "tiktoken:o200k_base": exact first-call reservations
+    tokenizer = "fast/tokenizer.json"  # or "tiktoken:o200k_base", or "server" (llama.cpp's, vLLM's /tokenize)
     price = { input = 0.15, cached_input = 0.075, output = 0.60 }  # USD per million tokens
     structured = "json_schema"         # or "json_object", "tools": how a JSON answer is asked for
     reply_cap = ["max_tokens", "max_completion_tokens"]  # the names the reply cap is sent under
     stream = true                      # read replies as streams, cut at the tokens reserved
+    tool_results = "tool"              # or "user": for a server whose template drops tool messages
+    body = { repeat_penalty = 1.0 }    # the server's own request fields, sent as they are
 
 ``sim`` is built in and always runs in-process; it counts its prompts exactly (its
 tokenizer is its own billing) and takes its prices from ``COVEY_SIM_PRICE``. A
@@ -33,7 +35,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, field_validator
@@ -45,6 +47,7 @@ from covey.config.files import read_toml
 from covey.config.settings import Settings
 from covey.errors import CoveyError
 from covey.models.dialect import REPLY_CAPS, Dialect, Dialects, ReplyCap
+from covey.models.server_tokenizer import SERVER_TOKENIZER, ServerTokenizer
 from covey.models.structured import StructuredMode
 from covey.models.tokenizers import SimTokenizer, Tokenizer, TokenizerError
 from covey.models.tokenizers import load as load_tokenizer
@@ -53,6 +56,12 @@ SIM_MODEL = "sim"
 OPENAI_BASE_URL = "https://api.openai.com/v1"  # the SDK's own default endpoint
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+ToolResults = Literal["tool", "user"]
+# What covey's own request sets: a models file's ``body`` may not override it.
+COVEY_FIELDS = frozenset(
+    {"model", "messages", "tools", "tool_choice", "stream", "stream_options", "response_format", "temperature",
+     "top_p", "seed", *REPLY_CAPS}
+)  # fmt: skip
 
 
 class ModelsFileError(CoveyError, ValueError):
@@ -101,6 +110,20 @@ class ModelEntry(BaseModel):
     structured: StructuredMode = "json_schema"
     reply_cap: list[ReplyCap] = Field(default_factory=lambda: list(REPLY_CAPS), min_length=1)
     stream: bool = True
+    tool_results: ToolResults = "tool"
+    body: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("body")
+    @classmethod
+    def _adds_only(cls, value: dict[str, Any]) -> dict[str, Any]:
+        taken = sorted(set(value) & COVEY_FIELDS)
+        if taken:
+            raise PydanticCustomError(
+                "covey_field",
+                "{names}: covey sets these itself (params takes temperature, top_p and seed)",
+                {"names": ", ".join(taken)},
+            )
+        return value
 
     @field_validator("api_key_env")
     @classmethod
@@ -134,6 +157,8 @@ class Endpoint:
     structured: StructuredMode = "json_schema"  # how a JSON answer is asked for (covey.models.structured)
     reply_caps: tuple[ReplyCap, ...] = REPLY_CAPS  # the names the reply cap is sent under
     streams: bool = True  # replies read as streams and cut at their reservation (covey.models.stream)
+    tool_results: ToolResults = "tool"  # "user": tool results sent as user messages (covey.models.chat)
+    body: Mapping[str, Any] = field(default_factory=dict)  # the server's own request fields
 
     @property
     def in_process(self) -> bool:
@@ -279,19 +304,26 @@ def _default_endpoint(settings: Settings) -> Endpoint | None:
 
 
 def _endpoint(name: str, entry: ModelEntry, environ: Mapping[str, str], folder: Path | None) -> Endpoint:
+    api_key = environ.get(entry.api_key_env) or None
+    tokenizer: Tokenizer | None = None
     try:
-        tokenizer = load_tokenizer(entry.tokenizer, folder) if entry.tokenizer else None
+        if entry.tokenizer == SERVER_TOKENIZER:
+            tokenizer = ServerTokenizer(str(entry.base_url), entry.model or name, api_key)
+        elif entry.tokenizer:
+            tokenizer = load_tokenizer(entry.tokenizer, folder)
     except TokenizerError as e:
         raise ModelsFileError(f"model {name!r}: {e}") from e
     return Endpoint(
         base_url=str(entry.base_url),
         key_env=entry.api_key_env,
         model=entry.model or name,
-        api_key=environ.get(entry.api_key_env) or None,
+        api_key=api_key,
         params=entry.params,
         tokenizer=tokenizer,
         price=entry.price,
         structured=entry.structured,
         reply_caps=tuple(dict.fromkeys(entry.reply_cap)),
         streams=entry.stream,
+        tool_results=entry.tool_results,
+        body=entry.body,
     )

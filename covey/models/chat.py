@@ -15,6 +15,7 @@ the SDK's retries are for what was refused (429, 5xx) or never sent.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -47,9 +48,12 @@ class ModelError(CoveyError):
     answered (``unanswered``: it may be asked again, reserved anew): it is charged,
     never hidden."""
 
-    def __init__(self, message: str, cause: Cause, usage: Usage | None = None, unanswered: bool = False) -> None:
+    def __init__(
+        self, message: str, cause: Cause, usage: Usage | None = None, unanswered: bool = False, said: str = ""
+    ) -> None:
         super().__init__(message)
         self.cause, self.usage, self.unanswered = cause, usage, unanswered
+        self.said = said or message  # the provider's whole message, for what a refusal teaches
 
     @property
     def status(self) -> int | None:
@@ -59,6 +63,11 @@ class ModelError(CoveyError):
     @property
     def rate_limited(self) -> bool:
         return self.cause.kind is CauseKind.RATE_LIMITED
+
+
+class NoToolStream(ModelError):
+    """A streamed request offering tools was answered with an empty stream: the
+    server cannot stream a tool call it chose (``covey.models.dialect``)."""
 
 
 class Unanswered(openai.APITimeoutError):
@@ -75,12 +84,31 @@ class Unretried(httpx2.BaseTransport):
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         try:
-            return self._transport.handle_request(request)
+            response = self._transport.handle_request(request)
         except (httpx2.ReadTimeout, httpx2.WriteTimeout) as e:
             raise Unanswered(request=request) from e
+        if isinstance(response.stream, httpx2.SyncByteStream):  # a body that stalls was sent and left unanswered
+            response.stream = _Body(response.stream, request)
+        return response
 
     def close(self) -> None:
         self._transport.close()
+
+
+class _Body(httpx2.SyncByteStream):
+    """A response's body whose read timeouts are ``Unanswered``, as the headers' are."""
+
+    def __init__(self, stream: httpx2.SyncByteStream, request: httpx2.Request) -> None:
+        self._stream, self._request = stream, request
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            yield from self._stream
+        except httpx2.ReadTimeout as e:
+            raise Unanswered(request=self._request) from e
+
+    def close(self) -> None:
+        self._stream.close()
 
 
 @dataclass(frozen=True)
@@ -103,14 +131,17 @@ class ChatRequest:
         if self.schema is not None:
             messages, tools, asked = asking(dialect.structured, self.schema, self.schema_name, messages, tools)
             body.update(asked)
-        body["messages"] = _sendable(messages)
+        body["messages"] = _sendable(messages, self.endpoint.tool_results == "user")
         if tools:
             body["tools"] = tools
             body.setdefault("tool_choice", "auto")  # some servers offer no tools unless told they may be called
-        if self.endpoint.streams:
+        if self.streams(dialect):
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
         return body
+
+    def streams(self, dialect: Dialect) -> bool:
+        return self.endpoint.streams and (dialect.stream_tools or not self.tools)
 
 
 def ask(client: openai.OpenAI, request: ChatRequest, dialect: Dialect, ends: float) -> tuple[ModelReply, Usage]:
@@ -121,7 +152,7 @@ def ask(client: openai.OpenAI, request: ChatRequest, dialect: Dialect, ends: flo
     failed = Cause(kind=CauseKind.MODEL_ERROR)
     malformed = Cause(kind=CauseKind.MALFORMED_REPLY)
     try:
-        if endpoint.streams:
+        if request.streams(dialect):
             return _streamed(client, request, dialect, ends)
         response = client.post(
             CHAT_PATH, body=request.body(dialect), cast_to=httpx2.Response, options=_options(seconds)
@@ -132,9 +163,8 @@ def ask(client: openai.OpenAI, request: ChatRequest, dialect: Dialect, ends: flo
     except openai.APITimeoutError as e:  # could not connect in time: nothing was sent
         raise ModelError(f"model call timed out after {seconds:g}s connecting", _retried(failed, e)) from e
     except openai.APIStatusError as e:
-        raise ModelError(
-            f"model call failed: HTTP {e.status_code}: {_message(e)}", _retried(_status_cause(e), e)
-        ) from e
+        said = f"model call failed: HTTP {e.status_code}: "
+        raise ModelError(said + _message(e), _retried(_status_cause(e), e), said=said + str(e.body)) from e
     except openai.APIConnectionError as e:
         raise ModelError(f"model unreachable at {_shown(endpoint.base_url)}: {e}", _retried(failed, e)) from e
     except openai.OpenAIError as e:
@@ -166,20 +196,32 @@ def _streamed(client: openai.OpenAI, request: ChatRequest, dialect: Dialect, end
         options=_options(seconds),
     )
     tokenizer = request.endpoint.tokenizer
+    local = tokenizer if tokenizer is not None and not tokenizer.remote else None
     worst = request.worst
     try:
-        got = stream.read(chunks, request.max_tokens, ends, tokenizer.count if tokenizer else None)
+        got = stream.read(chunks, request.max_tokens, ends, local.count if local else None)
     except openai.APITimeoutError as e:
         raise Unanswered(request=chunks.response.request) from e
     except openai.APIConnectionError as e:
         cause = Cause(kind=CauseKind.MODEL_ERROR)
         raise ModelError(f"model reply broke off mid-stream: {e}; {NOT_ANSWERED}", cause, worst, True) from e
+    except ValueError as e:
+        if str(e) != "no choices" or not request.tools:
+            raise
+        cause = Cause(kind=CauseKind.MALFORMED_REPLY)
+        raise NoToolStream("model answered a streamed request offering tools with no reply", cause) from e
     finally:
         chunks.close()
     retries = Usage(model_retries=_retries_taken(chunks.response.request))
     if got.cut:  # the server passed the cap: what it generated is at least the reservation
         return got.reply, worst + retries
-    counted = Usage(prompt_tokens=worst.prompt_tokens, completion_tokens=got.received, cycles=1)
+    received = got.received
+    if got.usage is None and tokenizer is not None and tokenizer.remote:  # asked once, of the whole reply
+        reply = got.reply
+        received = min(
+            received, tokenizer.count((reply.content or "") + "".join(c.arguments for c in reply.tool_calls))
+        )
+    counted = Usage(prompt_tokens=worst.prompt_tokens, completion_tokens=received, cycles=1)
     try:
         usage = (_usage({"usage": got.usage}, counted) if got.usage is not None else counted) + retries
     except ValueError as e:
@@ -187,12 +229,29 @@ def _streamed(client: openai.OpenAI, request: ChatRequest, dialect: Dialect, end
     return got.reply, usage
 
 
-def _sendable(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _sendable(messages: list[dict[str, Any]], results_as_user: bool) -> list[dict[str, Any]]:
     """The messages as every server takes them: an assistant turn that only calls
-    tools has content ``""``, where some servers refuse ``null``."""
-    if not any(m.get("role") == "assistant" and m.get("content") is None for m in messages):
-        return messages
-    return [{**m, "content": ""} if m.get("role") == "assistant" and m.get("content") is None else m for m in messages]
+    tools has content ``""``, where some servers refuse ``null``. ``results_as_user``:
+    each tool result becomes a user message naming its call, for a server whose chat
+    template drops ``tool`` messages (llama-cpp-python's function-calling format)."""
+    names = {
+        call.get("id"): (call.get("function") or {}).get("name")
+        for m in messages
+        if m.get("role") == "assistant"
+        for call in m.get("tool_calls") or []
+        if isinstance(call, dict)
+    }
+    sent = []
+    for m in messages:
+        if m.get("role") == "assistant" and m.get("content") is None:
+            m = {**m, "content": ""}
+        elif results_as_user and m.get("role") == "tool":
+            m = {
+                "role": "user",
+                "content": f"The result of {names.get(m.get('tool_call_id')) or 'the tool'}: {m.get('content')}",
+            }
+        sent.append(m)
+    return sent
 
 
 def _status_cause(error: openai.APIStatusError) -> Cause:
@@ -300,8 +359,9 @@ def _text_or_none(value: Any, what: str) -> str | None:
 
 
 def parameters(endpoint: Endpoint, params: ModelParams | None, max_tokens: int, dialect: Dialect) -> dict[str, Any]:
-    """A job's parameters over the models file's, and the reply cap under each name the endpoint reads."""
-    given = {**endpoint.params.request(), **(params.request() if params else {})}
+    """The server's own fields, a job's parameters over the models file's, and the
+    reply cap under each name the endpoint reads."""
+    given = {**endpoint.body, **endpoint.params.request(), **(params.request() if params else {})}
     return {**given, "model": endpoint.model, **dict.fromkeys(dialect.caps, max_tokens)}
 
 

@@ -1,5 +1,6 @@
 """What an endpoint's server understands, as a worker learns it: which names of the
-reply cap it is sent, and how it is asked for a JSON answer.
+reply cap it is sent, how it is asked for a JSON answer, and whether it can stream
+a request that offers tools.
 
 OpenAI-compatible servers differ. llama.cpp's reads the reply cap as ``max_tokens``
 alone, OpenAI's reasoning models refuse ``max_tokens``; one server refuses a
@@ -7,7 +8,10 @@ alone, OpenAI's reasoning models refuse ``max_tokens``; one server refuses a
 every name by default (it cuts a reply that passes it anyway, ``covey.models.stream``)
 and asks in the models file's structured mode; a request refused with an error
 that names one of these is asked again once without it, and the endpoint keeps
-that dialect for the rest of the worker's life (``Dialects``).
+that dialect for the rest of the worker's life (``Dialects``). So does one whose
+streamed answer to a request offering tools was empty (llama-cpp-python's
+function-calling format cannot stream a tool call it chose itself): its requests
+with tools go unstreamed, where covey can no longer cut a reply at its cap.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ _STRUCTURED_NAMED = re.compile(r"response_format|json_schema")
 class Dialect:
     caps: tuple[ReplyCap, ...]
     structured: StructuredMode
+    stream_tools: bool = True  # False: requests offering tools are not streamed (the server cannot)
 
     def refused(self, message: str, structured: bool) -> tuple[Dialect, str] | None:
         """The dialect to ask again in after a refusal saying ``message`` (``structured``:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import replace
 from typing import Any
 
 import httpx2
@@ -19,8 +20,8 @@ import openai
 from covey.config.settings import Settings
 from covey.models import sim
 from covey.models.catalog import Catalog, Endpoint, ModelParams, UnservableModel
-from covey.models.chat import ChatRequest, ModelError, Unretried, ask, parameters
-from covey.models.dialect import DIALECTS, Dialects
+from covey.models.chat import ChatRequest, ModelError, NoToolStream, Unretried, ask, parameters
+from covey.models.dialect import DIALECTS, Dialect, Dialects
 from covey.models.replies import ModelReply
 from covey.models.structured import SCHEMA_NAME, answered
 from covey.models.tokens import estimate_prompt_tokens
@@ -101,8 +102,8 @@ class LLM:
         try:
             reply, usage = ask(client, request, dialect, ends)
         except ModelError as e:
-            taught = dialect.refused(str(e), schema is not None) if e.status is not None and e.status >= 400 else None
-            if taught is None or e.status == 429:
+            taught = _taught(e, dialect, schema is not None)
+            if taught is None:
                 raise
             dialect, change = taught
             self.dialects.learn(key, dialect)
@@ -151,3 +152,12 @@ class LLM:
             max_retries=s.model_retries,
             timeout=s.model_timeout,
         )
+
+
+def _taught(error: ModelError, dialect: Dialect, structured: bool) -> tuple[Dialect, str] | None:
+    """The dialect a failed call teaches its endpoint, and what changed; None for a failure that teaches nothing."""
+    if isinstance(error, NoToolStream):
+        return replace(dialect, stream_tools=False), "asks requests offering tools unstreamed"
+    if error.status is None or error.status < 400 or error.status == 429:
+        return None
+    return dialect.refused(error.said, structured)

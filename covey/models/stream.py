@@ -8,7 +8,9 @@ reply is then cut (``finish_reason="length"``, as a server that honours the cap
 says) and charged the reservation, since the server generated at least that.
 
 What has been received is counted with the endpoint's tokenizer when it has one,
-else as one token per chunk that carries text (servers stream a token a chunk).
+else as one token per chunk that carries text (servers stream a token a chunk),
+or its non-ASCII bytes when more: a character of several tokens arrives in one
+chunk (llama.cpp sent 58 chunks for 60 tokens), and no token is less than a byte.
 A server's own ``usage`` chunk (``stream_options.include_usage``) is what an
 uncut reply is charged; without one, covey's count is.
 
@@ -74,7 +76,7 @@ def read(
     tokens; ``StreamTimeout`` past ``deadline`` (on ``clock``). ``TypeError`` or
     ``ValueError`` for a chunk that is not what a chat-completion stream sends."""
     reading = _Reading()
-    tokens = count or _one_a_chunk
+    tokens = count or _at_most
     for chunk in chunks:
         if clock() > deadline:
             raise StreamTimeout(f"the reply was still streaming after {reading.received} tokens")
@@ -107,12 +109,14 @@ def read(
     return Streamed(reading.reply(reading.finish_reason), reading.received, reading.usage)
 
 
-def _one_a_chunk(text: str) -> int:
-    return 1
+def _at_most(text: str) -> int:
+    """The most tokens a streamed chunk of ``text`` can be: one, or its non-ASCII bytes."""
+    return max(1, sum(len(char.encode("utf-8", "surrogatepass")) for char in text if ord(char) > 127))
 
 
 def _add(calls: dict[int, _Call], delta: Any) -> None:
-    """A tool call's delta: its first names the call, the rest add to its arguments."""
+    """A tool call's delta: its first names the call, the rest add to its arguments
+    (a name said again is not added twice)."""
     delta = _object(delta, "tool call")
     index = delta.get("index", len(calls))
     if type(index) is not int:
@@ -120,7 +124,9 @@ def _add(calls: dict[int, _Call], delta: Any) -> None:
     call = calls.setdefault(index, _Call())
     function = _object(delta.get("function"), "function")
     call.id = _text(delta.get("id"), "tool call id") or call.id
-    call.name += _text(function.get("name"), "tool call name")
+    name = _text(function.get("name"), "tool call name")
+    if name != call.name:  # llama.cpp repeats the whole name in every delta; OpenAI sends it once
+        call.name += name
     call.arguments.append(_text(function.get("arguments"), "tool call arguments"))
 
 

@@ -111,3 +111,47 @@ def test_a_providers_error_is_one_line(status, body, said):
     with pytest.raises(ModelError) as raised:
         llm(Endpoint(refuse=("messages",), status=status, body=body)).call("local", ASK, [], 100)
     assert str(raised.value) == f"model call failed: {said}"
+
+
+def test_a_server_that_drops_tool_messages_is_sent_each_result_as_a_user_message_naming_its_call():
+    endpoint = Endpoint()
+    turns = [
+        *ASK,
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "function": {"name": "calculator"}}]},
+        {"role": "tool", "tool_call_id": "c", "content": "42"},
+    ]
+    llm(endpoint, tool_results="user", body={"repeat_penalty": 1.0}).call("local", turns, [CALC], 100)
+    body = endpoint.bodies[0]
+    assert body["messages"][2] == {"role": "user", "content": "The result of calculator: 42"}
+    assert body["repeat_penalty"] == 1.0
+
+
+def test_a_models_file_body_may_not_set_what_covey_sends():
+    with pytest.raises(ValueError, match="max_tokens, stream: covey sets these itself"):
+        ModelEntry(base_url="http://x/v1", api_key_env="K", body={"stream": False, "max_tokens": 9})
+
+
+def test_an_empty_stream_for_a_request_with_tools_teaches_the_endpoint_to_ask_those_unstreamed():
+    sim_ = sim.make_handler()
+    bodies = []
+
+    def endpoint(request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        bodies.append(body)
+        if body.get("stream") and body.get("tools"):  # llama-cpp-python's auto tool choice
+            return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=b"")
+        return sim_(request)
+
+    entries = {"local": ModelEntry(base_url="http://local.test/v1", api_key_env="K", model="sim")}
+    settings = Settings(model_retries=0)
+    model = LLM(settings, Catalog(entries, settings, {"K": "k"}), httpx2.MockTransport(endpoint), Dialects())
+    reply, _ = model.call("local", ASK, [CALC], 100)
+    assert reply.tool_calls[0].name == "calculator"
+    model.call("local", ASK, [CALC], 100)
+    model.call("local", ASK, [], 100)
+    assert [(bool(b.get("tools")), b.get("stream", False)) for b in bodies] == [
+        (True, True),
+        (True, False),
+        (True, False),  # learnt: asked unstreamed at once
+        (False, True),  # a request without tools still streams, and is cut at its cap
+    ]

@@ -81,3 +81,17 @@ def test_a_stream_still_going_at_its_deadline_times_out():
 def test_a_chunk_of_the_wrong_shape_is_an_error_naming_it(chunks, error):
     with pytest.raises((TypeError, ValueError), match=error):
         read(chunks, cap=10, deadline=1e18)
+
+
+def test_without_a_tokenizer_a_chunk_counts_a_token_or_its_non_ascii_bytes():
+    got = read([delta("hello"), delta("é"), delta("🐉")], cap=100, deadline=1e18)
+    assert got.received == 1 + 2 + 4  # a dragon of three tokens, sent in one chunk, is never counted as fewer
+
+
+def test_a_tool_name_repeated_in_every_delta_is_taken_once():
+    repeated = [
+        delta(calls=[{"index": 0, "id": "c1", "function": {"name": "answer", "arguments": piece}}])
+        for piece in ['{"city"', ': "Paris"', "}"]
+    ]
+    got = read(repeated, cap=100, deadline=1e18)
+    assert got.reply.tool_calls == [ToolCall(id="c1", name="answer", arguments='{"city": "Paris"}')]

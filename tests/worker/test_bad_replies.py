@@ -21,6 +21,7 @@ from covey.budgets.ledger import AgentTerms
 from covey.config.settings import Settings
 from covey.context import RunContext
 from covey.models.catalog import Catalog, ModelEntry
+from covey.models.dialect import Dialects
 from covey.models.llm import LLM
 from covey.models.tokens import byte_tokens
 from covey.spec import AgentSpec
@@ -41,7 +42,8 @@ def with_endpoint(deps: Deps, handler, stream: bool = False) -> Deps:
     models file's ``stream = false``) or, with ``stream``, as a stream."""
     entry = ModelEntry(base_url="http://mock.test/v1", api_key_env="K", stream=stream)
     catalog = Catalog({MODEL: entry}, deps.settings, {"K": "k"})
-    return dataclasses.replace(deps, llm=LLM(deps.settings, catalog, transport=httpx2.MockTransport(handler)))
+    llm = LLM(deps.settings, catalog, transport=httpx2.MockTransport(handler), dialects=Dialects())
+    return dataclasses.replace(deps, llm=llm)
 
 
 def run(deps: Deps, task: str, model: str = MODEL, **fields):
@@ -268,10 +270,18 @@ def test_a_streams_reported_usage_over_its_reservation_stops_the_agent(deps):
     assert result.error.startswith("the provider reported 1000000 prompt tokens, ")
 
 
+def test_an_empty_stream_is_asked_again_whole_and_charged_for_what_that_answers(deps):
+    calls = []
+    result = run(with_endpoint(deps, streaming([{"choices": []}], calls), stream=True), "hello", tools=[])
+    assert [call.get("stream", False) for call in calls] == [True, False]  # as a server that cannot stream tools
+    assert result.status is AgentStatus.FAILED
+    assert result.error.startswith("model returned a malformed reply: Expecting value")  # events are no JSON body
+    assert result.usage.completion_tokens == AgentSpec(task="x").max_call_tokens
+
+
 @pytest.mark.parametrize(
     "chunks, error",
     [
-        ([{"choices": []}], "model returned a malformed reply: no choices"),
         ([piece(42)], "model returned a malformed reply: content is a int, not text"),
         (["not an object"], "model returned a malformed reply: a stream chunk is a str"),
     ],
@@ -332,3 +342,18 @@ def test_asking_again_stops_where_the_budget_cannot_reserve_another_attempt(redi
     assert "no usage came back; not asked again: " in out.result.error
     snap = deps.ledger.snapshot(ctx.job_id)
     assert snap.tokens_reserved == 0 and snap.tokens_used <= 12_000 and out.result.usage.cycles == 2
+
+
+def test_a_whole_reply_that_stalls_mid_body_is_charged_and_asked_again_by_covey_alone(redis_server):
+    deps = Deps.from_settings(Settings(redis_url=redis_server.url, model_retries=1))
+    calls = []
+    stalls = broken_off([], httpx2.ReadTimeout("stalled"))
+
+    def counted(request: httpx2.Request) -> httpx2.Response:
+        calls.append(request)
+        return stalls(request)
+
+    result = run(with_endpoint(deps, counted), "hello", tools=[])
+    assert len(calls) == 2  # once, then once again as a new call: never resent by the SDK as well
+    assert result.error.endswith("; charged the reservation: no usage came back")
+    assert result.usage.cycles == 2 and result.usage.completion_tokens == 2 * AgentSpec(task="x").max_call_tokens
