@@ -128,8 +128,8 @@ def table(after: dict, before: dict | None) -> str:
     lines = [head + (" before (µs) |" if before else ""), "|---|---:|---:|" + ("---:|" if before else "")]
     for key, label in ROWS.items():
         line = f"| {label} | {after[f'{key}_us']:,.1f} | {after[f'{key}_us'] / sdk:.2f}× |"
-        if before is not None:
-            line += f" {before[f'{key}_us']:,.1f} |"
+        if before is not None:  # an older commit has no row for what it could not do
+            line += f" {before[f'{key}_us']:,.1f} |" if f"{key}_us" in before else " – |"
         lines.append(line)
     return "\n".join(lines)
 
@@ -146,8 +146,11 @@ rounds after a warm-up ({after["cores"]} cores, Python {after["python"]}, openai
 endpoint this CPU, not the model, sets a sweep's pace. The SDK's row is the
 call as its README makes it; covey's is `LLM.call` as a worker's step makes it,
 through the same SDK client (its headers, auth, retries and errors), posting a
-plain JSON body and reading the reply's JSON, each field checked. From the
-repo root: `{COMMAND}`.
+plain JSON body and reading the reply's JSON, each field checked. The last two
+rows call the same sim named in a models file, read whole and read as a stream
+(the default for every endpoint but the in-process sim, so covey can cut a reply
+at its reservation): what streaming costs a call, the sim's writing of its events
+included. From the repo root: `{COMMAND}`.
 
 {table(after, before)}
 """

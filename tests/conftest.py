@@ -20,6 +20,16 @@ os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="covey-test-state-")
 atexit.register(shutil.rmtree, os.environ["XDG_STATE_HOME"], True)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests against a real model server run only when asked for: ``pytest -m real_model``."""
+    if "real_model" in (config.option.markexpr or ""):
+        return
+    opt_in = pytest.mark.skip(reason="a real model server: opt in with pytest -m real_model")
+    for item in items:
+        if "real_model" in item.keywords:
+            item.add_marker(opt_in)
+
+
 @pytest.fixture(scope="session")
 def redis_server():
     with RedisServer() as server:

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import itertools
 import random
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -24,13 +22,14 @@ STRATEGIES = {"single": 40, "react": 1200, "plan_execute": 2400, "debate": 5200,
 
 
 def twenty_configurations(samples: int = 40) -> list[Record]:
-    """Two models by five strategies by two budgets; the sim answers everything at
-    the same cost, so ten of the points sit in pairs on the same spot."""
+    """Two made-up models by five strategies by two budgets (rows no model produced,
+    so named after none); ``model-a`` answers everything at the same cost, so ten of
+    the points sit in pairs on the same spot."""
     rng = random.Random(20)
     records = []
-    for model, (strategy, tokens), budget in itertools.product(["sim", "gpt-4o-mini"], STRATEGIES.items(), ["s", "l"]):
+    for model, (strategy, tokens), budget in itertools.product(["model-a", "model-b"], STRATEGIES.items(), ["s", "l"]):
         config = f"{model}/{strategy}/{budget}"
-        right = 1.0 if model == "sim" else rng.choice([0.6, 0.7, 0.75])
+        right = 1.0 if model == "model-a" else rng.choice([0.6, 0.7, 0.75])
         for i in range(samples):
             records.append(
                 Record(
@@ -40,7 +39,7 @@ def twenty_configurations(samples: int = 40) -> list[Record]:
                     config_key=config,
                     status="completed",
                     score=float(rng.random() < right),
-                    usage=RecordUsage(total_tokens=tokens if model == "sim" else int(tokens * 1.4), cycles=2),
+                    usage=RecordUsage(total_tokens=tokens if model == "model-a" else int(tokens * 1.4), cycles=2),
                     latency=1.0,
                 )
             )
@@ -92,8 +91,3 @@ def test_each_point_is_drawn_in_its_configurations_colour(drawn):
     points = [line for line in ax.lines if line.get_marker() not in ("_", "None", None, "")]
     assert [p.get_color() for p in points] == [h.get_color() for h in handles]
     assert len({h.get_color() for h in handles}) == 20
-
-
-if __name__ == "__main__":
-    title = "Accuracy against tokens: 20 configurations"
-    chart.write_chart(summarize(twenty_configurations()), Path(sys.argv[1]), title)
