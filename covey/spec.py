@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from covey.budgets import scopes
 from covey.budgets.budget import Budget, Count, Number, Seconds
-from covey.errors import CoveyError
+from covey.errors import CoveyError, describe
 from covey.models.catalog import ModelParams
 from covey.tools.registry import check_names
 
@@ -155,14 +155,3 @@ def require_text(value: str) -> str:
 
 def _strategies() -> ModuleType:
     return importlib.import_module(STRATEGIES)
-
-
-def describe(error: ValidationError, prefix: str = "") -> str:
-    """One readable line naming each bad field: ``budget.max_tokens: Input should be ...``."""
-    lines = []
-    for item in error.errors():
-        # A field name from the wire may hold a newline: quoted, the error stays one line.
-        where = ".".join(str(p) if str(p).isprintable() else repr(p) for p in (prefix, *item["loc"]) if p != "")
-        message = " ".join(item["msg"].removeprefix("Value error, ").splitlines())
-        lines.append(message if not where else f"{where}: {message}")
-    return "; ".join(lines)

@@ -19,8 +19,9 @@ import redis
 from kombu.exceptions import OperationalError
 from pydantic import ValidationError
 
-from covey.config.settings import get_settings
-from covey.spec import InvalidSpec, describe
+from covey.config.settings import InvalidConfiguration, get_settings
+from covey.errors import describe
+from covey.spec import InvalidSpec
 
 
 def connect():
@@ -60,7 +61,9 @@ def _run() -> None:
         _fail(str(e), 3)
     except (InvalidSpec, JobRefused) as e:
         _fail(str(e), 2)
-    except ValidationError as e:  # settings from COVEY_* variables
+    except InvalidConfiguration as e:  # settings from COVEY_* variables
+        _fail(str(e), 2)
+    except ValidationError as e:  # settings a command built from its own flags
         _fail(f"invalid configuration: {describe(e)}", 2)
     except ModelsFileError as e:
         _fail(f"invalid models file {e}", 2)
@@ -71,6 +74,11 @@ def _run() -> None:
         _fail(str(StoreUnavailable(REDIS, get_settings().redis_url, e)), 2)
     except OperationalError as e:
         _fail(str(StoreUnavailable(BROKER, get_settings().broker, e)), 2)
+    except redis.ResponseError as e:
+        if "DB index is out of range" not in str(e):
+            raise
+        why = "its URL names a database this Redis has not (16 by default, 0-15)"
+        _fail(f"{StoreUnavailable(REDIS, get_settings().redis_url, e)}: {why}", 2)
 
 
 def _exit(code: str | int | None) -> NoReturn:

@@ -69,6 +69,7 @@ def worker(
 
     s = get_settings()
     Catalog.from_settings(s)  # a bad models file stops the worker here, not at its first job
+    _check_database(s.redis_url, s.redis_master)
     try:
         signing.shared_secret(s.secret, s.broker)  # made here once, before the processes that share it start
     except signing.SecretRequired as e:
@@ -122,20 +123,44 @@ def worker(
     sys.exit(app.start(argv))  # worker_main drops the exit code: an unrecoverable error would exit 0
 
 
+def _check_database(url: str, master: str | None) -> None:
+    """A URL naming a database the Redis has not stops the worker with one line
+    (``redis.ResponseError``, which the CLI words), where Celery would retry it for
+    ever; a Redis not up yet is waited for, as Celery does."""
+    import redis
+
+    from covey.config import connections
+
+    client = connections.client(url, master, socket_timeout=connections.SOCKET_TIMEOUT_SECONDS)
+    try:
+        client.ping()
+    except (redis.ConnectionError, redis.TimeoutError):
+        pass
+    finally:
+        client.close()
+
+
 def _serve_metrics(port: int) -> None:
     """One endpoint for the samples every process of this worker writes to one folder
-    (``covey.worker.metrics``): set before any process imports prometheus_client."""
+    (``covey.worker.metrics``): set before any process imports prometheus_client. A
+    folder made here goes when the worker ends, however it ends (a busy port included)."""
+    import atexit
+    import shutil
     import tempfile
 
-    folder = os.environ.get("PROMETHEUS_MULTIPROC_DIR") or tempfile.mkdtemp(prefix="covey-metrics-")
+    folder = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if folder is None:
+        folder = tempfile.mkdtemp(prefix="covey-metrics-")
+        atexit.register(shutil.rmtree, folder, True)
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = folder
     from covey.worker import metrics
 
     metrics.prepare(folder)
     try:
         metrics.serve(port)
-    except OSError as e:
-        raise click.ClickException(f"--metrics-port {port}: {e.strerror or e}; give another --metrics-port") from None
+    except OSError as e:  # bad input, as flower's busy port: exit 2
+        click.echo(f"Error: --metrics-port {port}: {e.strerror or e}; give another --metrics-port", err=True)
+        sys.exit(2)
 
 
 def _patch_for_gevent() -> None:

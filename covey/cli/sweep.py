@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from covey.budgets.budget import MAX_COUNT
 from covey.cli.app import cli, interrupted
 from covey.cli.options import Dollars, Seconds
 from covey.config.settings import get_settings
@@ -50,8 +51,12 @@ class _Unfinished(click.ClickException):
     show_default=True,
     help="more attempts for a failed, timed-out or refused sample",
 )
-@click.option("--max-tokens-total", type=click.IntRange(1), default=None, help="token cap of the whole sweep")
-@click.option("--max-cycles-total", type=click.IntRange(1), default=None, help="model-call cap of the whole sweep")
+@click.option(
+    "--max-tokens-total", type=click.IntRange(1, MAX_COUNT), default=None, help="token cap of the whole sweep"
+)
+@click.option(
+    "--max-cycles-total", type=click.IntRange(1, MAX_COUNT), default=None, help="model-call cap of the whole sweep"
+)
 @click.option("--max-cost-total", type=Dollars(), default=None, help="USD cap of the whole sweep (priced models)")
 @click.option(
     "--queue", default=None, help="the queue the sweep's jobs go to (default COVEY_SWEEP_QUEUE, covey-sweeps)"
@@ -98,6 +103,7 @@ def sweep(
         selection.apply(samples, Path(dataset).name)
         found = Manifest.check(Path(out), digest(samples), grid.digest)
         del samples  # run_sweep loads them again: one copy in memory while the sweep runs, not two
+        _writable(Path(out))
     except SweepInputError as e:
         raise _BadInput(str(e)) from None
     original = found.original(Path(out)) if found else None
@@ -381,3 +387,13 @@ class _Lines:
         if self._last is not None:
             click.echo(self._last.line(), err=True)
             self._last = None
+
+
+def _writable(out: Path) -> None:
+    """``--out`` made, or one line saying why it cannot be, before anything is sent."""
+    from covey.sweeps import SweepInputError
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise SweepInputError(f"--out {out}: {e.strerror or e}") from None

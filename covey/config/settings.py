@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import difflib
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AliasChoices, Field, field_validator, model_validator
+from pydantic import AliasChoices, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from covey.budgets.budget import MAX_COUNT, MAX_SECONDS, Budget
 from covey.budgets.prices import Price
 from covey.config import sentinel
+from covey.errors import CoveyError, describe
 from covey.keys import DEFAULT_CATALOG_TTL_SECONDS, DEFAULT_JOB_TTL_SECONDS, RESERVATION_TTL_SECONDS
 
 SDK_MAX_BACKOFF_SECONDS = 8  # the openai SDK's longest wait between two retries
@@ -25,6 +27,12 @@ Pool = Literal["threads", "prefork", "gevent", "solo"]
 # keeps many in flight (as a WSGI server runs workers x threads); prefork forks
 # a process per slot, and solo has one.
 DEFAULT_SLOTS: dict[str, int] = {"threads": 100, "gevent": 500, "prefork": 4, "solo": 1}
+REDIS_SCHEMES = ("redis", "rediss", "unix", sentinel.SCHEME)  # what redis-py and covey's Sentinel URLs take
+BROKER_SCHEMES = (*REDIS_SCHEMES, "amqp", "amqps", "pyamqp")  # and the RabbitMQ transports kombu has
+
+
+class InvalidConfiguration(CoveyError, ValueError):
+    """``COVEY_*`` settings that cannot be used: one line naming each bad one."""
 
 
 class Settings(BaseSettings):
@@ -179,13 +187,20 @@ class Settings(BaseSettings):
 
     @field_validator("redis_url", "broker_url", "result_backend")
     @classmethod
-    def _has_a_scheme(cls, url: str | None) -> str | None:
-        """``localhost:6379`` would reach redis-py as a URL of scheme ``localhost``, a traceback deep in a client."""
-        if url is not None and "://" not in url:
-            raise ValueError(
-                f"{url!r} has no scheme: write it as redis://{url}/0 (or rediss://, amqp://, unix://, sentinel://)"
-            )
-        if url is not None and sentinel.is_sentinel(url):
+    def _has_a_known_scheme(cls, url: str | None, info: ValidationInfo) -> str | None:
+        """``localhost:6379`` would reach redis-py as a URL of scheme ``localhost``, and
+        ``redsi://`` kombu as a transport it has not: a traceback deep in a client."""
+        if url is None:
+            return url
+        known = BROKER_SCHEMES if info.field_name == "broker_url" else REDIS_SCHEMES
+        if "://" not in url:
+            raise ValueError(f"{url!r} has no scheme: write it as redis://{url}/0 (or {', '.join(known[1:])})")
+        scheme = url.partition("://")[0]
+        if scheme not in known:
+            close = difflib.get_close_matches(scheme, known, n=1)
+            hint = f"; did you mean {close[0]}://?" if close else ""
+            raise ValueError(f"unknown scheme {scheme}://, not one of {', '.join(known)}{hint}")
+        if sentinel.is_sentinel(url):
             sentinel.SentinelURL.parse(url)
         return url
 
@@ -264,4 +279,8 @@ class Settings(BaseSettings):
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    return Settings()
+    """The settings of this process's environment; ``InvalidConfiguration`` naming each bad one."""
+    try:
+        return Settings()
+    except ValidationError as e:
+        raise InvalidConfiguration(f"invalid configuration: {describe(e)}") from None

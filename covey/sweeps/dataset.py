@@ -15,7 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from covey.spec import describe, require_text
+from covey.errors import describe
+from covey.spec import require_text
 from covey.sweeps.errors import SweepInputError
 
 

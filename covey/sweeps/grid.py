@@ -29,7 +29,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from covey.spec import InvalidSpec, JobSpec, describe
+from covey.errors import describe
+from covey.spec import InvalidSpec, JobSpec
 from covey.sweeps.dataset import Sample
 from covey.sweeps.errors import SweepInputError
 from covey.sweeps.scorers import ScorerSpec, Scoring

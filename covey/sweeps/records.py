@@ -17,7 +17,7 @@ from typing import IO, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from covey.spec import describe
+from covey.errors import describe
 from covey.status import AgentStatus, Cause, JobStatus
 from covey.sweeps.errors import SweepInputError
 

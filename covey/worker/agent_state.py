@@ -19,10 +19,11 @@ from pydantic import BaseModel, Field, PrivateAttr, ValidationError
 
 from covey.budgets.ledger import Settling
 from covey.context import RunContext
+from covey.errors import describe
 from covey.models.tokens import PromptMark
 from covey.orchestration import registry
 from covey.results import AgentResult, ChildSummary, Usage
-from covey.spec import AgentSpec, describe
+from covey.spec import AgentSpec
 from covey.status import AgentStatus, Wait
 from covey.store.tree import Node, preview
 

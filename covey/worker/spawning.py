@@ -19,9 +19,10 @@ from pydantic import ValidationError
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentTerms, Opened
 from covey.context import CHILD_MARK, RunContext
+from covey.errors import describe
 from covey.orchestration.actions import ChildRequest, Spawn
 from covey.results import AgentResult
-from covey.spec import AgentSpec, InvalidSpec, describe
+from covey.spec import AgentSpec, InvalidSpec
 from covey.status import AgentStatus, Cause, CauseKind, Resource
 from covey.store.tree import Node, preview
 from covey.tools.builtin import SPAWN_TOOLS

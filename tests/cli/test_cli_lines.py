@@ -26,7 +26,39 @@ def test_a_redis_url_without_a_scheme_is_one_line_saying_how_to_write_it(command
     line = one_line(covey(*command, redis_url="localhost:6379"), 2)
     assert line == (
         "Error: invalid configuration: redis_url: 'localhost:6379' has no scheme: "
-        "write it as redis://localhost:6379/0 (or rediss://, amqp://, unix://, sentinel://)"
+        "write it as redis://localhost:6379/0 (or rediss, unix, sentinel)"
+    )
+
+
+@pytest.mark.parametrize("command", [("jobs",), ("status", "j"), ("submit", "x"), ("worker",)])
+def test_a_misspelt_scheme_is_one_line_suggesting_the_right_one(command):
+    line = one_line(covey(*command, redis_url="redsi://127.0.0.1:6379/0"), 2)
+    assert line == (
+        "Error: invalid configuration: redis_url: unknown scheme redsi://, not one of redis, rediss, unix, "
+        "sentinel; did you mean redis://?"
+    )
+
+
+def test_a_misspelt_scheme_is_a_covey_error_in_python(monkeypatch):
+    from covey import Client, CoveyError
+    from covey.config.settings import get_settings
+
+    monkeypatch.setenv("COVEY_REDIS_URL", "redsi://127.0.0.1:6379/0")
+    get_settings.cache_clear()
+    try:
+        with pytest.raises(CoveyError, match="unknown scheme redsi://"):
+            Client()
+    finally:
+        get_settings.cache_clear()
+
+
+@pytest.mark.parametrize("command", [("jobs",), ("status", "j"), ("submit", "x"), ("worker",)])
+def test_a_database_the_redis_has_not_is_one_line(redis_server, command):
+    url = redis_server.url.rsplit("/", 1)[0] + "/99"
+    line = one_line(covey(*command, redis_url=url), 2)
+    assert line == (
+        f"Error: cannot reach Redis ({url}): DB index is out of range: "
+        "its URL names a database this Redis has not (16 by default, 0-15)"
     )
 
 
@@ -40,13 +72,15 @@ def test_flower_on_a_busy_port_is_one_line_naming_it(redis_server):
     assert line.endswith("give another --port")
 
 
-def test_a_worker_whose_metrics_port_is_busy_is_one_line_naming_it(redis_server):
+def test_a_worker_whose_metrics_port_is_busy_is_one_line_naming_it_and_leaves_nothing(redis_server, tmp_path):
     with socket.socket() as holder:
         holder.bind(("0.0.0.0", 0))
         holder.listen()
         port = holder.getsockname()[1]
-        line = one_line(covey("worker", "--metrics-port", str(port), redis_url=redis_server.url), 1)
+        started = covey("worker", "--metrics-port", str(port), redis_url=redis_server.url, TMPDIR=str(tmp_path))
+        line = one_line(started, 2)  # bad input, as flower's busy port
     assert line == f"Error: --metrics-port {port}: Address already in use; give another --metrics-port"
+    assert list(tmp_path.iterdir()) == []  # its samples' folder went with it
 
 
 def test_a_tenant_given_with_its_scope_prefix_is_told_to_drop_it(redis_server):
@@ -65,3 +99,20 @@ def test_a_sentinel_url_without_its_master_or_its_sentinels_is_one_line(env, sai
     url = f"sentinel://127.0.0.1:{free_port()};sentinel://127.0.0.1:{free_port()}"
     line = one_line(covey("status", "j", redis_url=url, **env), 2)
     assert line.startswith(said)
+
+
+SWEEP = ("sweep", "examples/arithmetic.jsonl", "--grid", "examples/arithmetic.toml")
+
+
+@pytest.mark.parametrize("flag", ["--max-tokens-total", "--max-cycles-total"])
+def test_a_sweep_cap_no_ledger_can_hold_is_refused_before_anything_is_written(redis_server, tmp_path, flag):
+    out = tmp_path / "out"
+    line = covey(*SWEEP, "--out", str(out), flag, "99999999999999999999999", redis_url=redis_server.url)
+    assert line.returncode == 2 and "Traceback" not in line.stderr
+    assert line.stderr.strip().endswith("is not in the range 1<=x<=9007199254740991.")
+    assert not out.exists()
+
+
+def test_a_sweep_out_folder_that_cannot_be_made_is_one_line(redis_server):
+    line = one_line(covey(*SWEEP, "--out", "/proc/nope", redis_url=redis_server.url), 2)
+    assert line == "Error: --out /proc/nope: No such file or directory"

@@ -33,6 +33,19 @@ def metered(redis_server):
     stop_worker(proc)
 
 
+def test_a_stopped_worker_leaves_no_samples_folder_behind(redis_server, tmp_path):
+    flags = ["--processes", "2", "--concurrency", "2", "--queues", "unread", "--metrics-port", str(free_port())]
+    proc = start_covey_worker(redis_server.url, flags, TMPDIR=str(tmp_path))
+    client = Client(Settings(redis_url=redis_server.url, queue="unread"))
+    try:
+        wait_for_worker(client, proc)
+        assert [p.name[:14] for p in tmp_path.iterdir()] == ["covey-metrics-"]
+    finally:
+        client.close()
+        stop_worker(proc)  # SIGTERM, as a supervisor stops it
+    assert proc.returncode == 0 and list(tmp_path.iterdir()) == []
+
+
 def scrape(url: str) -> dict[str, dict[tuple, float]]:
     """Sample name -> its labels (sorted pairs) -> value."""
     samples: dict[str, dict[tuple, float]] = defaultdict(dict)
