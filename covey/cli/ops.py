@@ -149,7 +149,7 @@ def _serve_metrics(port: int) -> None:
     import tempfile
 
     folder = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
-    if folder is None:
+    if not folder:
         folder = tempfile.mkdtemp(prefix="covey-metrics-")
         atexit.register(shutil.rmtree, folder, True)
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = folder

@@ -103,7 +103,6 @@ def sweep(
         selection.apply(samples, Path(dataset).name)
         found = Manifest.check(Path(out), digest(samples), grid.digest)
         del samples  # run_sweep loads them again: one copy in memory while the sweep runs, not two
-        _writable(Path(out))
     except SweepInputError as e:
         raise _BadInput(str(e)) from None
     original = found.original(Path(out)) if found else None
@@ -120,6 +119,7 @@ def sweep(
     served = probe.catalog.entries(queue)
     try:  # what the workers on the queue serve, or (none publishing) this machine's settings
         check_models(grid, settings, Path(grid_path).name, queue, served, priced=max_cost_total is not None)
+        _writable(Path(out))  # the last check: a refused sweep leaves no folder
     except SweepInputError as e:
         raise _BadInput(str(e)) from None
     # A live worker's catalog entry on the queue answers at once; only without one are

@@ -28,7 +28,6 @@ Pool = Literal["threads", "prefork", "gevent", "solo"]
 # a process per slot, and solo has one.
 DEFAULT_SLOTS: dict[str, int] = {"threads": 100, "gevent": 500, "prefork": 4, "solo": 1}
 REDIS_SCHEMES = ("redis", "rediss", "unix", sentinel.SCHEME)  # what redis-py and covey's Sentinel URLs take
-BROKER_SCHEMES = (*REDIS_SCHEMES, "amqp", "amqps", "pyamqp")  # and the RabbitMQ transports kombu has
 
 
 class InvalidConfiguration(CoveyError, ValueError):
@@ -192,14 +191,15 @@ class Settings(BaseSettings):
         ``redsi://`` kombu as a transport it has not: a traceback deep in a client."""
         if url is None:
             return url
-        known = BROKER_SCHEMES if info.field_name == "broker_url" else REDIS_SCHEMES
+        known = _schemes(info.field_name)
         if "://" not in url:
-            raise ValueError(f"{url!r} has no scheme: write it as redis://{url}/0 (or {', '.join(known[1:])})")
+            raise ValueError(f"{url!r} has no scheme: write it as redis://{url}/0 (or {', '.join(REDIS_SCHEMES[1:])})")
         scheme = url.partition("://")[0]
-        if scheme not in known:
+        if scheme.partition("+")[0] not in known:  # db+postgresql://, redis+socket://: the part before the +
             close = difflib.get_close_matches(scheme, known, n=1)
             hint = f"; did you mean {close[0]}://?" if close else ""
-            raise ValueError(f"unknown scheme {scheme}://, not one of {', '.join(known)}{hint}")
+            shown = ", ".join(REDIS_SCHEMES) + ("" if info.field_name == "redis_url" else ", ...")
+            raise ValueError(f"unknown scheme {scheme}://, not one of {shown}{hint}")
         if sentinel.is_sentinel(url):
             sentinel.SentinelURL.parse(url)
         return url
@@ -284,3 +284,17 @@ def get_settings() -> Settings:
         return Settings()
     except ValidationError as e:
         raise InvalidConfiguration(f"invalid configuration: {describe(e)}") from None
+
+
+def _schemes(field: str | None) -> list[str]:
+    """The URL schemes ``field`` takes: Redis's, or every transport kombu has (a
+    broker) or backend Celery has (a result store), asked only when one is set."""
+    if field == "broker_url":
+        from kombu.transport import TRANSPORT_ALIASES
+
+        return [*REDIS_SCHEMES, *TRANSPORT_ALIASES]
+    if field == "result_backend":
+        from celery.app.backends import BACKEND_ALIASES
+
+        return [*REDIS_SCHEMES, *BACKEND_ALIASES]
+    return list(REDIS_SCHEMES)

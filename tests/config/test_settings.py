@@ -1,3 +1,4 @@
+import re
 from decimal import Decimal
 
 import pytest
@@ -121,3 +122,29 @@ def test_a_bad_sentinel_url_is_refused_naming_the_address(url, said):
 def test_a_sentinel_url_without_its_masters_name_is_refused(field):
     with pytest.raises(ValidationError, match="COVEY_REDIS_MASTER"):
         Settings(**{field: "sentinel://h:26379"})
+
+
+@pytest.mark.parametrize(
+    "field, url",
+    [
+        ("broker_url", "amqp://guest@localhost//"),
+        ("broker_url", "redis+socket:///tmp/redis.sock"),
+        ("result_backend", "rpc://"),
+        ("result_backend", "db+postgresql://localhost/results"),
+    ],
+)
+def test_every_transport_and_result_store_celery_knows_is_taken(field, url):
+    assert getattr(Settings(**{field: url}), field) == url
+
+
+@pytest.mark.parametrize(
+    "field, url, said",
+    [
+        ("redis_url", "amqp://localhost", "unknown scheme amqp://, not one of redis, rediss, unix, sentinel"),
+        ("broker_url", "amqq://localhost", "unknown scheme amqq://, not one of redis, rediss, unix, sentinel, ...; "),
+        ("result_backend", "rdis://localhost", "did you mean redis://?"),
+    ],
+)
+def test_a_scheme_no_client_takes_is_refused_naming_the_closest(field, url, said):
+    with pytest.raises(ValidationError, match=re.escape(said)):
+        Settings(**{field: url})

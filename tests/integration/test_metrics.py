@@ -35,7 +35,7 @@ def metered(redis_server):
 
 def test_a_stopped_worker_leaves_no_samples_folder_behind(redis_server, tmp_path):
     flags = ["--processes", "2", "--concurrency", "2", "--queues", "unread", "--metrics-port", str(free_port())]
-    proc = start_covey_worker(redis_server.url, flags, TMPDIR=str(tmp_path))
+    proc = start_covey_worker(redis_server.url, flags, TMPDIR=str(tmp_path), PROMETHEUS_MULTIPROC_DIR="")
     client = Client(Settings(redis_url=redis_server.url, queue="unread"))
     try:
         wait_for_worker(client, proc)
