@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from covey.client import Client
 from covey.config.settings import Settings
 from tests.integration.conftest import start_covey_worker, stop_worker, wait_for_worker
-from tests.redis_server import free_port
+from tests.redis_server import RedisServer, free_port
 
 TREE = "[sim:spawn width=2 depth=2] survey the field"  # 7 agents
 TOOL = 'Compute. [sim:call calculator {"expression": "6*7"}]'
@@ -33,16 +33,17 @@ def metered(redis_server):
     stop_worker(proc)
 
 
-def test_a_stopped_worker_leaves_no_samples_folder_behind(redis_server, tmp_path):
-    flags = ["--processes", "2", "--concurrency", "2", "--queues", "unread", "--metrics-port", str(free_port())]
-    proc = start_covey_worker(redis_server.url, flags, TMPDIR=str(tmp_path), PROMETHEUS_MULTIPROC_DIR="")
-    client = Client(Settings(redis_url=redis_server.url, queue="unread"))
-    try:
-        wait_for_worker(client, proc)
-        assert [p.name[:14] for p in tmp_path.iterdir()] == ["covey-metrics-"]
-    finally:
-        client.close()
-        stop_worker(proc)  # SIGTERM, as a supervisor stops it
+def test_a_stopped_worker_leaves_no_samples_folder_behind(tmp_path):
+    flags = ["--processes", "2", "--concurrency", "2", "--metrics-port", str(free_port())]
+    with RedisServer() as own:  # its worker alone answers the wait
+        proc = start_covey_worker(own.url, flags, TMPDIR=str(tmp_path), PROMETHEUS_MULTIPROC_DIR="")
+        client = Client(Settings(redis_url=own.url))
+        try:
+            wait_for_worker(client, proc)
+            assert [p.name[:14] for p in tmp_path.iterdir()] == ["covey-metrics-"]
+        finally:
+            client.close()
+            stop_worker(proc)  # SIGTERM, as a supervisor stops it
     assert proc.returncode == 0 and list(tmp_path.iterdir()) == []
 
 
