@@ -129,15 +129,16 @@ class Client:
             raise InvalidSpec(f"invalid job id: {job_id} is already a job of another spec; submit it under a new id")
 
     def check(self, spec: JobSpec) -> None:
-        """``InvalidSpec`` if the job names a scope never created, or a tool no worker
-        on this client's queue serves (when any publishes its catalog)."""
+        """``InvalidSpec`` if the job names a scope never created, or a tool or a model
+        no worker on this client's queue serves (when any publishes its catalog)."""
+        model = spec.model if "model" in spec.model_fields_set else None  # else the worker's COVEY_MODEL
         with self._reaching(REDIS):
             unknown = unknown_scope(self.ledger, spec.scopes())
-            serving = self.catalog.entries(self.settings.queue) if spec.tools else []
+            serving = self.catalog.entries(self.settings.queue) if spec.tools or model else []
         if unknown:
             raise InvalidSpec(f"invalid job spec: {unknown}")
         try:
-            check_workers_serve(serving, spec.tools or [], self.settings.queue)
+            check_workers_serve(serving, spec.tools or [], self.settings.queue, model)
         except NoWorkerServes as e:
             raise InvalidSpec(f"invalid job spec: {e}") from None
 

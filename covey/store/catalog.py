@@ -11,6 +11,7 @@ runs against the workers on the queue the job came from.
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Iterable
 from importlib.resources import files
@@ -136,9 +137,10 @@ def _queues(entries: list[WorkerEntry]) -> list[str]:
     return list(dict.fromkeys(q for entry in entries for q in entry.queues))
 
 
-def check_workers_serve(entries: list[WorkerEntry], tools: Iterable[str], queue: str) -> None:
-    """``NoWorkerServes`` naming each of ``tools`` that no entry serves, and listing what they
-    do serve. No entries: nothing is known, so nothing is refused."""
+def check_workers_serve(entries: list[WorkerEntry], tools: Iterable[str], queue: str, model: str | None = None) -> None:
+    """``NoWorkerServes`` naming each of ``tools`` that no entry serves, or ``model``
+    when none serves it, listing what they do serve and the closest name. No entries:
+    nothing is known, so nothing is refused."""
     if not entries:
         return
     served = sorted({tool.name for entry in entries for tool in entry.tools})
@@ -148,7 +150,20 @@ def check_workers_serve(entries: list[WorkerEntry], tools: Iterable[str], queue:
         raise NoWorkerServes(
             f"{'tool' if len(missing) == 1 else 'tools'} {named} {'is' if len(missing) == 1 else 'are'} "
             f"served by no worker on queue {queue!r}; served: {', '.join(served) or 'none'}"
+            + closest(missing[0], served)
         )
+    if model is not None and not serves_model(entries, model):
+        known = sorted({name for entry in entries for name in entry.model_names()})
+        raise NoWorkerServes(
+            f"model {model!r} is served by no worker on queue {queue!r}; served: {', '.join(known)}"
+            + closest(model, known)
+        )
+
+
+def closest(name: str, known: Iterable[str]) -> str:
+    """``; did you mean 'sim'?`` for the known name nearest ``name``, or nothing."""
+    near = difflib.get_close_matches(name, list(known), n=1)
+    return f"; did you mean {near[0]!r}?" if near else ""
 
 
 def serves_model(entries: list[WorkerEntry], name: str) -> bool:

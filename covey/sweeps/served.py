@@ -10,11 +10,9 @@ is no reason to refuse: it may be set on the workers only.
 
 from __future__ import annotations
 
-import difflib
-
 from covey.config.settings import Settings
 from covey.models.catalog import Catalog, UnknownModel, UnservableModel
-from covey.store.catalog import WorkerEntry, serves_model
+from covey.store.catalog import WorkerEntry, closest, serves_model
 from covey.sweeps.errors import SweepInputError
 from covey.sweeps.grid import Grid
 
@@ -46,9 +44,7 @@ def check_models(
                 else f"model {name!r} is served by no worker on queue {queue!r}; served: {', '.join(known)}"
             )
         if error is not None:
-            close = difflib.get_close_matches(name, known, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise SweepInputError(f"{where}: configuration {config.name}: {error}{hint}")
+            raise SweepInputError(f"{where}: configuration {config.name}: {error}{closest(name, known)}")
         if priced and endpoint is not None and endpoint.price is None:
             raise SweepInputError(
                 f"{where}: configuration {config.name}: model {name!r} has no prices in the models file, "

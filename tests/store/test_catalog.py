@@ -103,6 +103,16 @@ def test_a_tool_no_worker_on_the_queue_serves_is_named_with_what_is_served():
     check_workers_serve([], ["teleport"], "covey")  # no worker publishing: nothing is known to refuse
 
 
+def test_a_misspelt_tool_or_model_is_refused_with_the_closest_served_name():
+    entries = [entry("a@h", [tool("calculator")])]
+    with pytest.raises(NoWorkerServes, match="; served: calculator; did you mean 'calculator'\\?$"):
+        check_workers_serve(entries, ["calculater"], "covey")
+    check_workers_serve(entries, [], "covey", model="sim")
+    with pytest.raises(NoWorkerServes) as e:
+        check_workers_serve(entries, [], "covey", model="simm")
+    assert str(e.value) == "model 'simm' is served by no worker on queue 'covey'; served: sim; did you mean 'sim'?"
+
+
 def test_listing_groups_workers_by_tool_and_shows_two_schemas_of_one_name_apart():
     entries = [
         entry("a@h", [tool("calculator"), tool("lookup", digest="old")], queues=["covey"]),
