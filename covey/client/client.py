@@ -44,6 +44,7 @@ from covey.store.transcripts import Transcript, Transcripts
 from covey.store.tree import JobTree, Node
 
 WATCH_INTERVAL_SECONDS = 0.5  # how often a watcher reads the tree and the ledger
+FIRST_POLL_SECONDS = 0.01  # an awaited job is looked at again this soon, then half as often each time
 RESULT_FETCH_SECONDS = 30.0  # fetching a result already marked ready: bounded, never forever
 # One try of a store gives up after this: a one-shot command reports an outage
 # within seconds; a wait on a job tries again (covey.client.outages).
@@ -222,6 +223,17 @@ class Client:
         self.redis.close()
 
 
+def poll_delays(interval: float) -> Iterator[float]:
+    """The waits between an awaited job's looks: from ``FIRST_POLL_SECONDS``, doubling
+    to ``interval``, so a job done in milliseconds is seen in milliseconds (a fixed
+    half second made ``await arun()`` fifty times slower than ``run()``) and a long
+    one costs a read every ``interval``."""
+    delay = min(FIRST_POLL_SECONDS, interval)
+    while True:
+        yield delay
+        delay = min(delay * 2, interval)
+
+
 class JobHandle:
     def __init__(self, client: Client, job_id: str) -> None:
         self._client = client
@@ -284,11 +296,13 @@ class JobHandle:
     async def aresult(self, timeout: float | None = None, interval: float = WATCH_INTERVAL_SECONDS) -> AgentResult:
         """``result()`` for asyncio services: waits without blocking the event loop."""
         started = time.monotonic()
+        delays = poll_delays(interval)
         while not await asyncio.to_thread(self.done):
             waited = time.monotonic() - started
             if timeout is not None and waited >= timeout:
                 raise JobTimeout(self.id, waited, await asyncio.to_thread(self._diagnosis))
-            await asyncio.sleep(interval if timeout is None else min(interval, timeout - waited))
+            delay = next(delays)
+            await asyncio.sleep(delay if timeout is None else min(delay, timeout - waited))
         return await asyncio.to_thread(self.result, RESULT_FETCH_SECONDS)
 
     def why_stuck(self) -> str | None:
