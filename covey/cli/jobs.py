@@ -120,9 +120,9 @@ def _task(task: str | None, task_file) -> str:
     if (task is None) == (task_file is None):
         raise click.UsageError("give the task as TASK, as - (read from standard input) or with --task-file, once")
     if task_file is not None:
-        return str(task_file.read())
+        return str(task_file.read()).rstrip("\n")  # a file's line ends are no part of the task, as in $(cat f)
     assert task is not None  # exactly one of the two was given
-    return sys.stdin.read() if task == "-" else task
+    return sys.stdin.read().rstrip("\n") if task == "-" else task
 
 
 @cli.command()

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 
 import pytest
 
+from covey import Client
+from covey.config.settings import Settings
 from tests.cli.test_cli import covey
 from tests.redis_server import free_port
 
@@ -116,3 +121,21 @@ def test_a_sweep_cap_no_ledger_can_hold_is_refused_before_anything_is_written(re
 def test_a_sweep_out_folder_that_cannot_be_made_is_one_line(redis_server):
     line = one_line(covey(*SWEEP, "--out", "/proc/nope", redis_url=redis_server.url), 2)
     assert line == "Error: --out /proc/nope: No such file or directory"
+
+
+def test_a_task_from_standard_input_or_a_file_drops_its_line_ends(redis_server, tmp_path):
+    path = tmp_path / "task.txt"
+    path.write_text("What is 6 * 7?\n\n")
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("COVEY_")}, "COVEY_REDIS_URL": redis_server.url}
+    ids = []
+    for args, given in ((["-"], "What is 6 * 7?\n"), (["--task-file", str(path)], None)):
+        sent = subprocess.run(
+            [sys.executable, "-m", "covey", "submit", *args], input=given, env=env, capture_output=True, text=True
+        )
+        assert sent.returncode == 0, sent.stderr
+        ids.append(sent.stdout.strip())
+    client = Client(Settings(redis_url=redis_server.url))
+    try:
+        assert [client.index.submission(job_id).spec["task"] for job_id in ids] == ["What is 6 * 7?"] * 2
+    finally:
+        client.close()
