@@ -9,6 +9,7 @@ when a message carries them."""
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
@@ -39,6 +40,12 @@ def cut(text: str, chars: int) -> str:
     """``text``, or its start and an ellipsis in ``chars`` characters: how covey
     shows a text too long for its place (a tree node, a table cell)."""
     return text if len(text) <= chars else text[: chars - 1] + ELLIPSIS
+
+
+def nearest(name: str, known: Iterable[str]) -> str | None:
+    """The known name a typo of ``name`` most likely meant, for a "did you mean"; None for none near."""
+    near = difflib.get_close_matches(name, list(known), n=1)
+    return near[0] if near else None
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:

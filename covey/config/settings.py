@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
@@ -10,6 +9,7 @@ from typing import Annotated, Literal
 from pydantic import AliasChoices, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from covey import wire
 from covey.budgets.budget import MAX_COUNT, MAX_SECONDS, Budget
 from covey.budgets.prices import Price
 from covey.config import sentinel
@@ -196,8 +196,8 @@ class Settings(BaseSettings):
             raise ValueError(f"{url!r} has no scheme: write it as redis://{url}/0 (or {', '.join(REDIS_SCHEMES[1:])})")
         scheme = url.partition("://")[0]
         if scheme.partition("+")[0] not in known:  # db+postgresql://, redis+socket://: the part before the +
-            close = difflib.get_close_matches(scheme, known, n=1)
-            hint = f"; did you mean {close[0]}://?" if close else ""
+            near = wire.nearest(scheme, known)
+            hint = f"; did you mean {near}://?" if near else ""
             shown = ", ".join(REDIS_SCHEMES) + ("" if info.field_name == "redis_url" else ", ...")
             raise ValueError(f"unknown scheme {scheme}://, not one of {shown}{hint}")
         if sentinel.is_sentinel(url):

@@ -252,7 +252,7 @@ class Catalog:
         if self._default is not None:
             named.append(("*", self._default))
         for name, e in named:
-            spoken = dialects.of(e.key, e.dialect) if dialects else e.dialect
+            spoken = dialects.of(e) if dialects else e.dialect
             rows.append(
                 ServedModel(
                     name=name,

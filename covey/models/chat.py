@@ -24,6 +24,7 @@ import httpx2
 import openai
 from openai import RequestOptions
 
+from covey import wire
 from covey.budgets.budget import MAX_COUNT
 from covey.errors import CoveyError
 from covey.models import stream
@@ -153,7 +154,7 @@ def ask(client: openai.OpenAI, request: ChatRequest, dialect: Dialect, ends: flo
     malformed = Cause(kind=CauseKind.MALFORMED_REPLY)
     try:
         if request.streams(dialect):
-            return _streamed(client, request, dialect, ends)
+            return _streamed(client, request, dialect, ends, seconds)
         response = client.post(
             CHAT_PATH, body=request.body(dialect), cast_to=httpx2.Response, options=_options(seconds)
         )
@@ -171,22 +172,19 @@ def ask(client: openai.OpenAI, request: ChatRequest, dialect: Dialect, ends: flo
         raise ModelError(f"model call failed: {type(e).__name__}: {_first_line(str(e))}", failed) from e
     except (TypeError, ValueError) as e:  # an answer the SDK cannot parse (not JSON): billed, for all covey knows
         raise ModelError(f"model returned a malformed reply: {e}", malformed, worst) from e
-    retries = Usage(model_retries=_retries_taken(response.request))
-    try:
-        usage = _usage(completion, worst) + retries
-    except ValueError as e:  # charged as the worst case: what it really cost is unknown
-        raise ModelError(f"model reported unusable usage: {e}", malformed, worst) from e
+    usage = _charged(_field(completion, "usage"), worst, worst, response.request)
     try:
         return _reply(completion), usage
     except (TypeError, ValueError) as e:
         raise ModelError(f"model returned a malformed reply: {e}", malformed, usage) from e
 
 
-def _streamed(client: openai.OpenAI, request: ChatRequest, dialect: Dialect, ends: float) -> tuple[ModelReply, Usage]:
+def _streamed(
+    client: openai.OpenAI, request: ChatRequest, dialect: Dialect, ends: float, seconds: float
+) -> tuple[ModelReply, Usage]:
     """The reply read as a stream, cut where it would pass ``request.max_tokens``
     (``covey.models.stream``). A read that times out mid-stream was answered in part:
     it is ``Unanswered``, as one that never started."""
-    seconds = max(0.001, ends - time.monotonic())
     chunks = client.post(
         CHAT_PATH,
         body=request.body(dialect),
@@ -212,21 +210,24 @@ def _streamed(client: openai.OpenAI, request: ChatRequest, dialect: Dialect, end
         raise NoToolStream("model answered a streamed request offering tools with no reply", cause) from e
     finally:
         chunks.close()
-    retries = Usage(model_retries=_retries_taken(chunks.response.request))
     if got.cut:  # the server passed the cap: what it generated is at least the reservation
-        return got.reply, worst + retries
+        return got.reply, worst + Usage(model_retries=_retries_taken(chunks.response.request))
     received = got.received
     if got.usage is None and tokenizer is not None and tokenizer.remote:  # asked once, of the whole reply
-        reply = got.reply
-        received = min(
-            received, tokenizer.count((reply.content or "") + "".join(c.arguments for c in reply.tool_calls))
-        )
+        text = (got.reply.content or "") + "".join(call.arguments for call in got.reply.tool_calls)
+        received = min(received, tokenizer.count(text))
     counted = Usage(prompt_tokens=worst.prompt_tokens, completion_tokens=received, cycles=1)
+    return got.reply, _charged(got.usage, counted, worst, chunks.response.request)
+
+
+def _charged(reported: Any, unreported: Usage, worst: Usage, sent: httpx2.Request) -> Usage:
+    """What a call is charged: the ``usage`` the endpoint reported (``unreported``
+    when it reported none) and the SDK's retries of ``sent``; ``ModelError`` charged
+    ``worst`` for a usage no ledger could hold."""
     try:
-        usage = (_usage({"usage": got.usage}, counted) if got.usage is not None else counted) + retries
-    except ValueError as e:
+        return _usage({"usage": reported}, unreported) + Usage(model_retries=_retries_taken(sent))
+    except ValueError as e:  # charged as the worst case: what it really cost is unknown
         raise ModelError(f"model reported unusable usage: {e}", Cause(kind=CauseKind.MALFORMED_REPLY), worst) from e
-    return got.reply, usage
 
 
 def _sendable(messages: list[dict[str, Any]], results_as_user: bool) -> list[dict[str, Any]]:
@@ -234,13 +235,7 @@ def _sendable(messages: list[dict[str, Any]], results_as_user: bool) -> list[dic
     tools has content ``""``, where some servers refuse ``null``. ``results_as_user``:
     each tool result becomes a user message naming its call, for a server whose chat
     template drops ``tool`` messages (llama-cpp-python's function-calling format)."""
-    names = {
-        call.get("id"): (call.get("function") or {}).get("name")
-        for m in messages
-        if m.get("role") == "assistant"
-        for call in m.get("tool_calls") or []
-        if isinstance(call, dict)
-    }
+    names = _call_names(messages) if results_as_user else {}
     sent = []
     for m in messages:
         if m.get("role") == "assistant" and m.get("content") is None:
@@ -252,6 +247,17 @@ def _sendable(messages: list[dict[str, Any]], results_as_user: bool) -> list[dic
             }
         sent.append(m)
     return sent
+
+
+def _call_names(messages: list[dict[str, Any]]) -> dict[Any, Any]:
+    """The tool each call id of the conversation's assistant turns called."""
+    return {
+        call.get("id"): (call.get("function") or {}).get("name")
+        for m in messages
+        if m.get("role") == "assistant"
+        for call in m.get("tool_calls") or []
+        if isinstance(call, dict)
+    }
 
 
 def _status_cause(error: openai.APIStatusError) -> Cause:
@@ -313,8 +319,7 @@ def _message(error: openai.APIStatusError) -> str:
 
 
 def _first_line(text: str) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= MESSAGE_CHARS else line[: MESSAGE_CHARS - 1] + "…"
+    return wire.cut(text.strip().splitlines()[0] if text.strip() else "", MESSAGE_CHARS)
 
 
 def _reply(completion: Any) -> ModelReply:

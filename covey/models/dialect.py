@@ -19,9 +19,12 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from covey.models.structured import StructuredMode
+
+if TYPE_CHECKING:
+    from covey.models.catalog import Endpoint
 
 ReplyCap = Literal["max_tokens", "max_completion_tokens"]
 REPLY_CAPS: tuple[ReplyCap, ...] = ("max_tokens", "max_completion_tokens")
@@ -55,17 +58,13 @@ class Dialects:
         self._learnt: dict[tuple[str | None, str], Dialect] = {}
         self._lock = threading.Lock()
 
-    def of(self, key: tuple[str | None, str], given: Dialect) -> Dialect:
+    def of(self, endpoint: Endpoint) -> Dialect:
         with self._lock:
-            return self._learnt.get(key, given)
+            return self._learnt.get(endpoint.key, endpoint.dialect)
 
-    def learn(self, key: tuple[str | None, str], dialect: Dialect) -> None:
+    def learn(self, endpoint: Endpoint, dialect: Dialect) -> None:
         with self._lock:
-            self._learnt[key] = dialect
-
-    def learnt(self) -> dict[tuple[str | None, str], Dialect]:
-        with self._lock:
-            return dict(self._learnt)
+            self._learnt[endpoint.key] = dialect
 
 
 DIALECTS = Dialects()  # this worker process's: what its endpoints have been learnt to take

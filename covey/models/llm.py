@@ -96,8 +96,7 @@ class LLM:
         if retries != client.max_retries:  # a copy of the client: only for a deadline's single attempt
             client = client.with_options(max_retries=retries)
         request = ChatRequest(endpoint, messages, tools, max_tokens, schema, schema_name, params, worst)
-        key = endpoint.key
-        dialect = self.dialects.of(key, endpoint.dialect)
+        dialect = self.dialects.of(endpoint)
         ends = time.monotonic() + seconds
         try:
             reply, usage = ask(client, request, dialect, ends)
@@ -106,7 +105,7 @@ class LLM:
             if taught is None:
                 raise
             dialect, change = taught
-            self.dialects.learn(key, dialect)
+            self.dialects.learn(endpoint, dialect)
             log.warning("model %s: %s; from now on this worker %s", model, e, change)
             reply, usage = ask(client, request, dialect, ends)
         return (reply if schema is None else answered(dialect.structured, schema_name, reply)), usage
@@ -118,7 +117,7 @@ class LLM:
             endpoint = self.catalog.endpoint(model)
         except UnservableModel:
             return {}
-        return parameters(endpoint, params, max_tokens, self.dialects.of(endpoint.key, endpoint.dialect))
+        return parameters(endpoint, params, max_tokens, self.dialects.of(endpoint))
 
     def _client(self, endpoint: Endpoint) -> openai.OpenAI:
         key = (endpoint.base_url, endpoint.key_env)

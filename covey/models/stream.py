@@ -91,10 +91,11 @@ def read(
             reading.chose = True
             delta = _object(choice.get("delta") if isinstance(choice, dict) else None, "delta")
             text = _text(delta.get("content"), "content")
-            calls = delta.get("tool_calls") or []
-            if not isinstance(calls, list):
-                raise TypeError(f"tool_calls is a {type(calls).__name__}, not a list")
-            generated = text + "".join(_call_text(call) for call in calls)
+            raw_calls = delta.get("tool_calls") or []
+            if not isinstance(raw_calls, list):
+                raise TypeError(f"tool_calls is a {type(raw_calls).__name__}, not a list")
+            calls = [_CallDelta.of(call, len(reading.calls) + i) for i, call in enumerate(raw_calls)]
+            generated = text + "".join(call.name + call.arguments for call in calls)
             spent = tokens(generated) if generated else 0
             if reading.received + spent > cap:
                 return Streamed(reading.reply("length"), cap, cut=True)
@@ -102,7 +103,7 @@ def read(
             if text:
                 reading.content.append(text)
             for call in calls:
-                _add(reading.calls, call)
+                call.add_to(reading.calls)
             reading.finish_reason = _text(choice.get("finish_reason"), "finish_reason") or reading.finish_reason
     if not reading.chose:
         raise ValueError("no choices")
@@ -114,25 +115,36 @@ def _at_most(text: str) -> int:
     return max(1, sum(len(char.encode("utf-8", "surrogatepass")) for char in text if ord(char) > 127))
 
 
-def _add(calls: dict[int, _Call], delta: Any) -> None:
-    """A tool call's delta: its first names the call, the rest add to its arguments
-    (a name said again is not added twice)."""
-    delta = _object(delta, "tool call")
-    index = delta.get("index", len(calls))
-    if type(index) is not int:
-        raise TypeError(f"tool call index is a {type(index).__name__}, not a number")
-    call = calls.setdefault(index, _Call())
-    function = _object(delta.get("function"), "function")
-    call.id = _text(delta.get("id"), "tool call id") or call.id
-    name = _text(function.get("name"), "tool call name")
-    if name != call.name:  # llama.cpp repeats the whole name in every delta; OpenAI sends it once
-        call.name += name
-    call.arguments.append(_text(function.get("arguments"), "tool call arguments"))
+@dataclass(frozen=True)
+class _CallDelta:
+    """One delta of a tool call, checked: its first names the call, the rest add to its arguments."""
 
+    index: int
+    id: str
+    name: str
+    arguments: str
 
-def _call_text(delta: Any) -> str:
-    function = _object(_object(delta, "tool call").get("function"), "function")
-    return _text(function.get("name"), "tool call name") + _text(function.get("arguments"), "tool call arguments")
+    @classmethod
+    def of(cls, delta: Any, unindexed: int) -> _CallDelta:
+        """``unindexed``: the index of a delta that names none (a new call)."""
+        delta = _object(delta, "tool call")
+        index = delta.get("index", unindexed)
+        if type(index) is not int:
+            raise TypeError(f"tool call index is a {type(index).__name__}, not a number")
+        function = _object(delta.get("function"), "function")
+        return cls(
+            index=index,
+            id=_text(delta.get("id"), "tool call id"),
+            name=_text(function.get("name"), "tool call name"),
+            arguments=_text(function.get("arguments"), "tool call arguments"),
+        )
+
+    def add_to(self, calls: dict[int, _Call]) -> None:
+        call = calls.setdefault(self.index, _Call())
+        call.id = self.id or call.id
+        if self.name != call.name:  # llama.cpp repeats the whole name in every delta; OpenAI sends it once
+            call.name += self.name
+        call.arguments.append(self.arguments)
 
 
 def _object(value: Any, what: str) -> dict[str, Any]:

@@ -11,7 +11,6 @@ runs against the workers on the queue the job came from.
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Iterable
 from importlib.resources import files
@@ -20,7 +19,7 @@ from typing import Any
 import redis
 from pydantic import BaseModel, ConfigDict
 
-from covey import keys
+from covey import keys, wire
 from covey.errors import CoveyError
 
 _PUBLISH = (files("covey.store") / "lua" / "publish.lua").read_text(encoding="utf-8")
@@ -162,8 +161,8 @@ def check_workers_serve(entries: list[WorkerEntry], tools: Iterable[str], queue:
 
 def closest(name: str, known: Iterable[str]) -> str:
     """``; did you mean 'sim'?`` for the known name nearest ``name``, or nothing."""
-    near = difflib.get_close_matches(name, list(known), n=1)
-    return f"; did you mean {near[0]!r}?" if near else ""
+    near = wire.nearest(name, known)
+    return f"; did you mean {near!r}?" if near else ""
 
 
 def serves_model(entries: list[WorkerEntry], name: str) -> bool:
