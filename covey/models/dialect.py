@@ -19,12 +19,9 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 from covey.models.structured import StructuredMode
-
-if TYPE_CHECKING:
-    from covey.models.catalog import Endpoint
 
 ReplyCap = Literal["max_tokens", "max_completion_tokens"]
 REPLY_CAPS: tuple[ReplyCap, ...] = ("max_tokens", "max_completion_tokens")
@@ -51,6 +48,16 @@ class Dialect:
         return None
 
 
+class Spoken(Protocol):
+    """An endpoint, as far as its dialect goes (``covey.models.catalog.Endpoint``)."""
+
+    @property
+    def key(self) -> tuple[str | None, str]: ...
+
+    @property
+    def dialect(self) -> Dialect: ...
+
+
 class Dialects:
     """Each endpoint's dialect in this worker, from its models-file entry until a refusal teaches another."""
 
@@ -58,11 +65,11 @@ class Dialects:
         self._learnt: dict[tuple[str | None, str], Dialect] = {}
         self._lock = threading.Lock()
 
-    def of(self, endpoint: Endpoint) -> Dialect:
+    def of(self, endpoint: Spoken) -> Dialect:
         with self._lock:
             return self._learnt.get(endpoint.key, endpoint.dialect)
 
-    def learn(self, endpoint: Endpoint, dialect: Dialect) -> None:
+    def learn(self, endpoint: Spoken, dialect: Dialect) -> None:
         with self._lock:
             self._learnt[endpoint.key] = dialect
 
