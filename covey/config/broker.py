@@ -145,7 +145,8 @@ class Transport(kombu_redis.Transport):
             raise NotImplementedError
         password = (c.password if include_password else mask) if c.password else ""
         auth = f"{c.userid or ''}:{password}@" if password else (f"{c.userid}@" if c.userid else "")
-        return f"{self.scheme}://{auth}{c.hostname}:{c.port or DEFAULT_PORT}/{c.virtual_host or 0}"
+        db = (c.virtual_host or "").strip("/") or 0  # "/" after a failover's switch re-parsed a URL without one
+        return f"{self.scheme}://{auth}{c.hostname}:{c.port or DEFAULT_PORT}/{db}"
 
     def _deliver(self, message, queue):
         self.delivered += 1

@@ -7,7 +7,7 @@ from typing import Any
 
 from celery import Celery
 
-from covey.config import backend, broker, connections, sentinel
+from covey.config import backend, broker, connections, failover, sentinel
 from covey.config.settings import Settings
 
 # kombu's sweep for deliveries past their visibility timeout runs under a Redis lock
@@ -115,6 +115,10 @@ def create_app(settings: Settings, include_tasks: bool = False) -> Celery:
     worker only writes and reads keys there, which one pool serves to every slot;
     a client keeps one per thread, since waiting on a result subscribes on it.
     """
-    app = Celery("covey", include=["covey.worker.tasks"] if include_tasks else [])
+    app = Celery(
+        "covey",
+        include=["covey.worker.tasks"] if include_tasks else [],
+        amqp=f"{failover.__name__}:{failover.AMQP.__name__}",
+    )
     app.conf.update(celery_config(settings), result_backend_thread_safe=include_tasks)
     return app
