@@ -45,9 +45,10 @@ class AgentTerms:
 @dataclass(frozen=True)
 class FirstRun:
     """The delivery that would run a root's first step, and how long it may take. No
-    other delivery of the job runs that step while it holds it: a job's first
-    message is in no outbox, so a second copy of it (a client resubmitting under
-    the job's id, a duplicated publish) would otherwise run beside the first.
+    other delivery of the job runs that step while it holds it: a second copy of a
+    job's first message (a client resubmitting under the job's id, a duplicated
+    publish) is the message its outbox expects, if any, as the first is, and would
+    otherwise run beside the first.
     ``replaces`` names a holding delivery the broker no longer holds (its worker
     died and the message came back under a new tag): its hold goes to this one."""
 

@@ -40,6 +40,7 @@ from covey.spec import InvalidSpec, JobSpec
 from covey.status import Cause, CauseKind, JobStatus
 from covey.store.catalog import NoWorkerServes, WorkerCatalog, check_workers_serve
 from covey.store.jobs import JobIndex
+from covey.store.outbox import Message, Outbox
 from covey.store.transcripts import Transcript, Transcripts
 from covey.store.tree import JobTree, Node
 
@@ -87,6 +88,7 @@ class Client:
         self.resubscribe = False  # the result store went away under a wait: subscribe again first
         self.tree = JobTree(self.redis, self.settings.job_ttl)
         self.index = JobIndex(self.redis, self.settings.job_ttl)
+        self.outbox = Outbox(self.redis)
         self.catalog = WorkerCatalog(self.redis, self.settings.catalog_ttl)
         self.transcripts = Transcripts(self.redis)
 
@@ -147,28 +149,38 @@ class Client:
         """``submit`` without ``check``, for jobs as (job id, spec) whose scopes and
         tools were checked (a sweep checks each once, not once a job): all on one
         producer, and recorded in one round trip."""
+        messages = [self._run_job(job_id, spec) for job_id, spec in jobs]
+        outbox = self.outbox if self.settings.redis_broker else None
+        if outbox is not None:  # what a Redis broker loses at a pop is sent again (covey.worker.reconciler)
+            with self._reaching(REDIS):
+                outbox.expect_roots(messages, int(self.settings.job_ttl))
         sent: list[tuple[str, dict[str, Any]]] = []
         try:
             with self._reaching(BROKER), self.app.producer_or_acquire() as producer:
-                for job_id, spec in jobs:
-                    kwargs = {"spec": spec.wire()}
-                    labels = wire.agent(job_id, ROOT_AGENT_ID, spec.role, 0, spec.task)
+                for m in messages:
                     if subscribe:
                         # send_task subscribes to the result, then publishes, with errors of the same
                         # types for both stores; subscribing first, apart, tells which one is down.
                         with self._reaching(RESULT_STORE):
-                            self.app.backend.on_task_call(producer, job_id)
-                        self.app.send_task(wire.RUN_JOB, kwargs=kwargs, task_id=job_id, producer=producer, **labels)
+                            self.app.backend.on_task_call(producer, m.task_id)
+                        self.app.send_task(m.name, kwargs=m.kwargs, task_id=m.task_id, producer=producer, **m.options)
                     else:
-                        sending.publish(self.app, producer, wire.RUN_JOB, job_id, kwargs, **labels)
-                    sent.append((job_id, kwargs["spec"]))
+                        sending.publish(self.app, producer, m.name, m.task_id, m.kwargs, **m.options)
+                    sent.append((m.task_id, m.kwargs["spec"]))
         finally:
             # Marked only once sent, so no job that failed to send shows as queued. No one
             # can ask about an id before submit returns it, and a root that has started
             # tells its own status, so marking after the send races with nothing.
-            if sent:
-                with self._reaching(REDIS):
+            with self._reaching(REDIS):
+                if sent:
                     self.index.record(sent, time.time())
+                if outbox is not None and len(sent) < len(messages):
+                    outbox.forget_roots(m.task_id for m in messages[len(sent) :])
+
+    def _run_job(self, job_id: str, spec: JobSpec) -> Message:
+        """The ``covey.run_job`` that sends ``spec`` as job ``job_id``, on this client's queue."""
+        labels = wire.agent(job_id, ROOT_AGENT_ID, spec.role, 0, spec.task)
+        return Message(wire.RUN_JOB, job_id, {"spec": spec.wire()}, {"queue": self.settings.queue, **labels})
 
     def jobs(self, statuses: Collection[JobStatus] = (), tenant: str | None = None, limit: int = 20) -> list[JobEntry]:
         """The newest ``limit`` jobs covey clients submitted whose records still live,

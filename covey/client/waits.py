@@ -117,8 +117,8 @@ def _visibility(client: Client) -> str:
 
 def _whereabouts(client: Client, job_id: str, nodes: list[Node]) -> dict[str | None, list[Node]]:
     """The agents grouped by where the message their next step is sits in the broker
-    (the reconciler's look): the outbox's, else (a root's first step, which no outbox
-    records) the delivery the agent last ran. None for those whose place is not known."""
+    (the reconciler's look): the outbox's, else (a root's first step sent by a bare
+    Celery client) the delivery the agent last ran. None for those whose place is not known."""
     broker = _redis_broker(client)
     if broker is None:
         return {None: nodes}

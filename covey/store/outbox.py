@@ -12,13 +12,17 @@ or the broker lost it at a pop) is found and sent again.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import redis
 
-from covey import keys
+from covey import keys, redis_scripts
+from covey.context import ROOT_AGENT_ID
+from covey.redis_scripts import ScriptCall
+
+_EXPECT = redis_scripts.source(__package__, "expect.lua")
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,29 @@ def queues_of(messages: Iterable[Message], queues: Iterable[str]) -> list[str]:
 class Outbox:
     def __init__(self, client: redis.Redis) -> None:
         self._redis = client
+        self._expect = client.register_script(_EXPECT)
+
+    def expect_roots(self, messages: Sequence[Message], ttl: int) -> None:
+        """Record each job's ``run_job`` (its task id the job's) as its root's next
+        message, before it is sent: one the broker loses at a pop is then sent again
+        like any step's. One round trip; a job whose root has opened is left as it is."""
+        calls = [
+            ScriptCall(
+                self._expect,
+                [keys.expected(m.task_id), keys.expecting(), keys.agent(m.task_id, ROOT_AGENT_ID)],
+                [ROOT_AGENT_ID, m.dumps(), ttl, m.task_id],
+            )
+            for m in messages
+        ]
+        redis_scripts.run(self._redis, calls)
+
+    def forget_roots(self, job_ids: Iterable[str]) -> None:
+        """Drop the root messages recorded for jobs whose send failed (or that a worker
+        refused): nothing is to be sent again for them."""
+        with self._redis.pipeline(transaction=False) as pipe:
+            for job_id in job_ids:
+                pipe.hdel(keys.expected(job_id), ROOT_AGENT_ID)
+            pipe.execute()
 
     def expected(self, job_id: str, agent_id: str) -> str | None:
         """The message the agent's next step is, as stored (``Message.loads`` reads it)."""

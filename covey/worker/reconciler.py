@@ -1,8 +1,9 @@
 """Sending again the expected messages that reached no queue.
 
 The outbox (``covey.store.outbox``) records every message a step sends before it
-is sent. One that is in no broker queue and no unacknowledged set was lost: its
-sender died between recording and sending it, or the broker lost it at a pop
+is sent, and a covey client's ``run_job`` before it sends a job. One that is in
+no broker queue and no unacknowledged set was lost: its sender died between
+recording and sending it, or the broker lost it at a pop
 (kombu's Redis transport pops with ``BRPOP`` and records the delivery as
 unacknowledged only afterwards). Tasks are acknowledged late, so a message a
 live worker holds or runs is in the unacknowledged set; and a dead worker's

@@ -58,7 +58,8 @@ class Snapshot:
 
 
 def first_step(name: str, checkpoint: Checkpoint | None) -> bool:
-    """A root's first step, which no outbox records: a run_job before its root saved a checkpoint."""
+    """A root's first step, which a covey client's outbox records and a bare Celery
+    client's does not: a run_job before its root saved a checkpoint."""
     return name == wire.RUN_JOB and checkpoint is None
 
 

@@ -78,7 +78,8 @@ Start = Callable[[Snapshot], "tuple[AgentState, Action] | Completion | Fail"]
 
 def admit(delivery: Delivery, seen: Snapshot) -> str | None | Completion | Fail:
     """The expected message this delivery is, as stored (None: a root's first
-    step, which no outbox records); else what becomes of it."""
+    step that no outbox records, its run_job sent by a bare Celery client); else
+    what becomes of it."""
     job_id, agent_id = delivery.job_id, delivery.agent_id
     if seen.digest is not None and seen.digest != delivery.digest:
         return Completion.drop(
@@ -151,9 +152,9 @@ def run(task: Any, deps: Deps, delivery: Delivery, start: Start) -> Completion:
                 return _lost(task, deps, delivery, started.reason, None)
             state, action = started
             # This run of the step: a copy of an expected message running beside it is dropped
-            # (the reconciler sends the message again if this run dies). A root's first
-            # run_job is no outbox's, and without a Redis broker no reconciler runs: a copy
-            # is then the broker's redelivery, and takes over.
+            # (the reconciler sends the message again if this run dies). A run_job sent by a
+            # bare Celery client is no outbox's, and without a Redis broker no reconciler
+            # runs: a copy is then the broker's redelivery, and takes over.
             holder = uuid.uuid4().hex if taken is not None and deps.settings.redis_broker else ""
             try:
                 return _drive(task, deps, delivery, state, action, taken, holder)

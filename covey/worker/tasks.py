@@ -141,7 +141,19 @@ def run_job(self, spec: Any) -> dict[str, Any] | str:
     naming it, and no agent runs. It is logged as one warning line: a client's
     mistake, not the worker's, so no traceback.
     """
-    return _celery(self, _run_job(self, spec))
+    completion = _run_job(self, spec)
+    if completion.kind is Kind.REFUSE:
+        _forget_root(self.request.id)
+    return _celery(self, completion)
+
+
+def _forget_root(job_id: str) -> None:
+    """A refused job runs nowhere: the root message its client recorded is no longer
+    expected (a reconciler would send it again, to be refused again)."""
+    try:
+        worker_deps().outbox.forget_roots([job_id])
+    except OUTAGES as e:  # sent again once Redis is back, refused and forgotten then
+        log.info("job %s: refused, its recorded message left (Redis unreachable: %s)", job_id, e)
 
 
 def _run_job(task: Any, spec: Any) -> Completion:

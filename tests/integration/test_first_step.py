@@ -1,5 +1,6 @@
-"""A job's first step, the one no outbox records (its ``covey.run_job`` is sent by
-any Celery client): a root whose worker dies in it is taken over and completes,
+"""A job's first step, whose ``covey.run_job`` any Celery client may send (a covey
+client records it in the job's outbox, a bare one does not): a root whose worker
+dies in it is taken over and completes,
 and a copy of its message sent meanwhile never stores a failure for it.
 
 The root's ledger row names the delivery that holds the first step. A delivery

@@ -93,6 +93,13 @@ def test_a_message_popped_at_a_kill_is_sent_again():
 
 
 @pytest.mark.slow
+def test_a_job_popped_at_a_kill_is_sent_again():
+    """The broker popped a job's run_job and the worker died before the delivery was
+    recorded: the message is nowhere but where the client recorded it as it sent it."""
+    killed_once("after_pop:kill:1", "[sim:spawn width=2 depth=1] go", 1, "leaves=2", 3)
+
+
+@pytest.mark.slow
 def test_a_resume_lost_with_the_last_child_is_sent_again():
     """The last child wrote its end, which made the parent's resume expected, and died
     before sending it."""

@@ -43,6 +43,11 @@ def submitted(redis_client) -> set[str]:
     return set(redis_client.scan_iter(keys.submitted("*")))
 
 
+def expected(redis_client) -> set[str]:
+    """The jobs whose outbox holds a message (a client records its job's before sending it)."""
+    return set(redis_client.scan_iter(keys.expected("*")))
+
+
 @pytest.mark.parametrize("store", STORES)
 @pytest.mark.parametrize("command", [("run", "x"), ("submit", "x"), ("status", "j"), ("result", "j")])
 @pytest.mark.slow
@@ -68,7 +73,7 @@ def test_a_store_down_is_one_line_naming_it_and_nothing_is_marked_submitted(
 @pytest.mark.parametrize("store", STORES)
 def test_the_python_client_raises_store_unavailable_and_leaves_nothing(redis_server, redis_client, dead_url, store):
     client = Client(Settings(**urls(redis_server.url, dead_url, store)))
-    before = submitted(redis_client)
+    before, expecting = submitted(redis_client), expected(redis_client)
     started = time.monotonic()
     try:
         with pytest.raises(StoreUnavailable) as raised:
@@ -79,6 +84,7 @@ def test_the_python_client_raises_store_unavailable_and_leaves_nothing(redis_ser
     assert (raised.value.store, raised.value.url) == (store, dead_url.replace(PASSWORD, "***"))
     assert isinstance(raised.value, ConnectionError)
     assert submitted(redis_client) == before
+    assert expected(redis_client) == expecting, "a job never sent is left for a reconciler to send"
 
 
 @pytest.mark.slow

@@ -42,6 +42,16 @@ def test_a_worker_refuses_a_tenant_never_created(bare, client):
     assert not client.redis.exists(keys.scope(f"tenant:{tenant}"))
 
 
+def test_a_job_the_worker_refuses_leaves_no_message_to_send_again(client):
+    """``send`` skips the checks ``submit`` makes: the worker refuses the job, and the
+    message its client recorded as it sent it is dropped, not sent again and again."""
+    tenant, job_id = new_tenant(), str(uuid.uuid4())
+    client.send([(job_id, client.spec("What is 1 + 1?", tenant=tenant))])
+    with pytest.raises(JobRefused, match="tenant"):
+        client.job(job_id).result(timeout=60)
+    assert client.redis.hgetall(keys.expected(job_id)) == {}
+
+
 def test_covey_scope_sets_and_shows_the_window_caps(cli):
     name = f"tenant:{new_tenant()}"
     made = cli("scope", name, "--tokens-per-minute", "90000", "--requests-per-minute", "500", "--json")

@@ -2,8 +2,9 @@
 retrying its submit, a duplicated publish) runs the root's first step once: the
 model is called as often as in a clean run, and the copy ends without a trace.
 
-A job's first message is in no outbox, so nothing else tells the two copies
-apart: the root's ledger row names the delivery that holds its first step.
+A copy of a job's first message is the message its outbox expects, as the first
+is, so nothing else tells the two apart: the root's ledger row names the delivery
+that holds its first step.
 """
 
 from __future__ import annotations
@@ -74,3 +75,14 @@ def test_a_run_job_sent_again_while_its_root_runs_calls_the_model_once():
             for proc in (worker, sim):
                 stop_worker(proc)
             client.close()
+
+
+def test_a_finished_job_sent_again_under_its_id_leaves_no_message_to_send_again(client):
+    """Its root has opened: the copy is no message to look for (a reconciler would
+    send it again every other look, each copy answered with the job's end)."""
+    spec = client.spec("What is 1 + 1?")
+    first = client.submit(spec)
+    result = first.result(timeout=SECONDS)
+    again = client.submit(spec, job_id=first.id)
+    assert again.result(timeout=SECONDS) == result
+    assert client.redis.hgetall(keys.expected(first.id)) == {}
