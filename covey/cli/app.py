@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from covey.config.settings import InvalidConfiguration, get_settings
 from covey.errors import describe
+from covey.inputs import Unreadable
 from covey.spec import InvalidSpec
 
 
@@ -59,7 +60,7 @@ def _run() -> None:
         cli(standalone_mode=True)
     except JobTimeout as e:
         _fail(str(e), 3)
-    except (InvalidSpec, JobRefused) as e:
+    except (InvalidSpec, JobRefused, Unreadable) as e:
         _fail(str(e), 2)
     except InvalidConfiguration as e:  # settings from COVEY_* variables
         _fail(str(e), 2)

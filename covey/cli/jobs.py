@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from covey import inputs
 from covey.budgets.budget import MAX_COUNT
 from covey.cli import render
 from covey.cli.app import cli, connect, interrupted, print_json
@@ -71,7 +72,12 @@ def _job_options(fn):
         click.option("--instructions", default=None, help="the root agent's instructions (its system prompt)"),
         click.option("--tools", default=None, help="comma-separated tools the agents may use (default: all)"),
         click.option("--deny", default=None, help="comma-separated tools no agent of the job may use"),
-        click.option("--task-file", type=click.File("r"), default=None, help="read the task from a file"),
+        click.option(
+            "--task-file",
+            type=click.File("rb"),
+            default=None,
+            help=f"read the task from a file (UTF-8, at most {inputs.size(inputs.MAX_TASK_BYTES)})",
+        ),
         click.option(
             "--option",
             "strategy_options",
@@ -116,13 +122,16 @@ def _spec(client, task: str | None, o: dict[str, Any]):
 
 
 def _task(task: str | None, task_file) -> str:
-    """TASK, ``-`` for standard input, or ``--task-file``; exactly one of them."""
+    """TASK, ``-`` for standard input, or ``--task-file``; exactly one of them. A
+    file's or the input's line ends are no part of the task, as in ``$(cat f)``."""
     if (task is None) == (task_file is None):
         raise click.UsageError("give the task as TASK, as - (read from standard input) or with --task-file, once")
     if task_file is not None:
-        return str(task_file.read()).rstrip("\n")  # a file's line ends are no part of the task, as in $(cat f)
+        return inputs.read_stream(task_file, f"--task-file {task_file.name}", inputs.MAX_TASK_BYTES).rstrip("\n")
     assert task is not None  # exactly one of the two was given
-    return sys.stdin.read().rstrip("\n") if task == "-" else task
+    if task == "-":
+        return inputs.read_stream(sys.stdin.buffer, "standard input", inputs.MAX_TASK_BYTES).rstrip("\n")
+    return task
 
 
 @cli.command()

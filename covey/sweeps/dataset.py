@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from covey import inputs
 from covey.errors import describe
 from covey.spec import require_text
 from covey.sweeps.errors import SweepInputError
@@ -71,39 +72,45 @@ def digest(samples: list[Sample]) -> str:
     return hashlib.sha256(body.encode()).hexdigest()[:16]
 
 
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """The file's lines, each at most ``inputs.MAX_LINE_BYTES`` and UTF-8, else one line saying which is not."""
+    try:
+        yield from inputs.lines(path, path.name, inputs.MAX_LINE_BYTES)
+    except inputs.Unreadable as e:
+        raise SweepInputError(str(e)) from None
+
+
 def _jsonl_rows(path: Path) -> Iterator[tuple[int, Any]]:
-    with path.open(encoding="utf-8") as f:
-        for line, text in enumerate(f, start=1):
-            if not text.strip():
-                continue
-            try:
-                row = json.loads(text)
-            except json.JSONDecodeError as e:
-                raise SweepInputError(f"{path.name} line {line}: not valid JSON: {e.msg} (column {e.colno})") from None
-            if not isinstance(row, dict):
-                raise SweepInputError(f"{path.name} line {line}: expected a JSON object with id, input, target")
-            yield line, row
+    for line, text in _lines(path):
+        if not text.strip():
+            continue
+        try:
+            row = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise SweepInputError(f"{path.name} line {line}: not valid JSON: {e.msg} (column {e.colno})") from None
+        if not isinstance(row, dict):
+            raise SweepInputError(f"{path.name} line {line}: expected a JSON object with id, input, target")
+        yield line, row
 
 
 def _csv_rows(path: Path) -> Iterator[tuple[int, Any]]:
     """CSV rows; a ``metadata`` column holds JSON, every other extra column goes into metadata."""
-    with path.open(encoding="utf-8", newline="") as f:
-        reader = csv.DictReader(f)
-        missing = [c for c in ("id", "input", "target") if c not in (reader.fieldnames or [])]
-        if missing:
-            raise SweepInputError(f"{path.name} line 1: header lacks column {missing[0]!r} (needs id, input, target)")
-        for row in reader:
-            line = reader.line_num
-            if None in row:
-                raise SweepInputError(f"{path.name} line {line}: more cells than header columns")
-            if not row["target"]:  # a short row's missing cells read None, an empty cell ""
-                raise SweepInputError(f"{path.name} line {line}: target: missing (every CSV row needs one)")
-            metadata: dict[str, Any] = {}
-            if row.get("metadata"):
-                try:
-                    metadata = json.loads(row["metadata"])
-                except json.JSONDecodeError as e:
-                    raise SweepInputError(f"{path.name} line {line}: metadata: not valid JSON: {e.msg}") from None
-            extra = {k: v for k, v in row.items() if k not in ("id", "input", "target", "metadata")}
-            base = {k: row[k] for k in ("id", "input", "target") if k in row}
-            yield line, {**base, "metadata": {**extra, **metadata} if isinstance(metadata, dict) else metadata}
+    reader = csv.DictReader(text for _, text in _lines(path))
+    missing = [c for c in ("id", "input", "target") if c not in (reader.fieldnames or [])]
+    if missing:
+        raise SweepInputError(f"{path.name} line 1: header lacks column {missing[0]!r} (needs id, input, target)")
+    for row in reader:
+        line = reader.line_num
+        if None in row:
+            raise SweepInputError(f"{path.name} line {line}: more cells than header columns")
+        if not row["target"]:  # a short row's missing cells read None, an empty cell ""
+            raise SweepInputError(f"{path.name} line {line}: target: missing (every CSV row needs one)")
+        metadata: dict[str, Any] = {}
+        if row.get("metadata"):
+            try:
+                metadata = json.loads(row["metadata"])
+            except json.JSONDecodeError as e:
+                raise SweepInputError(f"{path.name} line {line}: metadata: not valid JSON: {e.msg}") from None
+        extra = {k: v for k, v in row.items() if k not in ("id", "input", "target", "metadata")}
+        base = {k: row[k] for k in ("id", "input", "target") if k in row}
+        yield line, {**base, "metadata": {**extra, **metadata} if isinstance(metadata, dict) else metadata}

@@ -29,6 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from covey import inputs
 from covey.errors import describe
 from covey.spec import InvalidSpec, JobSpec
 from covey.sweeps.dataset import Sample
@@ -189,7 +190,10 @@ def load_grid(path: str | Path) -> Grid:
 
 
 def _read(path: Path) -> Any:
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = inputs.read_text(path, path.name, inputs.MAX_CONFIG_BYTES)
+    except inputs.Unreadable as e:
+        raise SweepInputError(str(e)) from None
     if path.suffix.lower() == ".toml":
         try:
             return tomllib.loads(text)

@@ -139,3 +139,38 @@ def test_a_task_from_standard_input_or_a_file_drops_its_line_ends(redis_server, 
         assert [client.index.submission(job_id).spec["task"] for job_id in ids] == ["What is 6 * 7?"] * 2
     finally:
         client.close()
+
+
+def test_a_task_too_large_or_not_utf8_is_one_line_naming_the_bound_or_the_byte(redis_server, tmp_path):
+    line = one_line(covey("submit", "--task-file", "/dev/zero", redis_url=redis_server.url), 2)
+    assert line == "Error: --task-file /dev/zero: larger than 4 MiB, the most covey reads of it"
+    task = tmp_path / "task.txt"
+    task.write_bytes(b"What is 6 \xd7 7?")  # Latin-1's multiplication sign
+    line = one_line(covey("submit", "--task-file", str(task), redis_url=redis_server.url), 2)
+    assert line == f"Error: --task-file {task}: not UTF-8 text: byte 0xd7 at offset 10"
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("COVEY_")}, "COVEY_REDIS_URL": redis_server.url}
+    with open("/dev/zero", "rb") as endless:
+        run = subprocess.run(
+            [sys.executable, "-m", "covey", "run", "-"], stdin=endless, env=env, capture_output=True, text=True
+        )
+    assert one_line(run, 2) == "Error: standard input: larger than 4 MiB, the most covey reads of it"
+
+
+def test_a_models_file_too_large_or_not_utf8_is_one_line(redis_server, tmp_path):
+    line = one_line(covey("worker", redis_url=redis_server.url, COVEY_MODELS="/dev/zero"), 2)
+    assert line == "Error: invalid models file /dev/zero: larger than 1 MiB, the most covey reads of it"
+    models = tmp_path / "models.toml"
+    models.write_bytes(b'[models.local]\nbase_url = "http://127.0.0.1:1/v1"\nmodel = "caf\xe9"\n')
+    line = one_line(covey("worker", redis_url=redis_server.url, COVEY_MODELS=str(models)), 2)
+    assert line == f"Error: invalid models file {models}: not UTF-8 text: byte 0xe9 at offset 62"
+
+
+def test_a_dataset_not_utf8_or_with_a_line_too_long_is_one_line(redis_server, tmp_path):
+    data = tmp_path / "data.jsonl"
+    data.write_bytes(b'{"id": 1, "input": "What is 1 + 1?", "target": 2}\n{"id": 2, "input": "caf\xe9", "target": 3}\n')
+    out = str(tmp_path / "out")
+    line = one_line(covey(*SWEEP[:1], str(data), *SWEEP[2:], "--out", out, redis_url=redis_server.url), 2)
+    assert line == "Error: data.jsonl: not UTF-8 text: byte 0xe9 at offset 73"
+    data.write_bytes(b'{"id": 1, "input": "' + b"x" * (4 << 20) + b'", "target": 2}\n')
+    line = one_line(covey(*SWEEP[:1], str(data), *SWEEP[2:], "--out", out, redis_url=redis_server.url), 2)
+    assert line == "Error: data.jsonl line 1: longer than 4 MiB, the most covey reads of a line"

@@ -96,6 +96,15 @@ def test_a_file_that_is_not_a_servers_file_says_what_it_is(tmp_path):
         load(tmp_path / "missing.toml")
 
 
+def test_a_servers_file_too_large_or_not_utf8_is_one_line_naming_the_bound_or_the_byte(tmp_path):
+    with pytest.raises(McpFileError, match=r"^/dev/zero: larger than 1 MiB, the most covey reads of it$"):
+        load(Path("/dev/zero"))
+    path = tmp_path / "servers.toml"
+    path.write_bytes(b'[servers.files]\ncommand = "np\xe9x"\n')  # Latin-1, not UTF-8
+    with pytest.raises(McpFileError, match=rf"^{path}: not UTF-8 text: byte 0xe9 at offset 29$"):
+        load(path)
+
+
 def test_covey_mcp_names_the_file(monkeypatch, tmp_path):
     path = servers_file(tmp_path, GOOD)
     monkeypatch.setenv("COVEY_MCP", str(path))
