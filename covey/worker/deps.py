@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,10 +24,8 @@ from covey.store.tree import JobTree
 from covey.store.workspace import Workspace
 from covey.tools.mcp import config as mcp_config
 from covey.tools.mcp.config import HttpServer
-from covey.worker import signing, takeover
+from covey.worker import redaction, signing, takeover
 from covey.worker.snapshot import RedisStepRecords, StepRecords
-
-MIN_SECRET_CHARS = 8
 
 
 def utcnow() -> datetime:
@@ -59,15 +56,11 @@ class Deps:
         """What signs and checks the messages between workers (``covey.worker.signing``)."""
         return signing.shared_secret(self.settings.secret, self.settings.broker)
 
-    @cached_property
-    def secrets(self) -> tuple[str, ...]:
-        """Every secret this worker holds, so none is kept where people read (transcripts).
-        One shorter than ``MIN_SECRET_CHARS`` is no secret worth masking everywhere (``none``)."""
+    @property
+    def secrets(self) -> list[str]:
+        """Every secret this worker holds, so none is shown where people read (``covey.worker.redaction``)."""
         held = [self.settings.secret, self.settings.openai_api_key, self.secret.decode("utf-8", "replace")]
-        held += [*self.llm.catalog.api_keys(), *_mcp_header_values(self.settings.mcp)]
-        found = {s for s in held if s and len(s) >= MIN_SECRET_CHARS}
-        # As JSON text writes them too, so a look at an entry's JSON finds any of them.
-        return tuple(found | {json.dumps(s, ensure_ascii=False)[1:-1] for s in found})
+        return [s for s in [*held, *self.llm.catalog.api_keys(), *_mcp_header_values(self.settings.mcp)] if s]
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Deps:
@@ -106,5 +99,8 @@ def _mcp_header_values(path: Path | None) -> list[str]:
 
 @lru_cache(maxsize=1)
 def worker_deps() -> Deps:
-    """Built lazily, so a prefork child makes its own connections after the fork."""
-    return Deps.from_settings(get_settings())
+    """Built lazily, so a prefork child makes its own connections after the fork;
+    its secrets are masked wherever this process redacts from then on."""
+    deps = Deps.from_settings(get_settings())
+    redaction.hold(deps.secrets)
+    return deps

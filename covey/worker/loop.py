@@ -42,7 +42,7 @@ from covey.worker.calls import Stop, call_model, seconds_left, settle_owed
 from covey.worker.completion import Completion, taken_over
 from covey.worker.deps import Deps
 from covey.worker.logs import agent_event
-from covey.worker.redaction import redact
+from covey.worker.redaction import clean
 from covey.worker.slots import Hop
 from covey.worker.spawning import spawn, unreported
 from covey.worker.tool_calls import run_tools
@@ -385,7 +385,8 @@ def _finish(
 ) -> Finished:
     """Record the agent's result and drop what it kept only while running (``covey.worker.ending``)."""
     ctx = state.ctx
-    error = redact(error) if error else error  # a provider's error may echo a key
+    # A provider's error may echo a key, a model repeat one a tool gave it.
+    output, error, data = clean(output), clean(error), clean(data)
     node = state.node(status).model_copy(
         update={"output": output, "error": error, "cause": cause, "data": data, "finished_at": deps.now()}
     )

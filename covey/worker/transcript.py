@@ -23,7 +23,7 @@ from covey.store.transcripts import Entries, ModelCallEvent, ToolCallEvent, entr
 from covey.tools.policy import capped
 from covey.worker.agent_state import AgentState
 from covey.worker.deps import Deps
-from covey.worker.redaction import MASK, redact, suspect
+from covey.worker.redaction import clean, suspect
 from covey.worker.replay import CallRecord
 
 # A tool's result is in full in the messages the next call sends; its event keeps
@@ -59,7 +59,7 @@ def model_call(
         latency_ms=record.latency_ms,
         at=record.at,
     )
-    _keep(deps, state, entry_key(state.cycle), event)
+    _keep(state, entry_key(state.cycle), event)
 
 
 def tool_call(
@@ -84,7 +84,7 @@ def tool_call(
         latency_ms=latency_ms,
         at=at,
     )
-    _keep(deps, state, entry_key(state.cycle, index), event)
+    _keep(state, entry_key(state.cycle, index), event)
 
 
 def take(deps: Deps, state: AgentState) -> Entries | None:
@@ -102,32 +102,17 @@ def elapsed_ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 1)
 
 
-def _keep(deps: Deps, state: AgentState, key: str, event: ModelCallEvent | ToolCallEvent) -> None:
+def _keep(state: AgentState, key: str, event: ModelCallEvent | ToolCallEvent) -> None:
     """Hold ``event`` as the transcript keeps it: without its defaults (its key says
     its kind), for the cap's sake, and with nothing secret. Most entries hold
     nothing to mask: one look at the whole text tells, and only one that may is
     walked text by text."""
     text = event.model_dump_json(exclude_defaults=True)
-    if suspect(text) or any(secret in text for secret in deps.secrets):
-        text = json.dumps(_clean(deps, json.loads(text)), ensure_ascii=False, separators=(",", ":"))
+    if suspect(text):
+        text = json.dumps(clean(json.loads(text)), ensure_ascii=False, separators=(",", ":"))
     state.transcript._pending.append((key, text))
 
 
 def _digest(message: dict[str, Any]) -> str:
     text = json.dumps(message, separators=(",", ":"), ensure_ascii=False, default=str)
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
-
-
-def _clean(deps: Deps, value: Any) -> Any:
-    """``value`` with every text in it redacted and this worker's secrets masked."""
-    if isinstance(value, str):
-        text = redact(value)
-        for secret in deps.secrets:
-            if secret in text:
-                text = text.replace(secret, MASK)
-        return text
-    if isinstance(value, dict):
-        return {k: _clean(deps, v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_clean(deps, v) for v in value]
-    return value

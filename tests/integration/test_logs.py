@@ -6,6 +6,7 @@ not even when the provider's error echoes the key, nor in ``covey models``."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -15,8 +16,10 @@ import httpx2 as httpx
 import pytest
 import redis
 
+from covey import keys
 from covey.client import Client
 from covey.config.settings import Settings
+from covey.models.sim.directives import ECHO_STYLES
 from covey.status import AgentStatus
 from tests.integration.conftest import (
     ROOT,
@@ -56,6 +59,8 @@ def guarded(tmp_path_factory):
             "COVEY_TASK_EVENTS": "1",
             "COVEY_MODELS": str(models),
             "SIMHTTP_KEY": API_KEY,
+            "COVEY_TOOLS": "tests.integration.transcript_tools",  # reveal: a tool that leaks the key
+            "PYTHONPATH": str(ROOT),
         }
         worker = start_worker(server.url, **env)
         client = Client(Settings(redis_url=server.url, model="sim"))
@@ -164,28 +169,62 @@ def test_an_invalid_spec_is_one_warning_line_without_a_traceback(guarded):
     assert "Traceback" not in worker.log_path.read_text()
 
 
-def test_a_provider_error_echoing_the_key_reaches_no_result_tree_log_or_flower(guarded):
+def leaked(visible: str) -> list[str]:
+    """The pieces (12 characters) of the key's random part found in ``visible``, however
+    split by whitespace, quotes or escaped line ends, and whatever their case."""
+    squeezed = re.sub(r"""\\[nrt]|[\s"'`+\\]""", "", visible).lower()
+    part = API_KEY.removeprefix("sk-test-")
+    return [part[i : i + 12] for i in range(len(part) - 11) if part[i : i + 12] in squeezed]
+
+
+@pytest.mark.parametrize("echo", sorted(ECHO_STYLES))
+def test_a_provider_error_echoing_the_key_reaches_no_result_tree_log_or_flower(guarded, echo):
     client, worker, flower, _ = guarded
-    handle = client.submit(client.spec("[sim:fail 401] What is 1 + 1?", model=SIMHTTP))
+    handle = client.submit(client.spec(f"[sim:fail 401] [sim:echo {echo}] What is 1 + 1?", model=SIMHTTP))
     result = handle.result(timeout=60)
     assert result.status is AgentStatus.FAILED
-    assert result.error.startswith("model call failed: HTTP 401: sim: scripted auth failure for Authorization: ***")
+    assert result.error.startswith(
+        "model call failed: HTTP 401: sim: scripted auth failure: Incorrect API key provided: "
+    )
+    assert "***" in result.error
+    visible = surfaces(client, worker, flower, handle, result)
+    assert not leaked(visible)
+    assert "model call failed" not in worker.log_path.read_text()
+
+
+def test_a_model_repeating_the_key_a_tool_gave_it_reaches_no_surface(guarded):
+    """The tool leaks the key to the model, which answers with it: masked in the
+    answer as in the transcript."""
+    client, worker, flower, _ = guarded
+    handle = client.submit(client.spec('Reveal it. [sim:call reveal {"name": "SIMHTTP_KEY"}]'))
+    result = handle.result(timeout=60)
+    assert (result.status, result.output) == (AgentStatus.COMPLETED, "***")
+    assert not leaked(surfaces(client, worker, flower, handle, result))
+
+
+def surfaces(client: Client, worker, flower: str, handle, result) -> str:
+    """Everything a person reads of the job: the worker's log, the result, Celery's
+    result meta, the tree, the transcripts and Flower's rows."""
     # Celery logs a task's line once its result is stored, so a client may read the result first.
     succeeded = f"Task covey.run_job[{handle.id}] succeeded in "
     wait_until(lambda: succeeded in worker.log_path.read_text(), "Celery's line for the task")
-    meta = redis.Redis.from_url(client.settings.redis_url).get(f"celery-task-meta-{handle.id}").decode()
-    visible = "\n".join(
+    r = redis.Redis.from_url(client.settings.redis_url, decode_responses=True)
+    try:
+        meta = r.get(f"celery-task-meta-{handle.id}")
+        kept = [v for key in r.scan_iter(keys.transcript(handle.id, "*")) for v in r.hvals(key)]
+    finally:
+        r.close()
+    assert kept, "no transcript kept"
+    return "\n".join(
         [
             worker.log_path.read_text(),
             result.model_dump_json(),
             meta,
             json.dumps([n.model_dump(mode="json") for n in handle.tree()]),
+            *kept,
             flower_tasks(flower, handle.id),
         ]
     )
-    assert API_KEY not in visible
-    assert succeeded in visible  # Celery's line: the task, not its answer
-    assert "model call failed" not in worker.log_path.read_text()
 
 
 def test_covey_models_shows_no_password_in_an_endpoint(guarded):

@@ -135,7 +135,7 @@ def test_covey_transcript_shows_an_mcp_tool_call_and_its_result(client, server):
 def test_no_secret_of_the_workers_environment_is_in_any_transcript(client, server):
     for name in SECRETS:
         _, result = finished(client, f'Reveal it. [sim:call reveal {{"name": "{name}"}}]')
-        assert result.output == SECRETS[name]  # the tool did leak it, to the model and the answer
+        assert result.output == "***"  # the tool did leak it, to the model: masked in the answer
     finished(client, ADD, model=SIMHTTP)  # a call whose Authorization header carried SIMHTTP_KEY
     finished(client, ECHO)  # an MCP call whose Authorization header carried the token
     r = redis.Redis.from_url(server.url, decode_responses=True)

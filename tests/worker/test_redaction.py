@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import logging
 
 import pytest
 
+from covey.worker import redaction
 from covey.worker.redaction import Redacting, redact
 
 KEY = "sk-proj-0123456789abcdefABCDEF"
@@ -42,3 +44,37 @@ def test_a_log_record_and_its_traceback_are_redacted_before_formatting():
     assert Redacting().filter(record)
     line = logging.Formatter().format(record)
     assert KEY not in line and "call failed: provider said: Authorization: ***" in line
+
+
+HELD = "fake-key-" + "0123456789abcdef" * 2  # no provider's prefix: only holding it masks it
+ECHOES = {
+    "as sent": HELD,
+    "upper-cased": HELD.upper(),
+    "split by a line end": f"{HELD[:20]}\n{HELD[20:]}",
+    "split by CRLF": f"{HELD[:20]}\r\n{HELD[20:]}",
+    "split by a space": f"{HELD[:12]} {HELD[12:]}",
+    "split by a tab": f"{HELD[:30]}\t{HELD[30:]}",
+    "in two quoted halves": f'"{HELD[:20]}" "{HELD[20:]}"',
+    "split by JSON's escaped line end": json.dumps(f"{HELD[:20]}\n{HELD[20:]}")[1:-1],
+}
+
+
+@pytest.fixture
+def held():
+    redaction.hold([HELD, "short"])
+    yield
+    redaction.hold([])
+
+
+@pytest.mark.parametrize("how", list(ECHOES))
+def test_a_held_secret_is_masked_however_an_echo_splits_or_cases_it(held, how):
+    text = f"HTTP 401: the key {ECHOES[how]} is not valid"
+    quote = '"' if how == "in two quoted halves" else ""  # the quotes around the halves, kept
+    assert redact(text) == f"HTTP 401: the key {quote}***{quote} is not valid"
+    assert HELD[-8:].encode() not in redaction.squeeze(redact(text))
+
+
+def test_text_without_a_held_secret_is_kept_as_it_is(held):
+    for text in ("short and sweet", HELD[:20] + " and no more", "fake-key-0123"):
+        assert redact(text) == text
+    assert redaction.clean({"answer": [HELD, 3]}) == {"answer": ["***", 3]}

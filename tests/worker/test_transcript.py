@@ -15,7 +15,7 @@ from covey.config.settings import Settings
 from covey.context import RunContext
 from covey.spec import AgentSpec
 from covey.store.transcripts import ModelCallEvent, ToolCallEvent, Transcripts
-from covey.worker import loop
+from covey.worker import loop, redaction
 from covey.worker.deps import Deps
 from tests.worker.test_loop import CountingLLM
 
@@ -24,7 +24,9 @@ FAKE_SECRET = "covey-signing-" + "s" * 30
 
 
 def deps_of(redis_server, **settings) -> Deps:
-    return Deps.from_settings(Settings(redis_url=redis_server.url, model_retries=0, **settings))
+    deps = Deps.from_settings(Settings(redis_url=redis_server.url, model_retries=0, **settings))
+    redaction.hold(deps.secrets)  # as a worker process holds its own (worker_deps)
+    return deps
 
 
 @pytest.fixture

@@ -15,8 +15,10 @@ Directives live in the task text (the first ``user`` message):
   on the first call and on every structured call after it, so asking again never mends
   it; ``[sim:fail bad_json once]``: on the first ask of every structured call (one
   without an assistant turn yet) and never on a plain one, so asked again it is right;
-  ``401``: an auth error whose message echoes the request's ``Authorization`` header,
-  as some providers' do);
+  ``401``: an auth error whose message echoes the request's key, as OpenAI's does
+  ("Incorrect API key provided: ..."), as ``[sim:echo STYLE]`` says: ``plain``,
+  ``upper``, split in two by ``newline``, ``crlf``, ``space``, ``tab``, ``quoted``
+  (two quoted halves) or ``escaped`` (JSON's ``\\n`` between them));
   with ``part=I`` (``[sim:fail 500 part=2]``) only in the child whose task ends
   ``(part I of W)``, so one sibling of a spawn fails and the others do not
 - ``[sim:latency MS]`` sleep before every reply
@@ -54,6 +56,7 @@ from covey.models.tokens import byte_tokens, prompt_text
 
 BILL_MODES = frozenset({"bytes", "over"})
 FAIL_KINDS = frozenset({"429", "500", "401", "timeout", "bad_args", "unknown_tool", "bad_json"})
+ECHO_STYLES = frozenset({"plain", "upper", "newline", "crlf", "space", "tab", "quoted", "escaped"})
 
 _DIRECTIVE = re.compile(r"\[sim:([A-Za-z_]+)(?:\s+([^\]]*))?\]")
 _SPAWN_ARGS = re.compile(r"width=(\d+)\s+depth=(\d+)")
@@ -94,6 +97,7 @@ class Directives:
     plain: str = ""
     fail: str | None = None
     fail_once: bool = False  # ``[sim:fail bad_json once]``: the first call alone
+    echo: str = "plain"  # how a 401 echoes the credential: a style of ECHO_STYLES
     latency_ms: int = 0
     loop: bool = False
     uncapped: bool = False
@@ -193,6 +197,10 @@ def _parse_one(name: str, arg: str, raw: str) -> Any:
         if arg not in BILL_MODES:
             raise DirectiveError(f"{raw}: expected a mode of {', '.join(sorted(BILL_MODES))}")
         return arg
+    if name == "echo":
+        if arg not in ECHO_STYLES:
+            raise DirectiveError(f"{raw}: expected a style of {', '.join(sorted(ECHO_STYLES))}")
+        return arg
     if name in ("write", "delegate"):
         if not arg:
             raise DirectiveError(f"{raw}: expected a {'path' if name == 'write' else 'task'}")
@@ -210,6 +218,18 @@ def _parse_one(name: str, arg: str, raw: str) -> Any:
             raise DirectiveError(f"{raw}: expected width=W depth=D with W, D >= 1")
         return Spawn(width=int(spawn[1]), depth=int(spawn[2]))
     raise DirectiveError(f"{raw}: unknown sim directive {name!r}")
+
+
+def echoed(credential: str, style: str) -> str:
+    """``credential`` as a provider's error may echo it, in ``style`` (``ECHO_STYLES``)."""
+    if style == "upper":
+        return credential.upper()
+    half = len(credential) // 2
+    head, tail = credential[:half], credential[half:]
+    joined = {"newline": "\n", "crlf": "\r\n", "space": " ", "tab": "\t", "escaped": "\\n"}
+    if style in joined:
+        return head + joined[style] + tail
+    return f'"{head}" "{tail}"' if style == "quoted" else credential
 
 
 def _call(arg: str, raw: str) -> Call:

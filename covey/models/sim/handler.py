@@ -31,7 +31,7 @@ import httpx2
 
 from covey.models.sim import directives as sim_directives
 from covey.models.sim import structured
-from covey.models.sim.directives import Call, DirectiveError, Directives
+from covey.models.sim.directives import Call, DirectiveError, Directives, echoed
 from covey.models.sim.scripted import SCRIPTS, Prompt
 from covey.models.tokens import prompt_text
 
@@ -186,7 +186,7 @@ def make_handler(
         if latency_ms + directives.latency_ms:
             _wait(request, (latency_ms + directives.latency_ms) / 1000, sleep)
         if directives.fail is not None and _failing(chat, directives):
-            failed = _fail(directives.fail, request)
+            failed = _fail(directives, request)
             if isinstance(failed, httpx2.Response):
                 return failed
             if failed is not None:
@@ -236,8 +236,9 @@ def _failing(chat: _Chat, directives: Directives) -> bool:
     return chat.first_call or structured
 
 
-def _fail(kind: str, request: httpx2.Request) -> httpx2.Response | _Reply | None:
+def _fail(directives: Directives, request: httpx2.Request) -> httpx2.Response | _Reply | None:
     """The scripted failure of a first call, or ``None`` when this attempt succeeds."""
+    kind = directives.fail
     if kind == "429":
         if request.headers.get("x-stainless-retry-count", "0") != "0":
             return None  # the SDK's retry: behave as if there were no fail directive
@@ -245,8 +246,9 @@ def _fail(kind: str, request: httpx2.Request) -> httpx2.Response | _Reply | None
     if kind == "500":
         return _error(500, "sim: scripted server error", "server_error", "server_error", retry=True)
     if kind == "401":
-        echoed = f"sim: scripted auth failure for Authorization: {request.headers.get('authorization')}"
-        return _error(401, echoed, "invalid_request_error", "invalid_api_key")
+        credential = str(request.headers.get("authorization")).partition(" ")[2]
+        said = f"sim: scripted auth failure: Incorrect API key provided: {echoed(credential, directives.echo)}"
+        return _error(401, said, "invalid_request_error", "invalid_api_key")
     if kind == "timeout":
         raise httpx2.ReadTimeout("sim timeout", request=request)
     if kind == "bad_args":

@@ -452,3 +452,29 @@ def test_a_call_of_a_tool_not_offered_or_malformed_is_a_400_naming_it(task, name
     with pytest.raises(openai.BadRequestError) as caught:
         ask(task, tools=[schema("calculator")])
     assert named in caught.value.body["message"]
+
+
+@pytest.mark.parametrize(
+    ("style", "said"),
+    [
+        ("plain", "sk-test-0123456789"),
+        ("upper", "SK-TEST-0123456789"),
+        ("newline", "sk-test-0\n123456789"),
+        ("quoted", '"sk-test-0" "123456789"'),
+        ("escaped", "sk-test-0\\n123456789"),
+    ],
+)
+def test_a_scripted_401_echoes_the_key_as_its_echo_style_says(style, said):
+    keyed = openai.OpenAI(
+        api_key="sk-test-0123456789", base_url="http://sim.covey/v1", http_client=httpx2.Client(transport=transport())
+    )
+    with pytest.raises(openai.AuthenticationError) as refused:
+        keyed.chat.completions.create(
+            model="sim", messages=[{"role": "user", "content": f"[sim:fail 401] [sim:echo {style}] hi"}]
+        )
+    assert refused.value.body["message"] == f"sim: scripted auth failure: Incorrect API key provided: {said}"
+
+
+def test_an_unknown_echo_style_is_refused_naming_the_directive():
+    with pytest.raises(openai.BadRequestError, match=r"\[sim:echo loud\]: expected a style of crlf, escaped, "):
+        ask("[sim:echo loud] hi")
