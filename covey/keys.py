@@ -197,6 +197,12 @@ def live_reservations() -> str:
     return f"{PREFIX}:reservations"
 
 
+def tenant(name: str) -> str:
+    """Hash of a tenant's key record: the nonce its key is derived from, the key's
+    fingerprint and what its jobs may use (``covey.store.tenants``). No TTL."""
+    return f"{PREFIX}:tenant:{name}"
+
+
 def scope(name: str) -> str:
     """Ledger hash of a global scope (`global`, `tenant:<x>`, `sweep:<id>`)."""
     return f"{PREFIX}:scope:{name}"

@@ -21,7 +21,7 @@ from celery.utils import uuid
 from kombu.exceptions import OperationalError
 from redis.exceptions import InvalidResponse
 
-from covey import keys, wire
+from covey import keys, tenant_keys, wire
 from covey.budgets.cancels import Cancels
 from covey.budgets.ledger import LedgerSnapshot, unknown_scope
 from covey.budgets.redis_ledger import RedisLedger
@@ -178,9 +178,13 @@ class Client:
                     outbox.forget_roots(m.task_id for m in messages[len(sent) :])
 
     def _run_job(self, job_id: str, spec: JobSpec) -> Message:
-        """The ``covey.run_job`` that sends ``spec`` as job ``job_id``, on this client's queue."""
+        """The ``covey.run_job`` that sends ``spec`` as job ``job_id``, on this client's
+        queue; signed with ``COVEY_TENANT_KEY`` when it names a tenant and one is set."""
         labels = wire.agent(job_id, ROOT_AGENT_ID, spec.role, 0, spec.task)
-        return Message(wire.RUN_JOB, job_id, {"spec": spec.wire()}, {"queue": self.settings.queue, **labels})
+        kwargs: dict[str, Any] = {"spec": spec.wire()}
+        if spec.tenant is not None and self.settings.tenant_key:
+            kwargs["signature"] = tenant_keys.sign(self.settings.tenant_key, job_id, wire.digest(kwargs["spec"]))
+        return Message(wire.RUN_JOB, job_id, kwargs, {"queue": self.settings.queue, **labels})
 
     def jobs(self, statuses: Collection[JobStatus] = (), tenant: str | None = None, limit: int = 20) -> list[JobEntry]:
         """The newest ``limit`` jobs covey clients submitted whose records still live,

@@ -60,6 +60,11 @@ class Settings(BaseSettings):
     secret: str | None = Field(
         default=None, repr=False, description="signs the messages between workers (see covey.worker.signing)"
     )
+    tenant_key: str | None = Field(
+        default=None,
+        repr=False,
+        description="COVEY_TENANT_KEY: signs the jobs a client sends for their tenant (`covey tenant create`)",
+    )
 
     model: str = "sim"
     models: Path | None = Field(

@@ -33,7 +33,7 @@ from covey.orchestration.actions import Action
 from covey.spec import AgentSpec, InvalidSpec, JobSpec
 from covey.store.catalog import NoWorkerServes
 from covey.tools.registry import NotServed, check_served
-from covey.worker import catalog, handover, loop, signing, takeover
+from covey.worker import catalog, handover, loop, signing, takeover, tenancy
 from covey.worker import step as steps  # resume and proceed take a parameter named step
 from covey.worker.agent_state import AgentState
 from covey.worker.app import app
@@ -132,16 +132,17 @@ def _valid_job(deps: Deps, spec: Any, queue: str) -> JobSpec:
 
 
 @app.task(bind=True, name=wire.RUN_JOB, throws=(InvalidSpec,))
-def run_job(self, spec: Any) -> dict[str, Any] | str:
+def run_job(self, spec: Any, signature: Any = None) -> dict[str, Any] | str:
     """Validate a JobSpec and run its root agent; the task id is the job id.
 
     Fields the spec leaves unset take this worker's defaults. An invalid spec, one
     naming a model this worker cannot serve, a tool no worker on the job's queue
-    serves or a ledger scope never created, fails the task with ``InvalidSpec``
-    naming it, and no agent runs. It is logged as one warning line: a client's
-    mistake, not the worker's, so no traceback.
+    serves or a ledger scope never created, or a job for a tenant with a key that
+    ``signature`` does not prove, or that its key does not allow (``covey.worker.tenancy``),
+    fails the task with ``InvalidSpec`` naming it, and no agent runs. It is logged
+    as one warning line: a client's mistake, not the worker's, so no traceback.
     """
-    completion = _run_job(self, spec)
+    completion = _run_job(self, spec, signature)
     if completion.kind is Kind.REFUSE:
         _forget_root(self.request.id)
     return _celery(self, completion)
@@ -156,10 +157,11 @@ def _forget_root(job_id: str) -> None:
         log.info("job %s: refused, its recorded message left (Redis unreachable: %s)", job_id, e)
 
 
-def _run_job(task: Any, spec: Any) -> Completion:
+def _run_job(task: Any, spec: Any, signature: Any) -> Completion:
     deps, job_id, queue = worker_deps(), task.request.id, _queue(task)
+    digest = wire.digest(spec)  # tells a redelivery from another spec reusing the job id
     try:
-        job = _valid_job(deps, spec, queue)
+        job = tenancy.admitted(deps, _valid_job(deps, spec, queue), job_id, digest, signature)
     except InvalidSpec as e:
         return Completion.refuse(str(e))
     except OUTAGES as e:
@@ -175,7 +177,6 @@ def _run_job(task: Any, spec: Any) -> Completion:
     )
     # A JobSpec's fields are an AgentSpec's, validated by the same rules: taken as they are.
     agent_spec = AgentSpec.model_construct(**{name: getattr(job, name) for name in AgentSpec.model_fields})
-    digest = wire.digest(spec)  # tells a redelivery from another spec reusing the job id
     terms = AgentTerms(tools=job.tools, deny=job.deny, max_cycles=job.max_cycles, scopes=job.scopes(), digest=digest)
 
     def start(_: Snapshot) -> tuple[AgentState, Action] | Completion:
