@@ -3,9 +3,11 @@
 A checkpoint is ``{"format": 3, "strategy": <name>, "state": <the strategy's state>,
 "agent": <the rest of AgentState>}``, the agent's ``phase`` among the rest. The strategy's state is read with the model
 its strategy declares (``State``), so a checkpoint is read only as what it is: one
-of another format (format 1 had no version: the strategy's state was a bare dict
-inside the agent's), of another strategy, or not JSON at all is refused with an
-``UnreadableCheckpoint``, never guessed at.
+of another strategy, or not JSON at all is refused with an ``UnreadableCheckpoint``,
+never guessed at. A checkpoint of the format before (2, without the phase) is
+migrated as it is read, so agents a worker of the previous release left waiting
+go on after an upgrade (``_from_format_2``); an older one (format 1 had no
+version: the strategy's state was a bare dict inside the agent's) is refused.
 """
 
 from __future__ import annotations
@@ -140,6 +142,21 @@ def dump_checkpoint(agent: AgentState) -> str:
     )
 
 
+def _from_format_2(raw: dict[str, Any]) -> dict[str, Any]:
+    """A format-2 checkpoint as format 3: the phase its agent stood in, as the tasks
+    of that release told it (a proceed took up an agent with a next action, a
+    resume one without that waited on children); its other fields are read as they are."""
+    agent = raw.get("agent")
+    if not isinstance(agent, dict):
+        return raw  # refused below, as any checkpoint without an agent
+    slot = agent.get("waiting_for") is not None
+    if agent.get("next_action") is not None:
+        phase = Phase.AWAITING_SLOT if slot else Phase.PAUSED
+    else:
+        phase = Phase.AWAITING_CHILDREN if agent.get("pending") else Phase.RUNNING
+    return {**raw, "format": CHECKPOINT_FORMAT, "agent": {**agent, "phase": phase.value}}
+
+
 def load_checkpoint(text: str) -> AgentState:
     """The AgentState ``dump_checkpoint`` wrote, its strategy's state typed again."""
     try:
@@ -149,7 +166,9 @@ def load_checkpoint(text: str) -> AgentState:
     if not isinstance(raw, dict):
         raise UnreadableCheckpoint("unparseable", f"a JSON {type(raw).__name__}, not an object")
     found = raw.get("format")
-    if found != CHECKPOINT_FORMAT:
+    if found == 2:
+        raw = _from_format_2(raw)
+    elif found != CHECKPOINT_FORMAT:
         written = "with no format version (format 1)" if found is None else f"of format {found!r}"
         raise UnreadableCheckpoint("format", f"written {written}; this worker reads format {CHECKPOINT_FORMAT}")
     name = raw.get("strategy")

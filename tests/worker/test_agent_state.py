@@ -11,9 +11,11 @@ from covey.budgets.budget import Budget
 from covey.context import RunContext
 from covey.orchestration import plan_execute, react
 from covey.spec import AgentSpec
+from covey.status import Wait
 from covey.worker.agent_state import (
     CHECKPOINT_FORMAT,
     AgentState,
+    PendingChild,
     Phase,
     UnreadableCheckpoint,
     dump_checkpoint,
@@ -63,10 +65,37 @@ def test_a_checkpoint_of_the_old_unversioned_format_is_refused():
 
 def test_a_checkpoint_of_another_format_is_refused():
     saved = json.loads(dump_checkpoint(agent()))
-    error = refusal(json.dumps({**saved, "format": 2}))  # the format before agents had a phase
-    assert error.cause == "format" and "of format 2" in str(error)
     error = refusal(json.dumps({**saved, "format": 4}))
     assert error.cause == "format" and "of format 4" in str(error)
+
+
+def format_2(**fields) -> str:
+    """A checkpoint as the previous release wrote it: format 2, its agent without a phase."""
+    saved = json.loads(dump_checkpoint(agent().model_copy(update=fields)))
+    del saved["agent"]["phase"]
+    return json.dumps({**saved, "format": 2})
+
+
+CHILD = PendingChild(agent_id="root-sub-1", key="k")
+WINDOW = Wait(reason="tenant:a tokens per minute", until=datetime.fromisoformat("2025-01-01T00:01:00+00:00"))
+
+
+@pytest.mark.parametrize(
+    ("fields", "phase"),
+    [
+        ({"next_action": {"kind": "call_model"}}, Phase.PAUSED),  # a proceed took it up
+        (
+            {"next_action": {"kind": "call_model"}, "waiting_for": WINDOW},
+            Phase.AWAITING_SLOT,
+        ),
+        ({"pending": [CHILD]}, Phase.AWAITING_CHILDREN),  # a resume took it up
+        ({}, Phase.RUNNING),  # neither did
+    ],
+)
+def test_a_checkpoint_of_the_previous_format_is_read_in_the_phase_its_release_told(fields, phase):
+    loaded = load_checkpoint(format_2(**fields))
+    assert loaded.phase is phase
+    assert loaded.model_dump(exclude={"phase"}) == agent().model_copy(update=fields).model_dump(exclude={"phase"})
 
 
 def test_a_state_of_another_strategy_is_refused_not_misread():
