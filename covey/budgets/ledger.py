@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel
+from pydantic import BaseModel, computed_field
 
 from covey.budgets import scopes
 from covey.budgets.budget import Budget
@@ -124,6 +124,15 @@ class ScopeRow(BaseModel):
     running: int = 0  # agents holding a running slot now (``covey.budgets.running``)
     running_limit: int | None = None  # agents it lets run at once, across jobs
     waiting: int = 0  # agents queued for a running slot
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def counted(self) -> bool:
+        """Whether the ledger charges it: only a scope with a cap on what it spends is
+        written (an uncapped ``global`` would be a key every call in the fleet writes),
+        so an uncounted scope's usage reads 0 whatever its jobs spent."""
+        caps = (self.tokens_limit, self.cost_limit, self.cycles_limit, self.tokens_per_minute, self.requests_per_minute)
+        return any(cap is not None for cap in caps)
 
 
 class AgentRow(BaseModel):

@@ -7,7 +7,9 @@ import sys
 
 import click
 
+from covey.budgets import scopes
 from covey.budgets.budget import MAX_COUNT
+from covey.budgets.ledger import ScopeRow
 from covey.budgets.running import RunningSlots
 from covey.cli import render
 from covey.cli.app import cli, connect, print_json
@@ -248,6 +250,8 @@ def scope(
         except ValueError as e:
             raise click.BadParameter(str(e), param_hint="NAME") from None
         current = next(row for row in ledger.scope_rows() if row.name == name)
+    if current is None and name == scopes.GLOBAL:  # every job names it: it exists, uncapped and uncounted
+        current = ScopeRow(name=name)
     if current is None:
         raise click.ClickException(
             f"no scope {name} yet: give --max-tokens, --max-cycles, --tokens-per-minute, "

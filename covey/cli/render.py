@@ -77,7 +77,8 @@ def _elapsed(node: Node, now: datetime) -> str | None:
 
 
 def _short(text: str | None, chars: int = 40) -> str | None:
-    return None if text is None else cut(text, chars)
+    """The start of ``text`` on one line (a line end would split the table's row)."""
+    return None if text is None else cut(" ".join(text.split()), chars)
 
 
 def ledger_totals(s: LedgerSnapshot) -> str:
@@ -130,8 +131,13 @@ def ledger(s: LedgerSnapshot) -> str:
     return f"{head}\n\n{agents}\n\n{scopes(s.scopes)}"
 
 
+NOT_COUNTED = "not counted"
+UNCOUNTED = f"{NOT_COUNTED}: a scope is charged only while it caps tokens, cost, cycles or a minute's window"
+
+
 def scopes(rows: list[ScopeRow]) -> str:
-    return table(
+    """One row per scope; what an uncounted scope spent is not shown as 0, and a note says why."""
+    shown = table(
         [
             "scope",
             "tokens",
@@ -147,11 +153,11 @@ def scopes(rows: list[ScopeRow]) -> str:
         [
             (
                 c.name,
-                c.tokens_used,
+                c.tokens_used if c.counted else NOT_COUNTED,
                 c.tokens_limit,
-                _spent(c.cost_used, c.cost_limit),
+                _spent(c.cost_used, c.cost_limit) if c.counted else NOT_COUNTED,
                 dollars(c.cost_limit),
-                c.cycles_used,
+                c.cycles_used if c.counted else NOT_COUNTED,
                 c.cycles_limit,
                 c.tokens_per_minute,
                 c.requests_per_minute,
@@ -160,6 +166,7 @@ def scopes(rows: list[ScopeRow]) -> str:
             for c in rows
         ],
     )
+    return shown if all(c.counted for c in rows) else f"{shown}\n{UNCOUNTED}"
 
 
 def jobs(entries: list[JobEntry], now: datetime | None = None) -> str:

@@ -57,11 +57,12 @@ class Progress(BaseModel):
         )
 
     def line(self) -> str:
-        """``3 done, 2 running, 1 waiting, 5 queued | tokens 1234/200000 | cycles 12/200 | 3.2s``, with
+        """``3 done, 2 running, 1 waiting, 5 queued | tokens 1234/200000 | cycles 12/200 started | 3.2s``, with
         ``| waiting: tenant:acme running cap 2/2, ~3 s`` after the counts while an agent waits for a scope."""
         agents = f"{self.done} done, {self.running} running, {self.waiting} waiting, {self.queued} queued"
         tokens = f"tokens {self.tokens_used}/{_cap(self.tokens_limit)}"
-        cycles = f"cycles {self.cycles_used}/{_cap(self.cycles_limit)}"
+        # The ledger counts a model call as it is reserved; a node, once its agent steps on.
+        cycles = f"cycles {self.cycles_used}/{_cap(self.cycles_limit)} started"
         parts = [agents, *([waiting(self.waits)] if self.waits else []), tokens, cycles, f"{self.elapsed:.1f}s"]
         return " | ".join(parts)
 

@@ -121,7 +121,7 @@ def critique_schema(targets: list[int]) -> dict[str, Any]:
 
 def proposer_task(task: str, index: int, count: int) -> str:
     return (
-        f"Debater {index} of {count}: propose an answer to the task below, with your confidence in it "
+        f"{_debater(index, count)}: propose an answer to the task below, with your confidence in it "
         f"from 0 to 1 and your reasoning.\n\nTask:\n{task}\n\n{_part(index, count)}"
     )
 
@@ -132,7 +132,7 @@ def critic_task(
     """A critic's task: the proposals (its own among them) as one line of JSON,
     and from the second round on the mean scores of the round before."""
     lines = [
-        f"Debater {index} of {count}, critique round {round_}: score every other debater's proposal "
+        f"{_debater(index, count)}, critique round {round_}: score every other debater's proposal "
         f"for the task below from 0 (wrong) to 1 (right), keyed by its index; do not score your own "
         f"(debater {index}).",
         "",
@@ -152,7 +152,7 @@ def reviser_task(
     """A reviser's task: every current answer (its own among them) and the last
     round's critiques, each on one line of JSON."""
     lines = [
-        f"Debater {index} of {count}, revision {revision}: the debaters disagree. Read the other debaters' "
+        f"{_debater(index, count)}, revision {revision}: the debaters disagree. Read the other debaters' "
         f"answers and the critiques below, then give your revised answer to the task (debater {index}), "
         "your confidence in it from 0 to 1 and what you changed.",
         "",
@@ -163,6 +163,12 @@ def reviser_task(
         f"Critiques (JSON, by critic index): {json.dumps(critiques)}",
     ]
     return "\n".join([*lines, "", _part(index, count)])
+
+
+def _debater(index: int, count: int) -> str:
+    """How a debater is named to itself: by the index the JSON below keys it by, said
+    to count from 0 (``Debater 0 of 2`` beside ``(part 1 of 2)`` read as two numberings)."""
+    return f"Debater {index} (of {count}, numbered from 0)"
 
 
 def _part(index: int, count: int) -> str:

@@ -48,11 +48,13 @@ def run(tool: Tool, args: dict[str, Any], ctx: ToolContext, seconds_left: float 
     return capped(text, tool.max_output)
 
 
-def capped(text: str, max_output: int) -> str:
+def capped(text: str, max_output: int, bound: str = "max_output={}") -> str:
     """``text`` if it fits in ``max_output`` UTF-8 bytes, else its first bytes that fit
-    (whole characters) and a note of what was cut."""
+    (whole characters) and a note of what was cut, naming the ``bound`` that cut it
+    (formatted with ``max_output``): the tool's own, or a transcript's preview."""
     data = text.encode("utf-8", "surrogatepass")
     if len(data) <= max_output:
         return text
     kept = data[:max_output].decode("utf-8", "ignore")
-    return f"{kept}\n[output cut: {len(data) - max_output} of {len(data)} bytes not shown (max_output={max_output})]"
+    why = bound.format(max_output)
+    return f"{kept}\n[output cut: {len(data) - max_output} of {len(data)} bytes not shown ({why})]"

@@ -79,7 +79,7 @@ def tool_call(
         call_id=call.id,
         tool=call.name,
         arguments=call.arguments,
-        result=capped(text, TOOL_RESULT_BYTES),
+        result=capped(text, TOOL_RESULT_BYTES, "a transcript keeps the first {} bytes; the model was sent them all"),
         error=text.startswith(ERROR_PREFIX),
         latency_ms=latency_ms,
         at=at,

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 
 import pytest
 
-from tests.redis_server import free_port
+from tests.redis_server import RedisServer, free_port
 
 
 def covey(*args, redis_url, **settings: str):
@@ -129,3 +130,15 @@ def test_empty_names_and_missing_tasks_are_refused_at_the_boundary(redis_server,
     proc = covey(*args, redis_url=redis_server.url)
     assert proc.returncode == 2
     assert named in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_scope_global_shows_the_scope_every_job_names_and_that_it_is_not_counted():
+    with RedisServer() as server:  # one where no one capped global
+        shown = covey("scope", "global", redis_url=server.url)
+        assert shown.returncode == 0, shown.stderr
+        assert shown.stdout.splitlines()[1].split()[:3] == ["global", "not", "counted"]
+        row = json.loads(covey("scope", "global", "--json", redis_url=server.url).stdout)
+        assert (row["name"], row["counted"], row["tokens_limit"]) == ("global", False, None)
+        capped = json.loads(covey("scope", "global", "--max-tokens", "1000", "--json", redis_url=server.url).stdout)
+        assert (capped["counted"], capped["tokens_limit"]) == (True, 1000)
+        assert covey("scope", "tenant:nobody", redis_url=server.url).returncode == 1  # others must be created

@@ -28,7 +28,7 @@ def test_counts_agents_by_state_and_shows_spend_against_caps():
         1,
     )
     assert not progress.finished
-    assert progress.line() == "2 done, 1 running, 1 waiting, 1 queued | tokens 1234/5000 | cycles 7/∞ | 3.2s"
+    assert progress.line() == "2 done, 1 running, 1 waiting, 1 queued | tokens 1234/5000 | cycles 7/∞ started | 3.2s"
 
 
 def test_a_job_with_no_nodes_yet_is_queued_and_a_final_root_is_finished():

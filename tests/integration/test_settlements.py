@@ -30,6 +30,9 @@ def test_a_step_that_breaks_after_its_call_still_settles_the_call(client):
     assert result.usage.cycles == ledger.cycles_used == 1
     assert ledger.tokens_used == result.usage.total_tokens > 0  # charged what the call cost
     assert ledger.tokens_reserved == 0  # not held until the reservation expires
+    (node,) = handle.tree()  # its record kept: the tree's elapsed stops at its end
+    assert result.finished_at is not None and node.finished_at == result.finished_at
+    assert node.usage == result.usage
 
 
 def test_a_one_call_agent_ends_with_its_call_settled(client):

@@ -66,7 +66,7 @@ def test_it_starts_with_one_wave_of_proposers_carrying_the_task_and_their_index(
     for i, child in enumerate(action.children):
         assert child.strategy == "single" and child.tools == []
         assert child.options == {"schema": debate.PROPOSAL_SCHEMA, "schema_name": "proposal"}
-        assert child.task.startswith(f"Debater {i} of 3:")
+        assert child.task.startswith(f"Debater {i} (of 3, numbered from 0):")
         assert TASK in child.task and child.task.endswith(f"(part {i + 1} of 3)")
         assert child.fraction == pytest.approx(1 / 9)  # 3 children, 3 waves to go
 
@@ -80,7 +80,7 @@ def test_every_debater_critiques_the_others_never_itself():
         scores = child.options["schema"]["properties"]["scores"]
         assert scores["required"] == [str(t) for t in range(3) if t != i]
         assert child.options["schema_name"] == "critique"
-        assert child.task.startswith(f"Debater {i} of 3, critique round 1:")
+        assert child.task.startswith(f"Debater {i} (of 3, numbered from 0), critique round 1:")
         assert TASK in child.task and '"2": {"answer": "41"' in child.task
         assert "Mean scores" not in child.task
         assert child.fraction == pytest.approx(1 / 6)
@@ -179,7 +179,7 @@ def test_without_consensus_each_debater_revises_seeing_the_others_and_the_critiq
     assert isinstance(action, Spawn) and [c.role for c in action.children] == ["reviser"] * 2
     child = action.children[1]
     assert child.options == {"schema": debate.REVISION_SCHEMA, "schema_name": "revision"}
-    assert child.task.startswith("Debater 1 of 2, revision 1:")
+    assert child.task.startswith("Debater 1 (of 2, numbered from 0), revision 1:")
     assert '"0": {"answer": "42"' in child.task and '"1": {"answer": "43"' in child.task
     assert 'Critiques (JSON, by critic index): {"0": {"scores": {"1": 0.1}, "reasoning": "compared"}' in child.task
     assert child.task.endswith("(part 2 of 2)")
@@ -224,7 +224,7 @@ def test_revising_shares_the_budget_over_every_wave_it_may_run():
 def test_a_failed_proposer_is_out_of_the_running():
     the_spec = spec(num_rounds=1)
     action = step(the_spec, debate.start(the_spec, CTX), proposed(), broke(), proposed())
-    assert [c.task.split(",")[0] for c in action.children] == ["Debater 0 of 3", "Debater 2 of 3"]
+    assert [c.task.split(" (of")[0] for c in action.children] == ["Debater 0", "Debater 2"]
     assert action.children[0].options["schema"]["properties"]["scores"]["required"] == ["2"]
     assert '"1":' not in action.children[0].task.split("Proposals")[1]
     done = step(the_spec, action, critiqued(**{"2": 0.9}), critiqued(**{"0": 0.9}))

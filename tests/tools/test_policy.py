@@ -41,6 +41,8 @@ def test_output_past_the_cap_is_cut_on_a_character_with_a_note():
     text = run(a_tool(lambda args, ctx: "é" * 10, max_output=5), {}, CTX)
     assert text == "éé\n[output cut: 15 of 20 bytes not shown (max_output=5)]"
     assert capped("short", 5) == "short"
+    preview = capped("é" * 10, 5, "a transcript keeps the first {} bytes")
+    assert preview == "éé\n[output cut: 15 of 20 bytes not shown (a transcript keeps the first 5 bytes)]"
 
 
 def test_a_result_that_is_not_text_is_an_error():

@@ -36,7 +36,7 @@ from covey.models.sim.scripted.prompt import Prompt
 AGREE, DISAGREE = 0.9, 0.1
 SPLIT, REVISE = "split", "revise"
 
-_DEBATER = re.compile(r"Debater (\d+) of \d+")
+_DEBATER = re.compile(r"Debater (\d+) \(of \d+, numbered from 0\)")
 _PROPOSALS = re.compile(r"^Proposals \(JSON, by debater index\): (.+)$", re.MULTILINE)
 
 
