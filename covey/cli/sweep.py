@@ -67,6 +67,12 @@ class _Unfinished(click.ClickException):
 @click.option("--limit", type=click.IntRange(1), default=None, help="run the first N samples (after --shuffle)")
 @click.option("--sample-id", "sample_ids", multiple=True, help="run only this sample (repeatable)")
 @click.option("--shuffle", type=int, default=None, metavar="SEED", help="run the samples in an order shuffled by SEED")
+@click.option(
+    "--epochs",
+    type=click.IntRange(1),
+    default=None,
+    help="run each sample this many times (the grid's repeats, 1 by default), as inspect's --epochs",
+)
 @click.option("--json", "as_json", is_flag=True, help="print the summary rows as JSON")
 def sweep(
     dataset,
@@ -82,6 +88,7 @@ def sweep(
     limit,
     sample_ids,
     shuffle,
+    epochs,
     as_json,
 ) -> None:
     """Run every sample of DATASET through every configuration of the grid, as covey jobs.
@@ -99,7 +106,7 @@ def sweep(
     settings = get_settings()
     selection = Selection(tuple(sample_ids), shuffle, limit)
     try:  # checked here, before any connection; run_sweep reads them again from the same files
-        samples, grid = load_dataset(dataset), load_grid(grid_path)
+        samples, grid = load_dataset(dataset), load_grid(grid_path).repeated(epochs)
         selection.apply(samples, Path(dataset).name)
         found = Manifest.check(Path(out), digest(samples), grid.digest)
         del samples  # run_sweep loads them again: one copy in memory while the sweep runs, not two
@@ -145,6 +152,7 @@ def sweep(
             observer=_preloading(show, chart.preload),
             timeout=timeout,
             selection=selection,
+            epochs=epochs,
         )
     except SweepInputError as e:  # a file changed since it was checked
         raise _BadInput(str(e)) from None

@@ -36,6 +36,8 @@ from covey.sweeps.dataset import Sample
 from covey.sweeps.errors import SweepInputError
 from covey.sweeps.scorers import ScorerSpec, Scoring
 
+MAX_REPEATS = 1000  # runs of one sample in one configuration (the grid's repeats, --epochs)
+
 
 class Limits(BaseModel):
     """One sample's caps: the job's budget, its per-call reply cap and its seconds."""
@@ -79,7 +81,7 @@ class GridFile(BaseModel):
     models: list[str | None] = Field(default=[None], min_length=1)  # pydantic copies a mutable default
     strategies: list[StrategyEntry] = Field(default_factory=lambda: [StrategyEntry(name="react")], min_length=1)
     budgets: list[Limits] = Field(default_factory=lambda: [Limits()], min_length=1)
-    repeats: int = Field(default=1, ge=1, le=1000)
+    repeats: int = Field(default=1, ge=1, le=MAX_REPEATS)
     scorer: list[ScorerSpec] = Field(default_factory=lambda: [ScorerSpec()], min_length=1)
     instructions: str = ""
     model_params: dict[str, Any] = Field(default_factory=dict)
@@ -157,6 +159,13 @@ class Grid(BaseModel):
             "repeats": self.repeats,
             "scorers": [s.model_dump(mode="json", exclude_defaults=True) for s in self.scorers],
         }
+
+    def repeated(self, epochs: int | None) -> Grid:
+        """This grid with each sample run ``epochs`` times (``covey sweep --epochs``), or as
+        it is for None; ``SweepInputError`` past ``MAX_REPEATS``, as a grid's repeats."""
+        if epochs is not None and not 1 <= epochs <= MAX_REPEATS:
+            raise SweepInputError(f"--epochs {epochs}: give 1 to {MAX_REPEATS} runs of each sample")
+        return self if epochs is None else self.model_copy(update={"repeats": epochs})
 
     @property
     def digest(self) -> str:

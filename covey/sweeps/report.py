@@ -1,8 +1,9 @@
 """A sweep's summary per configuration, from ``results.jsonl`` alone.
 
-Accuracy is the mean score over the units that ran (a failed or unscored unit
-scores 0; ``skipped_budget`` ones did not run and are only counted), with its
-standard error; with several scorers, the first is the accuracy and each one's
+Accuracy is the mean score over the units that ran to an end of their own (a
+failed or unscored unit scores 0; ``skipped_budget`` ones did not run and
+``cancelled`` ones were stopped by ``covey sweep-cancel``: both are only counted),
+with its standard error; with several scorers, the first is the accuracy and each one's
 mean score is reported beside it. Tokens, cycles and latency are the sample jobs' own (a judge's
 tokens are reported apart). The same rows go to a table, ``summary.csv`` and
 ``summary.png``, a chart of accuracy against tokens per sample (``covey.sweeps.chart``).
@@ -20,6 +21,7 @@ from typing import NamedTuple
 from pydantic import BaseModel
 
 from covey import wire
+from covey.status import AgentStatus
 from covey.sweeps.chart import write_chart
 from covey.sweeps.records import SKIPPED_BUDGET, Record, ResultsLog
 from covey.sweeps.rescore import rescore
@@ -32,7 +34,8 @@ class ConfigSummary(BaseModel):
     config: str
     units: int  # recorded, whatever their status
     ran: int  # all but skipped_budget
-    accuracy: float | None  # 0..1, the primary scorer's
+    accuracy: float | None  # 0..1, the primary scorer's, over the units that ran and were not cancelled
+    scorer: str | None = None  # the primary scorer's name
     stderr: float | None
     scores: dict[str, float]  # each scorer's mean, by name, when there are several
     mean_tokens: float | None
@@ -81,8 +84,9 @@ def summarize(records: Iterable[Record]) -> list[ConfigSummary]:
 
 def _summary(name: str, rows: list[_Outcome]) -> ConfigSummary:
     ran = [r for r in rows if r.status != SKIPPED_BUDGET]
-    scores = [r.score or 0.0 for r in ran]
-    names = sorted({n for r in ran for n in r.scores}) if any(len(r.scores) > 1 for r in ran) else []
+    scored = [r for r in ran if r.status != AgentStatus.CANCELLED]  # a cancel is no wrong answer
+    scores = [r.score or 0.0 for r in scored]
+    names = sorted({n for r in scored for n in r.scores}) if any(len(r.scores) > 1 for r in scored) else []
     latencies = sorted(r.latency for r in ran if r.latency is not None)
     tokens = [r.tokens for r in ran]
     return ConfigSummary(
@@ -91,7 +95,8 @@ def _summary(name: str, rows: list[_Outcome]) -> ConfigSummary:
         ran=len(ran),
         accuracy=_mean(scores),
         stderr=_stderr(scores),
-        scores={n: sum(r.scores.get(n, 0.0) for r in ran) / len(ran) for n in names},
+        scorer=next((n for r in scored for n in r.scores), None),  # a record's scores begin with the primary's
+        scores={n: sum(r.scores.get(n, 0.0) for r in scored) / len(scored) for n in names},
         mean_tokens=_mean(tokens),
         total_tokens=sum(tokens),
         total_cost=round(sum(r.cost for r in ran), 6) if any(r.cost for r in ran) else None,
@@ -195,6 +200,7 @@ CSV_COLUMNS = [
     "mean_cycles",
     "p50_latency",
     "p95_latency",
+    "scorer",
 ]
 
 
@@ -230,5 +236,12 @@ def build_report(directory: Path, scorers: list[str] | None = None) -> tuple[lis
     records = log.records()  # read as summarised; re-scoring holds them all, with their outputs
     rows = summarize(rescore(directory, list(records), scorers) if scorers else records)
     write_csv(rows, directory / SUMMARY_CSV)
-    drawn = write_chart(rows, directory / SUMMARY_PNG, title=f"Accuracy against tokens: {directory.name}")
+    drawn = write_chart(rows, directory / SUMMARY_PNG, title=chart_title(rows, directory.name))
     return rows, drawn
+
+
+def chart_title(rows: list[ConfigSummary], name: str) -> str:
+    """The chart's title: the sweep's folder, and the scorer its accuracy is (after
+    ``--scorer numeric``, another accuracy than the grid's)."""
+    scorer = next((r.scorer for r in rows if r.scorer), None)
+    return f"Accuracy{f' ({scorer})' if scorer else ''} against tokens: {name}"

@@ -159,6 +159,7 @@ def run_sweep(
     observer: Callable[[SweepProgress], None] | None = None,
     timeout: float | None = None,
     selection: Selection | None = None,
+    epochs: int | None = None,
 ) -> SweepOutcome:
     """Run (or resume) the sweep in ``out``; returns when every unit is recorded.
 
@@ -171,7 +172,7 @@ def run_sweep(
     ended (``cancelled``); a rerun goes on with the units not run. ``SweepMismatch`` when
     ``out`` holds a sweep of another dataset or grid. Past ``timeout`` seconds
     it stops waiting (``timed_out``): the jobs in flight go on, and a rerun
-    follows them.
+    follows them. ``epochs``: how many times each sample runs, over the grid's ``repeats``.
     """
     if retries < 0:
         raise ValueError(f"retries cannot be negative, got {retries}")
@@ -181,7 +182,7 @@ def run_sweep(
     samples = (selection or Selection()).apply(every, dataset_name)
     grid_name = "grid" if isinstance(grid, Grid) else Path(grid).name
     grid_path = "grid" if isinstance(grid, Grid) else str(grid)
-    grid = grid if isinstance(grid, Grid) else load_grid(grid)
+    grid = (grid if isinstance(grid, Grid) else load_grid(grid)).repeated(epochs)
     client = Client(settings.model_copy(update={"queue": queue or settings.sweep_queue}))
     published = client.catalog.entries(client.settings.queue)
     check_models(grid, settings, grid_name, client.settings.queue, published, priced=max_cost_total is not None)

@@ -28,6 +28,7 @@ def check_models(
     catalog = Catalog.from_settings(settings)
     for config in grid.configs:
         name = config.model or settings.model
+        said = repr(name) if config.model else f"{name!r} (COVEY_MODEL: the grid names no model)"
         error, known, endpoint = None, [], None
         try:
             endpoint = catalog.endpoint(name)
@@ -41,12 +42,12 @@ def check_models(
             error = (
                 None
                 if served
-                else f"model {name!r} is served by no worker on queue {queue!r}; served: {', '.join(known)}"
+                else f"model {said} is served by no worker on queue {queue!r}; served: {', '.join(known)}"
             )
         if error is not None:
             raise SweepInputError(f"{where}: configuration {config.name}: {error}{closest(name, known)}")
         if priced and endpoint is not None and endpoint.price is None:
             raise SweepInputError(
-                f"{where}: configuration {config.name}: model {name!r} has no prices in the models file, "
+                f"{where}: configuration {config.name}: model {said} has no prices in the models file, "
                 "and --max-cost-total caps the sweep in dollars"
             )

@@ -482,3 +482,18 @@ def test_a_finished_sweep_is_rescored_from_its_recorded_outputs_without_redis(sw
         "Error: unknown scorer 'numerc': use one of exact, includes, regex, numeric, mentions, or module:function"
     )
     assert (out / "results.jsonl").read_bytes() == recorded
+
+
+def test_epochs_run_each_sample_that_many_times_and_the_report_names_its_scorer(sweep_redis, sweep_worker, tmp_path):
+    out = tmp_path / "epochs"
+    args = ("sweep", dataset(tmp_path, 2), "--grid", single_grid(tmp_path), "--out", str(out), "--json")
+    proc = covey(sweep_redis, *args, "--epochs", "3")
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    done = Counter(r["sample_id"] for r in results(out) if r["status"] == "completed")
+    assert done == {"0": 3, "1": 3}
+    (row,) = json.loads(stdout)
+    assert (row["units"], row["accuracy"], row["scorer"]) == (6, 1.0, "numeric")
+    refused = covey(sweep_redis, *args[:-1], "--epochs", "1001")
+    assert refused.communicate(timeout=60)[1].strip().endswith("--epochs 1001: give 1 to 1000 runs of each sample")
+    assert refused.returncode == 2

@@ -2,11 +2,12 @@ import csv
 
 import pytest
 
+from covey.sweeps.chart import figure
 from covey.sweeps.records import Record, RecordUsage, ResultsLog
-from covey.sweeps.report import build_report, summarize, table
+from covey.sweeps.report import build_report, chart_title, summarize, table
 
 
-def rec(unit, config, status="completed", score=1.0, tokens=100, latency=1.0):
+def rec(unit, config, status="completed", score=1.0, tokens=100, latency=1.0, scorer="exact"):
     return Record(
         unit=f"{config}/{unit}",
         sample_id=unit,
@@ -14,6 +15,7 @@ def rec(unit, config, status="completed", score=1.0, tokens=100, latency=1.0):
         config_key=config,
         status=status,
         score=score,
+        scores={} if score is None else {scorer: score},
         usage=RecordUsage(total_tokens=tokens, cycles=2),
         latency=latency,
     )
@@ -61,3 +63,21 @@ def test_the_report_is_rebuilt_from_results_alone(tmp_path):
 def test_no_results_is_said(tmp_path):
     with pytest.raises(FileNotFoundError, match="no results to report"):
         build_report(tmp_path)
+
+
+def test_a_cancelled_unit_is_counted_and_not_scored_as_wrong():
+    (row,) = summarize([rec("a", "x"), rec("b", "x"), rec("c", "x", "cancelled", score=None)])
+    assert (row.units, row.ran, row.accuracy, row.statuses) == (3, 3, 1.0, {"cancelled": 1, "completed": 2})
+
+
+def test_the_report_names_its_scorer_in_the_csv_and_the_chart(tmp_path):
+    log = ResultsLog(tmp_path)
+    for r in [rec("a", "x", scorer="numeric"), rec("b", "x", score=0.0, scorer="numeric")]:
+        log.append(r)
+    log.close()
+    (row,), _ = build_report(tmp_path)
+    assert row.scorer == "numeric"
+    with (tmp_path / "summary.csv").open() as f:
+        assert next(csv.DictReader(f))["scorer"] == "numeric"
+    assert chart_title([row], "out") == "Accuracy (numeric) against tokens: out"
+    assert figure([row], chart_title([row], "out")).axes[0].get_title() == chart_title([row], "out")

@@ -44,3 +44,14 @@ def test_with_no_worker_publishing_this_machines_settings_stand_in(tmp_path):
     with pytest.raises(SweepInputError, match="model 'fast': no endpoint on this worker serves it"):
         check_models(grid(tmp_path, "fast"), Settings(), "g.toml", "covey-sweeps", [])
     check_models(grid(tmp_path, "fast"), Settings(openai_base_url="http://127.0.0.1:9/v1"), "g.toml", "q", [])
+
+
+def test_a_configuration_without_a_model_is_said_to_take_covey_model(tmp_path):
+    path = tmp_path / "g.toml"
+    path.write_text('strategies = ["single"]\n')
+    with pytest.raises(SweepInputError) as e:
+        check_models(load_grid(path), Settings(model="simm"), "g.toml", "covey-sweeps", WORKERS)
+    assert str(e.value) == (
+        "g.toml: configuration default/single: model 'simm' (COVEY_MODEL: the grid names no model) is served by "
+        "no worker on queue 'covey-sweeps'; served: fast, sim; did you mean 'sim'?"
+    )
