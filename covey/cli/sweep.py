@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from covey.sweeps.report import ConfigSummary
 
 PLAIN_EVERY_SECONDS = 5.0  # how often a plain (non-terminal) progress line is printed
+UNREAD_EVERY_SECONDS = 10.0  # how often a sweep that no unit has finished in says again that no worker reads its queue
 BAR_WIDTH = 30
 
 
@@ -149,7 +150,7 @@ def sweep(
             max_cycles_total=max_cycles_total,
             max_cost_total=max_cost_total,
             queue=queue,
-            observer=_preloading(show, chart.preload),
+            observer=_preloading(_saying_unread(show, probe, queue), chart.preload),
             timeout=timeout,
             selection=selection,
             epochs=epochs,
@@ -357,6 +358,26 @@ class _Bar:
 
     def close(self) -> None:
         self._live.stop()
+
+
+def _saying_unread(show: Callable[[Any], None], probe: Any, queue: str) -> Callable[[Any], None]:
+    """``show``, which, while no unit finishes for ``UNREAD_EVERY_SECONDS`` and no
+    worker publishes its catalog on ``queue``, says again why nothing moves (a
+    warning at the start scrolls away under the progress lines)."""
+    finished, since = -1, time.monotonic()
+
+    def observe(progress: Any) -> None:
+        nonlocal finished, since
+        show(progress)
+        now = time.monotonic()
+        if progress.finished != finished:
+            finished, since = progress.finished, now
+        elif now - since >= UNREAD_EVERY_SECONDS:
+            since = now
+            if not probe.catalog.entries(queue):
+                click.echo(f"waiting: {_no_worker(queue)}", err=True)
+
+    return observe
 
 
 def _preloading(show: Callable[[Any], None], preload: Callable[[], None]) -> Callable[[Any], None]:

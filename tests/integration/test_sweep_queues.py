@@ -15,6 +15,7 @@ import time
 import pytest
 
 from covey import keys
+from covey.cli.sweep import UNREAD_EVERY_SECONDS
 from covey.client import Client
 from covey.config.settings import Settings
 from tests.integration.conftest import ROOT, start_covey_worker, stop_worker, wait_for_worker, worker_env
@@ -78,12 +79,15 @@ def test_an_interactive_job_sent_after_a_sweep_backlog_runs_before_it(tmp_path):
 def test_a_sweep_whose_queue_no_worker_reads_says_so_and_exits_3_after_its_timeout(tmp_path):
     with RedisServer() as server:
         data, grid = sweep_files(tmp_path, 2)
-        sweep = covey(server.url, "sweep", data, "--grid", grid, "--out", str(tmp_path / "out"), "--timeout", "2")
+        seconds = str(int(UNREAD_EVERY_SECONDS + 2))  # past the first time it says so again
+        sweep = covey(server.url, "sweep", data, "--grid", grid, "--out", str(tmp_path / "out"), "--timeout", seconds)
         _, stderr = sweep.communicate(timeout=60)
     assert sweep.returncode == 3, stderr
     lines = stderr.strip().splitlines()
     assert lines[0] == "warning: no worker reads queue covey-sweeps: start one with `covey worker`"
-    assert lines[-1].startswith("Error: sweep ") and "2 of 2 units unfinished after 2s" in lines[-1]
+    # said again among the progress lines, which scroll the first warning away
+    assert "waiting: no worker reads queue covey-sweeps: start one with `covey worker`" in lines[1:-1]
+    assert lines[-1].startswith("Error: sweep ") and f"2 of 2 units unfinished after {seconds}s" in lines[-1]
     assert lines[-1].endswith(
         "no worker reads queue covey-sweeps: start one with `covey worker`; rerun the same command to resume"
     )
