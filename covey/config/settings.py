@@ -174,6 +174,10 @@ class Settings(BaseSettings):
         description="COVEY_CATALOG_TTL: seconds a worker's published catalog (its tools and models) outlives "
         "its last heartbeat; it is refreshed every third of this",
     )
+    trace_content: bool = Field(
+        default=False,
+        description="COVEY_TRACE_CONTENT: put what calls sent and got, redacted, on their trace spans (opt-in)",
+    )
     transcripts: bool = Field(
         default=True,
         description="COVEY_TRANSCRIPTS: record every agent's messages, model calls and tool calls (off: none)",

@@ -112,7 +112,7 @@ def call_model(
             return replace(unanswered, reason=f"{unanswered.reason}; not asked again: {grant.reason}")
         return Stop(grant.cause, grant.reason)
     max_tokens = max(1, grant.tokens - estimate)
-    with telemetry.model_call(state, rid, replayed=grant.record is not None) as seen:
+    with telemetry.model_call(state, rid, grant.record is not None, action.messages) as seen:
         if grant.record is not None:  # settled before this step was redelivered: replay it
             record = seen(CallRecord.model_validate_json(grant.record))
         else:

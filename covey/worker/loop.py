@@ -123,13 +123,12 @@ def _started(deps: Deps, ctx: RunContext, spec: AgentSpec, task_id: str | None) 
         ctx=ctx,
         spec=spec,
         strategy_state=action.state,
-        started_at=now,
+        started_at=telemetry.started(now),
         task_id=task_id,
         deadline=now + timedelta(seconds=spec.timeout) if spec.timeout else None,
         task_deadline=_task_deadline(deps),
     )
     agent_event("started", state, AgentStatus.RUNNING)
-    telemetry.started()
     return state, action
 
 

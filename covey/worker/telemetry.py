@@ -21,6 +21,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
+from datetime import datetime
 from types import ModuleType
 from typing import Any
 
@@ -78,17 +79,21 @@ def _step(task: Any, job_id: str, agent_id: str) -> Iterator[None]:
         yield
 
 
-def model_call(state: AgentState, rid: str, replayed: bool) -> AbstractContextManager[Callable[[CallRecord], Any]]:
-    """Around one model call; the caller hands what it yields the call's record."""
+def model_call(
+    state: AgentState, rid: str, replayed: bool, messages: list[dict[str, Any]]
+) -> AbstractContextManager[Callable[[CallRecord], Any]]:
+    """Around one model call sending ``messages``; the caller hands what it yields the call's record."""
     if _OFF:
         return _NOTHING
-    return _model_call(state, rid, replayed)
+    return _model_call(state, rid, replayed, messages)
 
 
 @contextmanager
-def _model_call(state: AgentState, rid: str, replayed: bool) -> Iterator[Callable[[CallRecord], Any]]:
+def _model_call(
+    state: AgentState, rid: str, replayed: bool, messages: list[dict[str, Any]]
+) -> Iterator[Callable[[CallRecord], Any]]:
     start = time.perf_counter()
-    with _trace.model_call(state, rid, replayed) if _trace is not None else _NOTHING as traced:
+    with _trace.model_call(state, rid, replayed, messages) if _trace is not None else _NOTHING as traced:
 
         def seen(record: CallRecord) -> CallRecord:
             traced(record)
@@ -137,9 +142,13 @@ def waited(seconds: float, reason: str) -> None:
         _trace.event("covey.retry", {"covey.wait_seconds": seconds, "reason": reason})
 
 
-def started() -> None:
+def started(now: datetime) -> datetime:
+    """An agent begins: counted, and when it began, which is when its task's span
+    started where the task is traced (no task of it starts before it), else ``now``."""
     if _metrics is not None:
         _metrics.started()
+    began = _trace.step_start() if _trace is not None else None
+    return began if began is not None and began < now else now
 
 
 def finished(state: AgentState, node: Node) -> None:

@@ -17,18 +17,27 @@ another machine puts its spans where they belong.
 
 Model calls follow the GenAI semantic conventions (``gen_ai.*``); every span
 carries ``covey.job_id`` and ``covey.agent_id``, and the tenant and sweep where
-the job has them.
+the job has them. An agent's span is named by its role and id (``invoke_agent
+worker (root-sub-1a2b)``), and starts when its first task's does, so no task of
+it starts before it. What the spans carry of the content (the messages a call
+sent and the reply, a tool's arguments and result, an agent's task and answer)
+is opt-in, as the conventions ask: ``COVEY_TRACE_CONTENT=1``, redacted as
+transcripts are, as ``gen_ai.input.messages``/``gen_ai.output.messages`` (tool
+calls: ``gen_ai.tool.call.arguments``/``gen_ai.tool.call.result``) and as
+``input.value``/``output.value``, which Arize Phoenix shows.
 """
 
 from __future__ import annotations
 
 import contextvars
 import hashlib
+import json
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from opentelemetry import trace
@@ -40,11 +49,13 @@ from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from covey.budgets import scopes
+from covey.config.settings import get_settings
 from covey.context import RunContext
 from covey.models.replies import ToolCall
 from covey.status import CauseKind
 from covey.store.tree import Node
 from covey.worker.agent_state import AgentState
+from covey.worker.redaction import clean
 from covey.worker.replay import CallRecord
 
 HEADER = "covey_trace"  # "<trace id, 32 hex>:<span id of the receiving agent's parent, 16 hex, or empty>"
@@ -91,6 +102,9 @@ def _provider() -> TracerProvider:
 
 
 _tracer = _provider().get_tracer("covey")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_step_start: contextvars.ContextVar[int | None] = contextvars.ContextVar("covey_step_start", default=None)
+_CONTENT = get_settings().trace_content  # read once, as the exporter's settings are
 
 
 def trace_id(job_id: str) -> int:
@@ -158,20 +172,42 @@ def _common(ctx: RunContext) -> dict[str, Any]:
 def step(task_name: str, job_id: str, agent_id: str, parent_id: str | None, headers: dict[str, Any]) -> Iterator[None]:
     """A span for one task of an agent, under the agent's span."""
     here = place(job_id, agent_id, parent_id, headers)
-    token = _place.set(here)
+    started = time.time_ns()
+    token, began = _place.set(here), _step_start.set(started)
     attributes = {"covey.job_id": job_id, "covey.agent_id": agent_id, "celery.task_name": task_name}
     try:
         with _tracer.start_as_current_span(
-            task_name, context=here.context(here.agent_span), kind=SpanKind.CONSUMER, attributes=attributes
+            task_name,
+            context=here.context(here.agent_span),
+            kind=SpanKind.CONSUMER,
+            attributes=attributes,
+            start_time=started,
         ):
             yield
     finally:
         _place.reset(token)
+        _step_start.reset(began)
+
+
+def step_start() -> datetime | None:
+    """When the running task's span started: an agent begun in it starts then too."""
+    started = _step_start.get()
+    return None if started is None else _EPOCH + timedelta(microseconds=started // 1000)  # floored: not after it
+
+
+def _content(span: Any, kind: str, value: Any, semconv: str) -> None:
+    """``value`` (redacted, as JSON) on ``span`` as the GenAI attribute ``semconv`` and
+    as Phoenix's ``input.value`` / ``output.value`` (``kind``), when content is opted in."""
+    if not _CONTENT or value is None:
+        return
+    text = json.dumps(clean(value), ensure_ascii=False, default=str)
+    span.set_attribute(semconv, text)
+    span.set_attribute(f"{kind}.value", text)
 
 
 @contextmanager
-def model_call(state: AgentState, rid: str, replayed: bool) -> Iterator[Any]:
-    """A ``chat`` span of one model call; the caller hands it the call's record."""
+def model_call(state: AgentState, rid: str, replayed: bool, messages: list[dict[str, Any]]) -> Iterator[Any]:
+    """A ``chat`` span of one model call (``messages``: what it sends); the caller hands it the call's record."""
     ctx, model = state.ctx, state.spec.model
     attributes = {
         **_common(ctx),
@@ -182,8 +218,17 @@ def model_call(state: AgentState, rid: str, replayed: bool) -> Iterator[Any]:
         "covey.replayed": replayed,
     }
     with _tracer.start_as_current_span(f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes) as span:
+        _content(span, "input", messages, "gen_ai.input.messages")
 
         def seen(record: CallRecord) -> None:
+            if _CONTENT and record.error is None:
+                reply = record.model_reply()
+                said = {
+                    "role": "assistant",
+                    "content": reply.content,
+                    "tool_calls": [asdict(c) for c in reply.tool_calls],
+                }
+                _content(span, "output", [said], "gen_ai.output.messages")
             if record.usage is not None:
                 span.set_attribute("gen_ai.usage.input_tokens", record.usage.prompt_tokens)
                 span.set_attribute("gen_ai.usage.output_tokens", record.usage.completion_tokens)
@@ -206,8 +251,10 @@ def tool_call(state: AgentState, call: ToolCall) -> Iterator[Any]:
         "gen_ai.tool.call.id": call.id,
     }
     with _tracer.start_as_current_span(f"execute_tool {call.name}", attributes=attributes) as span:
+        _content(span, "input", call.arguments, "gen_ai.tool.call.arguments")
 
         def seen(text: str, outcome: str) -> str:
+            _content(span, "output", text, "gen_ai.tool.call.result")
             if outcome != "ok":
                 span.set_status(Status(StatusCode.ERROR, text[:200]))
             return text
@@ -230,6 +277,7 @@ def finished(state: AgentState, node: Node) -> None:
         **_common(ctx),
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.name": node.role,
+        "gen_ai.agent.id": ctx.agent_id,
         "gen_ai.request.model": state.spec.model,
         "covey.parent_id": ctx.parent_id or "",
         "covey.depth": ctx.depth,
@@ -246,7 +294,7 @@ def finished(state: AgentState, node: Node) -> None:
     token = _derived.set(here)
     try:
         span = _tracer.start_span(
-            f"invoke_agent {node.role}",
+            f"invoke_agent {node.role} ({ctx.agent_id})",
             context=parent,
             kind=SpanKind.INTERNAL,
             attributes=attributes,
@@ -260,6 +308,9 @@ def finished(state: AgentState, node: Node) -> None:
         span.add_event("covey.cancelled", _cause(node))
     if node.error:
         span.set_status(Status(StatusCode.ERROR, node.error))
+    _content(span, "input", [{"role": "user", "content": state.spec.task}], "gen_ai.input.messages")
+    answer = node.output if node.error is None else node.error
+    _content(span, "output", [{"role": "assistant", "content": answer}], "gen_ai.output.messages")
     span.end()
 
 
@@ -271,4 +322,5 @@ def _cause(node: Node) -> dict[str, Any]:
 
 
 def _ns(at: datetime) -> int:
-    return int(at.timestamp() * 1_000_000_000)
+    """``at`` in nanoseconds since the epoch, exactly (a float's timestamp is off by up to a few hundred)."""
+    return (at - _EPOCH) // timedelta(microseconds=1) * 1000

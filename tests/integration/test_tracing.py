@@ -4,6 +4,7 @@ whose tokens add up to the ledger's, a span per tool call."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 
@@ -75,6 +76,11 @@ def test_a_111_agent_tree_is_one_trace_of_agent_spans_under_their_parents(traced
         if agent_id != "root":
             assert span["parent_span_id"] == by_agent[span["attributes"]["covey.parent_id"]]["span_id"], agent_id
     assert Counter(s["attributes"]["covey.depth"] for s in agents) == {0: 1, 1: 10, 2: 100}
+    # Named each for itself, as a trace viewer lists them: role and agent id.
+    assert {s["name"] for s in agents} == {
+        f"invoke_agent {s['attributes']['gen_ai.agent.name']} ({a})" for a, s in by_agent.items()
+    }
+    assert all(s["attributes"]["gen_ai.agent.id"] == a for a, s in by_agent.items())
     assert {s["resource"]["service.name"] for s in agents} == {"covey-test"}
     assert {s["resource"]["deployment.environment"] for s in agents} == {"test"}
 
@@ -83,6 +89,9 @@ def test_a_111_agent_tree_is_one_trace_of_agent_spans_under_their_parents(traced
     mine = [s for s in steps.values() if s["attributes"]["covey.job_id"] == handle.id]
     assert {s["parent_span_id"] for s in mine} <= {s["span_id"] for s in agents}
     assert Counter(s["name"] for s in mine)["covey.resume"] == 11  # the root and its 10 children resumed once
+    starts = {s["span_id"]: s["start"] for s in agents}
+    assert all(s["start"] >= starts[s["parent_span_id"]] for s in mine), "a task span starts before its agent's"
+    assert not [s for s in receiver.received() if "gen_ai.input.messages" in s["attributes"]]  # content: opt-in
 
     calls = spans_of(receiver, handle.id, "chat", 2 * 11 + 100)
     assert len(calls) == 2 * 11 + 100  # a spawning agent calls twice (spawn, then finish), a leaf once
@@ -164,3 +173,38 @@ def test_a_worker_that_stops_sends_the_spans_it_still_held(redis_server, receive
     assert proc.returncode == 0
     [agent] = spans_of(receiver, handle.id, "invoke_agent", 1)
     assert agent["attributes"]["covey.status"] == "completed"
+
+
+def test_content_is_on_the_spans_only_when_opted_in_and_redacted(redis_server, receiver):
+    """``COVEY_TRACE_CONTENT=1``: the messages a call sent and its reply, a tool's
+    arguments and result, the agent's task and answer, with a key the worker holds masked."""
+    key = "sk-trace-" + "k" * 32
+    opted = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+        "OTEL_BSP_SCHEDULE_DELAY": "200",
+        "COVEY_TRACE_CONTENT": "1",
+        "COVEY_OPENAI_API_KEY": key,
+    }
+    settings = Settings(redis_url=redis_server.url, model="sim", queue="traced-content")
+    proc = start_worker(redis_server.url, COVEY_QUEUE="traced-content", **opted)
+    client = Client(settings)
+    try:
+        wait_for_worker(client, proc)
+        task = f'My key is {key}. [sim:call calculator {{"expression": "6*7"}}]'
+        handle = client.submit(client.spec(task))
+        assert handle.result(timeout=60).ok
+        [agent] = spans_of(receiver, handle.id, "invoke_agent", 1)
+        calls = spans_of(receiver, handle.id, "chat", 2)
+        [tool] = spans_of(receiver, handle.id, "execute_tool", 1)
+    finally:
+        stop_worker(proc)
+        client.close()
+    first = json.loads(min(calls, key=lambda s: s["start"])["attributes"]["gen_ai.input.messages"])
+    assert first[-1] == {"role": "user", "content": 'My key is ***. [sim:call calculator {"expression": "6*7"}]'}
+    assert all(s["attributes"]["input.value"] == s["attributes"]["gen_ai.input.messages"] for s in calls)
+    replies = [json.loads(s["attributes"]["gen_ai.output.messages"])[0] for s in calls]
+    assert [c["name"] for r in replies for c in r["tool_calls"]][:1] == ["calculator"]
+    assert json.loads(tool["attributes"]["gen_ai.tool.call.arguments"]) == '{"expression": "6*7"}'
+    assert json.loads(tool["attributes"]["output.value"]) == "42"
+    assert json.loads(agent["attributes"]["output.value"]) == [{"role": "assistant", "content": "42"}]
+    assert key not in json.dumps([agent, tool, *calls])
