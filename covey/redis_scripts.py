@@ -45,6 +45,7 @@ class Reply(IntEnum):
     ELSEWHERE = 6  # another run of the agent's step holds its slot
     MOVED_ON = 7  # another run of the step went on: the message taken up is no longer expected
     WOKEN = 8  # saved, and what it saved is due at once (a waiting agent's resume)
+    HELD_UP = 9  # short only of what calls in flight hold: ask again once they settle
 
 
 # The replies as Lua locals, put before every script that returns them.

@@ -105,8 +105,10 @@ class Grant:
 
     @property
     def retry_after(self) -> float | None:
-        """Seconds until a scope's full window of this minute gives way to the next."""
-        return self.cause.retry_after if self.cause is not None and self.cause.kind is CauseKind.RATE_LIMITED else None
+        """Seconds to wait before asking again: until a scope's full window of this minute
+        gives way to the next, or for calls in flight to settle what they hold (None:
+        granted, or refused for good)."""
+        return self.cause.retry_after if self.cause is not None else None
 
 
 class ScopeRow(BaseModel):
@@ -249,7 +251,8 @@ class Ledger(Protocol):
         agent in the chain and every scope with a cap, or refuse naming the row
         that is short. With ``pricing``, the worst cost of the tokens granted is
         held too, and a row's cost cap shrinks the reply to what it can pay for.
-        A scope whose window of this minute is full answers ``retry_after``.
+        A scope whose window of this minute is full answers ``retry_after``, and so does
+        a row short only of what calls in flight hold (what is used leaves room).
         ``cycle`` (the agent's n-th call) is refused past the agent's own cycle cap.
         A cancelled job, or an agent of the chain its parent cancelled, is refused
         ``cancelled`` (``covey.budgets.cancels`` says which), before a replay too.

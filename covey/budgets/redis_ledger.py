@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -60,6 +61,9 @@ _LUA = {
 # Expired reservations released per sweep: bounds its cost on the hot path; a
 # backlog drains over the next sweeps.
 STALE_SWEEP_BATCH = 20
+# How long a call held up by others in flight waits before asking again (half to one
+# and a half of it, so the waiters do not all ask at once): about a model call's time.
+HELD_UP_SECONDS = 1.0
 # A process sweeps for a dead worker's expired reservations at most this often,
 # from its next reserve: one round trip per interval, not one per model call.
 STALE_SWEEP_SECONDS = 5.0
@@ -262,6 +266,11 @@ class RedisLedger:
             retry_after = (minute + 1) * keys.WINDOW_SECONDS - now
             row, name, resource = rest[:3]
             cause = _short(CauseKind.RATE_LIMITED, row, name, resource, retry_after=retry_after)
+            return Grant(ok=False, tokens=0, reason=_str(reason), cause=cause)
+        if status == Reply.HELD_UP:  # room frees as the calls in flight settle: spread the askers out
+            retry_after = HELD_UP_SECONDS * random.uniform(0.5, 1.5)
+            row, name, resource = rest[:3]
+            cause = _short(CauseKind.BUDGET, row, name, resource, retry_after=retry_after)
             return Grant(ok=False, tokens=0, reason=_str(reason), cause=cause)
         if status != Reply.OK:
             return Grant(ok=False, tokens=0, reason=_str(reason), cause=_short(CauseKind.BUDGET, *rest))

@@ -101,10 +101,10 @@ def call_model(
     if grant.retry_after is not None:
         state.cycle -= 1  # nothing was reserved: the call is asked for again under the same id
         if seconds_left is not None and grant.retry_after >= seconds_left:
-            return Stop.of(CauseKind.DEADLINE, f"{grant.reason}: the next minute's window opens after the deadline")
+            return Stop.of(CauseKind.DEADLINE, f"{grant.reason}: {_what_opens(grant)} after the deadline")
         log.info("job %s agent %s waits %.1fs: %s", ctx.job_id, ctx.agent_id, grant.retry_after, grant.reason)
         telemetry.waited(grant.retry_after, grant.reason or "")
-        return _window_wait(deps, grant)
+        return _wait(deps, grant)
     if not grant.ok:
         assert grant.cause is not None and grant.reason is not None  # a refusal always says why
         telemetry.refused(grant.cause, grant.reason)
@@ -186,11 +186,21 @@ def _ask_again(action: CallModel, reply: ModelReply, error: SchemaMismatch) -> C
     return replace(action, messages=messages)
 
 
-def _window_wait(deps: Deps, grant: Grant) -> Hop:
-    """The agent gives its worker slot back until the scope's next window opens."""
-    assert grant.cause is not None and grant.cause.resource is not None and grant.retry_after is not None
-    what = grant.cause.resource.value.replace("_", " ")
-    return slots.hop(deps, f"the per-minute window of scope {grant.cause.scope} ({what})", grant.retry_after)
+def _wait(deps: Deps, grant: Grant) -> Hop:
+    """The agent gives its worker slot back until the scope's next window opens, or
+    until the calls in flight that hold what it needs may have settled."""
+    cause = grant.cause
+    assert cause is not None and cause.resource is not None and grant.retry_after is not None
+    what = cause.resource.value.replace("_", " ")
+    if cause.kind is CauseKind.RATE_LIMITED:
+        return slots.hop(deps, f"the per-minute window of scope {cause.scope} ({what})", grant.retry_after)
+    row = f"scope {cause.scope}" if cause.scope else f"agent {cause.agent_id}"
+    return slots.hop(deps, f"calls in flight holding the {what} of {row}", grant.retry_after)
+
+
+def _what_opens(grant: Grant) -> str:
+    held_up = grant.cause is not None and grant.cause.kind is CauseKind.BUDGET
+    return "the calls in flight may not settle" if held_up else "the next minute's window opens"
 
 
 def _agents_left(state: AgentState) -> int | None:

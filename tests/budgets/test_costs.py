@@ -114,3 +114,19 @@ def test_caps_in_dollars_are_kept_in_whole_micro_dollars_never_rounded_up():
     assert PRICE.prompt_cost(3) == 1  # 0.6
     no_cached_price = Price(input=Decimal("0.15"), output=Decimal("0.6"))
     assert no_cached_price.cost(1000, 10, cached_tokens=500) == 156  # cached tokens at the input price
+
+
+def test_money_held_by_a_call_in_flight_holds_the_next_up_until_it_settles(ledger, job):
+    scope = f"tenant:{uuid.uuid4().hex[:8]}"
+    ledger.set_scope(scope, None, None, max_cost=0.0002)  # 200 micro-dollars
+    ledger.open_root(job, "root", Budget(max_cost=1.0))
+    first = ledger.reserve(job, ["root"], [scope], "root:1", 100 + 4096, 100 + 64, pricing=priced(100))
+    assert first.ok and first.cost == 200  # all of it, at the worst case
+    held = ledger.reserve(job, ["root"], [scope], "root:2", 100 + 4096, 100 + 64, pricing=priced(100))
+    assert not held.ok and held.retry_after is not None
+    assert held.cause == Cause(kind=CauseKind.BUDGET, scope=scope, resource=Resource.COST, retry_after=held.retry_after)
+    assert held.reason == (
+        f"cost budget at scope {scope} held by calls in flight ($0.000000 left until they settle, $0.000084 needed)"
+    )
+    assert ledger.settle(job, ["root"], [scope], "root:1", 110, cost=25)
+    assert ledger.reserve(job, ["root"], [scope], "root:2", 100 + 4096, 100 + 64, pricing=priced(100)).cost == 175

@@ -150,9 +150,29 @@ def test_reserve_clamps_the_grant_to_what_is_left(ledger, job):
     ledger.open_root(job, "root", Budget(max_tokens=100, max_depth=0))
     grant = ledger.reserve(job, ["root"], [], "root:0", 500, 10)
     assert (grant.ok, grant.tokens, grant.reason, grant.cancelled) == (True, 100, None, False)
+    assert ledger.settle(job, ["root"], [], "root:0", 95)
     refused = ledger.reserve(job, ["root"], [], "root:1", 500, 10)
-    assert (refused.ok, refused.tokens) == (False, 0)
-    assert refused.reason == "token budget exhausted at agent root (0 left, 10 needed)"
+    assert (refused.ok, refused.tokens, refused.retry_after) == (False, 0, None)  # for good: used leaves 5
+    assert refused.reason == "token budget exhausted at agent root (5 left, 10 needed)"
+
+
+@pytest.mark.parametrize("short", ["agent", "scope"])
+def test_a_call_short_only_of_what_calls_in_flight_hold_waits_for_them(ledger, job, short):
+    """Refused only when what is used leaves no room: short of what another call in
+    flight holds, a call is held up (asked again later), and granted once it settles."""
+    tenant = scope_name("tenant")
+    ledger.open_root(job, "root", Budget(max_tokens=100 if short == "agent" else 1000, max_depth=0))
+    ledger.set_scope(tenant, 100 if short == "scope" else None, None)
+    first = ledger.reserve(job, ["root"], [tenant], "root:0", 90, 10)
+    assert first.ok and first.tokens == 90
+    held = ledger.reserve(job, ["root"], [tenant], "root:1", 90, 20)
+    named = "agent root" if short == "agent" else f"scope {tenant}"
+    assert (held.ok, held.tokens) == (False, 0) and 0 < held.retry_after <= 2
+    assert held.reason == f"token budget at {named} held by calls in flight (10 left until they settle, 20 needed)"
+    assert held.cause.kind is CauseKind.BUDGET and held.cause.resource is Resource.TOKENS
+    assert ledger.settle(job, ["root"], [tenant], "root:0", 30)
+    again = ledger.reserve(job, ["root"], [tenant], "root:1", 90, 20)
+    assert again.ok and again.tokens == 70
 
 
 @pytest.mark.parametrize("short", ["agent", "ancestor", "global", "tenant"])

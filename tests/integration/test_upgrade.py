@@ -52,6 +52,7 @@ def run_previous(tree: Path, url: str, *args: str) -> subprocess.Popen:
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not (ROOT / ".git").exists(), reason="the previous release comes from this clone's history")
 def test_a_tree_the_previous_release_left_waiting_is_finished_by_this_one():
     with RedisServer() as server, tempfile.TemporaryDirectory() as directory:
         tree = previous_release(Path(directory))

@@ -31,7 +31,10 @@
 -- {REFUSED, 0, reason, row, name, resource} refused: the short row ('agent' or 'scope'),
 -- its agent id or scope name, and what it is short of ('tokens', 'cycles',
 -- 'tokens_per_minute', 'requests_per_minute', 'cost'); {WINDOW_FULL, 0, reason, row,
--- name, resource} when a scope's window of this minute is full: ask again next minute.
+-- name, resource} when a scope's window of this minute is full: ask again next minute;
+-- {HELD_UP, 0, reason, row, name, resource} when tokens or money are short only because
+-- of other calls' reservations in flight (what is used leaves room): ask again once
+-- they settle. A call is refused only when what is used leaves it no room.
 -- {CANCELLED, 0, 'job cancelled'}; {PARENT_CANCELLED, 0, agent id} when an agent of the
 -- chain (the first, root first) was cancelled by its parent; {MISSING, 0, reason} when
 -- an agent row is missing (never opened, or gone from Redis): nothing is written.
@@ -79,7 +82,7 @@ local shortest, shortest_left = nil, nil
 local rows, charged = {}, {}
 for _, i in ipairs(order) do
   local r = redis.call('HMGET', KEYS[4 + i], 'tokens_limit', 'tokens_held', 'cycles_limit', 'cycles_used',
-    'depth', 'agent_cycles_limit', 'tpm_limit', 'rpm_limit', 'cost_limit', 'cost_held')
+    'depth', 'agent_cycles_limit', 'tpm_limit', 'rpm_limit', 'cost_limit', 'cost_held', 'tokens_used', 'cost_used')
   rows[i] = r
   if i <= n and not r[5] then return {MISSING, 0, 'the ledger row of ' .. label(i) .. ' is missing'} end
   if i == n and ARGV[8] ~= '' and r[6] and tonumber(ARGV[8]) > tonumber(r[6]) then
@@ -101,9 +104,22 @@ for _, i in ipairs(order) do
   end
 end
 granted = math.max(0, granted)
+-- Whether every charged row with a cap in field `limit` would have `needed` left of it
+-- once the calls in flight settled (what is used, `used`, is what stays).
+local function room_once_settled(limit, used, needed)
+  for _, i in ipairs(charged) do
+    if rows[i][limit] and tonumber(rows[i][limit]) - (tonumber(rows[i][used]) or 0) < needed then return false end
+  end
+  return true
+end
 if granted < tonumber(ARGV[3]) then
+  local needed = tonumber(ARGV[3])
+  if room_once_settled(1, 11, needed) then
+    return refuse(HELD_UP, shortest, 'tokens', 'token budget at ' .. label(shortest) .. ' held by calls in flight ('
+      .. math.max(0, shortest_left) .. ' left until they settle, ' .. needed .. ' needed)')
+  end
   return refuse(REFUSED, shortest, 'tokens', 'token budget exhausted at ' .. label(shortest) .. ' ('
-    .. math.max(0, shortest_left) .. ' left, ' .. ARGV[3] .. ' needed)')
+    .. math.max(0, shortest_left) .. ' left, ' .. needed .. ' needed)')
 end
 
 -- Money: the poorest row with a cost cap bounds the reply to what it can still pay for.
@@ -131,6 +147,11 @@ if poorest then
   local needed = tonumber(ARGV[3])
   if prompt + reply < needed or prompt_cost > poorest_left then
     local cost_needed = prompt_cost + math.ceil(math.max(0, needed - prompt) * rate)
+    if room_once_settled(9, 12, cost_needed) then
+      return refuse(HELD_UP, poorest, 'cost', string.format(
+        'cost budget at %s held by calls in flight ($%.6f left until they settle, $%.6f needed)',
+        label(poorest), math.max(0, poorest_left) / 1e6, cost_needed / 1e6))
+    end
     return refuse(REFUSED, poorest, 'cost', string.format('cost budget exhausted at %s ($%.6f left, $%.6f needed)',
       label(poorest), math.max(0, poorest_left) / 1e6, cost_needed / 1e6))
   end
