@@ -203,6 +203,7 @@ def _content(span: Any, kind: str, value: Any, semconv: str) -> None:
     text = json.dumps(clean(value), ensure_ascii=False, default=str)
     span.set_attribute(semconv, text)
     span.set_attribute(f"{kind}.value", text)
+    span.set_attribute(f"{kind}.mime_type", "application/json")  # Phoenix then shows it as JSON, not one line
 
 
 @contextmanager

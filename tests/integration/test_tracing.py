@@ -202,6 +202,7 @@ def test_content_is_on_the_spans_only_when_opted_in_and_redacted(redis_server, r
     first = json.loads(min(calls, key=lambda s: s["start"])["attributes"]["gen_ai.input.messages"])
     assert first[-1] == {"role": "user", "content": 'My key is ***. [sim:call calculator {"expression": "6*7"}]'}
     assert all(s["attributes"]["input.value"] == s["attributes"]["gen_ai.input.messages"] for s in calls)
+    assert {s["attributes"]["input.mime_type"] for s in [agent, tool, *calls]} == {"application/json"}
     replies = [json.loads(s["attributes"]["gen_ai.output.messages"])[0] for s in calls]
     assert [c["name"] for r in replies for c in r["tool_calls"]][:1] == ["calculator"]
     assert json.loads(tool["attributes"]["gen_ai.tool.call.arguments"]) == '{"expression": "6*7"}'
