@@ -5,28 +5,42 @@ Each call is counted on the ledger before it runs (refused past the job's
 returns, so a redelivered step (its worker died before the ack) replays the
 result instead of running the tool again. A call cut off by the crash, before
 its result was kept, runs again with the same ``ToolContext.call_id``.
+
+The calls of one reply run at once, each in a thread of its own (a model that
+asks for three tools of 2 s each waits 2 s, not 6), and each result is kept as
+it comes; a reply of one call runs it in the step's own thread.
 """
 
 from __future__ import annotations
 
+import contextvars
 import time
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from datetime import datetime
 
 from covey.config import faults
 from covey.models.replies import ToolCall
 from covey.orchestration.actions import ToolResults
 from covey.results import Usage
+from covey.store.workspace import Workspace
 from covey.worker import telemetry, transcript
 from covey.worker.agent_state import AgentState
 from covey.worker.calls import Stop, seconds_left
 from covey.worker.deps import Deps
 from covey.worker.tools import run_tool
 
+Ran = tuple[str, datetime, float]  # a call's text, when it started, and its milliseconds
+Todo = tuple[int, ToolCall, str]  # a call's place in its reply, the call, its reservation id
+
 
 def run_tools(deps: Deps, state: AgentState, calls: list[ToolCall]) -> ToolResults | Stop:
-    """Every call's text by call id, or the ``Stop`` of a call the ledger refused."""
+    """Every call's text by call id, or the ``Stop`` of a call the ledger refused
+    (the calls counted before it run first)."""
     ctx = state.ctx
-    workspace = deps.workspace(ctx.job_id)
     results: dict[str, str] = {}
+    todo: list[Todo] = []
+    stop: Stop | None = None
     for index, call in enumerate(calls):
         # The model's call id is unique in its reply, which is itself replayed: with the cycle, unique in the job.
         rid = f"{ctx.agent_id}:{state.cycle}:tool:{call.id}"
@@ -34,17 +48,45 @@ def run_tools(deps: Deps, state: AgentState, calls: list[ToolCall]) -> ToolResul
         if not grant.ok:
             assert grant.cause is not None and grant.reason is not None  # a refusal always says why
             telemetry.refused(grant.cause, grant.reason)
-            return Stop(grant.cause, grant.reason)
+            stop = Stop(grant.cause, grant.reason)
+            break
         state.usage += Usage(tool_calls=1)
         if grant.record is not None:
             results[call.id] = grant.record
             transcript.tool_call(deps, state, index, call, grant.record)
-            continue
-        at, started = deps.now(), time.perf_counter()
-        left = seconds_left(at, state.deadline, ctx.budget.deadline)
-        with telemetry.tool_call(state, call) as seen:
-            results[call.id] = seen(run_tool(call, ctx, workspace, left))
-        transcript.tool_call(deps, state, index, call, results[call.id], at, transcript.elapsed_ms(started))
-        deps.ledger.record_tool_call(ctx.job_id, ctx.agent_id, rid, results[call.id])
+        else:
+            todo.append((index, call, rid))
+    for index, call, rid, (text, at, ms) in _ran(deps, state, deps.workspace(ctx.job_id), todo):
+        results[call.id] = text
+        transcript.tool_call(deps, state, index, call, text, at, ms)
+        deps.ledger.record_tool_call(ctx.job_id, ctx.agent_id, rid, text)
         faults.at("after_tool")
-    return ToolResults(results)
+    return stop or ToolResults(results)
+
+
+def _ran(
+    deps: Deps, state: AgentState, workspace: Workspace, todo: list[Todo]
+) -> Iterator[tuple[int, ToolCall, str, Ran]]:
+    """Each call run, as it returns: at once in threads, each with the step's context
+    (its trace span), or in this thread for a single call."""
+    if len(todo) <= 1:
+        for index, call, rid in todo:
+            yield index, call, rid, _run(deps, state, workspace, call)
+        return
+    with ThreadPoolExecutor(max_workers=len(todo), thread_name_prefix="covey-tool") as pool:
+        running: dict[Future[Ran], Todo] = {
+            pool.submit(contextvars.copy_context().run, _run, deps, state, workspace, call): (index, call, rid)
+            for index, call, rid in todo
+        }
+        for done in as_completed(running):
+            index, call, rid = running[done]
+            yield index, call, rid, done.result()
+
+
+def _run(deps: Deps, state: AgentState, workspace: Workspace, call: ToolCall) -> Ran:
+    """One call: its text, when it started, and how many milliseconds it took."""
+    at, started = deps.now(), time.perf_counter()
+    left = seconds_left(at, state.deadline, state.ctx.budget.deadline)
+    with telemetry.tool_call(state, call) as seen:
+        text = seen(run_tool(call, state.ctx, workspace, left))
+    return text, at, transcript.elapsed_ms(started)

@@ -1,5 +1,6 @@
 """Tools a test worker serves through ``COVEY_TOOLS=tests.integration.served_tools``:
-one per way a tool can go wrong, and one that counts its own runs."""
+one per way a tool can go wrong, one that counts its own runs, and one that
+says when it ran."""
 
 from __future__ import annotations
 
@@ -22,6 +23,22 @@ def tally(path: str, ctx: ToolContext) -> str:
     with Path(path).open("a") as f:
         f.write(f"{ctx.job_id} {ctx.agent_id} {ctx.call_id}\n")
     return f"tallied {ctx.call_id}"
+
+
+@tool
+def nap(seconds: float, path: str, ctx: ToolContext) -> str:
+    """Sleep, then append this call's id and when it slept to a file: calls that ran
+    at the same time show as overlapping spans.
+
+    Args:
+        seconds: how long to sleep
+        path: the file to append to
+    """
+    started = time.time()
+    time.sleep(seconds)
+    with Path(path).open("a") as f:
+        f.write(f"{ctx.call_id} {started} {time.time()}\n")
+    return f"slept {seconds}s"
 
 
 @tool

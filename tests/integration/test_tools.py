@@ -312,3 +312,17 @@ def test_the_readme_tool_counts_words_of_the_workspace(tmp_path):
 
     assert word_count.timeout == 10 and list(word_count.parameters["properties"]) == ["path"]
     assert word_count.run({"path": "notes.md"}, ToolContext("j", "root", "c", Files())) == '{"words":3}'
+
+
+def test_the_calls_of_one_reply_run_at_once_and_each_is_kept(client, tmp_path):
+    """Three calls in one reply, each sleeping: all three are running at one moment
+    (each ran once, under its own call id), and each result is in the transcript."""
+    naps = tmp_path / "naps"
+    task = f'Nap. [sim:parallel 3] [sim:call nap {{"seconds": 1.5, "path": "{naps}"}}]'
+    output, result = answer(client, task)
+    assert output == "slept 1.5s" and result.usage.tool_calls == 3
+    ran = [line.split() for line in naps.read_text().splitlines()]
+    assert len({call_id for call_id, _, _ in ran}) == 3
+    assert max(float(start) for _, start, _ in ran) < min(float(end) for _, _, end in ran)
+    tools = [e for e in client.job(result.job_id).transcript("root").events if e.kind == "tool"]
+    assert [e.tool for e in tools] == ["nap"] * 3 and len({e.call_id for e in tools}) == 3

@@ -37,6 +37,8 @@ Directives live in the task text (the first ``user`` message):
 - ``[sim:call NAME {"arg": ...}]`` call tool NAME with those JSON arguments (``{}`` when
   none are given; they cannot hold a ``]``), then answer what the tool said; a request
   that does not offer NAME is an HTTP 400 naming it
+- ``[sim:parallel N]`` with a call directive: make that call N times in one reply, as a
+  model asking for several tools at once does
 - ``What is A op B?`` anywhere in the text: use ``calculator``, answer its result
   (``result`` holds it computed directly, for answers given without tools)
 - ``[sim:plan ...]``, ``[sim:debate ...]``, ``[sim:lats ...]``, ``[sim:orchestrate ...]``:
@@ -109,6 +111,7 @@ class Directives:
     write: str | None = None
     delegate: str | None = None
     call: Call | None = None
+    parallel: int = 1  # copies of the call in one reply
     expression: str | None = None  # "A op B" from a "What is A op B?" question
     result: int | float | None = None  # its value, whole ones as ints like the calculator's; None on x/0
     scripted: dict[str, str] = field(default_factory=dict)  # name -> arguments, for names in SCRIPTED
@@ -207,7 +210,7 @@ def _parse_one(name: str, arg: str, raw: str) -> Any:
         return arg
     if name == "call":
         return _call(arg, raw)
-    if name in ("latency", "tokens", "rounds"):
+    if name in ("latency", "tokens", "rounds", "parallel"):
         positive = name != "latency"
         if not arg.isdigit() or (positive and int(arg) < 1):
             raise DirectiveError(f"{raw}: expected a {'positive ' if positive else ''}whole number")

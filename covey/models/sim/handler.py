@@ -277,7 +277,7 @@ def _decide(chat: _Chat, directives: Directives) -> _Reply:
             return _Reply(tool_calls=[("spawn_agents", json.dumps({"agents": agents}))])
         return _finish(chat, _count_leaves(results))
     if directives.call:
-        return _called(chat, directives.call)
+        return _called(chat, directives.call, directives.parallel)
     if directives.delegate and "delegate" in chat.tool_names:
         results = chat.results_of("delegate")
         if not results:
@@ -310,14 +310,14 @@ def _acting(chat: _Chat, directives: Directives) -> _Reply | None:
     return None
 
 
-def _called(chat: _Chat, call: Call) -> _Reply:
-    """Call the tool a ``[sim:call]`` names, then answer what it said."""
+def _called(chat: _Chat, call: Call, times: int = 1) -> _Reply:
+    """Call the tool a ``[sim:call]`` names (``times`` at once), then answer what it said."""
     if call.name not in chat.tool_names:
         offered = ", ".join(sorted(n for n in chat.tool_names if n)) or "none"
         raise _BadRequest(f"[sim:call {call.name}]: tool {call.name!r} is not offered; offered: {offered}")
     results = chat.results_of(call.name)
     if not results:
-        return _Reply(tool_calls=[(call.name, call.arguments)])
+        return _Reply(tool_calls=[(call.name, call.arguments)] * times)
     return _finish(chat, results[-1])
 
 
@@ -418,11 +418,11 @@ def _completion(chat: _Chat, reply: _Reply, directives: Directives) -> httpx2.Re
     if reply.tool_calls:
         message["tool_calls"] = [
             {
-                "id": _call_id(len(chat.messages), name),
+                "id": _call_id(len(chat.messages), name if i == 0 else f"{name}:{i}"),  # unique in the reply
                 "type": "function",
                 "function": {"name": name, "arguments": args},
             }
-            for name, args in reply.tool_calls
+            for i, (name, args) in enumerate(reply.tool_calls)
         ]
     prompt = sim_directives.prompt_tokens(chat.messages, chat.tools, bill)
     usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
