@@ -20,9 +20,11 @@ class ToolCall:
 @dataclass(frozen=True)
 class ModelReply:
     """What the model said and why it stopped; ``parsed`` is the JSON answer of
-    a call that asked for a schema."""
+    a call that asked for a schema; ``offered``, set when the reply calls a tool
+    the call did not offer, the names it did (the strategy tells the model so)."""
 
     content: str | None
     tool_calls: list[ToolCall] = field(default_factory=list)
     finish_reason: str = "stop"
     parsed: Any = None
+    offered: tuple[str, ...] | None = None

@@ -3,8 +3,11 @@
 Control tools become Actions: ``spawn_agents`` and ``delegate`` become ``Spawn``
 (the parent waits off-worker and reads its children's summaries as the tool's
 result), ``finish`` becomes ``Finish``. Other tools become ``RunTools``.
-A malformed tool call (arguments that are not JSON, a tool never offered) fails
-the agent: it is a broken model reply, not something a retry of the tool mends.
+A malformed tool call (arguments that are not JSON) fails the agent: it is a
+broken model reply, not something a retry of the tool mends. A tool name the
+model made up is answered as that call's error, naming the tools it may call,
+and the model is asked again (each ask a cycle of its own), as a person would
+correct it.
 
 With the ``schema`` option every call asks for JSON matching it and ``finish`` is
 not offered: the agent acts with its tools, and its answer (the reply without tool
@@ -117,9 +120,12 @@ def _on_reply(run: Run[Options], state: State, reply: ModelReply) -> Action:
         return Finish(state=state, status=AgentStatus.COMPLETED, output=reply.content or "", data=reply.parsed)
 
     parsed: list[tuple[ToolCall, dict[str, Any]]] = []
+    usable = list(reply.offered) if reply.offered is not None else state.tools
     for call in reply.tool_calls:
-        if call.name not in state.tools:
-            return _broken(state, f"model called tool {call.name!r}, which this agent was not offered")
+        if call.name not in usable:  # a name it made up: told so, as a tool's error, and asked again
+            said = f"error: there is no tool {call.name!r}; the tools you may call are: {', '.join(usable)}"
+            state.messages.append(_tool_message(call.id, said))
+            continue
         try:
             args = json.loads(call.arguments or "{}")
         except json.JSONDecodeError as e:

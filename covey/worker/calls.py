@@ -6,8 +6,10 @@ in money too, where the model has prices) on the agent, its ancestors and every
 global scope, and the call may spend no more than it was granted: a provider
 reporting more prompt or completion tokens than were reserved for them is charged
 in full and stops the agent. A reply is handed to the strategy only when it is whole: one cut at its
-token cap, withheld by a content filter or calling a tool it was not offered
-ends the agent with a status that says so, never ``completed`` with a fragment.
+token cap, withheld by a content filter, or calling a tool when none was offered,
+ends the agent with a status that says so, never ``completed`` with a fragment; one
+calling a tool it was not offered among others goes to the strategy, which tells
+the model the names it may use (``ModelReply.offered``), as a tool's error.
 One that misses the JSON schema it was asked for is asked again with the
 validation error, up to the spec's ``max_schema_retries`` (each ask a call of its
 own, reserved and settled), before the agent fails. A scope whose per-minute
@@ -318,9 +320,10 @@ def _checked(
     if reply.finish_reason == "content_filter":
         return Stop.of(CauseKind.CONTENT_FILTER, "the model's reply was withheld by its content filter")
     stray = [c.name for c in reply.tool_calls if c.name not in offered_names]
-    if stray:
-        return Stop.of(CauseKind.MALFORMED_REPLY, f"model called tool {stray[0]!r}, which this call did not offer")
-    return reply
+    if stray and not offered_names:  # no tool it could have meant
+        return Stop.of(CauseKind.MALFORMED_REPLY, f"model called tool {stray[0]!r}, but this call offered no tools")
+    # A name the model made up is the strategy's to answer, with the names it may use.
+    return replace(reply, offered=tuple(offered_names)) if stray else reply
 
 
 def _over_reserved(usage: Usage, prompt_reserved: int, reply_reserved: int) -> Stop | None:

@@ -88,12 +88,33 @@ def test_malformed_arguments_fail_the_agent():
     assert "malformed arguments" in action.error and "calculator" in action.error
 
 
-def test_a_tool_never_offered_fails_the_agent():
+def test_a_tool_never_offered_is_answered_with_the_tools_it_may_call_and_the_model_asked_again():
     ctx = RunContext(job_id="j", agent_id="root", budget=Budget(), deny=["write_file"])
     state = react.start(SPEC, ctx).state
     assert "write_file" not in state.tools
     action = resumed(react, SPEC, ctx, state, reply(("write_file", '{"path": "a", "content": "b"}')))
-    assert isinstance(action, Finish) and action.status is AgentStatus.FAILED and "write_file" in action.error
+    assert isinstance(action, CallModel)
+    told = action.messages[-1]
+    assert told["role"] == "tool" and told["tool_call_id"] == "c0"
+    assert (
+        told["content"] == f"error: there is no tool 'write_file'; the tools you may call are: {', '.join(state.tools)}"
+    )
+
+
+def test_the_tools_the_call_offered_are_the_ones_named_when_a_reply_strays():
+    """The worker narrows a call's tools (no spawn tool at the depth cap): the reply
+    says which it offered, and a call of another is answered, the rest run."""
+    state = react.start(SPEC, CTX).state
+    strayed = reply(("spawn_agents", '{"agents": []}'), ("calculator", '{"expression": "1+1"}'))
+    offered = ModelReply(
+        content=None, tool_calls=strayed.tool_calls, finish_reason="tool_calls", offered=("calculator",)
+    )
+    action = resumed(react, SPEC, CTX, state, offered)
+    assert isinstance(action, RunTools) and [c.name for c in action.calls] == ["calculator"]
+    assert (
+        action.state.messages[-1]["content"]
+        == "error: there is no tool 'spawn_agents'; the tools you may call are: calculator"
+    )
 
 
 def test_resume_never_mutates_the_given_state():
