@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from celery import Celery
 
+from covey import keys
 from covey.client import Client
 from covey.config.settings import Settings
 from covey.spec import InvalidSpec
@@ -272,6 +273,34 @@ def test_a_tool_called_before_a_kill_runs_once(tmp_path, example):
     assert (job_id, agent_id) == (handle.id, "root")
     assert result.ok and result.output == f"tallied {call_id}"
     assert result.usage.tool_calls == 1
+
+
+@pytest.mark.slow
+def test_calls_of_one_reply_cut_off_by_a_kill_run_again_and_the_kept_one_does_not(tmp_path, example):
+    """Three calls in one reply, at once; the worker dies (SIGKILL) as the first result
+    is kept. Another takes the step up: the kept call replays, the others run again
+    under their own call ids, and each is counted once."""
+    from tests.integration.test_lost_messages import QUICK, died
+
+    counter = tmp_path / "runs.txt"
+    env = {"COVEY_TOOLS": SERVED, "PYTHONPATH": example, **QUICK}
+    with RedisServer() as server:
+        client = Client(Settings(redis_url=server.url))
+        first = start_worker(server.url, COVEY_FAULT="after_tool:kill:1", **env)
+        wait_for_worker(client, first)
+        handle = client.submit(client.spec(f'Count. [sim:parallel 3] [sim:call tally {{"path": "{counter}"}}]'))
+        died(first)
+        kept = [k.rpartition(":tool:")[2] for k in client.redis.hkeys(keys.replies(handle.id, "root")) if ":tool:" in k]
+        second = start_worker(server.url, **env)
+        try:
+            result = handle.result(timeout=120)
+        finally:
+            stop_worker(second)
+            client.close()
+    runs = [line.split()[2] for line in counter.read_text().splitlines()]
+    assert len(kept) == 1 and runs.count(kept[0]) == 1, (kept, runs)  # kept before the kill: never run again
+    assert len(set(runs)) == 3
+    assert result.ok and result.usage.tool_calls == 3
 
 
 def readme_section() -> str:
