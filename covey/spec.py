@@ -63,6 +63,12 @@ class AgentSpec(BaseModel):
         strict=True,
         description="times an off-schema reply is asked again before the agent fails",
     )
+    budget_notice: bool = Field(
+        default=False,
+        strict=True,
+        description="each model call carries a system note of what the agent has left "
+        "(tokens, cost, model calls, seconds), so the model can plan; children inherit it",
+    )
 
     @field_validator("task")
     @classmethod

@@ -111,6 +111,16 @@ class Grant:
         return self.cause.retry_after if self.cause is not None else None
 
 
+@dataclass(frozen=True)
+class Left:
+    """What the tightest of an agent's rows (its own, its ancestors', its scopes') has
+    left now, calls in flight held; None where no row caps it."""
+
+    tokens: int | None = None
+    cost: float | None = None  # USD
+    cycles: int | None = None
+
+
 class ScopeRow(BaseModel):
     name: str
     tokens_used: int = 0
@@ -316,6 +326,9 @@ class Ledger(Protocol):
         max_cost: float | None = None,
     ) -> None:
         """Create a global scope or write its caps across jobs (``max_cost`` in USD); None removes that cap."""
+
+    def left(self, job_id: str, chain: list[str], scopes: list[str]) -> Left:
+        """What the chain's rows and the scopes have left now, the tightest of each (one read)."""
 
     def has_scope(self, name: str) -> bool:
         """Whether the scope was created (``set_scope``) or charged before."""

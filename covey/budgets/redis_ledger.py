@@ -43,6 +43,7 @@ from covey.budgets.ledger import (
     Grant,
     LedgerError,
     LedgerSnapshot,
+    Left,
     Opened,
     Pricing,
     ScopeRow,
@@ -363,6 +364,20 @@ class RedisLedger:
             pipe.hset(keys.replies(job_id, agent_id), call_id, record)
             pipe.expire(keys.replies(job_id, agent_id), self.job_ttl)
             pipe.execute()
+
+    def left(self, job_id: str, chain: list[str], scopes: list[str]) -> Left:
+        rows = [keys.agent(job_id, a) for a in chain] + [keys.scope(s) for s in scopes]
+        fields = ("tokens_limit", "tokens_held", "cost_limit", "cost_held", "cycles_limit", "cycles_used")
+        with self.client.pipeline(transaction=False) as pipe:
+            for row in rows:
+                pipe.hmget(row, fields)
+            found = pipe.execute()
+
+        def least(limit: int, held: int) -> int | None:
+            room = [int(r[limit]) - int(r[held] or 0) for r in found if r[limit] is not None]
+            return max(0, min(room)) if room else None
+
+        return Left(tokens=least(0, 1), cost=usd(least(2, 3)), cycles=least(4, 5))
 
     def release_stale(self, now: float | None = None) -> int:
         """Give back the holds of reservations past their expiry, in every job.

@@ -65,6 +65,12 @@ def _job_options(fn):
         ),
         click.option("--timeout", type=Seconds(), default=None, help="seconds the job may run"),
         click.option(
+            "--budget-notice",
+            is_flag=True,
+            default=False,
+            help="tell each model call what its agent has left (tokens, cost, calls, seconds)",
+        ),
+        click.option(
             "--tenant",
             default=None,
             help="charge the tenant:<name> ledger scope too (create it first: covey scope tenant:<name> ...)",
@@ -106,6 +112,8 @@ def _spec(client, task: str | None, o: dict[str, Any]):
     fields: dict[str, Any] = {"strategy": o["strategy"], "role": o["role"], "budget": budget}
     if o["max_call_tokens"] is not None:
         fields["max_call_tokens"] = o["max_call_tokens"]
+    if o["budget_notice"]:
+        fields["budget_notice"] = True
     if o["agent_max_cycles"] is not None:
         fields["max_cycles"] = o["agent_max_cycles"]
     # An empty name is passed on, for the spec to refuse, rather than dropped.

@@ -34,7 +34,7 @@ from covey.results import Usage
 from covey.status import AgentStatus, Cause, CauseKind, Resource
 from covey.tools.builtin import SPAWN_TOOLS
 from covey.tools.registry import narrow, offered, schemas
-from covey.worker import slots, telemetry, transcript
+from covey.worker import budget_notice, slots, telemetry, transcript
 from covey.worker.agent_state import AgentState
 from covey.worker.deps import Deps
 from covey.worker.redaction import redact
@@ -85,6 +85,8 @@ def call_model(
     if ctx.budget.max_depth < 1 or agents_left == 0:  # no spawn could succeed: none is offered
         names = [name for name in names if name not in SPAWN_TOOLS]
     tools = schemas(names, agents_left)
+    if spec.budget_notice:  # before the reservation, which bounds the prompt it is part of
+        action.messages.append(budget_notice.note(deps, state, seconds_left))
     held = reservation(deps, state, action, tools)
     estimate = held.prompt
     state.cycle += 1

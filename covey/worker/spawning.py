@@ -138,6 +138,7 @@ def child_spec(parent: AgentSpec, ctx: RunContext, request: ChildRequest) -> Age
         "max_cycles": min(request.max_cycles or parent.max_cycles, parent.max_cycles),
         "max_call_tokens": parent.max_call_tokens,
         "max_schema_retries": parent.max_schema_retries,
+        "budget_notice": parent.budget_notice,
         "timeout": parent.timeout if request.timeout is None else request.timeout,
     }
     try:

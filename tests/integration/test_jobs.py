@@ -139,3 +139,17 @@ def test_delegate_runs_one_child_as_a_tool(cli):
     assert result["output"] == "42"
     assert [(c["role"], c["status"], c["output"]) for c in result["children"]] == [("delegate", "completed", "42")]
     assert result["usage"]["agents"] == 1
+
+
+def test_an_agent_that_asks_is_told_its_budget_before_each_call(cli, client):
+    """``--budget-notice``: each call's prompt ends with what is left, and the second
+    call's says less is left than the first's (the first call's tokens spent)."""
+    proc, result = run_json(cli, "What is 2 + 3?", "--budget-notice", "--max-tokens", "5000", "--agent-max-cycles", "4")
+    assert proc.returncode == 0, proc.stderr
+    assert result["output"] == "5"
+    calls = [e for e in client.job(result["job_id"]).transcript("root").events if e.kind == "model"]
+    notes = [m["content"] for e in calls for m in e.sent if m["role"] == "system" and m["content"].startswith("Budget")]
+    assert notes[0] == "Budget left: 5,000 tokens, 4 model calls. Plan to give your answer within it."
+    first_spent = calls[0].usage.total_tokens
+    assert notes[1] == f"Budget left: {5000 - first_spent:,} tokens, 3 model calls. Plan to give your answer within it."
+    assert len(notes) == len(calls)
