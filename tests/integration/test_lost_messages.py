@@ -32,9 +32,9 @@ QUICK = {
 }
 
 
-def killed_at(server: RedisServer, client: Client, fault: str) -> subprocess.Popen:
-    """A worker armed to SIGKILL itself at ``fault``, up before the job is sent."""
-    worker = start_worker(server.url, **QUICK, COVEY_FAULT=fault)
+def killed_at(server: RedisServer, client: Client, fault: str, **env: str) -> subprocess.Popen:
+    """A worker armed to SIGKILL itself at ``fault`` (with ``env`` besides), up before the job is sent."""
+    worker = start_worker(server.url, **QUICK, **env, COVEY_FAULT=fault)
     wait_for_worker(client, worker)
     return worker
 
@@ -48,10 +48,11 @@ def died(worker: subprocess.Popen) -> None:
     assert worker.wait(timeout=120) == -9, "the worker was not killed at its fault"
 
 
-def finished_by_another(server: RedisServer, handle):
-    worker = start_worker(server.url, **QUICK)
+def finished_by_another(server: RedisServer, handle, seconds: float = 90, **env: str):
+    """The job's result, from a worker (with ``env`` besides) started after the killed one."""
+    worker = start_worker(server.url, **QUICK, **env)
     try:
-        return handle.result(timeout=90)
+        return handle.result(timeout=seconds)
     finally:
         stop_worker(worker)
 

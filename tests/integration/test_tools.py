@@ -15,6 +15,7 @@ import re
 import shlex
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,7 @@ from tests.integration.conftest import (
     worker_env,
 )
 from tests.integration.served_tools import HUGE_BYTES
+from tests.integration.test_lost_messages import died, finished_by_another, killed_at
 from tests.redis_server import RedisServer
 
 WEATHER = 'What is the weather in Paris? [sim:call lookup_weather {"city": "Paris"}]'
@@ -245,28 +247,27 @@ def test_a_jobs_tool_call_cap_stops_it_budget_exceeded(client):
     assert (handle.ledger().tool_calls_used, handle.ledger().tool_calls_limit) == (0, 0)
 
 
+def killed_at_a_tool(server: RedisServer, client: Client, fault: str, task: str, example: str):
+    """``task`` sent to a worker serving the test tools, armed to die at ``fault``; its
+    handle once the worker died."""
+    first = killed_at(server, client, fault, COVEY_TOOLS=SERVED, PYTHONPATH=example)
+    handle = client.submit(client.spec(task))
+    died(first)
+    return handle
+
+
 @pytest.mark.slow
 def test_a_tool_called_before_a_kill_runs_once(tmp_path, example):
     """The worker dies (SIGKILL) after the tool returned and its result was kept, before
     the step's ack; another worker takes the step up again and replays the result:
     the tool's own counter shows one run, and the answer is that run's."""
-    from tests.integration.test_lost_messages import QUICK, died
-
     counter = tmp_path / "runs.txt"
-    env = {"COVEY_TOOLS": SERVED, "PYTHONPATH": example, **QUICK}
-    with RedisServer() as server:
-        client = Client(Settings(redis_url=server.url))
-        first = start_worker(server.url, COVEY_FAULT="after_tool:kill", **env)
-        wait_for_worker(client, first)
-        handle = client.submit(client.spec(f'Count. [sim:call tally {{"path": "{counter}"}}]'))
-        died(first)
+    with RedisServer() as server, closing(Client(Settings(redis_url=server.url))) as client:
+        handle = killed_at_a_tool(
+            server, client, "after_tool:kill", f'Count. [sim:call tally {{"path": "{counter}"}}]', example
+        )
         assert len(counter.read_text().splitlines()) == 1  # it ran, then the worker died
-        second = start_worker(server.url, **env)
-        try:
-            result = handle.result(timeout=120)
-        finally:
-            stop_worker(second)
-            client.close()
+        result = finished_by_another(server, handle, 120, COVEY_TOOLS=SERVED, PYTHONPATH=example)
     runs = counter.read_text().splitlines()
     assert len(runs) == 1, runs
     job_id, agent_id, call_id = runs[0].split()
@@ -280,23 +281,12 @@ def test_calls_of_one_reply_cut_off_by_a_kill_run_again_and_the_kept_one_does_no
     """Three calls in one reply, at once; the worker dies (SIGKILL) as the first result
     is kept. Another takes the step up: the kept call replays, the others run again
     under their own call ids, and each is counted once."""
-    from tests.integration.test_lost_messages import QUICK, died
-
     counter = tmp_path / "runs.txt"
-    env = {"COVEY_TOOLS": SERVED, "PYTHONPATH": example, **QUICK}
-    with RedisServer() as server:
-        client = Client(Settings(redis_url=server.url))
-        first = start_worker(server.url, COVEY_FAULT="after_tool:kill:1", **env)
-        wait_for_worker(client, first)
-        handle = client.submit(client.spec(f'Count. [sim:parallel 3] [sim:call tally {{"path": "{counter}"}}]'))
-        died(first)
+    task = f'Count. [sim:parallel 3] [sim:call tally {{"path": "{counter}"}}]'
+    with RedisServer() as server, closing(Client(Settings(redis_url=server.url))) as client:
+        handle = killed_at_a_tool(server, client, "after_tool:kill:1", task, example)
         kept = [k.rpartition(":tool:")[2] for k in client.redis.hkeys(keys.replies(handle.id, "root")) if ":tool:" in k]
-        second = start_worker(server.url, **env)
-        try:
-            result = handle.result(timeout=120)
-        finally:
-            stop_worker(second)
-            client.close()
+        result = finished_by_another(server, handle, 120, COVEY_TOOLS=SERVED, PYTHONPATH=example)
     runs = [line.split()[2] for line in counter.read_text().splitlines()]
     assert len(kept) == 1 and runs.count(kept[0]) == 1, (kept, runs)  # kept before the kill: never run again
     assert len(set(runs)) == 3

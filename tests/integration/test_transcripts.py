@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from contextlib import closing
 
 import pytest
 import redis
@@ -190,27 +191,18 @@ def test_a_step_killed_after_its_tool_is_rerun_without_a_duplicate_entry(tmp_pat
     """The first call is slow enough that its entry is written while the step runs
     (with its spend); the worker dies after the tool. The rerun replays the call and
     the tool and records them again: each entry is kept once, counted once."""
-    from tests.integration.test_lost_messages import QUICK, died
+    from tests.integration.test_lost_messages import died, finished_by_another, killed_at
 
     counter = tmp_path / "runs.txt"
-    env = {"COVEY_TOOLS": TOOLS, "PYTHONPATH": str(ROOT), **QUICK}
-    with RedisServer() as server:
-        client = Client(Settings(redis_url=server.url))
-        first = start_worker(server.url, COVEY_FAULT="after_tool:kill", **env)
-        wait_for_worker(client, first)
+    env = {"COVEY_TOOLS": TOOLS, "PYTHONPATH": str(ROOT)}
+    with RedisServer() as server, closing(Client(Settings(redis_url=server.url))) as client:
+        first = killed_at(server, client, "after_tool:kill", **env)
         handle = client.submit(client.spec(f'[sim:latency 1200] Count. [sim:call tally {{"path": "{counter}"}}]'))
         died(first)
         assert [e.kind for e in handle.transcript().events] == ["model"]  # written before the kill
-        second = start_worker(server.url, **env)
-        try:
-            result = handle.result(timeout=120)
-            t = handle.transcript()
-            r = redis.Redis.from_url(server.url, decode_responses=True)
-            stored = r.hgetall(f"covey:{{{handle.id}}}:transcript:root")
-            r.close()
-        finally:
-            stop_worker(second)
-            client.close()
+        result = finished_by_another(server, handle, 120, **env)
+        t = handle.transcript()
+        stored = client.redis.hgetall(f"covey:{{{handle.id}}}:transcript:root")
     assert result.ok and len(counter.read_text().splitlines()) == 1
     assert [(e.kind, e.cycle) for e in t.events] == [("model", 1), ("tool", 1), ("model", 2)]
     assert t.events[1].latency_ms is None  # the rerun replayed the tool's result: it did not run it
