@@ -263,15 +263,13 @@ class RedisLedger:
             return Grant(ok=False, tokens=0, reason=reason, cause=Cause(kind=CauseKind.CANCELLED))
         if status == Reply.NO_PRICES:
             return Grant(ok=False, tokens=0, reason=_str(reason), cause=Cause(kind=CauseKind.INVALID_SPEC))
-        if status == Reply.WINDOW_FULL:  # the next minute's is empty
-            retry_after = (minute + 1) * keys.WINDOW_SECONDS - now
+        if status in (Reply.WINDOW_FULL, Reply.HELD_UP):  # ask again later
+            if status == Reply.WINDOW_FULL:  # the next minute's is empty
+                kind, retry_after = CauseKind.RATE_LIMITED, (minute + 1) * keys.WINDOW_SECONDS - now
+            else:  # room frees as the calls in flight settle: spread the askers out
+                kind, retry_after = CauseKind.BUDGET, HELD_UP_SECONDS * random.uniform(0.5, 1.5)
             row, name, resource = rest[:3]
-            cause = _short(CauseKind.RATE_LIMITED, row, name, resource, retry_after=retry_after)
-            return Grant(ok=False, tokens=0, reason=_str(reason), cause=cause)
-        if status == Reply.HELD_UP:  # room frees as the calls in flight settle: spread the askers out
-            retry_after = HELD_UP_SECONDS * random.uniform(0.5, 1.5)
-            row, name, resource = rest[:3]
-            cause = _short(CauseKind.BUDGET, row, name, resource, retry_after=retry_after)
+            cause = _short(kind, row, name, resource, retry_after=retry_after)
             return Grant(ok=False, tokens=0, reason=_str(reason), cause=cause)
         if status != Reply.OK:
             return Grant(ok=False, tokens=0, reason=_str(reason), cause=_short(CauseKind.BUDGET, *rest))

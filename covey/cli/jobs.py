@@ -12,7 +12,7 @@ from covey import inputs
 from covey.budgets.budget import MAX_COUNT
 from covey.cli import render
 from covey.cli.app import cli, connect, interrupted, print_json
-from covey.cli.options import Dollars, KeyValue, Seconds
+from covey.cli.options import Dollars, KeyValue, Seconds, names
 from covey.client.progress import waiting
 from covey.orchestration import registry
 from covey.spec import MAX_CALL_TOKENS
@@ -122,7 +122,7 @@ def _spec(client, task: str | None, o: dict[str, Any]):
             fields[name] = o[name]
     for name in ("tools", "deny"):
         if o[name] is not None:
-            fields[name] = [t.strip() for t in o[name].split(",") if t.strip()]
+            fields[name] = names(o[name])
     for name, given in (("options", o["strategy_options"]), ("model_params", o["model_params"])):
         if given:
             fields[name] = dict(given)

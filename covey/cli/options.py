@@ -57,3 +57,8 @@ class KeyValue(click.ParamType):
         except ValueError:
             parsed = raw
         return key.strip(), parsed
+
+
+def names(value: str | None) -> list[str] | None:
+    """A comma-separated list of names (``--tools calculator, read_file``), blanks dropped; None when not given."""
+    return None if value is None else [n.strip() for n in value.split(",") if n.strip()]

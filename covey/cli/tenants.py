@@ -10,11 +10,8 @@ import click
 from covey import tenant_keys
 from covey.budgets import scopes
 from covey.cli.app import cli, connect, print_json
+from covey.cli.options import names
 from covey.config.settings import get_settings
-
-
-def _names(value: str | None) -> list[str] | None:
-    return None if value is None else [n.strip() for n in value.split(",") if n.strip()]
 
 
 @cli.group()
@@ -42,7 +39,7 @@ def create(name: str, tools: str | None, models: str | None, strategies: str | N
 
     if not re.fullmatch(scopes.LABEL_PATTERN, name):
         raise click.BadParameter("1 to 64 of A-Z a-z 0-9 _ . - (the name alone, without tenant:)", param_hint="NAME")
-    allowed = _names(strategies)
+    allowed = names(strategies)
     unknown = [s for s in allowed or [] if s not in registry.names()]
     if unknown:
         raise click.BadParameter(
@@ -56,7 +53,7 @@ def create(name: str, tools: str | None, models: str | None, strategies: str | N
     client = connect()
     nonce = tenant_keys.nonce()
     key = tenant_keys.derive(secret, name, nonce)
-    record = Tenant(name, nonce, tenant_keys.fingerprint(key), time.time(), _names(tools), _names(models), allowed)
+    record = Tenant(name, nonce, tenant_keys.fingerprint(key), time.time(), names(tools), names(models), allowed)
     scope = f"{scopes.TENANT}:{name}"
     if not client.ledger.has_scope(scope):
         client.ledger.set_scope(scope, None, None)
