@@ -60,6 +60,13 @@ def calls(job_id: str) -> str:
     return f"{_job(job_id)}:calls"
 
 
+def events(job_id: str) -> str:
+    """Stream: the job's events in the order they happened (``covey.events``), each
+    written by the script that writes the state it reports; kept a job's TTL past
+    the last."""
+    return f"{_job(job_id)}:events"
+
+
 def cancel(job_id: str) -> str:
     """Flag that every agent of the job checks each cycle."""
     return f"{_job(job_id)}:cancel"

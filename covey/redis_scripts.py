@@ -50,11 +50,23 @@ class Reply(IntEnum):
 
 # The replies as Lua locals, put before every script that returns them.
 LUA_REPLIES = f"local {', '.join(r.name for r in Reply)} = {', '.join(str(r.value) for r in Reply)}\n"
+_EVENTS = (files("covey") / "lua" / "events.lua").read_text(encoding="utf-8")
 
 
-def source(package: str, name: str) -> str:
-    """The Lua of ``package``'s ``lua/<name>``, after the reply constants."""
-    return LUA_REPLIES + (files(package) / "lua" / name).read_text(encoding="utf-8")
+def source(package: str, name: str, *libs: str, events: bool = False) -> str:
+    """The Lua of ``package``'s ``lua/<name>``, after the reply constants, then with
+    ``events`` the writing of a job's events (``lua/events.lua``), then ``libs``."""
+    lua = (files(package) / "lua" / name).read_text(encoding="utf-8")
+    return LUA_REPLIES + (_EVENTS if events else "") + "".join(libs) + lua
+
+
+def events_tail(stream: str, ttl: int, events: Sequence[str]) -> tuple[list[str], list[str | int]]:
+    """The KEYS and ARGV that end a script written with ``events``: ``stream`` (the
+    job's event stream, kept ``ttl`` seconds past its last event) and ``events``,
+    each a JSON object or '' for none."""
+    if not events:
+        return [], [0]
+    return [stream], [ttl, *events, len(events)]
 
 
 @dataclass(frozen=True)

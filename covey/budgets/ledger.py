@@ -224,24 +224,40 @@ class Ledger(Protocol):
         budget: Budget,
         terms: AgentTerms | None = None,
         run: FirstRun | None = None,
+        event: str = "",
     ) -> AgentRow | None:
         """Write the root's limits and terms; a no-op if the root is already open.
         Returns the root's row as it then stands (the earlier one, if it was open).
         ``run`` takes the root's first step for its delivery, unless another holds
-        it (one ``run.replaces`` does not name): the row then names that one in ``first_run``."""
+        it (one ``run.replaces`` does not name): the row then names that one in ``first_run``.
+
+        Each method that takes an ``event`` (a ``covey.events.JobEvent``'s JSON)
+        appends it to the job's events in the script that writes what it reports,
+        and only then: here, when the row is opened."""
 
     def open(
-        self, job_id: str, chain: list[str], child_id: str, budget: Budget, terms: AgentTerms | None = None
+        self,
+        job_id: str,
+        chain: list[str],
+        child_id: str,
+        budget: Budget,
+        terms: AgentTerms | None = None,
+        event: str = "",
     ) -> Opened:
         """Charge one spawn to every ancestor and write the child's limits, clamped
         to what each ancestor has left, and its terms; refuse past max_agents or
         max_depth."""
 
     def open_many(
-        self, job_id: str, chain: list[str], children: Sequence[tuple[str, Budget, AgentTerms]]
+        self,
+        job_id: str,
+        chain: list[str],
+        children: Sequence[tuple[str, Budget, AgentTerms]],
+        events: Sequence[str] = (),
     ) -> list[Opened]:
         """``open`` for each (child id, budget, terms) of ``children``, in order, in one
-        round trip: each is clamped to what the ones before it left, as if opened alone."""
+        round trip: each is clamped to what the ones before it left, as if opened
+        alone; the i-th of ``events`` is the i-th child's opening."""
 
     def agent(self, job_id: str, agent_id: str) -> AgentRow | None:
         """The agent's row as opened (None if it never was): what its task may trust."""
@@ -256,6 +272,7 @@ class Ledger(Protocol):
         min_tokens: int,
         cycle: int | None = None,
         pricing: Pricing | None = None,
+        event: str = "",
     ) -> Grant:
         """Hold up to ``tokens`` (at least ``min_tokens``) and one cycle on every
         agent in the chain and every scope with a cap, or refuse naming the row
@@ -266,7 +283,8 @@ class Ledger(Protocol):
         ``cycle`` (the agent's n-th call) is refused past the agent's own cycle cap.
         A cancelled job, or an agent of the chain its parent cancelled, is refused
         ``cancelled`` (``covey.budgets.cancels`` says which), before a replay too.
-        A reservation settled before is granted again with the outcome stored then."""
+        A reservation settled before is granted again with the outcome stored then.
+        ``event`` is written when a new reservation is granted, with its ``reserved`` tokens."""
 
     def settle(
         self,
@@ -277,6 +295,7 @@ class Ledger(Protocol):
         tokens: int,
         record: str | None = None,
         cost: int = 0,
+        event: str = "",
     ) -> bool:
         """Turn the reservation (tokens, and ``cost`` micro-dollars) into actual usage and keep ``record`` (the call's
         outcome) for a replay; False if it was already settled. It charges what
@@ -291,6 +310,7 @@ class Ledger(Protocol):
         tokens: int,
         record: str | None = None,
         cost: int = 0,
+        event: str = "",
     ) -> Settling:
         """``settle``, made but not run: whoever runs it reads its reply with ``charged``."""
 
@@ -302,14 +322,15 @@ class Ledger(Protocol):
         """Whether a ``Settling`` may ride another write's round trip: not when a
         ledger write counts only once replicas hold it (that takes the ledger's WAIT)."""
 
-    def count_tool_call(self, job_id: str, chain: list[str], call_id: str) -> Grant:
+    def count_tool_call(self, job_id: str, chain: list[str], call_id: str, event: str = "") -> Grant:
         """Count one tool call (``call_id``, unique in the job) on every agent in the
         chain, or refuse past a ``max_tool_calls`` cap naming the agent whose row holds
         it. Counting is idempotent: a call counted before is granted again with the
         result ``record_tool_call`` kept for it, if its run finished."""
 
-    def record_tool_call(self, job_id: str, agent_id: str, call_id: str, record: str) -> None:
-        """Keep a finished tool call's result, so a redelivered step replays it."""
+    def record_tool_call(self, job_id: str, agent_id: str, call_id: str, record: str, event: str = "") -> None:
+        """Keep a finished tool call's result, so a redelivered step replays it; the
+        first result kept stays."""
 
     def release_stale(self, now: float | None = None) -> int:
         """Give back reservations of any job that expired unsettled (a dead worker's)."""

@@ -54,9 +54,11 @@ from covey.errors import StateLost
 from covey.redis_scripts import Reply, source
 from covey.status import Cause, CauseKind, Resource
 
+# The scripts that write a job's events with the state they report (``covey.events``).
+_EVENTFUL = ("open", "reserve", "settle", "tool_call", "tool_done")
 _LUA = {
-    name: source("covey.budgets", f"{name}.lua")
-    for name in ("open", "root", "reserve", "settle", "release", "tool_call")
+    name: source("covey.budgets", f"{name}.lua", events=name in _EVENTFUL)
+    for name in ("open", "root", "reserve", "settle", "release", "tool_call", "tool_done")
 }
 
 # Expired reservations released per sweep: bounds its cost on the hot path; a
@@ -123,6 +125,7 @@ class RedisLedger:
         budget: Budget,
         terms: AgentTerms | None = None,
         run: FirstRun | None = None,
+        event: str = "",
     ) -> AgentRow | None:
         terms, run = terms or AgentTerms(), run or FirstRun()
         row, now = keys.agent(job_id, agent_id), self.clock()
@@ -139,7 +142,7 @@ class RedisLedger:
         opened, raw = self._run_calls(
             "open",
             [
-                self._call("open", *self._open_call(job_id, [], agent_id, budget, terms)),
+                self._call("open", *self._open_call(job_id, [], agent_id, budget, terms, event)),
                 self._call("root", [row, keys.job_scopes(job_id)], extras),
             ],
         )
@@ -147,23 +150,37 @@ class RedisLedger:
         return agent_row(agent_id, dict(zip(raw[::2], raw[1::2]))) if raw else None
 
     def open(
-        self, job_id: str, chain: list[str], child_id: str, budget: Budget, terms: AgentTerms | None = None
+        self,
+        job_id: str,
+        chain: list[str],
+        child_id: str,
+        budget: Budget,
+        terms: AgentTerms | None = None,
+        event: str = "",
     ) -> Opened:
-        return self.open_many(job_id, chain, [(child_id, budget, terms or AgentTerms())])[0]
+        return self.open_many(job_id, chain, [(child_id, budget, terms or AgentTerms())], [event])[0]
 
     def open_many(
-        self, job_id: str, chain: list[str], children: Sequence[tuple[str, Budget, AgentTerms]]
+        self,
+        job_id: str,
+        chain: list[str],
+        children: Sequence[tuple[str, Budget, AgentTerms]],
+        events: Sequence[str] = (),
     ) -> list[Opened]:
         if not chain:
             raise ValueError("open needs the child's ancestors (root..parent); use open_root for a root")
         for child_id, _, _ in children:
             if child_id in chain:
                 raise ValueError(f"agent {child_id} cannot be its own ancestor")
-        calls = [self._open_call(job_id, chain, child_id, budget, terms) for child_id, budget, terms in children]
+        said = [*events, *[""] * (len(children) - len(events))]
+        calls = [
+            self._open_call(job_id, chain, child_id, budget, terms, event)
+            for (child_id, budget, terms), event in zip(children, said)
+        ]
         return [self._opened(job_id, reply) for reply in self._run_many("open", calls)]
 
     def _open_call(
-        self, job_id: str, chain: list[str], child_id: str, budget: Budget, terms: AgentTerms
+        self, job_id: str, chain: list[str], child_id: str, budget: Budget, terms: AgentTerms, event: str
     ) -> tuple[list[str], list[Any]]:
         """The keys and arguments of ``open.lua`` for one agent."""
         args = [
@@ -184,7 +201,8 @@ class RedisLedger:
             *chain,
             _arg(None if budget.max_cost is None else micros(budget.max_cost)),
         ]
-        return [keys.agent(job_id, child_id), keys.agents(job_id), *(keys.agent(job_id, a) for a in chain)], args
+        row_keys = [keys.agent(job_id, child_id), keys.agents(job_id), *(keys.agent(job_id, a) for a in chain)]
+        return self._with_events(job_id, row_keys, args, event)
 
     @staticmethod
     def _opened(job_id: str, reply: list[Any]) -> Opened:
@@ -215,6 +233,7 @@ class RedisLedger:
         min_tokens: int,
         cycle: int | None = None,
         pricing: Pricing | None = None,
+        event: str = "",
     ) -> Grant:
         if not chain:
             raise ValueError("reserve needs the agent's chain (root..agent)")
@@ -253,7 +272,7 @@ class RedisLedger:
             *scopes,
             *(pricing or Pricing(model="", price=None, prompt_tokens=0)).args(),
         ]
-        status, granted, reason, *rest = self._run("reserve", row_keys, args)
+        status, granted, reason, *rest = self._run("reserve", *self._with_events(job_id, row_keys, args, event))
         if status == Reply.MISSING:
             raise _lost(job_id, reason)
         if status == Reply.CANCELLED:
@@ -285,12 +304,13 @@ class RedisLedger:
         tokens: int,
         record: str | None = None,
         cost: int = 0,
+        event: str = "",
     ) -> bool:
         """Charge ``tokens`` and ``cost`` (the actual usage) and keep ``record`` for a replay.
         Pass the chain and scopes given to ``reserve``; a mismatch raises
         ``LedgerError`` rather than skew the counts, and rows gone from Redis
         ``StateLost`` rather than come back uncapped and without their TTL."""
-        return self.settled(self.settling(job_id, chain, scopes, reservation_id, tokens, record, cost))
+        return self.settled(self.settling(job_id, chain, scopes, reservation_id, tokens, record, cost, event))
 
     def settling(
         self,
@@ -301,6 +321,7 @@ class RedisLedger:
         tokens: int,
         record: str | None = None,
         cost: int = 0,
+        event: str = "",
     ) -> Settling:
         if tokens < 0 or cost < 0:
             raise ValueError(f"tokens and cost used cannot be negative, got {tokens} and {cost}")
@@ -332,7 +353,7 @@ class RedisLedger:
                 )
             return status == Reply.OK  # ALREADY: settled before
 
-        return Settling(self._call("settle", row_keys, args), charged)
+        return Settling(self._call("settle", *self._with_events(job_id, row_keys, args, event)), charged)
 
     def settled(self, settling: Settling) -> bool:
         call = settling.call
@@ -343,13 +364,15 @@ class RedisLedger:
     def settles_ride(self) -> bool:
         return not self.replicas.replicas
 
-    def count_tool_call(self, job_id: str, chain: list[str], call_id: str) -> Grant:
+    def count_tool_call(self, job_id: str, chain: list[str], call_id: str, event: str = "") -> Grant:
         row_keys = [
             keys.calls(job_id),
             *(keys.agent(job_id, a) for a in chain),
             keys.replies(job_id, chain[-1]),
         ]
-        status, *rest = self._run("tool_call", row_keys, [call_id, self.job_ttl, *chain])
+        status, *rest = self._run(
+            "tool_call", *self._with_events(job_id, row_keys, [call_id, self.job_ttl, *chain], event)
+        )
         if status == Reply.MISSING:
             raise _lost(job_id, rest[0])
         if status == Reply.REFUSED:
@@ -357,11 +380,11 @@ class RedisLedger:
             return Grant(ok=False, tokens=0, reason=_str(rest[0]), cause=cause)
         return Grant(ok=True, tokens=0, reason=None, record=_str(rest[1]) if rest[0] == 1 else None)
 
-    def record_tool_call(self, job_id: str, agent_id: str, call_id: str, record: str) -> None:
-        with self.client.pipeline(transaction=True) as pipe:
-            pipe.hset(keys.replies(job_id, agent_id), call_id, record)
-            pipe.expire(keys.replies(job_id, agent_id), self.job_ttl)
-            pipe.execute()
+    def record_tool_call(self, job_id: str, agent_id: str, call_id: str, record: str, event: str = "") -> None:
+        self._run(
+            "tool_done",
+            *self._with_events(job_id, [keys.replies(job_id, agent_id)], [call_id, record, self.job_ttl], event),
+        )
 
     def left(self, job_id: str, chain: list[str], scopes: list[str]) -> Left:
         rows = [keys.agent(job_id, a) for a in chain] + [keys.scope(s) for s in scopes]
@@ -400,6 +423,14 @@ class RedisLedger:
             ]
             released += self._run("release", row_keys, [rid, now, data, member])
         return released
+
+    def _with_events(
+        self, job_id: str, row_keys: list[str], args: list[Any], *events: str
+    ) -> tuple[list[str], list[Any]]:
+        """A script's keys and arguments, followed by the job's ``events`` it writes
+        with the state they report (``covey/lua/events.lua``)."""
+        more_keys, more_args = redis_scripts.events_tail(keys.events(job_id), self.job_ttl, [e for e in events if e])
+        return [*row_keys, *more_keys], [*args, *more_args]
 
     def _run(self, name: str, row_keys: list[str], args: list[Any]) -> Any:
         """Script ``name``'s reply, once ``self.replicas`` replicas hold its writes.

@@ -16,14 +16,15 @@ from typing import Any
 
 import redis
 
-from covey import keys
+from covey import keys, redis_scripts
 from covey.redis_scripts import Reply
-from covey.store import join, transcripts
+from covey.store import join, transcripts, tree
 from covey.store.join import Join
 from covey.store.outbox import Message
 from covey.store.transcripts import Entries
+from covey.store.tree import Node
 
-_SAVE = join.LUA + transcripts.script("advance.lua")
+_SAVE = transcripts.script("advance.lua", join.LUA, tree.NODES)
 
 # What ``Checkpoints.save`` did: nothing (another run went on), saved, or saved with the resume due now.
 STALE, SAVED, WOKEN = Reply.MOVED_ON, Reply.OK, Reply.WOKEN
@@ -57,11 +58,16 @@ class Checkpoints:
         children: Sequence[tuple[str, Message]] = (),
         join_kind: Join = "all",
         transcript: Entries | None = None,
+        *,
+        node: Node,
+        awaiting: Sequence[str] = (),
     ) -> int:
         """Store ``state`` for ``step`` and, in the same script, the messages the step
         sends: ``then`` (the agent's continuation), or ``children`` (agent id, message)
         and the ``resume`` that joins them as ``join_kind`` says (``covey.store.join``);
-        and the agent's ``transcript`` entries so far. ``taken``
+        the agent's ``node`` as the step leaves it (never over a final one) and the
+        event of its move (naming the children it is ``awaiting``); and its
+        ``transcript`` entries so far. ``taken``
         is the expected message the step took up, as stored (None: it took up none).
 
         ``STALE``, with nothing written, if a newer step is stored or ``taken`` is no
@@ -78,12 +84,22 @@ class Checkpoints:
             then.dumps() if then else "",
             resume.dumps() if resume else "",
             join_kind,
+            tree.pack(node),
+            tree.FINALS,
         ]
         for child_id, message in children:
             args += [child_id, message.dumps()]
         job_keys = [keys.checkpoint(job_id, agent_id), keys.expected(job_id), keys.expecting()]
         more_keys, more_args = transcripts.tail(transcript)
-        return int(self._save(keys=[*job_keys, *join.keys(job_id, agent_id), *more_keys], args=[*args, *more_args]))
+        event_keys, event_args = redis_scripts.events_tail(
+            keys.events(job_id), self._job_ttl, [tree.moved(node, awaiting)]
+        )
+        return int(
+            self._save(
+                keys=[*job_keys, *join.keys(job_id, agent_id), keys.nodes(job_id), *more_keys, *event_keys],
+                args=[*args, *more_args, *event_args],
+            )
+        )
 
     def load(self, job_id: str, agent_id: str) -> Checkpoint | None:
         return Checkpoint.of(*self._redis.hmget(keys.checkpoint(job_id, agent_id), "round", "state"))

@@ -30,9 +30,10 @@ _APPEND = (files("covey.store") / "lua" / "transcript.lua").read_text(encoding="
 _META = ("bytes", "cut_from", "cut_to", "cut_entries", "cut_bytes")
 
 
-def script(name: str) -> str:
-    """The source of ``lua/<name>``, able to append transcript entries (``transcript.lua``)."""
-    return _APPEND + source("covey.store", name)
+def script(name: str, *libs: str) -> str:
+    """The source of ``lua/<name>`` after ``libs``, able to write events and append
+    transcript entries (``transcript.lua``)."""
+    return source("covey.store", name, _APPEND, *libs, events=True)
 
 
 class ModelCallEvent(BaseModel):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from importlib.resources import files
 from typing import Any
 
 import redis
@@ -24,15 +25,18 @@ from pydantic import BaseModel
 from covey import keys, redis_scripts, wire
 from covey.budgets.ledger import Settling
 from covey.errors import StateLost
+from covey.events import EventType, JobEvent
+from covey.events import preview as shown
 from covey.redis_scripts import Reply, ScriptCall
 from covey.results import AgentResult, ChildSummary, Usage
 from covey.status import AgentStatus, Cause, Wait
 from covey.store import join, transcripts
 from covey.store.transcripts import Entries
 
-_RECORD = transcripts.script("record.lua")
-_FINISH = join.LUA + transcripts.script("finish.lua")
-_FINALS = "," + ",".join(s.value for s in AgentStatus if s.final) + ","  # what the scripts never write over
+NODES = (files("covey.store") / "lua" / "nodes.lua").read_text(encoding="utf-8")
+_RECORD = transcripts.script("record.lua", NODES)
+_FINISH = transcripts.script("finish.lua", join.LUA, NODES)
+FINALS = "," + ",".join(s.value for s in AgentStatus if s.final) + ","  # what the scripts never write over
 
 TASK_PREVIEW_CHARS = 80  # a node keeps the start of its task: enough to tell siblings apart
 
@@ -173,6 +177,48 @@ def unpack(agent_id: str, raw: str) -> Node:
     return Node(agent_id=agent_id, **fields)
 
 
+def moved(node: Node, awaiting: Sequence[str] = ()) -> str:
+    """The event a write of ``node`` makes when it changes the node's status (none for
+    ``queued``: the agent's opening has its own); a waiting agent's names the
+    children it waits on (``awaiting``)."""
+    if node.status is AgentStatus.QUEUED:
+        return ""
+    if node.status is AgentStatus.RUNNING:
+        event = JobEvent(type=EventType.AGENT_RUNNING, agent_id=node.agent_id)
+    elif node.status is AgentStatus.WAITING:
+        event = JobEvent(
+            type=EventType.AGENT_WAITING, agent_id=node.agent_id, wait=node.wait, awaiting=list(awaiting) or None
+        )
+    else:
+        event = JobEvent(
+            type=EventType.AGENT_FINISHED,
+            agent_id=node.agent_id,
+            status=node.status,
+            cause=node.cause,
+            error=node.error,
+            output=shown(node.output),
+            usage=node.usage,
+        )
+    return event.dumps()
+
+
+def ended(node: Node) -> list[str]:
+    """The events of a final ``node``: the agent's end, and for a root the job's."""
+    events = [moved(node)]
+    if node.parent_id is None:
+        job = JobEvent(
+            type=EventType.JOB_FINISHED,
+            agent_id=node.agent_id,
+            status=node.status,
+            cause=node.cause,
+            error=node.error,
+            output=node.output,
+            usage=node.usage,
+        )
+        events.append(job.dumps())
+    return events
+
+
 class JobTree:
     """Nodes are written by scripts that never write over a final node: a stale or
     duplicate step cannot take back an agent's end, whatever it tries to record."""
@@ -192,11 +238,14 @@ class JobTree:
 
     def recording(self, job_id: str, *nodes: Node, transcript: Entries | None = None) -> ScriptCall:
         """``record``'s script call, for a caller that runs it with others in one round trip."""
-        args: list[Any] = [self._job_ttl, _FINALS]
+        args: list[Any] = [self._job_ttl, FINALS]
         for n in nodes:
             args += [n.agent_id, pack(n)]
         more_keys, more_args = transcripts.tail(transcript)
-        return ScriptCall(self._record, [keys.nodes(job_id), *more_keys], [*args, *more_args])
+        event_keys, event_args = redis_scripts.events_tail(
+            keys.events(job_id), self._job_ttl, [moved(n) for n in nodes]
+        )
+        return ScriptCall(self._record, [keys.nodes(job_id), *more_keys, *event_keys], [*args, *more_args, *event_args])
 
     def finish(
         self,
@@ -224,11 +273,12 @@ class JobTree:
         joined = join.keys(job_id, parent or node.agent_id)  # a root's own, which its script leaves alone
         guard = [keys.agent(job_id, node.agent_id)] if settling is not None else []
         more_keys, more_args = transcripts.tail(transcript)
+        event_keys, event_args = redis_scripts.events_tail(keys.events(job_id), self._job_ttl, ended(node))
         record = pack(node)
         call = ScriptCall(
             self._finish,
-            [keys.nodes(job_id), keys.expected(job_id), *joined, *guard, *retire, *more_keys],
-            [node.agent_id, record, self._job_ttl, parent, _FINALS, len(guard), *more_args],
+            [keys.nodes(job_id), keys.expected(job_id), *joined, *guard, *retire, *more_keys, *event_keys],
+            [node.agent_id, record, self._job_ttl, parent, FINALS, len(guard), *more_args, *event_args],
         )
         first = [settling.call] if settling is not None else []
         calls = [*first, call, *(also(record) if also is not None else [])]

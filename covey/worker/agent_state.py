@@ -92,7 +92,9 @@ class AgentState(BaseModel):
     next_action: dict[str, Any] | None = Field(
         default=None, description="the Action a paused agent takes when its next task starts"
     )
-    recorded_at: datetime | None = Field(default=None, description="when its running node was last written")
+    recorded_at: datetime | None = Field(
+        default=None, description="when its running node was last written (None: not since it waited)"
+    )
     prompt_mark: PromptMark | None = Field(
         default=None, description="what its last call sent and what that prompt cost: the next call's bound"
     )

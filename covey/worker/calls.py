@@ -34,7 +34,7 @@ from covey.results import Usage
 from covey.status import AgentStatus, Cause, CauseKind, Resource
 from covey.tools.builtin import SPAWN_TOOLS
 from covey.tools.registry import narrow, offered, schemas
-from covey.worker import budget_notice, slots, telemetry, transcript
+from covey.worker import budget_notice, events, slots, telemetry, transcript
 from covey.worker.agent_state import AgentState
 from covey.worker.deps import Deps
 from covey.worker.redaction import redact
@@ -101,6 +101,7 @@ def call_model(
         min_tokens=estimate + floor,
         cycle=state.cycle,
         pricing=held.pricing,
+        event=events.model_started(state, rid),
     )
     if grant.retry_after is not None:
         state.cycle -= 1  # nothing was reserved: the call is asked for again under the same id
@@ -286,6 +287,7 @@ def _settle(deps: Deps, state: AgentState, rid: str, usage: Usage, record: CallR
         tokens=usage.total_tokens,
         record=record.model_dump_json(),
         cost=usage.cost_micros,
+        event=events.model_finished(state, rid, record),
     )
     if deps.ledger.settles_ride:
         state._unsettled = settling

@@ -232,6 +232,7 @@ def _fold(deps: Deps, state: AgentState, batch: set[str] | None) -> tuple[AgentS
     state.children += [r.summary() for r in ordered]
     state.pending = [p for p in state.pending if p not in taken]
     state.phase = Phase.RUNNING
+    state.recorded_at = None  # its node says waiting: its step records it running again
     agent_event("resumed", state, AgentStatus.RUNNING)
     strategy = registry.strategy(state.spec.strategy)
     outcome = ChildResults(ordered, [p.key for p in taken], {p.agent_id: p.key for p in state.pending})
@@ -254,7 +255,8 @@ def advance(
     took from this quiet one, goes no further: a dropping ``Completion``. ``end``
     gives script calls to run in the round trip of its final record."""
     strategy = registry.strategy(state.spec.strategy)
-    # An agent's first step records it running with its slot take: a round trip less.
+    # An agent's first step, and its first after a join, records it running with its
+    # slot take: a round trip less.
     first = state.recorded_at is None
     wait = slots.take(deps, state, holder, state.node(AgentStatus.RUNNING) if first else None, taken)
     if isinstance(wait, Completion):

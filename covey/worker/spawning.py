@@ -27,6 +27,7 @@ from covey.status import AgentStatus, Cause, CauseKind, Resource
 from covey.store.tree import Node, preview
 from covey.tools.builtin import SPAWN_TOOLS
 from covey.tools.registry import narrow, offered
+from covey.worker import events
 from covey.worker.agent_state import AgentState, PendingChild
 from covey.worker.deps import Deps
 
@@ -56,7 +57,8 @@ def spawn(deps: Deps, state: AgentState, action: Spawn) -> list[tuple[RunContext
     ]
     # Opened in one round trip, in order: each child is clamped to what those before it left.
     to_open = [a for a in asked if not isinstance(a, AgentResult)]
-    opened = iter(deps.ledger.open_many(ctx.job_id, ctx.chain, [(c, b, t) for c, _, b, t in to_open]))
+    said = [events.opened(c, ctx.agent_id, ctx.depth + 1, s.role, s.task) for c, s, _, _ in to_open]
+    opened = iter(deps.ledger.open_many(ctx.job_id, ctx.chain, [(c, b, t) for c, _, b, t in to_open], said))
     children, queued = [], []
     for request, ask in zip(action.children, asked):
         outcome = ask if isinstance(ask, AgentResult) else _opened(state, ask, next(opened), request.role, deps.now())

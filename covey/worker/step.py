@@ -236,14 +236,24 @@ def _drive(
         children = [(c.agent_id, agent_message(deps.secret, c, s, delivery.queue)) for c, s in outcome.children]
     entries = transcript.take(deps, state)
     saved = deps.checkpoints.save(
-        ctx.job_id, ctx.agent_id, state.step, dump_checkpoint(state), taken, then, resume, children, join_kind, entries
+        ctx.job_id,
+        ctx.agent_id,
+        state.step,
+        dump_checkpoint(state),
+        taken,
+        then,
+        resume,
+        children,
+        join_kind,
+        entries,
+        node=state.node(status),
+        awaiting=[p.agent_id for p in state.pending if p.refused is None] if resume else (),
     )
     if saved == checkpoints.STALE:
         return Completion.drop(
             f"agent {ctx.agent_id} of job {ctx.job_id} is past step {state.step}: stale task ignored"
         )
     faults.at("after_checkpoint")
-    deps.tree.record(ctx.job_id, state.node(status))
     resumed = [resume] if saved == checkpoints.WOKEN else []  # children that finished while it ran
     for message in [then] if then else [*(m for _, m in children), *resumed]:
         send(task.app, message)

@@ -33,7 +33,7 @@ from covey.orchestration.actions import Action
 from covey.spec import AgentSpec, InvalidSpec, JobSpec
 from covey.store.catalog import NoWorkerServes
 from covey.tools.registry import NotServed, check_served
-from covey.worker import catalog, handover, loop, signing, takeover, tenancy
+from covey.worker import catalog, events, handover, loop, signing, takeover, tenancy
 from covey.worker import step as steps  # resume and proceed take a parameter named step
 from covey.worker.agent_state import AgentState
 from covey.worker.app import app
@@ -178,14 +178,15 @@ def _run_job(task: Any, spec: Any, signature: Any) -> Completion:
     # A JobSpec's fields are an AgentSpec's, validated by the same rules: taken as they are.
     agent_spec = AgentSpec.model_construct(**{name: getattr(job, name) for name in AgentSpec.model_fields})
     terms = AgentTerms(tools=job.tools, deny=job.deny, max_cycles=job.max_cycles, scopes=job.scopes(), digest=digest)
+    opened = events.opened(ROOT_AGENT_ID, None, 0, job.role, job.task)
 
     def start(_: Snapshot) -> tuple[AgentState, Action] | Completion:
         run = _first_run(deps, task.request)
-        row = deps.ledger.open_root(job_id, ROOT_AGENT_ID, job.budget, terms, run)
+        row = deps.ledger.open_root(job_id, ROOT_AGENT_ID, job.budget, terms, run, opened)
         if row is not None and run is not None and row.first_run not in (None, run.delivery):
             if not takeover.unacknowledged(row.first_run):  # its worker died: the message came back as this one
                 run = replace(run, replaces=row.first_run)
-                row = deps.ledger.open_root(job_id, ROOT_AGENT_ID, job.budget, terms, run)
+                row = deps.ledger.open_root(job_id, ROOT_AGENT_ID, job.budget, terms, run, opened)
         if row is None or row.digest != digest:
             return Completion.drop(
                 f"refused a task for agent {ROOT_AGENT_ID} of job {job_id}: job {job_id} already runs another "

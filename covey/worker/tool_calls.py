@@ -24,7 +24,7 @@ from covey.models.replies import ToolCall
 from covey.orchestration.actions import ToolResults
 from covey.results import Usage
 from covey.store.workspace import Workspace
-from covey.worker import telemetry, transcript
+from covey.worker import events, telemetry, transcript
 from covey.worker.agent_state import AgentState
 from covey.worker.calls import Stop, seconds_left
 from covey.worker.deps import Deps
@@ -44,7 +44,7 @@ def run_tools(deps: Deps, state: AgentState, calls: list[ToolCall]) -> ToolResul
     for index, call in enumerate(calls):
         # The model's call id is unique in its reply, which is itself replayed: with the cycle, unique in the job.
         rid = f"{ctx.agent_id}:{state.cycle}:tool:{call.id}"
-        grant = deps.ledger.count_tool_call(ctx.job_id, ctx.chain, rid)
+        grant = deps.ledger.count_tool_call(ctx.job_id, ctx.chain, rid, events.tool_started(state, rid, call))
         if not grant.ok:
             assert grant.cause is not None and grant.reason is not None  # a refusal always says why
             telemetry.refused(grant.cause, grant.reason)
@@ -59,7 +59,9 @@ def run_tools(deps: Deps, state: AgentState, calls: list[ToolCall]) -> ToolResul
     for index, call, rid, (text, at, ms) in _ran(deps, state, deps.workspace(ctx.job_id), todo):
         results[call.id] = text
         transcript.tool_call(deps, state, index, call, text, at, ms)
-        deps.ledger.record_tool_call(ctx.job_id, ctx.agent_id, rid, text)
+        deps.ledger.record_tool_call(
+            ctx.job_id, ctx.agent_id, rid, text, events.tool_finished(state, rid, call, text, ms)
+        )
         faults.at("after_tool")
     return stop or ToolResults(results)
 

@@ -35,13 +35,18 @@ def batch(redis_client):
     return lambda job: join.batch(redis_client, job, "root")
 
 
+WAITING = Node(agent_id="root", depth=0, status="waiting")
+
+
 def resume_at(step: int) -> Message:
     return Message("covey.resume", "t-root", {"agent": "root", "step": step}, {"kwargsrepr": f"step={step}"})
 
 
 def wait(checkpoints: Checkpoints, job: str, step: int, children=(), taken: str | None = None, join="each") -> int:
     opened = [(c, Message("covey.agent", f"t-{c}", {"agent": c})) for c in children]
-    return checkpoints.save(job, "root", step, "{}", taken, resume=resume_at(step), children=opened, join_kind=join)
+    return checkpoints.save(
+        job, "root", step, "{}", taken, resume=resume_at(step), children=opened, join_kind=join, node=WAITING
+    )
 
 
 def end(tree: JobTree, job: str, child: str) -> str | None:

@@ -24,7 +24,16 @@ WRITES = {
     ),
     "checkpoints": (
         lambda job: keys.checkpoint(job, "root"),
-        lambda r, job, n: Checkpoints(r, TTL).save(job, "root", n, "{}"),
+        lambda r, job, n: Checkpoints(r, TTL).save(
+            job, "root", n, "{}", node=Node(agent_id="root", depth=0, status="waiting" if n % 2 else "running")
+        ),
+    ),
+    # A node's move writes an event.
+    "events": (
+        keys.events,
+        lambda r, job, n: JobTree(r, TTL).record(
+            job, Node(agent_id=f"root-sub-{n}", parent_id="root", depth=1, status="running")
+        ),
     ),
     "workspace": (keys.workspace, lambda r, job, n: Workspace(r, job, TTL).write("", f"notes-{n}.md", "hi")),
 }

@@ -25,6 +25,10 @@ def stores(redis_client):
     return Checkpoints(redis_client, ttl), JobTree(redis_client, ttl), Outbox(redis_client)
 
 
+def waiting(agent: str) -> Node:
+    return Node(agent_id=agent, depth=0 if agent == "root" else 1, status="waiting")
+
+
 def message(name: str, task_id: str, **kwargs) -> Message:
     return Message(name, task_id, kwargs, {"kwargsrepr": f"{name} {kwargs}"})
 
@@ -32,7 +36,7 @@ def message(name: str, task_id: str, **kwargs) -> Message:
 def fan_out(checkpoints: Checkpoints, job: str, taken: str | None = None) -> bool:
     children = [(c, message("covey.agent", f"t-{c}", agent=c)) for c in ("a", "b")]
     resume = message("covey.resume", "t-root", agent="root", spawn_round=1)
-    return checkpoints.save(job, "root", 1, "{}", taken, resume=resume, children=children)
+    return checkpoints.save(job, "root", 1, "{}", taken, resume=resume, children=children, node=waiting("root"))
 
 
 def test_a_fan_out_records_its_children_and_the_job_in_the_index(stores, job):
@@ -48,8 +52,10 @@ def test_a_step_whose_message_is_no_longer_expected_saves_nothing(stores, redis_
     fan_out(checkpoints, job)
     taken = outbox.expected(job, "a")
     then = message("covey.proceed", "t-a", agent="a", step=1)
-    assert checkpoints.save(job, "a", 1, '{"first": true}', taken, then=then)
-    assert checkpoints.save(job, "a", 1, '{"duplicate": true}', taken, then=then) == STALE  # the same message again
+    assert checkpoints.save(job, "a", 1, '{"first": true}', taken, then=then, node=waiting("a"))
+    assert (
+        checkpoints.save(job, "a", 1, '{"duplicate": true}', taken, then=then, node=waiting("a")) == STALE
+    )  # the same message again
     assert checkpoints.load(job, "a").state == '{"first": true}'
     assert Message.loads(outbox.expected(job, "a")) == then
 

@@ -43,7 +43,7 @@ def running() -> Node:
 def test_entries_read_back_in_the_order_they_happened_whatever_write_carried_them(redis_client, job):
     tree, saved = JobTree(redis_client, TTL), Checkpoints(redis_client, TTL)
     tree.record(job, running(), transcript=entries(job, model(1), tool(1, 0), tool(1, 1)))
-    assert saved.save(job, "root", 1, "{}", transcript=entries(job, model(2)))
+    assert saved.save(job, "root", 1, "{}", transcript=entries(job, model(2)), node=running())
     written, _ = tree.finish(
         job, Node(agent_id="root", status=AgentStatus.COMPLETED), transcript=entries(job, model(10))
     )
@@ -93,8 +93,8 @@ def test_past_the_cap_nothing_more_is_kept_and_the_transcript_says_from_where_an
 
 def test_a_stale_checkpoint_or_a_second_finish_writes_no_entry(redis_client, job):
     tree, saved = JobTree(redis_client, TTL), Checkpoints(redis_client, TTL)
-    assert saved.save(job, "root", 2, "{}")
-    assert saved.save(job, "root", 1, "{}", transcript=entries(job, model(1))) == STALE
+    assert saved.save(job, "root", 2, "{}", node=running())
+    assert saved.save(job, "root", 1, "{}", transcript=entries(job, model(1)), node=running()) == STALE
     done = Node(agent_id="root", status=AgentStatus.COMPLETED)
     assert tree.finish(job, done)[0]
     assert not tree.finish(job, done, transcript=entries(job, model(5)))[0]
@@ -114,13 +114,21 @@ def test_an_as_completed_wait_keeps_its_entries_apart_from_its_children_and_its_
     opened = [(c, Message("covey.agent", f"t-{c}", {"agent": c})) for c in ("a", "b")]
     resume = Message("covey.resume", "t-root", {"agent": "root", "step": 1})
     woken = saved.save(
-        job, "root", 1, "{}", resume=resume, children=opened, join_kind="now", transcript=entries(job, model(1))
+        job,
+        "root",
+        1,
+        "{}",
+        resume=resume,
+        children=opened,
+        join_kind="now",
+        transcript=entries(job, model(1)),
+        node=running(),
     )
     assert woken == WOKEN  # the resume is due at once, and the entries are kept with it
     assert redis_client.smembers(keys.awaited(job, "root")) == {"a", "b"}  # no transcript argument taken for a child
     assert {"a", "b", "root"} <= set(outbox.messages(job))
     assert [e.cycle for e in Transcripts(redis_client).read(job, "root").events] == [1]
-    assert saved.save(job, "root", 1, "{}", "not-taken", transcript=entries(job, model(2))) == STALE
+    assert saved.save(job, "root", 1, "{}", "not-taken", transcript=entries(job, model(2)), node=running()) == STALE
     assert [e.cycle for e in Transcripts(redis_client).read(job, "root").events] == [1]
 
     child = Entries(key=keys.transcript(job, "a"), cap=10_000, fields=[model(1)])

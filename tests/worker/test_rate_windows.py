@@ -51,9 +51,9 @@ class SettleLog(RedisLedger):
         super().__init__(client, keys.DEFAULT_JOB_TTL_SECONDS, clock=clock)
         self.charged: dict[int, int] = defaultdict(int)
 
-    def settling(self, job_id, chain, scopes, reservation_id, tokens, record=None, cost=0):
+    def settling(self, job_id, chain, scopes, reservation_id, tokens, record=None, cost=0, event=""):
         self.charged[int(self.clock() // 60)] += tokens  # a settlement runs in the minute it is made
-        return super().settling(job_id, chain, scopes, reservation_id, tokens, record, cost)
+        return super().settling(job_id, chain, scopes, reservation_id, tokens, record, cost, event)
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ import redis
 
 from covey.store.checkpoints import Checkpoints
 from covey.store.outbox import Message
+from covey.store.tree import Node
 from covey.worker.reconciler import Reconciler
 from tests.redis_server import RedisServer
 
@@ -27,7 +28,9 @@ def test_a_message_queued_on_its_jobs_queue_is_left_alone_and_sent_again_once_lo
     queued = {"headers": {"id": then.task_id, "task": then.name, "kwargsrepr": then.options["kwargsrepr"]}}
     with RedisServer() as server:
         store = redis.Redis.from_url(server.url, decode_responses=True)
-        assert Checkpoints(store, 600).save(JOB, "root", 1, "{}", None, then=then)
+        assert Checkpoints(store, 600).save(
+            JOB, "root", 1, "{}", None, then=then, node=Node(agent_id="root", depth=0, status="running")
+        )
         store.lpush("covey-sweeps", json.dumps(queued))
         sent: list[Message] = []
         reconciler = Reconciler(store, store, ["covey"], sent.append)

@@ -78,7 +78,9 @@ def save_waiting(deps, out: loop.Paused) -> None:
     """What the task does with a hop: checkpoint, recording its next step with the countdown."""
     ctx = out.state.ctx
     then = Message(wire.PROCEED, ctx.job_id, {"job_id": ctx.job_id, "agent_id": "root", "step": 1}, {"countdown": 9})
-    assert deps.checkpoints.save(ctx.job_id, "root", 1, dump_checkpoint(out.state), None, then)
+    assert deps.checkpoints.save(
+        ctx.job_id, "root", 1, dump_checkpoint(out.state), None, then, node=out.state.node(AgentStatus.WAITING)
+    )
 
 
 def test_a_slot_given_back_wakes_the_first_waiter_still_waiting_and_keeps_the_rest_queued(deps, tenant, holder):

@@ -15,7 +15,8 @@
 -- ARGV[13]    the child's spec, JSON: what its first step runs ('' = none, a root's)
 -- ARGV[14]    the share of its budget each of its children asks for ('' = none, a root's)
 -- ARGV[15..]  the ancestors' ids, in KEYS order (for messages; kept as the row's ancestors, a JSON list)
--- ARGV[#ARGV] requested cost limit, micro-dollars ('' = unlimited)
+-- ARGV[NARGV] requested cost limit, micro-dollars ('' = unlimited)
+-- then the event of its opening (events.lua), written only when it is opened
 -- Returns (replies: covey.redis_scripts.Reply) {OK, tokens, cycles, agents,
 -- depth_limit, deadline, cost} ('' = unlimited/none), the stored limits if the child
 -- is already open; {REFUSED, reason, 'agent', id, resource} when refused: the ancestor
@@ -45,9 +46,9 @@ if redis.call('EXISTS', child) == 1 then
   return {OK, r[1] or '', r[2] or '', r[3] or '', r[4] or '', r[5] or '', r[6] or ''}
 end
 
-local tokens, cycles, agents, cost = num(ARGV[2]), num(ARGV[3]), num(ARGV[4]), num(ARGV[#ARGV])
+local tokens, cycles, agents, cost = num(ARGV[2]), num(ARGV[3]), num(ARGV[4]), num(ARGV[NARGV])
 local depth_limit, depth = tonumber(ARGV[5]), 0
-local n = #KEYS - 2
+local n = NKEYS - 2
 local rows = {}
 for i = 1, n do
   rows[i] = redis.call('HMGET', KEYS[2 + i], 'tokens_limit', 'tokens_held', 'cycles_limit', 'cycles_used',
@@ -101,6 +102,7 @@ if ARGV[14] ~= '' then table.insert(fields, 'child_fraction'); table.insert(fiel
 if n > 0 then table.insert(fields, 'ancestors'); table.insert(fields, cjson.encode({unpack(ARGV, 15, 14 + n)})) end
 redis.call('HSET', child, unpack(fields))
 redis.call('EXPIRE', child, ttl)
+emit(1)
 redis.call('SADD', KEYS[2], ARGV[1])
 -- made with the root's row; made again with its TTL if it alone was lost
 if n == 0 or redis.call('TTL', KEYS[2]) < 0 then redis.call('EXPIRE', KEYS[2], ttl) end

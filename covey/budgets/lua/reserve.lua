@@ -6,8 +6,8 @@
 -- KEYS[4]        the job's set of agents cancelled by their parents
 -- KEYS[5..4+n]   agent rows, root first; then m scope rows; then those scopes'
 --                windows of the current minute, in the same order
--- KEYS[#KEYS-1]  the agent's replies hash (id -> the settled call's outcome)
--- KEYS[#KEYS]    index of every live reservation of every job (member -> expiry)
+-- KEYS[NKEYS-1]  the agent's replies hash (id -> the settled call's outcome)
+-- KEYS[NKEYS]    index of every live reservation of every job (member -> expiry)
 -- ARGV[1]        reservation id
 -- ARGV[2]        tokens wanted
 -- ARGV[3]        least tokens worth granting
@@ -23,6 +23,8 @@
 -- ARGV[c+2]      micro-dollars per reply token (its USD per million)
 -- ARGV[c+3]      the prompt's share of the tokens wanted
 -- ARGV[c+4]      the model's name, for a refusal
+-- then the event of the call's start (events.lua), written with the tokens reserved
+-- (`reserved`) when a new reservation is granted
 -- Returns (replies: covey.redis_scripts.Reply)
 -- {OK, tokens, '', record, cost, bound} granted (cost: micro-dollars held): record is
 -- the outcome stored by the settle of an id settled before ('' otherwise); a live id
@@ -61,10 +63,10 @@ if known and string.sub(known, 1, 1) == '{' then
   local held = cjson.decode(known)
   return {OK, held.tokens, '', '', held.cost or 0, held.bound or 'tokens'}
 end
-if known then return {OK, tonumber(known), '', redis.call('HGET', KEYS[#KEYS - 1], rid) or '', 0, 'tokens'} end
+if known then return {OK, tonumber(known), '', redis.call('HGET', KEYS[NKEYS - 1], rid) or '', 0, 'tokens'} end
 
 local n = tonumber(ARGV[5])
-local m = (#KEYS - 6 - n) / 2
+local m = (NKEYS - 6 - n) / 2
 local function row(i)
   if i <= n then return 'agent' end
   return 'scope'
@@ -204,10 +206,11 @@ for _, i in ipairs(charged) do
     end
   end
 end
-redis.call('ZADD', KEYS[#KEYS], ARGV[4], ARGV[7])
-if redis.call('TTL', KEYS[#KEYS]) < tonumber(ARGV[10]) then redis.call('EXPIRE', KEYS[#KEYS], ARGV[10]) end
+redis.call('ZADD', KEYS[NKEYS], ARGV[4], ARGV[7])
+if redis.call('TTL', KEYS[NKEYS]) < tonumber(ARGV[10]) then redis.call('EXPIRE', KEYS[NKEYS], ARGV[10]) end
 local data = '{"tokens":' .. granted .. ',"chain":' .. ARGV[6] .. ',"scopes":[' .. table.concat(scopes, ',') .. '],"cost":'
   .. cost .. ',"bound":"' .. bound .. '"}'
 redis.call('HSET', KEYS[2], rid, data)
 redis.call('EXPIRE', KEYS[2], ARGV[10])
+emit(1, '"reserved":' .. granted)
 return {OK, granted, '', '', cost, bound}

@@ -2,8 +2,8 @@
 -- KEYS[1]      the job's calls (id -> JSON {"tokens", "chain", "scopes"} while live,
 --              the tokens granted once settled)
 -- KEYS[2..]    n agent rows, root first, then the rows of the m scopes the call named
--- KEYS[#KEYS-1] the agent's replies hash (id -> the call's outcome)
--- KEYS[#KEYS]  index of every live reservation of every job
+-- KEYS[NKEYS-1] the agent's replies hash (id -> the call's outcome)
+-- KEYS[NKEYS]  index of every live reservation of every job
 -- ARGV[1]      reservation id
 -- ARGV[2]      tokens actually used
 -- ARGV[3]      job TTL in seconds
@@ -13,6 +13,7 @@
 -- ARGV[7]      n, the number of agent rows
 -- ARGV[8..]    the m scope names, in KEYS order
 -- ARGV[8+m]    micro-dollars the call actually cost ('' = 0)
+-- then the event of the call's end (events.lua), written when it charges
 -- Returns (replies: covey.redis_scripts.Reply) {OK, ''} if it charged, {ALREADY, ''}
 -- if the id was already settled, {MISMATCH, ''} if the chain or scopes differ from
 -- the reservation's, {MISSING, reason} if a row it must charge is missing (gone from
@@ -27,7 +28,7 @@ local rid = ARGV[1]
 local data = redis.call('HGET', KEYS[1], rid)
 if data and string.sub(data, 1, 1) ~= '{' then return {ALREADY, ''} end
 local n = tonumber(ARGV[7])
-local m = #KEYS - 3 - n
+local m = NKEYS - 3 - n
 local used = tonumber(ARGV[2])
 local cost = tonumber(ARGV[8 + m]) or 0
 local held_cost = 0
@@ -75,13 +76,14 @@ for _, key in ipairs(rows) do
   if cost ~= 0 then redis.call('HINCRBY', key, 'cost_used', cost) end
 end
 if granted then
-  redis.call('ZREM', KEYS[#KEYS], ARGV[5])
+  redis.call('ZREM', KEYS[NKEYS], ARGV[5])
   recorded = granted
 end
 redis.call('HSET', KEYS[1], rid, recorded)
 redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3]))
 if ARGV[6] ~= '' then
-  redis.call('HSET', KEYS[#KEYS - 1], rid, ARGV[6])
-  redis.call('EXPIRE', KEYS[#KEYS - 1], tonumber(ARGV[3]))
+  redis.call('HSET', KEYS[NKEYS - 1], rid, ARGV[6])
+  redis.call('EXPIRE', KEYS[NKEYS - 1], tonumber(ARGV[3]))
 end
+emit(1)
 return {OK, ''}

@@ -5,6 +5,7 @@
 -- ARGV[1]        the call's id
 -- ARGV[2]        the job's TTL in seconds
 -- ARGV[3..]      the agent ids, in KEYS order (for messages)
+-- then the event of the call's start (events.lua), written when it is counted
 -- Returns (replies: covey.redis_scripts.Reply) {OK, found, record}: counted, now or
 -- by an earlier run of the same step; found is 1 and record the result when that run
 -- stored one (0 and '': the call never finished).
@@ -14,11 +15,11 @@
 
 local rid = ARGV[1]
 if redis.call('HEXISTS', KEYS[1], rid) == 1 then
-  local record = redis.call('HGET', KEYS[#KEYS], rid)
+  local record = redis.call('HGET', KEYS[NKEYS], rid)
   if record then return {OK, 1, record} end
   return {OK, 0, ''}
 end
-local n = #KEYS - 2
+local n = NKEYS - 2
 for i = n, 1, -1 do
   local r = redis.call('HMGET', KEYS[1 + i], 'depth', 'tool_calls_limit', 'tool_calls_used')
   if not r[1] then return {MISSING, 'the ledger row of agent ' .. ARGV[2 + i] .. ' is missing'} end
@@ -29,4 +30,5 @@ end
 for i = 1, n do redis.call('HINCRBY', KEYS[1 + i], 'tool_calls_used', 1) end
 redis.call('HSET', KEYS[1], rid, 'tool')
 redis.call('EXPIRE', KEYS[1], ARGV[2])
+emit(1)
 return {OK, 0, ''}

@@ -1,9 +1,11 @@
 -- advance.lua: save an agent's state at a step together with the messages that step
--- sends (its outbox), unless the step is stale. Put after join.lua and transcript.lua.
+-- sends (its outbox) and its node, unless the step is stale. Put after join.lua,
+-- transcript.lua and nodes.lua.
 -- KEYS[1]     the agent's checkpoint hash (round = the step, state)
 -- KEYS[2]     the job's expected messages (agent id -> message JSON)
 -- KEYS[3]     the index of jobs with expected messages (a set of job ids)
 -- KEYS[4..8]  the agent's join keys (join.lua)
+-- KEYS[9]     the job's nodes hash (agent id -> packed node JSON)
 -- ARGV[1]  the step
 -- ARGV[2]  the state, JSON
 -- ARGV[3]  TTL in seconds
@@ -14,8 +16,11 @@
 -- ARGV[7]  the agent's next message (a continuation), or '' (it waits, or ends)
 -- ARGV[8]  the resume that joins its children, or '' (it does not wait)
 -- ARGV[9]  the join: 'all', 'each' or 'now' (join.lua)
--- ARGV[10..] child agent id, child message: the children it opened
--- then the agent's transcript entries so far (transcript.lua)
+-- ARGV[10]  the agent's node as this step leaves it, packed
+-- ARGV[11]  the final statuses, each between commas (nodes.lua)
+-- ARGV[12..] child agent id, child message: the children it opened
+-- then the agent's transcript entries so far (transcript.lua), then the event of
+-- its node's move (events.lua)
 -- Returns (replies: covey.redis_scripts.Reply) MOVED_ON if the stored step is newer,
 -- or the message taken up is no longer the expected one (a duplicate already went
 -- on): nothing written, the caller sends nothing. OK if saved; WOKEN if saved and the
@@ -37,7 +42,7 @@ if ARGV[7] ~= '' then
 else
   redis.call('HDEL', KEYS[2], agent)
 end
-if ARGV[8] ~= '' and join_wait(j, KEYS[2], agent, ARGV[8], ARGV[9], 10, NARGV, ttl) then saved = WOKEN end
+if ARGV[8] ~= '' and join_wait(j, KEYS[2], agent, ARGV[8], ARGV[9], 12, NARGV, ttl) then saved = WOKEN end
 if redis.call('EXISTS', KEYS[2]) == 1 then
   redis.call('EXPIRE', KEYS[2], ttl)
   redis.call('SADD', KEYS[3], ARGV[4])
@@ -45,5 +50,7 @@ if redis.call('EXISTS', KEYS[2]) == 1 then
   -- member whose outbox expired is dropped by the reconciler's next pass.
   redis.call('EXPIRE', KEYS[3], ttl)
 end
+write_node(KEYS[9], agent, ARGV[10], ARGV[11], 1)
+redis.call('EXPIRE', KEYS[9], ttl)
 append_transcript(ttl)
 return saved

@@ -11,7 +11,8 @@
 -- ARGV[4]  the parent's agent id, or '' for a root
 -- ARGV[5]  the final statuses, each between commas (",completed,failed,")
 -- ARGV[6]  1 if KEYS[8] is the agent's ledger row, else 0
--- then the agent's last transcript entries (transcript.lua)
+-- then the agent's last transcript entries (transcript.lua), then the events of its
+-- end (events.lua): the agent's, and for a root the job's
 -- Returns (replies: covey.redis_scripts.Reply) {ALREADY} if the node was already
 -- final (nothing written); {MISSING} if the ledger row it was given is gone (nothing
 -- written: the job's records went with it); {OK} if written; {OK, resume} if the
@@ -19,9 +20,8 @@
 
 local guarded = tonumber(ARGV[6])
 if guarded == 1 and redis.call('EXISTS', KEYS[8]) == 0 then return {MISSING} end
-local existing = redis.call('HGET', KEYS[1], ARGV[1])
-if existing and string.find(ARGV[5], ',' .. cjson.decode(existing)['s'] .. ',', 1, true) then return {ALREADY} end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+if not write_node(KEYS[1], ARGV[1], ARGV[2], ARGV[5], 1) then return {ALREADY} end
+emit(2)
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 redis.call('HDEL', KEYS[2], ARGV[1])
 for i = 8 + guarded, NKEYS do redis.call('DEL', KEYS[i]) end
