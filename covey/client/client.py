@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import AsyncIterator, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -25,6 +25,7 @@ from covey import keys, tenant_keys, wire
 from covey.budgets.cancels import Cancels
 from covey.budgets.ledger import LedgerSnapshot, unknown_scope
 from covey.budgets.redis_ledger import RedisLedger
+from covey.client import events as following
 from covey.client import jobs as listing
 from covey.client import sending, waits
 from covey.client.errors import BROKER, REDIS, RESULT_STORE, JobRefused, JobTimeout, StoreUnavailable
@@ -35,10 +36,12 @@ from covey.config import connections
 from covey.config.celery import create_app
 from covey.config.settings import Settings, get_settings
 from covey.context import ROOT_AGENT_ID
+from covey.events import JobEvent
 from covey.results import AgentResult
 from covey.spec import InvalidSpec, JobSpec
 from covey.status import Cause, CauseKind, JobStatus
 from covey.store.catalog import NoWorkerServes, WorkerCatalog, check_workers_serve
+from covey.store.events import EventStream
 from covey.store.jobs import JobIndex
 from covey.store.outbox import Message, Outbox
 from covey.store.transcripts import Transcript, Transcripts
@@ -91,6 +94,7 @@ class Client:
         self.outbox = Outbox(self.redis)
         self.catalog = WorkerCatalog(self.redis, self.settings.catalog_ttl)
         self.transcripts = Transcripts(self.redis)
+        self.events = EventStream(self.redis)
 
     def spec(self, task: str, **fields: Any) -> JobSpec:
         """A validated JobSpec; what it leaves unset the worker fills from its
@@ -407,6 +411,26 @@ class JobHandle:
         worker records none, or the job's records expired (``COVEY_JOB_TTL``)."""
         with self._client._reaching(REDIS):
             return self._client.transcripts.read(self.id, agent)
+
+    def events(
+        self, after: str | None = None, follow: bool = False, timeout: float | None = None
+    ) -> Iterator[JobEvent]:
+        """The job's events in the order they happened (``covey.events``), after the
+        event ``after`` (a ``JobEvent.id``; from the first without). With ``follow``,
+        waits for more until the job's last (``job.finished``) or, for a job that
+        ends without one (refused), its end; ``timeout`` bounds that wait
+        (``JobTimeout``, saying why the job is stuck). An unknown job is
+        ``UnknownJob``, an id the job's stream lacks ``UnknownEvent``. Reading
+        holds no worker slot."""
+        return following.events(self, after, follow, timeout)
+
+    async def aevents(
+        self, after: str | None = None, follow: bool = False, timeout: float | None = None
+    ) -> AsyncIterator[JobEvent]:
+        """``events()`` for asyncio services: each read waits in a thread, not the event loop."""
+        events = await asyncio.to_thread(self.events, after, follow, timeout)
+        while (event := await asyncio.to_thread(next, events, None)) is not None:
+            yield event
 
     def cancel(self) -> None:
         """Every agent of the job stops at its next cycle and reports ``cancelled``;

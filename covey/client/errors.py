@@ -33,13 +33,14 @@ class JobTimeout(CoveyError, TimeoutError):
 
 
 class UnknownJob(CoveyError, LookupError):
-    """No spec is recorded for the job (``Client.retry``): never sent by a covey
-    client, expired, or lost with its records."""
+    """Nothing is recorded of the job that the call needs (``missing``: its spec for
+    ``Client.retry``, its events): never sent by a covey client, expired, or lost
+    with its records."""
 
-    def __init__(self, job_id: str) -> None:
+    def __init__(self, job_id: str, missing: str = "no spec recorded") -> None:
         self.job_id = job_id
         super().__init__(
-            f"unknown job {job_id}: no spec recorded (never submitted by covey, expired, or lost with its records)"
+            f"unknown job {job_id}: {missing} (never submitted by covey, expired, or lost with its records)"
         )
 
 
