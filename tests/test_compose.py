@@ -15,7 +15,7 @@ import jsonschema
 import pytest
 import yaml
 
-from covey.cli import cli, flower
+from covey.cli import cli, exposure
 from covey.config.settings import Settings
 from covey.models.catalog import Catalog
 
@@ -57,7 +57,7 @@ def test_flower_is_behind_basic_auth_on_its_network_address(compose):
     service = compose["services"]["flower"]
     command = service["command"]
     address = command[command.index("--address") + 1]
-    assert not flower.is_loopback(address)
+    assert not exposure.is_loopback(address)
     assert service["environment"]["COVEY_FLOWER_BASIC_AUTH"].startswith("${FLOWER_BASIC_AUTH:?")
 
 

@@ -9,9 +9,7 @@ names every task type and worker; covey wraps that one handler in the same check
 from __future__ import annotations
 
 import ast
-import ipaddress
 import re
-import socket
 from typing import Any
 
 from covey import wire
@@ -21,53 +19,6 @@ from covey.context import ROOT_AGENT_ID
 # outcomes differ at a glance beside Celery's state (SUCCESS for every agent that reported);
 # kwargs carry the agent, role, depth, first words of the task and the job (covey.wire).
 TASK_COLUMNS = "name,state,result,kwargs,uuid,received,runtime,worker"
-
-
-class Exposed(ValueError):
-    """Flower would answer a network without a password, or the password is malformed."""
-
-
-class PortBusy(OSError):
-    """Another process holds the port Flower would listen on."""
-
-
-def check_port(address: str, port: int) -> None:
-    """Raise ``PortBusy`` naming the port: Tornado would find it busy only after
-    Celery's start-up, as a traceback."""
-    family = socket.AF_INET6 if ":" in address else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as Tornado binds: a closing socket is no holder
-        try:
-            probe.bind((address.strip("[]") or "", port))
-        except OSError as e:
-            raise PortBusy(
-                f"--port {port}: {address or '*'}:{port} is in use ({e.strerror}); give another --port"
-            ) from None
-
-
-def is_loopback(address: str) -> bool:
-    """Whether Flower bound to ``address`` answers this machine only. An empty
-    address (Flower's own default) means every interface."""
-    if address == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(address.strip("[]")).is_loopback
-    except ValueError:  # a host name: it may resolve to anything
-        return False
-
-
-def check(address: str, basic_auth: str | None) -> None:
-    """Raise ``Exposed`` naming the option at fault."""
-    if basic_auth is not None:
-        for pair in basic_auth.split(","):
-            user, _, password = pair.partition(":")
-            if not user or not password:
-                raise Exposed("--basic-auth: give user:password (comma-separated for several users)")
-    elif not is_loopback(address):
-        raise Exposed(
-            f"--address {address or '(all interfaces)'} is not a loopback address: "
-            "give --basic-auth user:password (or COVEY_FLOWER_BASIC_AUTH) to open Flower to a network"
-        )
 
 
 def argv(port: int, address: str, basic_auth: str | None) -> list[str]:

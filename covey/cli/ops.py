@@ -275,12 +275,13 @@ def flower(port: int, address: str, basic_auth: str | None) -> None:
     Find a job's tasks by typing its id in the tasks page's search box. A
     non-loopback --address needs --basic-auth, which also guards /metrics.
     """
+    from covey.cli import exposure
     from covey.cli import flower as covey_flower
 
     try:
-        covey_flower.check(address, basic_auth)
-        covey_flower.check_port(address, port)
-    except (covey_flower.Exposed, covey_flower.PortBusy) as e:
+        exposure.check(address, basic_auth, "Flower", "COVEY_FLOWER_BASIC_AUTH")
+        exposure.check_port(address, port)
+    except (exposure.Exposed, exposure.PortBusy) as e:
         click.echo(f"Error: {e}", err=True)
         sys.exit(2)
     covey_flower.configure()

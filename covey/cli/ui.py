@@ -1,0 +1,37 @@
+"""``covey ui``: covey over HTTP. Today it serves each job's events as Server-Sent
+Events (``covey.ui.events``), for services in any language; like ``covey flower``,
+it answers only this machine unless it is given users and passwords."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from covey.cli.app import cli, connect
+
+DEFAULT_PORT = 8600
+
+
+@cli.command()
+@click.option("--port", type=click.IntRange(1, 65535), default=DEFAULT_PORT, show_default=True)
+@click.option("--address", default="127.0.0.1", show_default=True)
+@click.option("--basic-auth", envvar="COVEY_UI_BASIC_AUTH", default=None, help="user:password[,user2:pw2]")
+def ui(port: int, address: str, basic_auth: str | None) -> None:
+    """Serve covey over HTTP: GET /jobs/JOB_ID/events streams a job's events as
+    Server-Sent Events (resumable with Last-Event-ID; docs/events.md). A
+    non-loopback --address needs --basic-auth."""
+    import uvicorn
+
+    from covey.cli import exposure
+    from covey.ui.app import create_app
+
+    try:
+        exposure.check(address, basic_auth, "covey ui", "COVEY_UI_BASIC_AUTH")
+        exposure.check_port(address, port)
+    except (exposure.Exposed, exposure.PortBusy) as e:
+        click.echo(f"Error: {e}", err=True)
+        sys.exit(2)
+    app = create_app(connect(), exposure.users(basic_auth) if basic_auth else None)
+    click.echo(f"covey ui on http://{address}:{port}/ (a job's events: /jobs/JOB_ID/events)", err=True)
+    uvicorn.run(app, host=address, port=port, log_level="warning")

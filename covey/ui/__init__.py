@@ -1,0 +1,1 @@
+"""``covey ui``: covey over HTTP, for people and for services in any language."""
