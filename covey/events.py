@@ -30,6 +30,7 @@ class EventType(StrEnum):
     AGENT_WAITING = "agent.waiting"  # on its children, a slot or a window (``wait``)
     AGENT_FINISHED = "agent.finished"  # status, cause, error, the start of its answer, usage
     MODEL_STARTED = "model.started"  # a model call reserved (``reserved`` tokens)
+    MODEL_DELTA = "model.delta"  # text of a streamed reply as it arrives (``offset``: where it goes in the reply)
     MODEL_FINISHED = "model.finished"  # a model call settled: usage, or its error
     TOOL_STARTED = "tool.started"  # a tool call counted on the ledger
     TOOL_FINISHED = "tool.finished"  # its result kept
@@ -60,6 +61,8 @@ class JobEvent(BaseModel):
     model: str | None = None
     reserved: int | None = None  # tokens a model call was granted
     finish_reason: str | None = None
+    offset: int | None = None  # a delta's place in its reply's text, in characters
+    text: str | None = None  # a delta's text
     latency_ms: float | None = None
     tool: str | None = None
     arguments: str | None = None

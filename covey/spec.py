@@ -69,6 +69,12 @@ class AgentSpec(BaseModel):
         description="each model call carries a system note of what the agent has left "
         "(tokens, cost, model calls, seconds), so the model can plan; children inherit it",
     )
+    stream: bool = Field(
+        default=False,
+        strict=True,
+        description="publish the text of each model reply as it arrives (model.delta events, a few a "
+        "second); children inherit it",
+    )
 
     @field_validator("task")
     @classmethod

@@ -65,6 +65,8 @@ def _said(e: JobEvent) -> str:
         return f"{e.status.value if e.status else '?'}{tokens}: {what or ''}".rstrip(": ")
     if e.type is EventType.MODEL_STARTED:
         return f"call {e.cycle} to {e.model}, {e.reserved} tokens reserved"
+    if e.type is EventType.MODEL_DELTA:
+        return f"call {e.cycle} +{e.text!r}"
     if e.type is EventType.MODEL_FINISHED:
         took = f", {e.latency_ms:g} ms" if e.latency_ms is not None else ""
         if e.error is not None:

@@ -71,6 +71,12 @@ def _job_options(fn):
             help="tell each model call what its agent has left (tokens, cost, calls, seconds)",
         ),
         click.option(
+            "--stream",
+            is_flag=True,
+            default=False,
+            help="publish each reply's text as it arrives (model.delta events: covey events JOB --follow)",
+        ),
+        click.option(
             "--tenant",
             default=None,
             help="charge the tenant:<name> ledger scope too (create it first: covey scope tenant:<name> ...)",
@@ -112,8 +118,9 @@ def _spec(client, task: str | None, o: dict[str, Any]):
     fields: dict[str, Any] = {"strategy": o["strategy"], "role": o["role"], "budget": budget}
     if o["max_call_tokens"] is not None:
         fields["max_call_tokens"] = o["max_call_tokens"]
-    if o["budget_notice"]:
-        fields["budget_notice"] = True
+    for flag in ("budget_notice", "stream"):
+        if o[flag]:
+            fields[flag] = True
     if o["agent_max_cycles"] is not None:
         fields["max_cycles"] = o["agent_max_cycles"]
     # An empty name is passed on, for the spec to refuse, rather than dropped.

@@ -15,7 +15,7 @@ the SDK's retries are for what was refused (429, 5xx) or never sent.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -125,6 +125,7 @@ class ChatRequest:
     schema_name: str
     params: ModelParams | None
     worst: Usage
+    on_text: Callable[[str], None] | None = None  # shown each piece of the reply's text as it arrives
 
     def body(self, dialect: Dialect) -> dict[str, Any]:
         body = parameters(self.endpoint, self.params, self.max_tokens, dialect)
@@ -142,7 +143,8 @@ class ChatRequest:
         return body
 
     def streams(self, dialect: Dialect) -> bool:
-        return self.endpoint.streams and (dialect.stream_tools or not self.tools)
+        wanted = self.endpoint.streams or self.on_text is not None
+        return wanted and (dialect.stream_tools or not self.tools)
 
 
 def ask(client: openai.OpenAI, request: ChatRequest, dialect: Dialect, ends: float) -> tuple[ModelReply, Usage]:
@@ -197,7 +199,7 @@ def _streamed(
     local = tokenizer if tokenizer is not None and not tokenizer.remote else None
     worst = request.worst
     try:
-        got = stream.read(chunks, request.max_tokens, ends, local.count if local else None)
+        got = stream.read(chunks, request.max_tokens, ends, local.count if local else None, on_text=request.on_text)
     except openai.APITimeoutError as e:
         raise Unanswered(request=chunks.response.request) from e
     except openai.APIConnectionError as e:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -67,9 +68,11 @@ class LLM:
         schema_name: str = SCHEMA_NAME,
         params: ModelParams | None = None,
         prompt_reserved: int | None = None,
+        on_text: Callable[[str], None] | None = None,
     ) -> tuple[ModelReply, Usage]:
         """One chat completion of ``model`` (a covey name); ``schema`` asks for a JSON
-        answer matching it; ``params`` override the models file's for this call.
+        answer matching it; ``params`` override the models file's for this call;
+        ``on_text`` is handed the reply's text as it arrives (the call is streamed).
         ``prompt_reserved``: the prompt tokens reserved for it, charged (with
         ``max_tokens``) when what it cost is unknown; its bytes when not given.
 
@@ -95,7 +98,7 @@ class LLM:
         retries = 0 if deadline_bound else self._settings.model_retries
         if retries != client.max_retries:  # a copy of the client: only for a deadline's single attempt
             client = client.with_options(max_retries=retries)
-        request = ChatRequest(endpoint, messages, tools, max_tokens, schema, schema_name, params, worst)
+        request = ChatRequest(endpoint, messages, tools, max_tokens, schema, schema_name, params, worst, on_text)
         dialect = self.dialects.of(endpoint)
         ends = time.monotonic() + seconds
         try:

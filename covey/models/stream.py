@@ -14,6 +14,9 @@ chunk (llama.cpp sent 58 chunks for 60 tokens), and no token is less than a byte
 A server's own ``usage`` chunk (``stream_options.include_usage``) is what an
 uncut reply is charged; without one, covey's count is.
 
+A caller that shows the reply as it comes is handed each piece of its text
+(``on_text``) once the piece is counted within the cap.
+
 Pure: the caller gives the chunks (JSON objects) and the clock, and closes the stream.
 """
 
@@ -71,6 +74,7 @@ def read(
     deadline: float,
     count: Callable[[str], int] | None = None,
     clock: Callable[[], float] = time.monotonic,
+    on_text: Callable[[str], None] | None = None,
 ) -> Streamed:
     """The reply in ``chunks``, read until they end or the next one would pass ``cap``
     tokens; ``StreamTimeout`` past ``deadline`` (on ``clock``). ``TypeError`` or
@@ -102,6 +106,8 @@ def read(
             reading.received += spent
             if text:
                 reading.content.append(text)
+                if on_text is not None:
+                    on_text(text)
             for call in calls:
                 call.add_to(reading.calls)
             reading.finish_reason = _text(choice.get("finish_reason"), "finish_reason") or reading.finish_reason

@@ -1,4 +1,5 @@
-"""Reads a job's events (``covey.events``), which the worker's scripts append.
+"""Reads a job's events (``covey.events``), which the worker's scripts append, and
+appends those that report no state (``add``: a streamed reply's text).
 
 Reading never holds a worker slot: it is a plain read of the job's stream, or a
 read that blocks on it for new events (``XREAD BLOCK``), at most
@@ -34,6 +35,13 @@ class EventStream:
             for _, entries in reply or []
             for event_id, fields in entries
         ]
+
+    def add(self, job_id: str, event: JobEvent, ttl: int) -> None:
+        """Append ``event``, and keep the stream ``ttl`` seconds from now."""
+        with self._redis.pipeline(transaction=False) as pipe:
+            pipe.xadd(keys.events(job_id), {"e": event.dumps()})
+            pipe.expire(keys.events(job_id), ttl)
+            pipe.execute()
 
     def has(self, job_id: str, event_id: str) -> bool:
         """Whether the job's stream holds event ``event_id``."""

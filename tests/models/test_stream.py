@@ -95,3 +95,14 @@ def test_a_tool_name_repeated_in_every_delta_is_taken_once():
     ]
     got = read(repeated, cap=100, deadline=1e18)
     assert got.reply.tool_calls == [ToolCall(id="c1", name="answer", arguments='{"city": "Paris"}')]
+
+
+def test_each_piece_of_text_is_handed_on_as_it_is_read_and_none_past_the_cap():
+    shown = []
+    endless = itertools.chain(
+        [delta("he"), delta(calls=[{"index": 0, "id": "c", "function": {"name": "f"}}])],
+        (delta("x") for _ in itertools.count()),
+    )
+    got = read(endless, cap=4, deadline=1e18, on_text=shown.append)
+    assert shown == ["he", "x", "x"] and got.cut  # the tool call's name counts, and is no text
+    assert "".join(shown) == got.reply.content

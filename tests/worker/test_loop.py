@@ -347,6 +347,14 @@ def test_a_child_gets_what_it_asks_for_within_its_parents_tools():
         child_spec(parent, ctx, ChildRequest(task="c", strategy="single", options={"schema": 3}))
 
 
+def test_a_child_keeps_its_parents_way_of_being_shown_what_it_does():
+    parent = AgentSpec(task="lead", model="sim", stream=True, budget_notice=True)
+    ctx = RunContext(job_id="j", agent_id="root", budget=Budget())
+    child = child_spec(parent, ctx, ChildRequest(task="a"))
+    assert child.stream and child.budget_notice
+    assert not child_spec(AgentSpec(task="lead", model="sim"), ctx, ChildRequest(task="a")).stream
+
+
 def test_a_child_requests_its_own_timeout_and_a_bad_one_is_refused_naming_it():
     parent = AgentSpec(task="lead", model="sim", timeout=60)
     ctx = RunContext(job_id="j", agent_id="root", budget=Budget())

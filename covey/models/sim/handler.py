@@ -14,7 +14,9 @@ request's ``max_tokens``/``max_completion_tokens`` is cut the way the real API c
 it, so the worker's handling of ``finish_reason="length"`` meets realistic input
 (unless ``[sim:uncapped]`` has it ignore the cap). A ``stream`` request is answered
 as server-sent events: the content a billed token a chunk, each tool call in one,
-and the usage in a last chunk when ``stream_options.include_usage`` asks for it.
+and the usage in a last chunk when ``stream_options.include_usage`` asks for it;
+its latency is spent half before the first chunk and half spread between them,
+as a model generating its reply would.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -183,21 +185,37 @@ def make_handler(
             directives = sim_directives.parse(chat.task)
         except (_BadRequest, DirectiveError) as e:
             return _error(400, f"sim: {e}", "invalid_request_error", "invalid_request")
-        if latency_ms + directives.latency_ms:
-            _wait(request, (latency_ms + directives.latency_ms) / 1000, sleep)
+        latency = (latency_ms + directives.latency_ms) / 1000
+        spread = latency / 2 if chat.stream else 0.0  # a stream's chunks come over the second half
+        if latency:
+            _wait(request, latency - spread, sleep)
+        pace = _Pace(spread, sleep)
         if directives.fail is not None and _failing(chat, directives):
             failed = _fail(directives, request)
             if isinstance(failed, httpx2.Response):
                 return failed
             if failed is not None:
-                return _completion(chat, failed, directives)
+                return _completion(chat, failed, directives, pace)
         try:
             reply = _decide(chat, directives)
         except (_BadRequest, DirectiveError) as e:  # a strategy script's malformed [sim:NAME ARGS], a call not offered
             return _error(400, f"sim: {e}", "invalid_request_error", "invalid_request")
-        return _completion(chat, reply, directives)
+        return _completion(chat, reply, directives, pace)
 
     return handle
+
+
+@dataclass(frozen=True)
+class _Pace:
+    """How long a streamed reply takes from its first chunk to its last."""
+
+    seconds: float
+    sleep: Callable[[float], None]
+
+    def spread(self, chunks: list[str]) -> Iterator[bytes]:
+        for chunk in chunks:
+            self.sleep(self.seconds / len(chunks))
+            yield chunk.encode()
 
 
 def _wait(request: httpx2.Request, seconds: float, sleep: Callable[[float], None]) -> None:
@@ -398,7 +416,7 @@ def _finish(chat: _Chat, answer: str) -> _Reply:
     return _Reply(content=answer)
 
 
-def _completion(chat: _Chat, reply: _Reply, directives: Directives) -> httpx2.Response:
+def _completion(chat: _Chat, reply: _Reply, directives: Directives, pace: _Pace) -> httpx2.Response:
     """A ``chat.completion`` body with the billing described in ``sim_directives``.
 
     A reply billed past the request's cap is billed as the cap, cut to what the cap buys
@@ -433,13 +451,18 @@ def _completion(chat: _Chat, reply: _Reply, directives: Directives) -> httpx2.Re
         "model": chat.model,
     }
     if chat.stream:
-        return _events(head, message, finish_reason, usage if chat.stream_usage else None, completion)
+        return _events(head, message, finish_reason, usage if chat.stream_usage else None, completion, pace)
     choice = {"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": None}
     return httpx2.Response(200, json={**head, "choices": [choice], "usage": usage})
 
 
 def _events(
-    head: dict[str, Any], message: dict[str, Any], finish_reason: str, usage: dict[str, int] | None, tokens: int
+    head: dict[str, Any],
+    message: dict[str, Any],
+    finish_reason: str,
+    usage: dict[str, int] | None,
+    tokens: int,
+    pace: _Pace,
 ) -> httpx2.Response:
     """The reply as a ``chat.completion.chunk`` stream: the content in ``tokens``
     pieces, each tool call whole in one chunk, the finish, then the usage if asked."""
@@ -455,8 +478,11 @@ def _events(
     chunks.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": finish_reason}]})
     if usage is not None:
         chunks.append({**head, "choices": [], "usage": usage})
-    text = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks) + "data: [DONE]\n\n"
-    return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=text.encode())
+    events = [f"data: {json.dumps(chunk)}\n\n" for chunk in chunks] + ["data: [DONE]\n\n"]
+    headers = {"content-type": "text/event-stream"}
+    if not pace.seconds:
+        return httpx2.Response(200, headers=headers, content="".join(events).encode())
+    return httpx2.Response(200, headers=headers, content=pace.spread(events))
 
 
 def _call_id(message_count: int, name: str) -> str:

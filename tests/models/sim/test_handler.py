@@ -369,6 +369,19 @@ def test_latency_adds_directive_to_handler_default():
     assert slept == [pytest.approx(0.035), pytest.approx(0.005)]
 
 
+def test_a_streamed_reply_takes_half_its_latency_to_start_and_spreads_the_rest_between_its_chunks():
+    slept = []
+    handler = make_handler(latency_ms=100, sleep=slept.append)
+    chunks = list(
+        client(handler=handler).chat.completions.create(
+            model="sim", messages=[{"role": "user", "content": "Say hello"}], stream=True
+        )
+    )
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "done: Say hello"
+    assert slept[0] == pytest.approx(0.05)  # before the first chunk
+    assert len(slept) > 3 and sum(slept[1:]) == pytest.approx(0.05)  # one pause before each chunk
+
+
 def test_other_routes_are_openai_style_404s():
     with pytest.raises(openai.NotFoundError) as caught:
         client().models.list()
