@@ -34,6 +34,8 @@ class EventType(StrEnum):
     MODEL_FINISHED = "model.finished"  # a model call settled: usage, or its error
     TOOL_STARTED = "tool.started"  # a tool call counted on the ledger
     TOOL_FINISHED = "tool.finished"  # its result kept
+    APPROVAL_REQUESTED = "approval.requested"  # a tool call waits for a person's decision (until ``until``)
+    APPROVAL_DECIDED = "approval.decided"  # ``decision``: approved, denied, or expired (counted as denied)
     JOB_FINISHED = "job.finished"  # the root's end: the job's whole answer
 
 
@@ -67,6 +69,9 @@ class JobEvent(BaseModel):
     tool: str | None = None
     arguments: str | None = None
     result: str | None = None
+    until: datetime | None = None  # when an approval not decided counts as denied
+    decision: str | None = None
+    reason: str | None = None  # a denial's
 
     @property
     def at(self) -> datetime | None:

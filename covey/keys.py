@@ -137,6 +137,30 @@ def stopped(job_id: str) -> str:
     return f"{_job(job_id)}:stopped"
 
 
+def approvals(job_id: str) -> str:
+    """Hash: tool call id -> JSON of its approval: asked for by an agent, then the
+    person's decision (``covey.store.approvals``)."""
+    return f"{_job(job_id)}:approvals"
+
+
+def held(job_id: str) -> str:
+    """Hash: agent id -> JSON of the message that takes it up again, held out of the
+    outbox while it waits for a decision on a tool call; a decision moves it there."""
+    return f"{_job(job_id)}:held"
+
+
+def approvals_due() -> str:
+    """Sorted set across jobs: ``<job id> <call id>`` of every approval not yet
+    decided -> when it counts as denied (unix seconds), for ``covey approvals`` and
+    the workers that expire them. It lives as long as the newest job added to it."""
+    return f"{PREFIX}:approvals:due"
+
+
+def approvals_lock() -> str:
+    """Held by the one worker at a time that expires approvals past their deadline."""
+    return f"{PREFIX}:approvals:lock"
+
+
 def expecting() -> str:
     """Set across jobs of the job ids whose outbox (``expected``) may hold messages,
     so the reconciler looks at those jobs only; a member whose outbox is gone is dropped.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -24,6 +24,7 @@ DEFAULT_MAX_CALL_TOKENS = 4096  # what current models take for one reply
 # Far above any model's longest reply, and low enough that a reservation (prompt
 # plus this) stays under 10^14, which the ledger's Lua writes as an exact integer.
 MAX_CALL_TOKENS = 10**9
+DEFAULT_APPROVAL_SECONDS = 24 * 3600.0
 STRATEGIES = "covey.orchestration.registry"  # strategies by name, built-in and from entry points
 
 
@@ -68,6 +69,16 @@ class AgentSpec(BaseModel):
         strict=True,
         description="each model call carries a system note of what the agent has left "
         "(tokens, cost, model calls, seconds), so the model can plan; children inherit it",
+    )
+    approve: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
+        default_factory=list,
+        description="patterns of tool names (fnmatch: send_*) whose every call waits for a person's "
+        "approval; children inherit them",
+    )
+    approval_timeout: Seconds = Field(
+        default=DEFAULT_APPROVAL_SECONDS,
+        gt=0,
+        description="seconds a tool call waits for a decision before it counts as denied; children inherit it",
     )
     stream: bool = Field(
         default=False,

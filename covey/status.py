@@ -127,6 +127,9 @@ class Cause(BaseModel):
     retries: int | None = None  # the SDK's retries of the model call before it failed for good, when it took any
 
 
+APPROVAL = "a person's approval"  # how a wait for a decision on a tool call begins (covey.worker.approvals)
+
+
 class Wait(BaseModel):
     """What a ``waiting`` agent that holds no worker slot waits for, and until when
     it next asks: a scope's running cap (``tenant:acme running cap 2/2``) or its
@@ -136,6 +139,11 @@ class Wait(BaseModel):
 
     reason: str
     until: datetime
+
+    @property
+    def approval(self) -> bool:
+        """Whether it waits for a person's decision on a tool call."""
+        return self.reason.startswith(APPROVAL)
 
     def said(self, now: datetime) -> str:
         """``tenant:acme running cap 2/2, ~3 s``: the wait's reason and the seconds to its end (or next look)."""

@@ -48,7 +48,7 @@ def line(event: JobEvent) -> str:
     """``12:04:05.123  model.finished  root-sub-1a2b3c4d  call 2: 829 + 4 tokens, tool_calls, 102 ms``"""
     at = event.at.astimezone().strftime("%H:%M:%S.%f")[:-3] if event.at else "--:--:--.---"
     said = _said(event)
-    return f"{at}  {event.type.value:<15} {event.agent_id}" + (f"  {said}" if said else "")
+    return f"{at}  {event.type.value:<18} {event.agent_id}" + (f"  {said}" if said else "")
 
 
 def _said(e: JobEvent) -> str:
@@ -79,4 +79,9 @@ def _said(e: JobEvent) -> str:
     if e.type is EventType.TOOL_FINISHED:
         took = f" ({e.latency_ms:g} ms)" if e.latency_ms is not None else ""
         return f"{e.tool} error{took}: {e.error}" if e.error is not None else f"{e.tool}{took}: {e.result}"
+    if e.type is EventType.APPROVAL_REQUESTED:
+        until = f" until {e.until.astimezone():%Y-%m-%d %H:%M}" if e.until else ""
+        return f"{e.tool}({e.arguments}) {e.call_id} waits for a decision{until}"
+    if e.type is EventType.APPROVAL_DECIDED:
+        return f"{e.tool} {e.call_id} {e.decision}" + (f": {e.reason}" if e.reason else "")
     return ""

@@ -85,6 +85,17 @@ def _job_options(fn):
         click.option("--tools", default=None, help="comma-separated tools the agents may use (default: all)"),
         click.option("--deny", default=None, help="comma-separated tools no agent of the job may use"),
         click.option(
+            "--approve",
+            default=None,
+            help="comma-separated patterns of tools (send_*) whose calls wait for a person (covey approve)",
+        ),
+        click.option(
+            "--approval-timeout",
+            type=Seconds(),
+            default=None,
+            help="seconds a call waits for a decision before it counts as denied (default a day)",
+        ),
+        click.option(
             "--task-file",
             type=click.File("rb"),
             default=None,
@@ -127,9 +138,11 @@ def _spec(client, task: str | None, o: dict[str, Any]):
     for name in ("model", "tenant", "instructions"):
         if o[name] is not None:
             fields[name] = o[name]
-    for name in ("tools", "deny"):
+    for name in ("tools", "deny", "approve"):
         if o[name] is not None:
             fields[name] = names(o[name])
+    if o["approval_timeout"] is not None:
+        fields["approval_timeout"] = o["approval_timeout"]
     for name, given in (("options", o["strategy_options"]), ("model_params", o["model_params"])):
         if given:
             fields[name] = dict(given)

@@ -25,6 +25,7 @@ from covey import keys, tenant_keys, wire
 from covey.budgets.cancels import Cancels
 from covey.budgets.ledger import LedgerSnapshot, unknown_scope
 from covey.budgets.redis_ledger import RedisLedger
+from covey.client import approvals as approving
 from covey.client import events as following
 from covey.client import jobs as listing
 from covey.client import sending, waits
@@ -40,6 +41,7 @@ from covey.events import JobEvent
 from covey.results import AgentResult
 from covey.spec import InvalidSpec, JobSpec
 from covey.status import Cause, CauseKind, JobStatus
+from covey.store.approvals import Approval, Approvals, Decided
 from covey.store.catalog import NoWorkerServes, WorkerCatalog, check_workers_serve
 from covey.store.events import EventStream
 from covey.store.jobs import JobIndex
@@ -95,6 +97,7 @@ class Client:
         self.catalog = WorkerCatalog(self.redis, self.settings.catalog_ttl)
         self.transcripts = Transcripts(self.redis)
         self.events = EventStream(self.redis)
+        self.approvals = Approvals(self.redis, self.settings.job_ttl)
 
     def spec(self, task: str, **fields: Any) -> JobSpec:
         """A validated JobSpec; what it leaves unset the worker fills from its
@@ -226,6 +229,10 @@ class Client:
         with self._reaching(BROKER):
             read = waits.queues_read(self, timeout)
         return read is not None and self.settings.queue in read
+
+    def pending(self) -> list[Approval]:
+        """The tool calls of every job waiting for a person's decision, oldest first."""
+        return approving.waiting(self)
 
     def job(self, job_id: str) -> JobHandle:
         return JobHandle(self, job_id)
@@ -432,10 +439,25 @@ class JobHandle:
         while (event := await asyncio.to_thread(next, events, None)) is not None:
             yield event
 
+    def pending(self) -> list[Approval]:
+        """The job's tool calls waiting for a person's decision, oldest first."""
+        return approving.waiting(self._client, self.id)
+
+    def approve(self, call_id: str) -> Decided:
+        """Let the waiting call ``call_id`` run (once); a second decision counts for
+        nothing (``Decided.recorded`` is False and its approval says what stands)."""
+        return approving.decide(self, call_id, "approved")
+
+    def deny(self, call_id: str, reason: str | None = None) -> Decided:
+        """Refuse the waiting call ``call_id``: it never runs, and the model reads the reason."""
+        return approving.decide(self, call_id, "denied", reason)
+
     def cancel(self) -> None:
         """Every agent of the job stops at its next cycle and reports ``cancelled``;
-        one waiting for a scope's cap or window is taken up at once to end."""
+        one waiting for a scope's cap or window, or for a person's decision (its
+        calls are denied), is taken up at once to end."""
         with self._client._reaching(REDIS):
             self._client.cancels.cancel_job(self.id)
         with self._client._reaching(BROKER):
             waits.wake_waiting(self._client, self.id)
+        approving.deny_all(self, approving.CANCELLED)

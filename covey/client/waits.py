@@ -192,6 +192,12 @@ def why_stuck(client: Client, job_id: str) -> str | None:
         return None if queue is not None else _unstarted(client, job_id)
     if any(n.agent_id == ROOT_AGENT_ID and n.final for n in nodes):
         return None  # finished: nothing is stuck
+    asking = [n for n in nodes if n.status is AgentStatus.WAITING and n.wait is not None and n.wait.approval]
+    if asking:
+        return (
+            f"agents of job {job_id} wait for a person's approval of a tool call: {_names(asking)}; "
+            f"decide with covey approve / covey deny (covey approvals --job {job_id} lists the calls)"
+        )
     live = live_tasks(client)
     due = _resume_due(nodes)
     moving = [n for n in nodes if n.status is AgentStatus.RUNNING or n.agent_id in due]
@@ -255,12 +261,16 @@ def queues_read(client: Client, timeout: float = INSPECT_SECONDS) -> set[str] | 
 
 
 def _resume_due(nodes: list[Node]) -> set[str]:
-    """The waiting agents whose children have all finished: each one's resume is due."""
+    """The agents waiting on their children whose children have all finished: each
+    one's resume is due (one that waits for a slot, a window or a person is not)."""
     children = by_parent(nodes)
     return {
         n.agent_id
         for n in nodes
-        if n.status is AgentStatus.WAITING and n.agent_id in children and all(c.final for c in children[n.agent_id])
+        if n.status is AgentStatus.WAITING
+        and n.wait is None
+        and n.agent_id in children
+        and all(c.final for c in children[n.agent_id])
     }
 
 

@@ -10,6 +10,7 @@ opaque JSON here; the worker parses it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -61,19 +62,22 @@ class Checkpoints:
         *,
         node: Node,
         awaiting: Sequence[str] = (),
+        approvals: Sequence[str] = (),
     ) -> int:
         """Store ``state`` for ``step`` and, in the same script, the messages the step
         sends: ``then`` (the agent's continuation), or ``children`` (agent id, message)
         and the ``resume`` that joins them as ``join_kind`` says (``covey.store.join``);
         the agent's ``node`` as the step leaves it (never over a final one) and the
         event of its move (naming the children it is ``awaiting``); and its
-        ``transcript`` entries so far. ``taken``
+        ``transcript`` entries so far. An agent waiting for a person's decision on
+        tool calls (``approvals``, their ids) has ``then`` held, out of the outbox,
+        until a decision sends it (``covey.store.approvals``). ``taken``
         is the expected message the step took up, as stored (None: it took up none).
 
         ``STALE``, with nothing written, if a newer step is stored or ``taken`` is no
         longer expected: the step is stale and must send nothing. ``SAVED``; or
-        ``WOKEN`` when the resume is due now (children finished while the step ran):
-        the caller sends it with the children."""
+        ``WOKEN`` when the resume is due now (children finished while the step ran),
+        or a decision on one of ``approvals`` came: the caller sends it (with the children)."""
         args: list[str | int] = [
             step,
             state,
@@ -86,6 +90,7 @@ class Checkpoints:
             join_kind,
             tree.pack(node),
             tree.FINALS,
+            json.dumps(list(approvals)) if approvals else "",
         ]
         for child_id, message in children:
             args += [child_id, message.dumps()]
@@ -96,7 +101,15 @@ class Checkpoints:
         )
         return int(
             self._save(
-                keys=[*job_keys, *join.keys(job_id, agent_id), keys.nodes(job_id), *more_keys, *event_keys],
+                keys=[
+                    *job_keys,
+                    *join.keys(job_id, agent_id),
+                    keys.nodes(job_id),
+                    keys.held(job_id),
+                    keys.approvals(job_id),
+                    *more_keys,
+                    *event_keys,
+                ],
                 args=[*args, *more_args, *event_args],
             )
         )

@@ -39,7 +39,9 @@ class FunctionTool(Tool):
 
     def retimed(self, timeout: float) -> FunctionTool:
         """The same tool under another timeout (an async one is cancelled at it)."""
-        return _function_tool(self.function, self.name, self.description, timeout, self.max_output, self.writes)
+        return _function_tool(
+            self.function, self.name, self.description, timeout, self.max_output, self.writes, self.needs_approval
+        )
 
 
 @typing.overload
@@ -52,6 +54,7 @@ def tool(
     timeout: float = DEFAULT_TIMEOUT,
     max_output: int = DEFAULT_MAX_OUTPUT,
     writes: bool = False,
+    needs_approval: bool | Callable[[dict[str, Any]], bool] = False,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
@@ -62,16 +65,19 @@ def tool(
     timeout: float = DEFAULT_TIMEOUT,
     max_output: int = DEFAULT_MAX_OUTPUT,
     writes: bool = False,
+    needs_approval: bool | Callable[[dict[str, Any]], bool] = False,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Make ``fn`` a tool: ``@tool`` or ``@tool(name=..., timeout=..., max_output=..., writes=...)``.
 
     ``timeout`` is seconds per call, ``max_output`` the bytes of its result the model
     reads (the rest is cut with a note); ``writes=True`` for a tool that changes the
-    job's workspace, which then runs as its one writer. ``TypeError`` for a function covey cannot
+    job's workspace, which then runs as its one writer; ``needs_approval=True`` (or a
+    predicate of a call's arguments, as the model sent them) for a tool whose calls
+    wait for a person's decision (``covey approve``). ``TypeError`` for a function covey cannot
     describe: a parameter without a type hint, ``*args``/``**kwargs``, a bad name."""
 
     def wrap(f: Callable[..., Any]) -> FunctionTool:
-        return _function_tool(f, name, description, timeout, max_output, writes)
+        return _function_tool(f, name, description, timeout, max_output, writes, needs_approval)
 
     return wrap(fn) if fn is not None else wrap
 
@@ -83,6 +89,7 @@ def _function_tool(
     timeout: float,
     max_output: int,
     writes: bool = False,
+    needs_approval: bool | Callable[[dict[str, Any]], bool] = False,
 ) -> FunctionTool:
     name = name or fn.__name__
     origin = f"function {fn.__module__}:{fn.__qualname__}"
@@ -126,6 +133,7 @@ def _function_tool(
         timeout=timeout,
         max_output=max_output,
         writes=writes,
+        needs_approval=needs_approval,
         function=fn,
     )
 

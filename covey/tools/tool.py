@@ -44,7 +44,9 @@ class Tool:
     """A tool by name. ``run`` takes arguments already checked against
     ``parameters`` and returns the text the model reads; it may raise, and the
     worker hands the model the exception's type and message instead. A tool that
-    ``writes`` the workspace runs as its one writer (``Workspace.writing``)."""
+    ``writes`` the workspace runs as its one writer (``Workspace.writing``). One
+    that ``needs_approval`` (always, or when the predicate says so of a call's
+    arguments) waits for a person's decision before each such call runs."""
 
     name: str
     origin: str  # where it comes from, for clashes and `covey tools`: "builtin", "function pkg.mod:fn", "mcp files"
@@ -54,6 +56,7 @@ class Tool:
     timeout: float = DEFAULT_TIMEOUT
     max_output: int = DEFAULT_MAX_OUTPUT
     writes: bool = False
+    needs_approval: bool | Callable[[dict[str, Any]], bool] = False
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI function schema a model call offers."""

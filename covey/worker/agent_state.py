@@ -42,6 +42,7 @@ class Phase(StrEnum):
         "awaiting_children"  # its children run: the last one (or, joined as each ends, the next) resumes it
     )
     AWAITING_SLOT = "awaiting_slot"  # it gave its worker slot back to wait for a scope's running cap or window
+    AWAITING_APPROVAL = "awaiting_approval"  # it gave its worker slot back until a person decides on a tool call
     PAUSED = "paused"  # its task's slice ran out: a new task takes it up at once
     FINISHED = "finished"  # it ended: its final record holds it, and no checkpoint does
 
@@ -79,7 +80,8 @@ class AgentState(BaseModel):
     spawn_round: int = 0
     pending: list[PendingChild] = Field(default_factory=list)
     waiting_for: Wait | None = Field(
-        default=None, description="what it gave its worker slot back to wait for (a scope's cap or window)"
+        default=None,
+        description="what it gave its worker slot back to wait for (a scope's cap or window, a person's decision)",
     )
     as_completed: bool = Field(default=False, description="its pending children join as each finishes")
     started_at: datetime

@@ -6,7 +6,7 @@ from covey.config import faults
 from covey.config.celery import create_app
 from covey.config.settings import get_settings
 from covey.tools import registry
-from covey.worker import reconciler, takeover  # noqa: F401  (their threads start at worker_ready)
+from covey.worker import approval_deadlines, reconciler, takeover  # noqa: F401  (their threads start at worker_ready)
 from covey.worker.logs import install
 
 install(get_settings().log_format)

@@ -18,6 +18,7 @@ from covey.budgets.running import RunningSlots
 from covey.config import connections
 from covey.config.settings import Settings, get_settings
 from covey.models.llm import LLM
+from covey.store.approvals import Approvals
 from covey.store.checkpoints import Checkpoints
 from covey.store.outbox import Outbox
 from covey.store.tree import JobTree
@@ -44,6 +45,7 @@ class Deps:
     slots: RunningSlots
     cancels: Cancels
     step_records: StepRecords
+    approvals: Approvals
     now: Callable[[], datetime] = field(default=utcnow)
     # False once another worker took the running step's delivery (covey.worker.takeover).
     still_held: Callable[[], bool] = field(default=lambda: True)
@@ -80,6 +82,7 @@ class Deps:
             slots=RunningSlots(client),
             cancels=Cancels(client, settings.job_ttl),
             step_records=RedisStepRecords(client),
+            approvals=Approvals(client, settings.job_ttl),
         )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -38,6 +38,7 @@ from covey.store import join as joins
 from covey.tools.registry import narrow
 from covey.worker import ending, slots, telemetry, transcript
 from covey.worker.agent_state import AgentState, Phase
+from covey.worker.approvals import Park
 from covey.worker.calls import Stop, call_model, seconds_left, settle_owed
 from covey.worker.completion import Completion, taken_over
 from covey.worker.deps import Deps
@@ -71,12 +72,14 @@ class FanOut:
 @dataclass(frozen=True)
 class Paused:
     """The task's slice is over, or the agent must wait (``hop``: for a scope's running
-    cap or window) without holding its worker slot: checkpoint, and take ``action``
-    in a new task, sent after the hop's countdown."""
+    cap or window; ``approvals``: for a person's decision on those tool calls)
+    without holding its worker slot: checkpoint, and take ``action`` in a new task,
+    sent after the hop's countdown, or once a decision comes."""
 
     state: AgentState
     action: Action
     hop: Hop | None = None
+    approvals: list[str] = field(default_factory=list)
 
 
 def begin(
@@ -299,6 +302,10 @@ def advance(
             outcome = run_tools(deps, state, action.calls)
             if isinstance(outcome, Stop):
                 return _stopped(deps, state, outcome, end)
+            if isinstance(outcome, Park):
+                state.waiting_for, state.phase = outcome.wait, Phase.AWAITING_APPROVAL
+                agent_event("waiting", state, AgentStatus.WAITING)
+                return Paused(state, action, approvals=outcome.calls)
         elif isinstance(action, Spawn | Cancel):
             children = spawn(deps, state, action) if isinstance(action, Spawn) else _cancel(deps, state, action)
             if any(p.refused is None for p in state.pending):  # it waits on some

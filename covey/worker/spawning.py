@@ -142,6 +142,8 @@ def child_spec(parent: AgentSpec, ctx: RunContext, request: ChildRequest) -> Age
         "max_schema_retries": parent.max_schema_retries,
         "budget_notice": parent.budget_notice,
         "stream": parent.stream,
+        "approve": parent.approve,
+        "approval_timeout": parent.approval_timeout,
         "timeout": parent.timeout if request.timeout is None else request.timeout,
     }
     try:

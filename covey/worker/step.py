@@ -62,7 +62,7 @@ log = logging.getLogger(__name__)
 OUTAGES = (RedisConnectionError, RedisTimeoutError, OperationalError)  # Redis or the broker is away
 # The phases a resume and a proceed take an agent up from: at any other, the task is stale.
 WAITS_FOR_RESUME = frozenset({Phase.AWAITING_CHILDREN})
-WAITS_FOR_PROCEED = frozenset({Phase.PAUSED, Phase.AWAITING_SLOT})
+WAITS_FOR_PROCEED = frozenset({Phase.PAUSED, Phase.AWAITING_SLOT, Phase.AWAITING_APPROVAL})
 
 
 @dataclass(frozen=True)
@@ -224,11 +224,13 @@ def _drive(
     holds_results = any(p.refused is not None for p in state.pending)
     join_kind = join.kind(state.as_completed, holds_results)
     then, resume, children, status = None, None, [], AgentStatus.WAITING
+    held: list[str] = []
     if isinstance(outcome, loop.Paused):
         state.next_action = to_json(outcome.action)
         countdown = outcome.hop.seconds if outcome.hop else None
         then = proceed_message(deps.secret, task.request.id, ctx, state.step, Sent(delivery.queue, carried, countdown))
-        status = AgentStatus.WAITING if outcome.hop else AgentStatus.RUNNING
+        status = AgentStatus.WAITING if outcome.hop or outcome.approvals else AgentStatus.RUNNING
+        held = outcome.approvals
     else:
         step = state.step if state.as_completed else None
         sent = Sent(delivery.queue, carried)
@@ -248,6 +250,7 @@ def _drive(
         entries,
         node=state.node(status),
         awaiting=[p.agent_id for p in state.pending if p.refused is None] if resume else (),
+        approvals=held,
     )
     if saved == checkpoints.STALE:
         return Completion.drop(
@@ -255,6 +258,8 @@ def _drive(
         )
     faults.at("after_checkpoint")
     resumed = [resume] if saved == checkpoints.WOKEN else []  # children that finished while it ran
+    if held and saved != checkpoints.WOKEN:  # its next step waits for a decision, which sends it
+        then = None
     for message in [then] if then else [*(m for _, m in children), *resumed]:
         send(task.app, message)
     faults.at("after_send")

@@ -6,6 +6,9 @@ returns, so a redelivered step (its worker died before the ack) replays the
 result instead of running the tool again. A call cut off by the crash, before
 its result was kept, runs again with the same ``ToolContext.call_id``.
 
+Calls that need a person's approval wait for it before any call of their reply
+runs (``covey.worker.approvals``); a denied one never runs.
+
 The calls of one reply run at once, each in a thread of its own (a model that
 asks for three tools of 2 s each waits 2 s, not 6), and each result is kept as
 it comes; a reply of one call runs it in the step's own thread.
@@ -24,8 +27,9 @@ from covey.models.replies import ToolCall
 from covey.orchestration.actions import ToolResults
 from covey.results import Usage
 from covey.store.workspace import Workspace
-from covey.worker import events, telemetry, transcript
+from covey.worker import approvals, events, telemetry, transcript
 from covey.worker.agent_state import AgentState
+from covey.worker.approvals import Park
 from covey.worker.calls import Stop, seconds_left
 from covey.worker.deps import Deps
 from covey.worker.tools import run_tool
@@ -34,16 +38,24 @@ Ran = tuple[str, datetime, float]  # a call's text, when it started, and its mil
 Todo = tuple[int, ToolCall, str]  # a call's place in its reply, the call, its reservation id
 
 
-def run_tools(deps: Deps, state: AgentState, calls: list[ToolCall]) -> ToolResults | Stop:
+def run_tools(deps: Deps, state: AgentState, calls: list[ToolCall]) -> ToolResults | Stop | Park:
     """Every call's text by call id, or the ``Stop`` of a call the ledger refused
-    (the calls counted before it run first)."""
+    (the calls counted before it run first), or the ``Park`` of an agent whose
+    calls wait for a person's approval (``covey.worker.approvals``): none has run."""
     ctx = state.ctx
+    # The model's call id is unique in its reply, which is itself replayed: with the cycle, unique in the job.
+    ids = [(call, f"{ctx.agent_id}:{state.cycle}:tool:{call.id}") for call in calls]
+    refused = approvals.gate(deps, state, ids)
+    if isinstance(refused, Park):
+        return refused
     results: dict[str, str] = {}
     todo: list[Todo] = []
     stop: Stop | None = None
-    for index, call in enumerate(calls):
-        # The model's call id is unique in its reply, which is itself replayed: with the cycle, unique in the job.
-        rid = f"{ctx.agent_id}:{state.cycle}:tool:{call.id}"
+    for index, (call, rid) in enumerate(ids):
+        if call.id in refused:  # denied, or never decided: it does not run, and the model reads why
+            results[call.id] = refused[call.id]
+            transcript.tool_call(deps, state, index, call, refused[call.id])
+            continue
         grant = deps.ledger.count_tool_call(ctx.job_id, ctx.chain, rid, events.tool_started(state, rid, call))
         if not grant.ok:
             assert grant.cause is not None and grant.reason is not None  # a refusal always says why

@@ -1,6 +1,6 @@
 """Tools a test worker serves through ``COVEY_TOOLS=tests.integration.served_tools``:
-one per way a tool can go wrong, one that counts its own runs, and one that
-says when it ran."""
+one per way a tool can go wrong, one that counts its own runs, one that says
+when it ran, and one that waits for a person above an amount."""
 
 from __future__ import annotations
 
@@ -78,3 +78,16 @@ def slumber(seconds: float) -> str:
     """Sleep, under the default timeout of 30 s."""
     time.sleep(seconds)
     return "woke"
+
+
+@tool(needs_approval=lambda arguments: arguments.get("amount", 0) > 100)
+def pay(amount: int, path: str, ctx: ToolContext) -> str:
+    """Pay an amount (append it to a file): above 100, a person approves each payment first.
+
+    Args:
+        amount: what to pay
+        path: the file to append to
+    """
+    with Path(path).open("a") as f:
+        f.write(f"{ctx.call_id} {amount}\n")
+    return f"paid {amount}"

@@ -6,6 +6,8 @@
 -- KEYS[3]     the index of jobs with expected messages (a set of job ids)
 -- KEYS[4..8]  the agent's join keys (join.lua)
 -- KEYS[9]     the job's nodes hash (agent id -> packed node JSON)
+-- KEYS[10]    the job's held messages (agent id -> the message that takes it up again)
+-- KEYS[11]    the job's approvals (call id -> the approval's JSON)
 -- ARGV[1]  the step
 -- ARGV[2]  the state, JSON
 -- ARGV[3]  TTL in seconds
@@ -18,14 +20,18 @@
 -- ARGV[9]  the join: 'all', 'each' or 'now' (join.lua)
 -- ARGV[10]  the agent's node as this step leaves it, packed
 -- ARGV[11]  the final statuses, each between commas (nodes.lua)
--- ARGV[12..] child agent id, child message: the children it opened
+-- ARGV[12]  the tool calls whose approval it waits for, a JSON list ('' = none): its
+--           next message (ARGV[7]) is then held, out of the outbox, until a decision
+--           on one of them (decide.lua) makes it expected
+-- ARGV[13..] child agent id, child message: the children it opened
 -- then the agent's transcript entries so far (transcript.lua), then the event of
 -- its node's move (events.lua)
 -- Returns (replies: covey.redis_scripts.Reply) MOVED_ON if the stored step is newer,
 -- or the message taken up is no longer the expected one (a duplicate already went
 -- on): nothing written, the caller sends nothing. OK if saved; WOKEN if saved and the
 -- resume is due now (children finished while the step ran, or ARGV[9] is 'now'): it
--- is expected, the caller sends it.
+-- is expected, the caller sends it; or, for an agent waiting for approvals, a
+-- decision came while the step ran: its next message is expected, the caller sends it.
 
 local stored = redis.call('HGET', KEYS[1], 'round')
 if stored and tonumber(stored) > tonumber(ARGV[1]) then return MOVED_ON end
@@ -37,12 +43,26 @@ local j = join_keys(4)
 -- A batch exists only for the resume this step took up: its children are in the state now.
 redis.call('DEL', j.batch)
 local saved = OK
-if ARGV[7] ~= '' then
+if ARGV[12] ~= '' then
+  local decided = false
+  for _, call in ipairs(cjson.decode(ARGV[12])) do
+    local approval = redis.call('HGET', KEYS[11], call)
+    if approval and cjson.decode(approval).decision then decided = true end
+  end
+  if decided then
+    redis.call('HSET', KEYS[2], agent, ARGV[7])
+    saved = WOKEN
+  else
+    redis.call('HSET', KEYS[10], agent, ARGV[7])
+    redis.call('EXPIRE', KEYS[10], ttl)
+    redis.call('HDEL', KEYS[2], agent)
+  end
+elseif ARGV[7] ~= '' then
   redis.call('HSET', KEYS[2], agent, ARGV[7])
 else
   redis.call('HDEL', KEYS[2], agent)
 end
-if ARGV[8] ~= '' and join_wait(j, KEYS[2], agent, ARGV[8], ARGV[9], 12, NARGV, ttl) then saved = WOKEN end
+if ARGV[8] ~= '' and join_wait(j, KEYS[2], agent, ARGV[8], ARGV[9], 13, NARGV, ttl) then saved = WOKEN end
 if redis.call('EXISTS', KEYS[2]) == 1 then
   redis.call('EXPIRE', KEYS[2], ttl)
   redis.call('SADD', KEYS[3], ARGV[4])

@@ -46,6 +46,10 @@ class _Server(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     timeout: float = Field(default=DEFAULT_TIMEOUT, gt=0, le=MAX_SECONDS, description="seconds per call")
+    approve: list[str] = Field(
+        default_factory=list,
+        description="patterns (fnmatch) of the server's own tool names whose calls wait for a person's approval",
+    )
 
 
 class StdioServer(_Server):

@@ -15,6 +15,7 @@ process.
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import logging
 import os
 import threading
@@ -154,6 +155,7 @@ def _tools(session: Session, listed: list[types.Tool]) -> list[Tool]:
                 parameters=found.input_schema,
                 run=partial(_run, session, found.name),
                 timeout=session.server.timeout,
+                needs_approval=any(fnmatch.fnmatchcase(found.name, p) for p in session.server.approve),
             )
         )
     return out
