@@ -161,6 +161,17 @@ def approvals_lock() -> str:
     return f"{PREFIX}:approvals:lock"
 
 
+def session(name: str) -> str:
+    """JSON of a session's conversation: its turns (task, answer, job) oldest first,
+    and how many were dropped past its size cap. Kept COVEY_SESSION_TTL past its last job."""
+    return f"{PREFIX}:{{session:{name}}}"
+
+
+def session_job(name: str) -> str:
+    """The id of the job running on a session now: one at a time, never interleaved."""
+    return f"{PREFIX}:{{session:{name}}}:job"
+
+
 def expecting() -> str:
     """Set across jobs of the job ids whose outbox (``expected``) may hold messages,
     so the reconciler looks at those jobs only; a member whose outbox is gone is dropped.

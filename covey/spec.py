@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -30,6 +30,15 @@ STRATEGIES = "covey.orchestration.registry"  # strategies by name, built-in and 
 
 class InvalidSpec(CoveyError, ValueError):
     """A spec that cannot run; the message names the field at fault."""
+
+
+class Said(BaseModel):
+    """One message of the conversation before an agent's task."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["system", "user", "assistant"]
+    content: str
 
 
 class AgentSpec(BaseModel):
@@ -79,6 +88,16 @@ class AgentSpec(BaseModel):
         default=DEFAULT_APPROVAL_SECONDS,
         gt=0,
         description="seconds a tool call waits for a decision before it counts as denied; children inherit it",
+    )
+    history: list[Said] = Field(
+        default_factory=list,
+        description="the conversation before the task, oldest first: given, or a session's turns",
+    )
+    session: str | None = Field(
+        default=None,
+        pattern=scopes.LABEL_PATTERN,
+        description="a conversation kept across jobs: the root starts from its turns and adds its own; "
+        "one job at a time runs on it",
     )
     stream: bool = Field(
         default=False,

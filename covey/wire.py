@@ -20,6 +20,9 @@ AGENT = "covey.agent"  # a sub-agent, sent by its parent's fan-out
 RESUME = "covey.resume"  # sent by a waiting parent's last child to finish: resumes it
 PROCEED = "covey.proceed"  # an agent taken up again after its slice ran out
 
+# How an agent's system message says a conversation (a session's turns) comes before
+# its task, and how many messages: models, and the sim, tell the new task from it.
+HISTORY = "The conversation so far, {} messages, comes before the task."
 TASK_WORDS = 8  # enough of a task to tell siblings apart at a glance
 ELLIPSIS = "…"  # one character, so a cut text keeps the length it is cut to
 

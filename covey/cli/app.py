@@ -118,4 +118,4 @@ def _fail(message: str, code: int) -> None:
     sys.exit(code)
 
 
-from covey.cli import approvals, events, jobs, listing, models, ops, sweep, tenants, tools, transcripts, ui  # noqa: E402,F401 - registers the commands on `cli`
+from covey.cli import approvals, events, jobs, listing, models, ops, sessions, sweep, tenants, tools, transcripts, ui  # noqa: E402,F401 - registers the commands on `cli`

@@ -82,6 +82,11 @@ def _job_options(fn):
             help="charge the tenant:<name> ledger scope too (create it first: covey scope tenant:<name> ...)",
         ),
         click.option("--instructions", default=None, help="the root agent's instructions (its system prompt)"),
+        click.option(
+            "--session",
+            default=None,
+            help="continue this session's conversation, and keep this job's turn in it (covey session show NAME)",
+        ),
         click.option("--tools", default=None, help="comma-separated tools the agents may use (default: all)"),
         click.option("--deny", default=None, help="comma-separated tools no agent of the job may use"),
         click.option(
@@ -135,7 +140,7 @@ def _spec(client, task: str | None, o: dict[str, Any]):
     if o["agent_max_cycles"] is not None:
         fields["max_cycles"] = o["agent_max_cycles"]
     # An empty name is passed on, for the spec to refuse, rather than dropped.
-    for name in ("model", "tenant", "instructions"):
+    for name in ("model", "tenant", "instructions", "session"):
         if o[name] is not None:
             fields[name] = o[name]
     for name in ("tools", "deny", "approve"):

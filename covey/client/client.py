@@ -46,6 +46,7 @@ from covey.store.catalog import NoWorkerServes, WorkerCatalog, check_workers_ser
 from covey.store.events import EventStream
 from covey.store.jobs import JobIndex
 from covey.store.outbox import Message, Outbox
+from covey.store.sessions import Session, Sessions
 from covey.store.transcripts import Transcript, Transcripts
 from covey.store.tree import JobTree, Node
 
@@ -98,6 +99,7 @@ class Client:
         self.transcripts = Transcripts(self.redis)
         self.events = EventStream(self.redis)
         self.approvals = Approvals(self.redis, self.settings.job_ttl)
+        self.sessions = Sessions(self.redis, self.settings.session_ttl, self.settings.session_bytes)
 
     def spec(self, task: str, **fields: Any) -> JobSpec:
         """A validated JobSpec; what it leaves unset the worker fills from its
@@ -229,6 +231,16 @@ class Client:
         with self._reaching(BROKER):
             read = waits.queues_read(self, timeout)
         return read is not None and self.settings.queue in read
+
+    def session(self, name: str) -> Session | None:
+        """The session's conversation so far (None: no job ran on it, or it expired)."""
+        with self._reaching(REDIS):
+            return self.sessions.read(name)
+
+    def delete_session(self, name: str) -> bool:
+        """Forget the session and any job's claim on it; False if there was none."""
+        with self._reaching(REDIS):
+            return self.sessions.delete(name)
 
     def pending(self) -> list[Approval]:
         """The tool calls of every job waiting for a person's decision, oldest first."""

@@ -27,6 +27,8 @@ Pool = Literal["threads", "prefork", "gevent", "solo"]
 # keeps many in flight (as a WSGI server runs workers x threads); prefork forks
 # a process per slot, and solo has one.
 DEFAULT_SLOTS: dict[str, int] = {"threads": 100, "gevent": 500, "prefork": 4, "solo": 1}
+DEFAULT_SESSION_TTL_SECONDS = 30 * 24 * 3600
+DEFAULT_SESSION_BYTES = 64 * 1024  # a session's turns are sent with every job on it: a bound on that prompt
 REDIS_SCHEMES = ("redis", "rediss", "unix", sentinel.SCHEME)  # what redis-py and covey's Sentinel URLs take
 
 
@@ -139,6 +141,18 @@ class Settings(BaseSettings):
         ge=60,
         le=MAX_SECONDS,
         description="COVEY_JOB_TTL: seconds a job's records (tree, ledger, results) are kept after it ends",
+    )
+    session_ttl: int = Field(
+        default=DEFAULT_SESSION_TTL_SECONDS,
+        ge=60,
+        le=MAX_SECONDS,
+        description="COVEY_SESSION_TTL: seconds a session's conversation is kept after its last job",
+    )
+    session_bytes: int = Field(
+        default=DEFAULT_SESSION_BYTES,
+        ge=1024,
+        le=64 * 1024 * 1024,
+        description="COVEY_SESSION_BYTES: the most a session keeps; past it its oldest turns are dropped",
     )
     redis_outage_seconds: float = Field(
         default=120.0,

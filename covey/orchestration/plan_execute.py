@@ -113,9 +113,9 @@ class State(StrategyState):
 
 def start(spec: AgentSpec, ctx: RunContext) -> Action:
     run = Run.of(Options, spec, ctx)
-    system, task = opening(spec, ctx)
+    system, *conversation = opening(spec, ctx)
     system = {"role": "system", "content": system["content"] + "\n\n" + _guide(_limits(run))}
-    return _ask_planner(State(messages=[system, task]))
+    return _ask_planner(State(messages=[system, *conversation]))
 
 
 def resume(spec: AgentSpec, ctx: RunContext, state: State, outcome: Outcome) -> Action:

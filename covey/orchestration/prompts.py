@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from covey import wire
 from covey.context import RunContext
 
 if TYPE_CHECKING:
@@ -11,6 +12,11 @@ if TYPE_CHECKING:
 
 
 def opening(spec: AgentSpec, ctx: RunContext) -> list[dict[str, Any]]:
-    """The system message (role, depth, instructions) and the task."""
+    """The system message (role, depth, instructions), the conversation so far (a
+    session's), and the task. The system message says how many messages come before
+    the task, so a model (and the sim) tells the conversation from the new task."""
     system = f"You are {spec.role}, an agent of covey at depth {ctx.depth}. {spec.instructions}".strip()
-    return [{"role": "system", "content": system}, {"role": "user", "content": spec.task}]
+    if spec.history:
+        system += f" {wire.HISTORY.format(len(spec.history))}"
+    before = [said.model_dump() for said in spec.history]
+    return [{"role": "system", "content": system}, *before, {"role": "user", "content": spec.task}]

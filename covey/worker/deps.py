@@ -21,6 +21,7 @@ from covey.models.llm import LLM
 from covey.store.approvals import Approvals
 from covey.store.checkpoints import Checkpoints
 from covey.store.outbox import Outbox
+from covey.store.sessions import Sessions
 from covey.store.tree import JobTree
 from covey.store.workspace import Workspace
 from covey.tools.mcp import config as mcp_config
@@ -46,6 +47,7 @@ class Deps:
     cancels: Cancels
     step_records: StepRecords
     approvals: Approvals
+    sessions: Sessions
     now: Callable[[], datetime] = field(default=utcnow)
     # False once another worker took the running step's delivery (covey.worker.takeover).
     still_held: Callable[[], bool] = field(default=lambda: True)
@@ -83,6 +85,7 @@ class Deps:
             cancels=Cancels(client, settings.job_ttl),
             step_records=RedisStepRecords(client),
             approvals=Approvals(client, settings.job_ttl),
+            sessions=Sessions(client, settings.session_ttl, settings.session_bytes),
         )
 
 

@@ -25,6 +25,7 @@ from covey.status import AgentStatus, Cause, CauseKind
 from covey.store import join
 from covey.store.transcripts import Entries
 from covey.store.tree import Node
+from covey.worker import sessions
 from covey.worker.agent_state import AgentState
 from covey.worker.deps import Deps
 from covey.worker.redaction import redact
@@ -70,10 +71,24 @@ def end(
     if state is not None and state.as_completed:  # its children still running are of no use now
         deps.cancels.cancel_agents(job_id, [p.agent_id for p in state.pending if p.refused is None])
     retire = retired(job_id, node.agent_id, state)
+    closing = sessions.ending(deps, job_id, state.spec, node) if state is not None else None
+    if closing is not None:  # a root on a session: its turn kept and the session given back, in the same round trip
+        also = _then(also, closing)
     written, resume = deps.tree.finish(job_id, node, retire, transcript=transcript, also=also, settling=settling)
     if not written:  # a duplicate of a step that already ended: the first end stands
         node = deps.tree.node(job_id, node.agent_id) or node
     return Ended(node, written, resume)
+
+
+def _then(
+    also: Callable[[str], Sequence[ScriptCall]] | None, more: Callable[[str], Sequence[ScriptCall]]
+) -> Callable[[str], Sequence[ScriptCall]]:
+    """``also``'s calls, then ``more``'s, each given the final record."""
+
+    def calls(record: str) -> Sequence[ScriptCall]:
+        return [*(also(record) if also is not None else []), *more(record)]
+
+    return calls
 
 
 def failed(node: Node, error: str, spent: Usage | None, cause: CauseKind, at: datetime) -> Node:

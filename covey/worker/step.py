@@ -143,13 +143,13 @@ def run(task: Any, deps: Deps, delivery: Delivery, start: Start) -> Completion:
         if isinstance(taken, Completion):
             return taken
         if isinstance(taken, Fail):
-            return _lost(task, deps, delivery, taken.reason, None)
+            return _lost(task, deps, delivery, taken, None)
         with telemetry.step(task, job_id, agent_id):
             started = start(seen)
             if isinstance(started, Completion):
                 return started
             if isinstance(started, Fail):
-                return _lost(task, deps, delivery, started.reason, None)
+                return _lost(task, deps, delivery, started, None)
             state, action = started
             # This run of the step: a copy of an expected message running beside it is dropped
             # (the reconciler sends the message again if this run dies). A run_job sent by a
@@ -172,7 +172,7 @@ def run(task: Any, deps: Deps, delivery: Delivery, start: Start) -> Completion:
             "step handed back to the broker"
         )
     except (UnreadableCheckpoint, StateLost) as e:
-        return _lost(task, deps, delivery, str(e), state)
+        return _lost(task, deps, delivery, Fail(str(e)), state)
     except Exception as e:
         log.exception("agent %s of job %s crashed", agent_id, job_id)
         entries = transcript.take(deps, state) if state is not None else None
@@ -180,16 +180,16 @@ def run(task: Any, deps: Deps, delivery: Delivery, start: Start) -> Completion:
         return _ended(task, job_id, ending.crashed(deps, job_id, agent_id, error, state, CauseKind.INTERNAL, entries))
 
 
-def _lost(task: Any, deps: Deps, delivery: Delivery, reason: str, state: AgentState | None) -> Completion:
-    """Its records are gone (a Redis wiped, keys expired) or its checkpoint is not this
-    worker's to read: the agent fails saying so, in one line, keeping what it spent,
-    and nothing it needed is written again; a job whose root's records are gone ends
-    there too (``covey.worker.lost``)."""
+def _lost(task: Any, deps: Deps, delivery: Delivery, fail: Fail, state: AgentState | None) -> Completion:
+    """Its records are gone (a Redis wiped, keys expired), its checkpoint is not this
+    worker's to read, or it cannot start (``fail.cause``): the agent fails saying so,
+    in one line, keeping what it spent, and nothing it needed is written again; a job
+    whose root's records are gone ends there too (``covey.worker.lost``)."""
     job_id, agent_id = delivery.job_id, delivery.agent_id
-    log.warning("agent %s of job %s: %s", agent_id, job_id, reason)
-    ended = ending.crashed(deps, job_id, agent_id, reason, state, CauseKind.STATE_LOST)
+    log.warning("agent %s of job %s: %s", agent_id, job_id, fail.reason)
+    ended = ending.crashed(deps, job_id, agent_id, fail.reason, state, fail.cause)
     if agent_id != ROOT_AGENT_ID:
-        lost.end_if_lost(deps, task.backend, job_id, ended.node.error or reason)
+        lost.end_if_lost(deps, task.backend, job_id, ended.node.error or fail.reason)
     return _ended(task, job_id, ended)
 
 

@@ -31,9 +31,10 @@ from covey.context import ROOT_AGENT_ID, RunContext
 from covey.models.catalog import UnservableModel
 from covey.orchestration.actions import Action
 from covey.spec import AgentSpec, InvalidSpec, JobSpec
+from covey.status import CauseKind
 from covey.store.catalog import NoWorkerServes
 from covey.tools.registry import NotServed, check_served
-from covey.worker import catalog, events, handover, loop, signing, takeover, tenancy
+from covey.worker import catalog, events, handover, loop, sessions, signing, takeover, tenancy
 from covey.worker import step as steps  # resume and proceed take a parameter named step
 from covey.worker.agent_state import AgentState
 from covey.worker.app import app
@@ -180,7 +181,7 @@ def _run_job(task: Any, spec: Any, signature: Any) -> Completion:
     terms = AgentTerms(tools=job.tools, deny=job.deny, max_cycles=job.max_cycles, scopes=job.scopes(), digest=digest)
     opened = events.opened(ROOT_AGENT_ID, None, 0, job.role, job.task)
 
-    def start(_: Snapshot) -> tuple[AgentState, Action] | Completion:
+    def start(_: Snapshot) -> tuple[AgentState, Action] | Completion | Fail:
         run = _first_run(deps, task.request)
         row = deps.ledger.open_root(job_id, ROOT_AGENT_ID, job.budget, terms, run, opened)
         if row is not None and run is not None and row.first_run not in (None, run.delivery):
@@ -198,7 +199,10 @@ def _run_job(task: Any, spec: Any, signature: Any) -> Completion:
             return Completion.drop(
                 f"job {job_id}: another copy of its run_job runs the root's first step: this copy dropped"
             )
-        return loop.begin(deps, ctx, agent_spec, task_id=job_id, row=row)
+        spec = sessions.joined(deps, job_id, agent_spec)
+        if isinstance(spec, str):
+            return Fail(spec, CauseKind.INVALID_SPEC)
+        return loop.begin(deps, ctx, spec, task_id=job_id, row=row)
 
     delivery = _delivery(task, job_id, ROOT_AGENT_ID, queue, scopes=tuple(job.scopes()), digest=digest)
     return steps.run(task, deps, delivery, start)

@@ -34,6 +34,8 @@ Directives live in the task text (the first ``user`` message):
 - ``[sim:write PATH]`` write the task's plain text to PATH with ``write_file``,
   answer what the tool said
 - ``[sim:answer TEXT]`` finish with TEXT
+- ``[sim:recall]`` finish with the last answer of the conversation before the task (a
+  session's), or ``nothing to recall``
 - ``[sim:call NAME {"arg": ...}]`` call tool NAME with those JSON arguments (``{}`` when
   none are given; they cannot hold a ``]``), then answer what the tool said; a request
   that does not offer NAME is an HTTP 400 naming it
@@ -103,6 +105,7 @@ class Directives:
     latency_ms: int = 0
     loop: bool = False
     uncapped: bool = False
+    recall: bool = False
     spawn: Spawn | None = None
     rounds: int = 1
     tokens: int | None = None
@@ -192,7 +195,7 @@ def _parse_one(name: str, arg: str, raw: str) -> Any:
         if fail[2] and fail[1] != "bad_json":
             raise DirectiveError(f"{raw}: only bad_json takes once (every other kind fails the first call alone)")
         return fail[1], bool(fail[2]), int(fail[3]) if fail[3] else None
-    if name in ("loop", "uncapped"):
+    if name in ("loop", "uncapped", "recall"):
         return True
     if name == "answer":
         return arg

@@ -31,6 +31,7 @@ from typing import Any
 
 import httpx2
 
+from covey import wire
 from covey.models.sim import directives as sim_directives
 from covey.models.sim import structured
 from covey.models.sim.directives import Call, DirectiveError, Directives, echoed
@@ -44,6 +45,7 @@ RETRY_AFTER_MS = "20"  # short, so the SDK's retry after a scripted failure is f
 BAD_ARGUMENTS = '{"expression": "1+'  # deliberately not JSON
 BAD_JSON = '{"unexpected": true}'  # valid JSON, lacking the required properties of a schema's object
 _LEAVES = re.compile(r"leaves=(\d+)")
+_HISTORY = re.compile(re.escape(wire.HISTORY).replace(re.escape("{}"), r"(\d+)"))
 
 
 class _BadRequest(ValueError):
@@ -91,10 +93,23 @@ class _Chat:
 
     @property
     def task(self) -> str:
-        for message in self.messages:
+        """The first user message after the conversation the system message says comes before it."""
+        for message in self.messages[self._before() :]:
             if message.get("role") == "user":
                 return _text(message.get("content"))
         raise _BadRequest("no 'user' message: the sim reads its task from the first one")
+
+    def recalled(self) -> str:
+        """The last answer of the conversation before the task."""
+        said = [m for m in self.messages[1 : self._before()] if m.get("role") == "assistant"]
+        return _text(said[-1].get("content")) if said else "nothing to recall"
+
+    def _before(self) -> int:
+        """Where the new task's part of the conversation starts (after a session's turns)."""
+        if not self.messages or self.messages[0].get("role") != "system":
+            return 0
+        said = _HISTORY.search(_text(self.messages[0].get("content")))
+        return 1 + int(said[1]) if said else 0
 
     @property
     def last_user(self) -> str:
@@ -286,6 +301,8 @@ def _decide(chat: _Chat, directives: Directives) -> _Reply:
         return _acting(chat, directives) or _Reply(content=json.dumps(_document(chat, directives)))
     if directives.loop:
         return _Reply(tool_calls=[("calculator", json.dumps({"expression": "1+1"}))])
+    if directives.recall:
+        return _finish(chat, chat.recalled())
     spawned = chat.results_of("spawn_agents") if directives.spawn else []
     if directives.spawn and ("spawn_agents" in chat.tool_names or spawned):
         results = spawned  # answered once no spawn tool is left, as when its agents are used up
