@@ -24,6 +24,8 @@ _LAZY = {
     "WorkspaceError": "covey.store.workspace",
     "InvalidSchema": "covey.models.structured",
     "tool": "covey.tools.function",
+    "guardrail": "covey.tools.guardrails",
+    "Guardrail": "covey.tools.guardrails",
     "Tool": "covey.tools.tool",
     "ToolContext": "covey.tools.tool",
     "SchemaMismatch": "covey.models.structured",
@@ -36,6 +38,7 @@ __all__ = [
     "Budget",
     "Cause",
     "CauseKind",
+    "Guardrail",
     "Client",
     "CoveyError",
     "InvalidSchema",
@@ -59,6 +62,7 @@ __all__ = [
     "UnservableModel",
     "Usage",
     "WorkspaceError",
+    "guardrail",
     "tool",
 ]
 

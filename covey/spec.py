@@ -99,6 +99,11 @@ class AgentSpec(BaseModel):
         description="a conversation kept across jobs: the root starts from its turns and adds its own; "
         "one job at a time runs on it",
     )
+    guardrails: list[str] = Field(
+        default_factory=list,
+        description="guardrails (served by the workers) that check the job's input, each agent's answer and its "
+        "tool calls; children inherit them",
+    )
     stream: bool = Field(
         default=False,
         strict=True,
@@ -131,7 +136,7 @@ class AgentSpec(BaseModel):
             raise ValueError(describe(e, prefix="options")) from None
         return self
 
-    @field_validator("tools", "deny")
+    @field_validator("tools", "deny", "guardrails")
     @classmethod
     def _tool_names(cls, value: list[str] | None) -> list[str] | None:
         """Well-formed names only: which tools exist is what the workers serve."""

@@ -86,6 +86,7 @@ class CauseKind(StrEnum):
     GAVE_UP = "gave_up"  # the strategy ended without an answer (its steps or candidates failed)
     INTERNAL = "internal"  # a bug or a crash in the worker
     STATE_LOST = "state_lost"  # records the agent needed were gone from Redis
+    GUARDRAIL = "guardrail"  # a guardrail of the job tripped (``guardrail`` names it)
 
     @property
     def status(self) -> AgentStatus:
@@ -125,6 +126,7 @@ class Cause(BaseModel):
     status: int | None = None  # the model endpoint's HTTP status
     retry_after: float | None = None  # seconds to wait before asking again
     retries: int | None = None  # the SDK's retries of the model call before it failed for good, when it took any
+    guardrail: str | None = None  # the guardrail that stopped the agent
 
 
 APPROVAL = "a person's approval"  # how a wait for a decision on a tool call begins (covey.worker.approvals)

@@ -90,6 +90,11 @@ def _job_options(fn):
         click.option("--tools", default=None, help="comma-separated tools the agents may use (default: all)"),
         click.option("--deny", default=None, help="comma-separated tools no agent of the job may use"),
         click.option(
+            "--guardrails",
+            default=None,
+            help="comma-separated guardrails the workers serve that check the job (docs/guardrails.md)",
+        ),
+        click.option(
             "--approve",
             default=None,
             help="comma-separated patterns of tools (send_*) whose calls wait for a person (covey approve)",
@@ -143,7 +148,7 @@ def _spec(client, task: str | None, o: dict[str, Any]):
     for name in ("model", "tenant", "instructions", "session"):
         if o[name] is not None:
             fields[name] = o[name]
-    for name in ("tools", "deny", "approve"):
+    for name in ("tools", "deny", "approve", "guardrails"):
         if o[name] is not None:
             fields[name] = names(o[name])
     if o["approval_timeout"] is not None:

@@ -146,11 +146,11 @@ class Client:
         model = spec.model if "model" in spec.model_fields_set else None  # else the worker's COVEY_MODEL
         with self._reaching(REDIS):
             unknown = unknown_scope(self.ledger, spec.scopes())
-            serving = self.catalog.entries(self.settings.queue) if spec.tools or model else []
+            serving = self.catalog.entries(self.settings.queue) if spec.tools or model or spec.guardrails else []
         if unknown:
             raise InvalidSpec(f"invalid job spec: {unknown}")
         try:
-            check_workers_serve(serving, spec.tools or [], self.settings.queue, model)
+            check_workers_serve(serving, spec.tools or [], self.settings.queue, model, spec.guardrails)
         except NoWorkerServes as e:
             raise InvalidSpec(f"invalid job spec: {e}") from None
 

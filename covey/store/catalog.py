@@ -17,7 +17,7 @@ from importlib.resources import files
 from typing import Any
 
 import redis
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from covey import keys, wire
 from covey.errors import CoveyError
@@ -48,6 +48,7 @@ class WorkerEntry(BaseModel):
     # Its broker visibility timeout: it gives back any delivery left unacknowledged
     # that long. None in an entry of a covey before it was published.
     redelivery_seconds: float | None = None
+    guardrails: list[str] = Field(default_factory=list)  # their names
 
     def model_names(self) -> set[str]:
         return {row["name"] for row in self.models}
@@ -136,12 +137,25 @@ def _queues(entries: list[WorkerEntry]) -> list[str]:
     return list(dict.fromkeys(q for entry in entries for q in entry.queues))
 
 
-def check_workers_serve(entries: list[WorkerEntry], tools: Iterable[str], queue: str, model: str | None = None) -> None:
-    """``NoWorkerServes`` naming each of ``tools`` that no entry serves, or ``model``
-    when none serves it, listing what they do serve and the closest name. No entries:
-    nothing is known, so nothing is refused."""
+def check_workers_serve(
+    entries: list[WorkerEntry],
+    tools: Iterable[str],
+    queue: str,
+    model: str | None = None,
+    guardrails: Iterable[str] = (),
+) -> None:
+    """``NoWorkerServes`` naming each of ``tools`` (or ``guardrails``) that no entry
+    serves, or ``model`` when none serves it, listing what they do serve and the
+    closest name. No entries: nothing is known, so nothing is refused."""
     if not entries:
         return
+    guarded = sorted({name for entry in entries for name in entry.guardrails})
+    unguarded = [name for name in dict.fromkeys(guardrails) if name not in guarded]
+    if unguarded:
+        raise NoWorkerServes(
+            f"guardrail {unguarded[0]!r} is served by no worker on queue {queue!r}; served: "
+            f"{', '.join(guarded) or 'none'}" + closest(unguarded[0], guarded)
+        )
     served = sorted({tool.name for entry in entries for tool in entry.tools})
     missing = [name for name in dict.fromkeys(tools) if name not in served]
     if missing:

@@ -132,6 +132,7 @@ _CAUSE = {
     "status": "h",
     "retry_after": "w",
     "retries": "n",
+    "guardrail": "g",
 }
 _CAUSE_UNPACKED = {short: name for name, short in _CAUSE.items()}
 # Usage as a list in this order; the fields after the first four only where they are not all 0

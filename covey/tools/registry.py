@@ -29,7 +29,7 @@ from types import ModuleType
 from typing import Any, overload
 
 from covey.errors import CoveyError
-from covey.tools import builtin
+from covey.tools import builtin, guardrails
 from covey.tools.builtin import SPAWN_TOOLS
 from covey.tools.function import FunctionTool
 from covey.tools.tool import NAME, Tool
@@ -132,9 +132,21 @@ def load(paths: str | None, timeouts: Mapping[str, float] | None = None, mcp: Pa
         except Exception as e:
             raise ToolsError(f"{where}: cannot load: {type(e).__name__}: {e}") from None
         add(_tools_of(found, where))
+    for ep in entry_points(group=guardrails.ENTRY_POINT_GROUP):
+        where = f"entry point {guardrails.ENTRY_POINT_GROUP} {ep.name} = {ep.value}"
+        try:
+            guardrails.add(guardrails.found_in(ep.load()))
+        except Exception as e:
+            raise ToolsError(f"{where}: cannot load: {type(e).__name__}: {e}") from None
     for path in (p.strip() for p in (paths or "").split(",")):
         if path:
-            add(_tools_of(_imported(path), f"COVEY_TOOLS {path}"))
+            found = _imported(path)
+            guards = guardrails.found_in(found)  # a module of tools may hold guardrails too, or only them
+            try:
+                guardrails.add(guards)
+            except guardrails.GuardrailsError as e:
+                raise ToolsError(f"COVEY_TOOLS {path}: {e}") from None
+            add(_tools_of(found, f"COVEY_TOOLS {path}", required=not guards))
     timeouts = dict(timeouts or {})
     later: list[str] = []  # name prefixes of the MCP servers down now, whose tools come later
     if mcp is not None:
@@ -188,16 +200,21 @@ def _imported(path: str) -> Any:
     return found
 
 
-def _tools_of(found: Any, where: str) -> list[Tool]:
+def _tools_of(found: Any, where: str, required: bool = True) -> list[Tool]:
+    """The tools ``found`` (a tool, a module, a list of them) holds; a ``ToolsError``
+    for anything else, or a module holding none, when tools are ``required`` (a
+    module of guardrails alone holds none)."""
     if isinstance(found, Tool):
         return [found]
     if isinstance(found, ModuleType):
         tools = [v for k, v in vars(found).items() if isinstance(v, Tool) and not k.startswith("_")]
-        if not tools:
+        if not tools and required:
             raise ToolsError(f"{where}: module {found.__name__} holds no covey Tool")
         return tools
-    if isinstance(found, (list, tuple)) and all(isinstance(t, Tool) for t in found):
-        return list(found)
+    if isinstance(found, (list, tuple)) and all(isinstance(t, Tool) or not required for t in found):
+        return [t for t in found if isinstance(t, Tool)]
+    if not required:
+        return []
     raise ToolsError(f"{where}: {found!r} is not a covey Tool (decorate a function with @covey.tool)")
 
 

@@ -24,7 +24,7 @@ from covey.config.settings import Settings, get_settings
 from covey.models.catalog import Catalog, ServedModel
 from covey.models.dialect import DIALECTS
 from covey.store.catalog import ServedTool, WorkerCatalog, WorkerEntry, check_workers_serve
-from covey.tools import registry
+from covey.tools import guardrails, registry
 from covey.tools.tool import Tool
 from covey.worker.redaction import redact
 
@@ -64,13 +64,15 @@ def entry(
     models: list[ServedModel],
     redelivery_seconds: float | None = None,
 ) -> WorkerEntry:
-    """What ``worker`` serves, as the catalog holds it, and its visibility timeout."""
+    """What ``worker`` serves (its guardrails as this process holds them), as the
+    catalog holds it, and its visibility timeout."""
     return WorkerEntry(
         worker=worker,
         queues=queues,
         tools=[served_tool(tool) for tool in tools],
         models=[row.model_dump(mode="json") for row in redacted(models)],
         redelivery_seconds=redelivery_seconds,
+        guardrails=[g.name for g in guardrails.served()],
     )
 
 

@@ -36,7 +36,7 @@ from covey.spec import AgentSpec
 from covey.status import AgentStatus, Cause, CauseKind
 from covey.store import join as joins
 from covey.tools.registry import narrow
-from covey.worker import ending, slots, telemetry, transcript
+from covey.worker import ending, guards, slots, telemetry, transcript
 from covey.worker.agent_state import AgentState, Phase
 from covey.worker.approvals import Park
 from covey.worker.calls import Stop, call_model, seconds_left, settle_owed
@@ -271,6 +271,8 @@ def advance(
     if state.waiting_for is not None:  # its wait is over: it runs again
         state.waiting_for, state.phase = None, Phase.RUNNING
         deps.tree.record(state.ctx.job_id, state.node(AgentStatus.RUNNING))
+    if state.step == 0 and state.cycle == 0 and (tripped := guards.on_input(state)) is not None:
+        return _stopped(deps, state, tripped, end)
     while True:
         if not isinstance(action, Finish):  # an end carries the last call's settlement; all else settles it first
             settle_owed(deps, state)
@@ -278,6 +280,8 @@ def advance(
             return taken_over(state.ctx.job_id, state.ctx.agent_id)
         state.strategy_state = action.state
         if isinstance(action, Finish):
+            if action.status is AgentStatus.COMPLETED and (tripped := guards.on_output(state, action.output)):
+                return _stopped(deps, state, tripped, end)
             cause = action.cause or _strategy_cause(action.status, state.children)
             return _finish(deps, state, action.status, action.output, action.error, cause, action.data, end)
         stop = _stop(deps, state, checked_at_reserve=isinstance(action, CallModel))

@@ -143,6 +143,7 @@ def child_spec(parent: AgentSpec, ctx: RunContext, request: ChildRequest) -> Age
         "budget_notice": parent.budget_notice,
         "stream": parent.stream,
         "approve": parent.approve,
+        "guardrails": parent.guardrails,
         "approval_timeout": parent.approval_timeout,
         "timeout": parent.timeout if request.timeout is None else request.timeout,
     }

@@ -33,6 +33,7 @@ from covey.orchestration.actions import Action
 from covey.spec import AgentSpec, InvalidSpec, JobSpec
 from covey.status import CauseKind
 from covey.store.catalog import NoWorkerServes
+from covey.tools import guardrails
 from covey.tools.registry import NotServed, check_served
 from covey.worker import catalog, events, handover, loop, sessions, signing, takeover, tenancy
 from covey.worker import step as steps  # resume and proceed take a parameter named step
@@ -129,6 +130,12 @@ def _valid_job(deps: Deps, spec: Any, queue: str) -> JobSpec:
         check_served(job.tools or [])
     except NotServed as e:
         raise InvalidSpec(f"invalid job spec: tools: {e}") from e
+    unguarded = guardrails.missing(job.guardrails)
+    if unguarded:
+        served = ", ".join(g.name for g in guardrails.served()) or "none"
+        raise InvalidSpec(
+            f"invalid job spec: guardrails: {unguarded[0]!r} is not served by this worker; served: {served}"
+        )
     return job
 
 

@@ -27,7 +27,7 @@ from covey.models.replies import ToolCall
 from covey.orchestration.actions import ToolResults
 from covey.results import Usage
 from covey.store.workspace import Workspace
-from covey.worker import approvals, events, telemetry, transcript
+from covey.worker import approvals, events, guards, telemetry, transcript
 from covey.worker.agent_state import AgentState
 from covey.worker.approvals import Park
 from covey.worker.calls import Stop, seconds_left
@@ -39,9 +39,10 @@ Todo = tuple[int, ToolCall, str]  # a call's place in its reply, the call, its r
 
 
 def run_tools(deps: Deps, state: AgentState, calls: list[ToolCall]) -> ToolResults | Stop | Park:
-    """Every call's text by call id, or the ``Stop`` of a call the ledger refused
-    (the calls counted before it run first), or the ``Park`` of an agent whose
-    calls wait for a person's approval (``covey.worker.approvals``): none has run."""
+    """Every call's text by call id, or the ``Stop`` of a call the ledger or a
+    guardrail refused (the calls counted before it run first), or the ``Park`` of
+    an agent whose calls wait for a person's approval (``covey.worker.approvals``):
+    none has run."""
     ctx = state.ctx
     # The model's call id is unique in its reply, which is itself replayed: with the cycle, unique in the job.
     ids = [(call, f"{ctx.agent_id}:{state.cycle}:tool:{call.id}") for call in calls]
@@ -52,9 +53,13 @@ def run_tools(deps: Deps, state: AgentState, calls: list[ToolCall]) -> ToolResul
     todo: list[Todo] = []
     stop: Stop | None = None
     for index, (call, rid) in enumerate(ids):
-        if call.id in refused:  # denied, or never decided: it does not run, and the model reads why
-            results[call.id] = refused[call.id]
-            transcript.tool_call(deps, state, index, call, refused[call.id])
+        checked = refused.get(call.id) or guards.on_call(state, call)
+        if isinstance(checked, Stop):
+            stop = checked
+            break
+        if checked is not None:  # denied, never decided, or stopped by a guardrail: the model reads why
+            results[call.id] = checked
+            transcript.tool_call(deps, state, index, call, checked)
             continue
         grant = deps.ledger.count_tool_call(ctx.job_id, ctx.chain, rid, events.tool_started(state, rid, call))
         if not grant.ok:
@@ -69,6 +74,11 @@ def run_tools(deps: Deps, state: AgentState, calls: list[ToolCall]) -> ToolResul
         else:
             todo.append((index, call, rid))
     for index, call, rid, (text, at, ms) in _ran(deps, state, deps.workspace(ctx.job_id), todo):
+        checked = guards.on_result(state, call, text)
+        if isinstance(checked, Stop):
+            stop = stop or checked
+        elif checked is not None:  # the model reads the guardrail's reason, and so does a replay
+            text = checked
         results[call.id] = text
         transcript.tool_call(deps, state, index, call, text, at, ms)
         deps.ledger.record_tool_call(

@@ -21,7 +21,7 @@ from celery import Celery
 from covey.client import Client
 from covey.config.settings import Settings
 from covey.orchestration import registry
-from tests.redis_server import free_port
+from tests.redis_server import RedisServer, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 _LOGS: list[Path] = []  # the session's directory of worker logs, once made
@@ -140,6 +140,20 @@ def wait_for_worker(client: Client, proc: subprocess.Popen, seconds: float = 60)
         if client.app.control.ping(timeout=0.5):
             return
     raise RuntimeError("worker did not answer a ping")
+
+
+@contextmanager
+def own_worker(concurrency: int = 1, **env: str) -> Iterator[tuple[RedisServer, Client]]:
+    """A Redis of its own, a worker on it with ``env``, and a client of it."""
+    with RedisServer() as server:
+        worker = start_worker(server.url, concurrency=concurrency, **env)
+        client = Client(Settings(redis_url=server.url))
+        try:
+            wait_for_worker(client, worker)
+            yield server, client
+        finally:
+            client.close()
+            stop_worker(worker)
 
 
 @contextmanager

@@ -1,6 +1,7 @@
 """Tools a test worker serves through ``COVEY_TOOLS=tests.integration.served_tools``:
 one per way a tool can go wrong, one that counts its own runs, one that says
-when it ran, and one that waits for a person above an amount."""
+when it ran, and one that waits for a person above an amount; and a guardrail
+for each thing a guardrail checks."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import asyncio
 import time
 from pathlib import Path
 
-from covey import ToolContext, tool
+from covey import ToolContext, guardrail, tool
 
 HUGE_BYTES = 10 * 1024 * 1024
 
@@ -91,3 +92,35 @@ def pay(amount: int, path: str, ctx: ToolContext) -> str:
     with Path(path).open("a") as f:
         f.write(f"{ctx.call_id} {amount}\n")
     return f"paid {amount}"
+
+
+@tool
+def echo(text: str) -> str:
+    """Say the text back."""
+    return text
+
+
+@guardrail(on="input")
+def no_passwords(text: str) -> str | None:
+    """Refuse a task that carries a password."""
+    return "the task carries a password" if "password" in text.lower() else None
+
+
+@guardrail(on="output")
+def no_shouting(text: str) -> str | None:
+    """Refuse an answer that shouts."""
+    return "the answer shouts" if "!!!" in text else None
+
+
+@guardrail(on="tool_call", tell_model=True)
+def small_sums(tool: str, arguments: dict) -> str | None:
+    """Tell the model a calculation is too large to run."""
+    if tool == "calculator" and len(str(arguments.get("expression", ""))) > 20:
+        return "expressions of more than 20 characters are not run"
+    return None
+
+
+@guardrail(on="tool_result")
+def no_leaks(tool: str, result: str) -> str | None:
+    """Stop an agent whose tool returned a secret."""
+    return "a tool returned a secret" if "sk-" in result else None

@@ -11,26 +11,17 @@ from pathlib import Path
 import pytest
 
 from covey.client import Client
-from covey.config.settings import Settings
 from covey.events import EventType
 from covey.store.outbox import Message
-from tests.integration.conftest import ROOT, start_worker, stop_worker, wait_for_worker
+from tests.integration.conftest import ROOT, own_worker
 from tests.integration.test_durability import wait_until
 from tests.integration.test_tools import covey
-from tests.redis_server import RedisServer
 
 
 @pytest.fixture(scope="module")
 def served():
-    with RedisServer() as server:
-        worker = start_worker(server.url, COVEY_TOOLS="tests.integration.served_tools", PYTHONPATH=str(ROOT))
-        client = Client(Settings(redis_url=server.url))
-        try:
-            wait_for_worker(client, worker)
-            yield server, client
-        finally:
-            client.close()
-            stop_worker(worker)
+    with own_worker(COVEY_TOOLS="tests.integration.served_tools", PYTHONPATH=str(ROOT)) as served:
+        yield served
 
 
 def tallied(path: Path) -> list[str]:

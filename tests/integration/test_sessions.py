@@ -7,12 +7,9 @@ import json
 
 import pytest
 
-from covey.client import Client
-from covey.config.settings import Settings
 from covey.status import CauseKind
-from tests.integration.conftest import start_worker, stop_worker, wait_for_worker
+from tests.integration.conftest import own_worker
 from tests.integration.test_durability import wait_until
-from tests.redis_server import RedisServer
 
 
 def test_a_session_carries_a_fact_from_one_job_to_the_next(cli, client):
@@ -35,15 +32,8 @@ def test_a_session_carries_a_fact_from_one_job_to_the_next(cli, client):
 @pytest.fixture(scope="module")
 def two_slots():
     """A worker with two slots, and sessions capped at 1 KiB."""
-    with RedisServer() as server:
-        worker = start_worker(server.url, concurrency=2, COVEY_SESSION_BYTES="1024")
-        client = Client(Settings(redis_url=server.url))
-        try:
-            wait_for_worker(client, worker)
-            yield client
-        finally:
-            client.close()
-            stop_worker(worker)
+    with own_worker(concurrency=2, COVEY_SESSION_BYTES="1024") as (_, client):
+        yield client
 
 
 def test_jobs_on_one_session_run_one_at_a_time(two_slots):
