@@ -465,9 +465,11 @@ class JobHandle:
         return approving.decide(self, call_id, "denied", reason)
 
     def cancel(self) -> None:
-        """Every agent of the job stops at its next cycle and reports ``cancelled``;
-        one waiting for a scope's cap or window, or for a person's decision (its
-        calls are denied), is taken up at once to end."""
+        """Every agent of the job stops and reports ``cancelled``: at its next
+        step, within half a second of a model call in flight (abandoned, and
+        charged its reservation: it may be billed); one waiting for a scope's cap
+        or window, or for a person's decision (its calls are denied), is taken up
+        at once to end."""
         with self._client._reaching(REDIS):
             self._client.cancels.cancel_job(self.id)
         with self._client._reaching(BROKER):

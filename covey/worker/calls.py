@@ -34,7 +34,7 @@ from covey.results import Usage
 from covey.status import AgentStatus, Cause, CauseKind, Resource
 from covey.tools.builtin import SPAWN_TOOLS
 from covey.tools.registry import narrow, offered, schemas
-from covey.worker import budget_notice, deltas, events, slots, telemetry, transcript
+from covey.worker import budget_notice, deltas, events, interrupt, slots, telemetry, transcript
 from covey.worker.agent_state import AgentState
 from covey.worker.deps import Deps
 from covey.worker.redaction import redact
@@ -246,17 +246,22 @@ def _call(
     at, started = deps.now(), time.perf_counter()
     try:
         with deltas.published(deps, state, rid) as on_text:
-            reply, usage = deps.llm.call(
-                state.spec.model,
-                action.messages,
-                tools,
-                max_tokens,
-                timeout=seconds_left,
-                schema=action.schema,
-                schema_name=action.schema_name,
-                params=state.spec.model_params,
-                prompt_reserved=held.prompt,
-                on_text=on_text,
+            reply, usage = interrupt.awaited(
+                deps,
+                state,
+                lambda: deps.llm.call(
+                    state.spec.model,
+                    action.messages,
+                    tools,
+                    max_tokens,
+                    timeout=seconds_left,
+                    schema=action.schema,
+                    schema_name=action.schema_name,
+                    params=state.spec.model_params,
+                    prompt_reserved=held.prompt,
+                    on_text=on_text,
+                ),
+                Usage(prompt_tokens=held.prompt, completion_tokens=max_tokens, cycles=1),
             )
     except ModelError as e:  # charged what an answer that cannot be used cost (e.usage), else nothing
         spent = held.costed(e.usage) if e.usage else None

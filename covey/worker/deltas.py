@@ -32,11 +32,19 @@ class Deltas:
         self._pending: list[str] = []
         self._offset = 0
         self._flushed = float("-inf")
+        self._closed = False
 
     def __call__(self, text: str) -> None:
+        if self._closed:  # the call was abandoned: what it still reads is no one's
+            return
         self._pending.append(text)
         if time.monotonic() - self._flushed >= FLUSH_SECONDS:
             self.flush()
+
+    def close(self) -> None:
+        """Append what is left; what the call still hands on after is dropped (it was abandoned)."""
+        self.flush()
+        self._closed = True
 
     def flush(self) -> None:
         if not self._pending:
@@ -65,4 +73,4 @@ def published(deps: Deps, state: AgentState, call_id: str) -> Iterator[Callable[
     try:
         yield deltas
     finally:
-        deltas.flush()
+        deltas.close()

@@ -48,6 +48,17 @@ def test_cancel_stops_a_running_tree(client, cli):
     assert cli("status", handle.id).stdout.strip() == "cancelled"
 
 
+def test_a_cancel_interrupts_a_model_call_in_flight_and_charges_its_reservation(client, cli):
+    handle = client.submit(client.spec("[sim:latency 60000] What is 2 + 3?", strategy="single"))
+    reserved = wait_until(lambda: handle.ledger().tokens_reserved)  # the one call, in flight
+    assert cli("cancel", handle.id).returncode == 0
+    result = handle.result(timeout=30)  # far sooner than the call's minute
+    assert result.status is AgentStatus.CANCELLED
+    assert result.error.startswith("model call abandoned: job cancelled; charged the reservation: no usage came back")
+    ledger = handle.ledger()
+    assert (ledger.tokens_used, ledger.tokens_reserved) == (reserved, 0)  # it may have been billed: all of it
+
+
 def test_a_redelivered_child_step_is_charged_once(client):
     """The same ``covey.agent`` message of a child its parent opened, delivered twice:
     it names only the agent, which runs what its ledger row holds, once."""

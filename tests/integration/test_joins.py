@@ -70,6 +70,17 @@ def test_a_cancel_by_the_parent_stops_a_running_child_at_its_next_step(joins):
     assert spun.cause.kind == "cancelled"
 
 
+def test_a_cancel_by_the_parent_interrupts_a_childs_model_call_in_flight(joins):
+    quick = {"task": "[sim:latency 1000] What is 2 + 2?", "strategy": "single", "key": "quick"}
+    slow = {"task": "[sim:latency 60000] What is 3 + 3?", "strategy": "single", "key": "slow"}
+    spec = joins.spec("race", strategy="race", options={"children": [quick, slow]}, max_cycles=20)
+    result = joins.submit(spec).result(timeout=40)  # far sooner than the slow child's minute-long call
+    assert result.ok, result.error
+    back = {c["key"]: c for c in result.data}
+    assert back["slow"]["status"] == "cancelled", back["slow"]
+    assert back["slow"]["error"].startswith("model call abandoned: it was cancelled by its parent")
+
+
 def test_an_agent_that_finishes_cancels_the_children_it_still_runs(joins):
     quick = {"task": "What is 2 + 2?", "strategy": "single", "key": "quick"}
     spinner = {"task": "[sim:latency 200] [sim:loop] spin", "strategy": "react", "key": "spinner"}
