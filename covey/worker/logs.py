@@ -127,6 +127,9 @@ HTTP_CLIENT_LOGGERS = ("httpx", "httpx2")
 
 # Celery's format for a task that succeeded, without its return value (celery.app.trace.LOG_SUCCESS).
 LOG_SUCCESS = "Task %(name)s[%(id)s] succeeded in %(runtime)ss"
+# And for one that raised what it declares it may (an agent that did not complete, a
+# refused spec), without the exception's text: covey's own line says what it needs to.
+LOG_EXPECTED = trace.log_policy_t("Task %(name)s[%(id)s] ended: %(description)s", "raised expected", logging.INFO, 0, 0)
 
 
 def install(log_format: str) -> None:
@@ -135,6 +138,7 @@ def install(log_format: str) -> None:
     for name in HTTP_CLIENT_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
     trace.LOG_SUCCESS = LOG_SUCCESS
+    trace.log_policy_expected = LOG_EXPECTED
     after_setup_logger.connect(_redacting_handlers, weak=False)
     after_setup_task_logger.connect(_redacting_handlers, weak=False)
     if log_format == "json":

@@ -308,4 +308,6 @@ def receipt(result: AgentResult) -> dict[str, Any]:
     reprs every return value for its log line and event, in pure Python: a root's
     whole result took about 3% of a sweep's worker time there."""
     detail = {"error": preview(result.error)} if result.error else {"output": preview(result.output or "")}
+    if result.cause is not None:
+        detail["cause"] = result.cause.kind.value
     return {"status": result.status.value, "job_id": result.job_id, "agent_id": result.agent_id, **detail}

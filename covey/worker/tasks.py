@@ -28,10 +28,11 @@ from covey import wire
 from covey.budgets.ledger import AgentTerms, FirstRun
 from covey.config import faults
 from covey.context import ROOT_AGENT_ID, RunContext
+from covey.errors import CoveyError
 from covey.models.catalog import UnservableModel
 from covey.orchestration.actions import Action
 from covey.spec import AgentSpec, InvalidSpec, JobSpec
-from covey.status import CauseKind
+from covey.status import AgentStatus, CauseKind
 from covey.store.catalog import NoWorkerServes
 from covey.tools import guardrails
 from covey.tools.registry import NotServed, check_served
@@ -48,10 +49,30 @@ from covey.worker.step import OUTAGES, WAITS_FOR_PROCEED, WAITS_FOR_RESUME, Fail
 log = logging.getLogger(__name__)
 
 
+class AgentEnded(CoveyError):
+    """A task whose agent ended otherwise than ``completed``: Celery, and so Flower,
+    count it a FAILURE, its text the status, the cause and the error. Its result is
+    where covey reads it, as before: the agent's node, and a root's result stored
+    with its final record (Celery stores nothing of a task that raises this)."""
+
+
 def _done(task: Any, completion: Completion) -> Any:
     if not completion.stored:
         task.request.ignore_result = True
-    return completion.value
+    value = completion.value
+    if isinstance(value, dict) and value.get("status", AgentStatus.COMPLETED) != AgentStatus.COMPLETED:
+        # A root whose result Celery stores (links, another result store) returns it: its client reads it there.
+        if not (completion.stored and value.get("agent_id") == ROOT_AGENT_ID):
+            raise AgentEnded(_ended(value))
+    return value
+
+
+def _ended(value: dict[str, Any]) -> str:
+    """``failed (model_error): model call failed: HTTP 500 ...``: how an agent ended."""
+    cause = value.get("cause")
+    kind = cause.get("kind") if isinstance(cause, dict) else cause
+    said = value.get("error") or value.get("output") or ""
+    return f"{value['status']}{f' ({kind})' if kind else ''}" + (f": {said}" if said else "")
 
 
 def _handed_on(task: Any, _: Completion) -> str:
@@ -139,7 +160,7 @@ def _valid_job(deps: Deps, spec: Any, queue: str) -> JobSpec:
     return job
 
 
-@app.task(bind=True, name=wire.RUN_JOB, throws=(InvalidSpec,))
+@app.task(bind=True, name=wire.RUN_JOB, throws=(InvalidSpec, AgentEnded))
 def run_job(self, spec: Any, signature: Any = None) -> dict[str, Any] | str:
     """Validate a JobSpec and run its root agent; the task id is the job id.
 
@@ -226,7 +247,7 @@ def _first_run(deps: Deps, request: Any) -> FirstRun | None:
     return FirstRun(str(tag), deps.settings.redelivery_seconds)
 
 
-@app.task(bind=True, name=wire.AGENT)
+@app.task(bind=True, name=wire.AGENT, throws=(AgentEnded,))
 def agent(
     self, job_id: Any = None, agent_id: Any = None, sig: Any = None, ctx: Any = None, spec: Any = None
 ) -> dict[str, Any] | str:
@@ -257,7 +278,7 @@ def agent(
     return _celery(self, steps.run(self, deps, delivery, start))
 
 
-@app.task(bind=True, name=wire.RESUME)
+@app.task(bind=True, name=wire.RESUME, throws=(AgentEnded,))
 def resume(
     self, job_id: str, agent_id: str, spawn_round: int, sig: str | None = None, step: int | None = None
 ) -> dict[str, Any] | str:
@@ -277,7 +298,7 @@ def resume(
     return _celery(self, steps.run(self, deps, delivery, join))
 
 
-@app.task(bind=True, name=wire.PROCEED)
+@app.task(bind=True, name=wire.PROCEED, throws=(AgentEnded,))
 def proceed(self, job_id: str, agent_id: str, step: int, sig: str | None = None) -> dict[str, Any] | str:
     """Go on with an agent whose last task used up its slice (``COVEY_SLICE_SECONDS``),
     or gave its slot back to wait for a scope's running cap or window (``covey.worker.slots``)."""

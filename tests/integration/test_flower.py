@@ -123,20 +123,25 @@ def test_outcomes_differ_at_a_glance_in_the_task_list(flower, client):
     for status, handle in jobs.items():
         assert handle.result(timeout=60).status == status
     for status, handle in jobs.items():
-        # the API's result is the AgentResult as Celery reported it: its status comes first
+        # a job that completed reads as SUCCESS, its AgentResult first; one that did not, as FAILURE
         url = f"{flower}/api/task/info/{handle.id}"
         info = _wait_for(
             lambda: httpx.get(url, auth=AUTH, timeout=5).json(),  # noqa: B023 - called at once
-            lambda t: t.get("state") == "SUCCESS",
+            lambda t: t.get("state") in ("SUCCESS", "FAILURE"),
             f"job {handle.id} done",
         )
-        assert info["result"].startswith(f"{{'status': '{status}'")
+        if status == "completed":
+            assert info["state"] == "SUCCESS" and info["result"].startswith("{'status': 'completed'")
+        else:
+            assert info["state"] == "FAILURE" and info["exception"].startswith(f"AgentEnded('{status} ("), info
         # the tasks page (its data table) shows `status: output or error`, agent first in kwargs
         row = _page_row(flower, handle.id)
-        assert row["result"].split(":")[0] == status
         assert row["kwargs"].startswith("agent=root role=root depth=0 task=") and row["kwargs"].endswith(handle.id)
     assert _page_row(flower, jobs["completed"].id)["result"] == "completed: 42"
-    assert _page_row(flower, jobs["failed"].id)["result"].startswith("failed: model call failed")
+    failed = httpx.get(f"{flower}/api/tasks", params={"state": "FAILURE"}, auth=AUTH, timeout=5).json()
+    assert {jobs["failed"].id, jobs["budget_exceeded"].id} <= set(failed)  # the Failed filter
+    assert "model call failed" in failed[jobs["failed"].id]["exception"]
+    assert jobs["completed"].id not in failed
 
 
 def _page_row(flower: str, job_id: str) -> dict:

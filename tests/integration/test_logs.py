@@ -91,7 +91,7 @@ def flower_tasks(url: str, job_id: str, seconds: float = 30) -> str:
             tasks = httpx.get(f"{url}/api/tasks", auth=AUTH, timeout=5).json()
         except (httpx.TransportError, ValueError):
             tasks = {}
-        if any(job_id in json.dumps(t) and t.get("state") == "SUCCESS" for t in tasks.values()):
+        if any(job_id in json.dumps(t) and t.get("state") in ("SUCCESS", "FAILURE") for t in tasks.values()):
             return json.dumps(tasks)
         time.sleep(0.3)
     raise AssertionError(f"flower never listed job {job_id}")
@@ -206,8 +206,8 @@ def surfaces(client: Client, worker, flower: str, handle, result) -> str:
     """Everything a person reads of the job: the worker's log, the result, Celery's
     result meta, the tree, the transcripts and Flower's rows."""
     # Celery logs a task's line once its result is stored, so a client may read the result first.
-    succeeded = f"Task covey.run_job[{handle.id}] succeeded in "
-    wait_until(lambda: succeeded in worker.log_path.read_text(), "Celery's line for the task")
+    ended = (f"Task covey.run_job[{handle.id}] succeeded in ", f"Task covey.run_job[{handle.id}] ended: ")
+    wait_until(lambda: any(line in worker.log_path.read_text() for line in ended), "Celery's line for the task")
     r = redis.Redis.from_url(client.settings.redis_url, decode_responses=True)
     try:
         meta = r.get(f"celery-task-meta-{handle.id}")
