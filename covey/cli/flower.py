@@ -32,10 +32,14 @@ def argv(port: int, address: str, basic_auth: str | None) -> list[str]:
 def shown(task):
     """Flower's ``format_task``, for its pages: each cell of the tasks list is cut at
     400 px, so a result reads ``status: output or error`` rather than the whole
-    AgentResult, and kwargs lead with the agent, role, depth and task words, the
-    job id (which a leading ``job=<uuid>`` would fill the cell with) last. Search
-    and the HTTP API see the task as sent."""
+    AgentResult (a failed task's, ``status (cause): error``, from its exception),
+    and kwargs lead with the agent, role, depth and task words, the job id (which
+    a leading ``job=<uuid>`` would fill the cell with) last. Search and the HTTP
+    API see the task as sent."""
     result = getattr(task, "result", None)
+    ended = _ended(getattr(task, "exception", None))
+    if ended is not None:  # an agent that did not complete: the task failed saying how
+        task.result = ended
     value = _result(result) if isinstance(result, str) else None
     if value is not None and "status" in value:
         detail = value.get("error") or value.get("output")
@@ -67,6 +71,17 @@ def _result(text: str) -> dict[str, Any] | None:
                 found.setdefault(key, ast.literal_eval(literal))
         return found
     return value if isinstance(value, dict) else None
+
+
+def _ended(exception: Any) -> str | None:
+    """``failed (model_error): ...`` of a task's ``AgentEnded('...')``, as Celery's event shows it."""
+    if not isinstance(exception, str) or not exception.startswith("AgentEnded(") or not exception.endswith(")"):
+        return None
+    try:
+        said = ast.literal_eval(exception[len("AgentEnded(") : -1])
+    except (ValueError, SyntaxError):
+        return None
+    return said if isinstance(said, str) else None
 
 
 def _named_as_sent(event: dict[str, Any]) -> dict[str, Any]:

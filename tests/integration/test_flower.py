@@ -138,6 +138,8 @@ def test_outcomes_differ_at_a_glance_in_the_task_list(flower, client):
         row = _page_row(flower, handle.id)
         assert row["kwargs"].startswith("agent=root role=root depth=0 task=") and row["kwargs"].endswith(handle.id)
     assert _page_row(flower, jobs["completed"].id)["result"] == "completed: 42"
+    assert _page_row(flower, jobs["failed"].id)["result"].startswith("failed (model_error): model call failed")
+    assert _page_row(flower, jobs["budget_exceeded"].id)["result"].startswith("budget_exceeded (budget): ")
     failed = httpx.get(f"{flower}/api/tasks", params={"state": "FAILURE"}, auth=AUTH, timeout=5).json()
     assert {jobs["failed"].id, jobs["budget_exceeded"].id} <= set(failed)  # the Failed filter
     assert "model call failed" in failed[jobs["failed"].id]["exception"]
