@@ -7,6 +7,8 @@
     args = ["-m", "my_mcp_server"]
     env = { LOG_LEVEL = "warning" }
     timeout = 30                    # seconds per call (default 30)
+    include = ["read_*", "list_*"]  # its tools agents are offered (default all); exclude = [...] too
+    approve = ["write_*"]           # its tools whose calls wait for a person's approval
 
     [servers.search]                # streamable HTTP
     url = "http://127.0.0.1:8931/mcp"
@@ -20,6 +22,7 @@ never logged. A stdio server inherits only the SDK's short list of safe variable
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from pathlib import Path
 from typing import Any
@@ -50,6 +53,19 @@ class _Server(BaseModel):
         default_factory=list,
         description="patterns (fnmatch) of the server's own tool names whose calls wait for a person's approval",
     )
+    include: list[str] = Field(
+        default_factory=lambda: ["*"],
+        description="patterns (fnmatch) of the server's own tool names it serves agents: the rest are not offered",
+    )
+    exclude: list[str] = Field(default_factory=list, description="patterns of its tool names it does not serve")
+
+    def serves(self, tool: str) -> bool:
+        """Whether its tool ``tool`` (its own name) is served: included and not excluded."""
+        return _any(tool, self.include) and not _any(tool, self.exclude)
+
+    def approves(self, tool: str) -> bool:
+        """Whether each call of its tool ``tool`` waits for a person's approval."""
+        return _any(tool, self.approve)
 
 
 class StdioServer(_Server):
@@ -127,3 +143,7 @@ def _server(path: Path, name: str, table: Any) -> Server:
         first = e.errors()[0]  # one line: the first field at fault
         field = ".".join(str(part) for part in first["loc"]) or "the table"
         raise McpFileError(f"{where}: {field}: {first['msg']}") from e
+
+
+def _any(name: str, patterns: list[str]) -> bool:
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)

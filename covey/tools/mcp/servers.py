@@ -15,7 +15,6 @@ process.
 from __future__ import annotations
 
 import asyncio
-import fnmatch
 import logging
 import os
 import threading
@@ -138,6 +137,8 @@ async def _close_all(sessions: list[Session]) -> None:
 def _tools(session: Session, listed: list[types.Tool]) -> list[Tool]:
     out = []
     for found in listed:
+        if not session.server.serves(found.name):  # its file's include and exclude
+            continue
         name = f"{session.name}{SEPARATOR}{found.name}"
         if not NAME.fullmatch(name):
             log.warning(
@@ -155,7 +156,7 @@ def _tools(session: Session, listed: list[types.Tool]) -> list[Tool]:
                 parameters=found.input_schema,
                 run=partial(_run, session, found.name),
                 timeout=session.server.timeout,
-                needs_approval=any(fnmatch.fnmatchcase(found.name, p) for p in session.server.approve),
+                needs_approval=session.server.approves(found.name),
             )
         )
     return out

@@ -298,3 +298,10 @@ def test_configured_timeouts_of_a_late_servers_tools_wait_for_them(monkeypatch, 
                 registry.load(None, {"other__echo": 3}, path)  # no server is down
         finally:
             late.kill()
+
+
+def test_a_server_serves_the_tools_its_file_includes_and_does_not_exclude(serve):
+    tools = serve(stdio_table("srv") + 'include = ["e*", "w*", "pid"]\nexclude = ["weather"]\napprove = ["p*"]\n')
+    assert sorted(tools) == ["srv__echo", "srv__pid"]
+    assert (tools["srv__pid"].needs_approval, tools["srv__echo"].needs_approval) == (True, False)
+    assert call(tools["srv__echo"], text="still called") == "still called"
