@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import sys
+
+import click
 
 
 class Exposed(ValueError):
@@ -58,3 +61,14 @@ def check(address: str, basic_auth: str | None, server: str, env: str) -> None:
 def users(basic_auth: str) -> dict[str, str]:
     """``user:password[,user2:pw2]`` (checked by ``check``) as user -> password."""
     return dict(pair.partition(":")[::2] for pair in basic_auth.split(","))
+
+
+def serve_or_exit(address: str, port: int, basic_auth: str | None, server: str, env: str) -> None:
+    """Go on when ``server`` may listen on ``address:port``; else say why in one line
+    and exit 2 (``check``, ``check_port``)."""
+    try:
+        check(address, basic_auth, server, env)
+        check_port(address, port)
+    except (Exposed, PortBusy) as e:
+        click.echo(f"Error: {e}", err=True)
+        sys.exit(2)

@@ -278,12 +278,7 @@ def flower(port: int, address: str, basic_auth: str | None) -> None:
     from covey.cli import exposure
     from covey.cli import flower as covey_flower
 
-    try:
-        exposure.check(address, basic_auth, "Flower", "COVEY_FLOWER_BASIC_AUTH")
-        exposure.check_port(address, port)
-    except (exposure.Exposed, exposure.PortBusy) as e:
-        click.echo(f"Error: {e}", err=True)
-        sys.exit(2)
+    exposure.serve_or_exit(address, port, basic_auth, "Flower", "COVEY_FLOWER_BASIC_AUTH")
     covey_flower.configure()
     from covey.worker.app import app
 

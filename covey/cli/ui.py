@@ -4,8 +4,6 @@ it answers only this machine unless it is given users and passwords."""
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from covey.cli.app import cli, connect
@@ -26,12 +24,7 @@ def ui(port: int, address: str, basic_auth: str | None) -> None:
     from covey.cli import exposure
     from covey.ui.app import create_app
 
-    try:
-        exposure.check(address, basic_auth, "covey ui", "COVEY_UI_BASIC_AUTH")
-        exposure.check_port(address, port)
-    except (exposure.Exposed, exposure.PortBusy) as e:
-        click.echo(f"Error: {e}", err=True)
-        sys.exit(2)
+    exposure.serve_or_exit(address, port, basic_auth, "covey ui", "COVEY_UI_BASIC_AUTH")
     app = create_app(connect(), exposure.users(basic_auth) if basic_auth else None)
     click.echo(f"covey ui on http://{address}:{port}/ (a job's events: /jobs/JOB_ID/events)", err=True)
     uvicorn.run(app, host=address, port=port, log_level="warning")
