@@ -26,6 +26,7 @@ from covey.config import connections
 from covey.config.settings import Settings, get_settings
 from covey.store.approvals import Approvals, UnknownApproval
 from covey.store.outbox import Message
+from covey.worker.takeover import keep_lease
 
 log = logging.getLogger(__name__)
 
@@ -56,8 +57,7 @@ def _loop(settings: Settings, app: Celery) -> None:
     while True:
         time.sleep(LOOK_SECONDS)
         try:
-            mine = store.get(lock) == token
-            if store.set(lock, token, ex=LOCK_SECONDS, nx=not mine, xx=mine):
+            if keep_lease(store, lock, token, LOCK_SECONDS):
                 expire_due(approvals, lambda m: m.send(app), datetime.now(UTC))
         except Exception:  # Redis away, a malformed entry: look again next time, say why now
             log.exception("approval deadlines: this look failed")

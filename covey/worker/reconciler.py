@@ -38,6 +38,7 @@ from covey.config import connections
 from covey.config.deliveries import in_broker
 from covey.config.settings import Settings, get_settings
 from covey.store.outbox import Message, Outbox, queues_of
+from covey.worker.takeover import keep_lease
 
 log = logging.getLogger(__name__)
 
@@ -76,8 +77,7 @@ def _loop(settings: Settings, app: Celery) -> None:
     while True:
         time.sleep(settings.reconcile_seconds)
         try:
-            mine = store.get(lock) == token
-            if store.set(lock, token, ex=keys.RECONCILE_LOCK_SECONDS, nx=not mine, xx=mine):
+            if keep_lease(store, lock, token, keys.RECONCILE_LOCK_SECONDS):
                 reconciler.look()
         except Exception:  # Redis away, a malformed entry: look again next time, say why now
             log.exception("reconciler: this look failed")
