@@ -6,6 +6,8 @@ a preview and their secrets masked, as in a transcript."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from covey.events import EventType, JobEvent, preview
 from covey.models.replies import ToolCall
 from covey.worker.agent_state import AgentState
@@ -27,46 +29,40 @@ def opened(agent_id: str, parent_id: str | None, depth: int, role: str, task: st
 
 def model_started(state: AgentState, call_id: str) -> str:
     """The script adds the tokens it reserved."""
-    ctx = state.ctx
-    return JobEvent(
-        type=EventType.MODEL_STARTED, agent_id=ctx.agent_id, call_id=call_id, cycle=state.cycle, model=state.spec.model
-    ).dumps()
+    return _of_call(state, EventType.MODEL_STARTED, call_id, model=state.spec.model)
 
 
 def model_finished(state: AgentState, call_id: str, record: CallRecord) -> str:
     reply = record.reply or {}
-    return JobEvent(
-        type=EventType.MODEL_FINISHED,
-        agent_id=state.ctx.agent_id,
-        call_id=call_id,
-        cycle=state.cycle,
+    return _of_call(
+        state,
+        EventType.MODEL_FINISHED,
+        call_id,
         usage=record.usage,
         finish_reason=reply.get("finish_reason"),
         error=record.error,
         latency_ms=record.latency_ms,
-    ).dumps()
+    )
 
 
 def tool_started(state: AgentState, call_id: str, call: ToolCall) -> str:
-    return JobEvent(
-        type=EventType.TOOL_STARTED,
-        agent_id=state.ctx.agent_id,
-        call_id=call_id,
-        cycle=state.cycle,
-        tool=call.name,
-        arguments=preview(redact(call.arguments)),
-    ).dumps()
+    return _of_call(state, EventType.TOOL_STARTED, call_id, tool=call.name, arguments=preview(redact(call.arguments)))
 
 
 def tool_finished(state: AgentState, call_id: str, call: ToolCall, text: str, latency_ms: float) -> str:
+    shown = preview(redact(text))
     failed = text.startswith(ERROR_PREFIX)
-    return JobEvent(
-        type=EventType.TOOL_FINISHED,
-        agent_id=state.ctx.agent_id,
-        call_id=call_id,
-        cycle=state.cycle,
+    return _of_call(
+        state,
+        EventType.TOOL_FINISHED,
+        call_id,
         tool=call.name,
-        result=None if failed else preview(redact(text)),
-        error=preview(redact(text)) if failed else None,
+        result=None if failed else shown,
+        error=shown if failed else None,
         latency_ms=latency_ms,
-    ).dumps()
+    )
+
+
+def _of_call(state: AgentState, kind: EventType, call_id: str, **fields: Any) -> str:
+    """An event of the agent's call ``call_id``, of its current cycle."""
+    return JobEvent(type=kind, agent_id=state.ctx.agent_id, call_id=call_id, cycle=state.cycle, **fields).dumps()
