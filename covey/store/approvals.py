@@ -135,10 +135,12 @@ class Approvals:
         asked = [Approval.model_validate_json(r) for r in raw]
         return sorted((a for a in asked if a.decision is None), key=lambda a: a.requested_at)
 
-    def due(self, now: float | None = None, limit: int = 100) -> list[tuple[str, str]]:
-        """(job id, call id) of undecided approvals, every one or those due by ``now``, soonest first."""
+    def due(self, now: float | None = None, limit: int | None = None) -> list[tuple[str, str]]:
+        """(job id, call id) of undecided approvals, every one or those due by ``now``,
+        soonest first; the first ``limit`` of them when given."""
         top = "+inf" if now is None else now
-        members = self._redis.zrangebyscore(keys.approvals_due(), "-inf", top, start=0, num=limit)
+        first = {} if limit is None else {"start": 0, "num": limit}
+        members = self._redis.zrangebyscore(keys.approvals_due(), "-inf", top, **first)
         return [tuple(_text(m).split(" ", 1)) for m in members]  # type: ignore[misc]
 
     def forget(self, job_id: str, call_id: str) -> None:

@@ -31,13 +31,14 @@ from covey.worker.takeover import keep_lease
 log = logging.getLogger(__name__)
 
 LOOK_SECONDS = 2.0
+BATCH = 100  # approvals expired per look: a backlog drains over the next looks
 LOCK_SECONDS = 30
 
 
 def expire_due(approvals: Approvals, send: Callable[[Message], None], now: datetime) -> int:
     """Expire every approval due by ``now``; how many were expired by this call."""
     expired = 0
-    for job_id, call_id in approvals.due(now.timestamp()):
+    for job_id, call_id in approvals.due(now.timestamp(), BATCH):
         try:
             decided = approvals.decide(job_id, call_id, "expired", None, now)
         except UnknownApproval:  # its job's records are gone: so is the agent that waited

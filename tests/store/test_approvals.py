@@ -37,6 +37,11 @@ def asked(job: str, call: str = "root:1:tool:c1") -> Approval:
     )
 
 
+def mine(due: list[tuple[str, str]], job: str) -> list[tuple[str, str]]:
+    """The index is every job's: this test's entries of it."""
+    return [entry for entry in due if entry[0] == job]
+
+
 def park(redis_client, job: str, calls: list[str]) -> tuple[int, Message]:
     """The agent's checkpoint saved to wait for decisions on ``calls``."""
     then = Message("covey.proceed", "t-root", {"agent_id": "root", "step": 1}, {"kwargsrepr": "step=1"})
@@ -50,12 +55,12 @@ def test_a_call_is_asked_about_once_and_decided_once(redis_client, job):
     assert approvals.request(job, asked(job))
     assert not approvals.request(job, asked(job))  # the step run again
     assert [a.call_id for a in approvals.pending(job)] == ["root:1:tool:c1"]
-    assert approvals.due() == [(job, "root:1:tool:c1")]
+    assert mine(approvals.due(), job) == [(job, "root:1:tool:c1")]
     first = approvals.decide(job, "root:1:tool:c1", "denied", "x" * 5000, NOW)
     again = approvals.decide(job, "root:1:tool:c1", "approved", None, NOW)
     assert first.recorded and len(first.approval.reason) == MAX_REASON_CHARS
     assert not again.recorded and again.approval.decision == "denied"  # the first stands
-    assert approvals.pending(job) == [] and approvals.due() == []
+    assert approvals.pending(job) == [] and mine(approvals.due(), job) == []
     events = EventStream(redis_client).after(job)
     assert [(e.type, e.decision) for e in events] == [
         (EventType.APPROVAL_REQUESTED, None),
@@ -84,3 +89,12 @@ def test_a_decision_that_comes_before_the_agent_waits_sends_it_on_at_once(redis_
     saved, then = park(redis_client, job, ["root:1:tool:c1"])
     assert saved == WOKEN  # the caller sends its next message now
     assert Outbox(redis_client).messages(job)["root"] == then
+
+
+def test_every_undecided_approval_is_listed_and_those_due_are_taken_in_batches(redis_client, job):
+    approvals = Approvals(redis_client, TTL)
+    for i in range(120):
+        approvals.request(job, asked(job, f"root:1:tool:c{i}"))
+    assert len(mine(approvals.due(), job)) == 120  # covey approvals lists them all
+    assert len(approvals.due((NOW + timedelta(hours=2)).timestamp(), 100)) == 100
+    assert mine(approvals.due(NOW.timestamp()), job) == []  # none due yet
