@@ -61,7 +61,7 @@ def _decide(job_id: str, call_id: str, decision: Decision, reason: str | None) -
     handle = connect().job(job_id)
     try:
         decided = approving.decide(handle, call_id, decision, reason)
-    except (approving.UnknownDecision, approving.JobEnded) as e:
+    except (approving.UnknownApproval, approving.JobEnded) as e:
         raise click.ClickException(str(e)) from None
     stands = decided.approval
     if decided.recorded:

@@ -33,10 +33,7 @@ def decide(handle: JobHandle, call_id: str, decision: Decision, reason: str | No
     if status.final:
         raise JobEnded(f"job {handle.id} is finished ({status.value}): no call of it waits for a decision")
     with client._reaching(REDIS):
-        try:
-            decided = client.approvals.decide(handle.id, call_id, decision, reason, datetime.now(UTC))
-        except UnknownApproval as e:
-            raise UnknownDecision(str(e)) from None
+        decided = client.approvals.decide(handle.id, call_id, decision, reason, datetime.now(UTC))
     if decided.message is not None:
         with client._reaching(BROKER):
             Message.loads(decided.message).send(client.app)
@@ -48,7 +45,7 @@ def deny_all(handle: JobHandle, reason: str) -> None:
     for approval in handle.pending():
         try:
             decide(handle, approval.call_id, "denied", reason)
-        except UnknownDecision:  # its records went meanwhile
+        except UnknownApproval:  # its records went meanwhile
             continue
 
 
@@ -60,7 +57,3 @@ def waiting(client: Client, job_id: str | None = None) -> list[Approval]:
         jobs = dict.fromkeys(job for job, _ in client.approvals.due())
         found = [a for job in jobs for a in client.approvals.pending(job)]
     return sorted(found, key=lambda a: a.requested_at)
-
-
-class UnknownDecision(CoveyError, LookupError):
-    """No agent of the job asked for approval of this call."""

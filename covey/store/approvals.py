@@ -23,6 +23,7 @@ import redis
 from pydantic import BaseModel
 
 from covey import keys, redis_scripts
+from covey.errors import CoveyError
 from covey.events import EventType, JobEvent
 from covey.redis_scripts import Reply, source
 
@@ -62,7 +63,7 @@ class Decided:
     message: str | None
 
 
-class UnknownApproval(LookupError):
+class UnknownApproval(CoveyError, LookupError):
     """No agent of the job asked for approval of this call."""
 
 

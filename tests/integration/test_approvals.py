@@ -97,8 +97,10 @@ def test_a_tool_asks_for_approval_of_the_calls_its_predicate_names(served, tmp_p
 
 
 def test_a_cancel_ends_a_job_waiting_for_a_decision(served, tmp_path):
-    _, client = served
+    server, client = served
     job = waiting(client, f'[sim:call tally {{"path": "{tmp_path / "tally"}"}}] count', approve=["tally"])
+    unknown = covey(server, "approve", job.id, "root:9:tool:nope")
+    assert unknown.returncode == 1 and f"Error: job {job.id} has no approval root:9:tool:nope" in unknown.stderr
     job.cancel()
     assert job.result(timeout=60).status == "cancelled"
     assert job.pending() == []
