@@ -17,7 +17,7 @@ from covey.store.approvals import Approval, Decided, Decision, UnknownApproval
 from covey.store.outbox import Message
 
 if TYPE_CHECKING:
-    from covey.client.client import Client, JobHandle
+    from covey.client import Client, JobHandle
 
 CANCELLED = "the job was cancelled"
 

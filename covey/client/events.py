@@ -21,7 +21,7 @@ from covey.status import JobStatus
 from covey.store.events import BATCH, BLOCK_SECONDS, EVENT_ID
 
 if TYPE_CHECKING:
-    from covey.client.client import JobHandle
+    from covey.client import JobHandle
 
 T = TypeVar("T")
 
