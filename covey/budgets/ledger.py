@@ -178,6 +178,26 @@ class AgentRow(BaseModel):
     ancestors: list[str] = []  # root..parent, as opened: the rows its calls charge besides its own
 
 
+# A row's spend against its caps: a snapshot's job-level numbers (the root's row).
+# The rest of a row (a child's spec, its digest) is the worker's business.
+TOTALS = frozenset(
+    {
+        "tokens_used",
+        "tokens_reserved",
+        "tokens_limit",
+        "cost_used",
+        "cost_reserved",
+        "cost_limit",
+        "cycles_used",
+        "cycles_limit",
+        "agents_spawned",
+        "agents_limit",
+        "tool_calls_used",
+        "tool_calls_limit",
+    }
+)
+
+
 class LedgerSnapshot(BaseModel):
     """A job's ledger at one moment. Job-level numbers are the root's row (its
     subtree is the job); an unknown job gives zeros and no agents."""

@@ -37,6 +37,7 @@ from covey.budgets import cancels
 from covey.budgets import scopes as scope_names  # `scopes` here are a call's list of names
 from covey.budgets.budget import MAX_COUNT, MAX_USD, Budget
 from covey.budgets.ledger import (
+    TOTALS,
     AgentRow,
     AgentTerms,
     FirstRun,
@@ -491,26 +492,7 @@ class RedisLedger:
             *rows, cancelled = pipe.execute()
         agents = sorted((agent_row(a, r) for a, r in zip(ids, rows) if r), key=lambda row: (row.depth, row.agent_id))
         root = next((row for row in agents if row.depth == 0), None)
-        totals = (
-            {}
-            if root is None
-            else root.model_dump(
-                include={
-                    "tokens_used",
-                    "tokens_reserved",
-                    "tokens_limit",
-                    "cost_used",
-                    "cost_reserved",
-                    "cost_limit",
-                    "cycles_used",
-                    "cycles_limit",
-                    "agents_spawned",
-                    "agents_limit",
-                    "tool_calls_used",
-                    "tool_calls_limit",
-                }
-            )
-        )
+        totals = {} if root is None else root.model_dump(include=set(TOTALS))
         return LedgerSnapshot(
             job_id=job_id,
             root_id=root.agent_id if root else None,

@@ -1,6 +1,8 @@
-"""``covey ui``: covey over HTTP. Today it serves each job's events as Server-Sent
-Events (``covey.ui.events``), for services in any language; like ``covey flower``,
-it answers only this machine unless it is given users and passwords."""
+"""``covey ui``: covey in a browser (the newest jobs, a job's live tree, ledger,
+approvals and transcripts: ``covey.ui.pages``) and each job's events as
+Server-Sent Events for services in any language (``covey.ui.events``); like
+``covey flower``, it answers only this machine unless it is given users and
+passwords."""
 
 from __future__ import annotations
 
@@ -16,9 +18,10 @@ DEFAULT_PORT = 8600
 @click.option("--address", default="127.0.0.1", show_default=True)
 @click.option("--basic-auth", envvar="COVEY_UI_BASIC_AUTH", default=None, help="user:password[,user2:pw2]")
 def ui(port: int, address: str, basic_auth: str | None) -> None:
-    """Serve covey over HTTP: GET /jobs/JOB_ID/events streams a job's events as
-    Server-Sent Events (resumable with Last-Event-ID; docs/events.md). A
-    non-loopback --address needs --basic-auth."""
+    """Serve covey's pages: the newest jobs, and each job's tree live as it runs,
+    its ledger, waiting approvals and transcripts. GET /jobs/JOB_ID/events
+    streams a job's events as Server-Sent Events (resumable with Last-Event-ID;
+    docs/events.md). A non-loopback --address needs --basic-auth."""
     import uvicorn
 
     from covey.cli import exposure
@@ -26,5 +29,5 @@ def ui(port: int, address: str, basic_auth: str | None) -> None:
 
     exposure.serve_or_exit(address, port, basic_auth, "covey ui", "COVEY_UI_BASIC_AUTH")
     app = create_app(connect(), exposure.users(basic_auth) if basic_auth else None)
-    click.echo(f"covey ui on http://{address}:{port}/ (a job's events: /jobs/JOB_ID/events)", err=True)
+    click.echo(f"covey ui on http://{address}:{port}/jobs (a job's events: /jobs/JOB_ID/events)", err=True)
     uvicorn.run(app, host=address, port=port, log_level="warning")

@@ -47,6 +47,12 @@ class EventStream:
         """Whether the job's stream holds event ``event_id``."""
         return bool(self._redis.xrange(keys.events(job_id), min=event_id, max=event_id, count=1))
 
+    def last(self, job_id: str) -> str | None:
+        """The id of the job's newest event (None before its first): a page drawn
+        from the job's records follows the events after it."""
+        newest = self._redis.xrevrange(keys.events(job_id), count=1)
+        return _text(newest[0][0]) if newest else None
+
     def any(self, job_id: str) -> bool:
         return bool(self._redis.exists(keys.events(job_id)))
 

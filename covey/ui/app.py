@@ -1,22 +1,35 @@
 """The ``covey ui`` web app (Starlette, served by uvicorn): one client of covey's
-Redis shared by every request, and HTTP basic auth when it is given users."""
+Redis shared by every request, and HTTP basic auth when it is given users.
+
+Every error is one page (or, under ``/jobs/{id}/events`` and the actions, one
+line of JSON) with its HTTP status, never a stack trace."""
 
 from __future__ import annotations
 
 import base64
 import binascii
+import logging
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.responses import PlainTextResponse
-from starlette.routing import Route
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from covey.client import Client
+from covey.errors import CoveyError
+from covey.ui.actions import Actions
 from covey.ui.events import JobEvents
+from covey.ui.pages import Pages, templates
+
+log = logging.getLogger(__name__)
 
 
 def create_app(client: Client, users: dict[str, str] | None = None) -> Starlette:
@@ -29,8 +42,44 @@ def create_app(client: Client, users: dict[str, str] | None = None) -> Starlette
         yield
         events.close()
 
+    pages, actions = Pages(client), Actions(client)
+    routes = [
+        Route("/", lambda request: RedirectResponse(request.app.url_path_for("jobs"))),
+        Route("/jobs", pages.jobs, name="jobs"),
+        Route("/jobs/{job_id}", pages.job, name="job"),
+        Route("/jobs/{job_id}/events", events.respond),
+        Route("/jobs/{job_id}/ledger", pages.ledger),
+        Route("/jobs/{job_id}/agents/{agent_id}", pages.agent, name="agent"),
+        Route("/jobs/{job_id}/cancel", actions.cancel, methods=["POST"]),
+        Route("/jobs/{job_id}/retry", actions.retry, methods=["POST"]),
+        Route("/jobs/{job_id}/approvals/{call_id}", actions.decide, methods=["POST"]),
+        Mount("/static", StaticFiles(directory=Path(__file__).parent / "static"), name="static"),
+    ]
     middleware = [Middleware(BasicAuth, users=users)] if users else []
-    return Starlette(routes=[Route("/jobs/{job_id}/events", events.respond)], middleware=middleware, lifespan=lifespan)
+    return Starlette(
+        routes=routes,
+        middleware=middleware,
+        lifespan=lifespan,
+        exception_handlers={HTTPException: _refused, CoveyError: _unavailable, Exception: _broken},
+    )
+
+
+async def _refused(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    return _error(request, exc.status_code, exc.detail)
+
+
+async def _unavailable(request: Request, exc: Exception) -> Response:
+    return _error(request, 503, str(exc))  # Redis away past the client's allowance: it says where
+
+
+async def _broken(request: Request, exc: Exception) -> Response:
+    log.exception("covey ui: %s %s", request.method, request.url.path)
+    return _error(request, 500, f"covey ui failed on this page ({type(exc).__name__}); its log says more")
+
+
+def _error(request: Request, status: int, said: str) -> Response:
+    return templates.TemplateResponse(request, "error.html", {"status": status, "said": said}, status_code=status)
 
 
 class BasicAuth:

@@ -1,0 +1,190 @@
+"""``covey ui``'s pages in a real browser, on a real worker and Redis: a running
+tree's page gains agents as they start without a reload, a tool call is approved
+from the page and its agent goes on, a failed agent is red with its cause, the
+buttons cancel and retry, and bad input is one page with its HTTP status."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from pathlib import Path
+
+import httpx2
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.browser import chromium
+from tests.integration.conftest import ROOT, own_worker
+from tests.integration.test_durability import wait_until
+from tests.integration.test_ui_events import served
+
+pytestmark = pytest.mark.slow  # a browser and a worker of their own: the full suite's (.ci/run installs chromium)
+
+RED = "rgb(198, 40, 40)"
+SECRET = "sk-covey-ui-test-4f1d9b"  # an API key the UI's own environment holds
+
+
+@pytest.fixture(scope="module")
+def site():
+    env = {"COVEY_TOOLS": "tests.integration.served_tools", "PYTHONPATH": str(ROOT)}
+    with own_worker(4, **env) as (server, client), chromium() as browser:
+        os.environ["OPENAI_API_KEY_FOR_UI_TEST"] = SECRET
+        try:
+            with served(server.url) as base:
+                yield base, client, browser
+        finally:
+            os.environ.pop("OPENAI_API_KEY_FOR_UI_TEST")
+
+
+@pytest.fixture
+def page(site):
+    base, _, browser = site
+    page = browser.new_page(base_url=base)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    yield page
+    page.close()
+    assert errors == [], errors  # no script of the page failed
+
+
+def test_a_running_trees_page_gains_its_agents_as_they_start_without_a_reload(site, page: Page):
+    _, client, _ = site
+    job = client.submit(client.spec("[sim:spawn width=3 depth=2] [sim:latency 1200] What is 2 + 3?"))
+    wait_until(lambda: job.status() != "unknown", "the job to be recorded")
+    page.goto(f"/jobs/{job.id}")
+    first = page.locator("tr.agent").count()
+    page.evaluate("window.stayed = true")  # gone if the page were loaded again
+    expect(page.locator("tr.agent")).to_have_count(13, timeout=60_000)
+    assert first < 13 and page.evaluate("window.stayed === true")
+    root = page.locator('tr.agent[data-agent="root"]')
+    expect(root.locator(".status")).to_have_text("waiting")  # on its children, with what it spent so far
+    assert int(root.locator(".tokens").inner_text()) > 0 and int(root.locator(".cycles").inner_text()) >= 1
+    order = page.eval_on_selector_all("tr.agent", "rows => rows.map(r => [r.dataset.agent, r.dataset.parent])")
+    seen: set[str] = set()
+    for agent, parent in order:  # every agent below its parent, as the tree is read
+        assert not parent or parent in seen, (agent, parent, order)
+        seen.add(agent)
+    expect(page.locator("#job-status")).to_have_text("completed", timeout=60_000)
+    expect(page.locator("#answer pre")).to_have_text("leaves=9")  # drawn again at its end
+    expect(page.locator("tr.agent.completed")).to_have_count(13)
+    result = job.result(timeout=10)
+    assert int(root.locator(".tokens").inner_text()) == result.usage.total_tokens
+
+
+def test_a_call_approved_from_the_page_runs_once_and_its_agent_goes_on(site, page: Page, tmp_path: Path):
+    _, client, _ = site
+    tally = tmp_path / "tally"
+    job = client.submit(client.spec(f'[sim:call tally {{"path": "{tally}"}}] count', approve=["tally"]))
+    page.goto(f"/jobs/{job.id}")  # before or after the call asks: the page shows it either way
+    waiting = page.locator("#approvals li.approval")
+    expect(waiting).to_have_count(1, timeout=60_000)
+    expect(waiting.locator(".tool")).to_have_text("tally")
+    assert json.loads(waiting.locator(".args").inner_text()) == {"path": str(tally)}
+    waiting.locator("button.approve").click()
+    expect(page.locator("#job-status")).to_have_text("completed", timeout=60_000)
+    assert job.result(timeout=10).output.startswith("tallied")
+    assert len(tally.read_text().splitlines()) == 1
+    expect(page.locator("#approvals")).to_be_hidden()
+
+
+def test_a_call_denied_from_the_page_never_runs_and_the_model_reads_why(site, page: Page, tmp_path: Path):
+    _, client, _ = site
+    tally = tmp_path / "tally"
+    job = client.submit(client.spec(f'[sim:call tally {{"path": "{tally}"}}] count', approve=["tally"]))
+    page.goto(f"/jobs/{job.id}")
+    waiting = page.locator("#approvals li.approval")
+    expect(waiting).to_have_count(1, timeout=60_000)
+    waiting.locator("input.reason").fill("not on a Sunday")
+    waiting.locator("button.deny").click()
+    expect(page.locator("#job-status")).to_have_text("completed", timeout=60_000)
+    assert not tally.exists()
+    transcript = job.transcript()
+    assert transcript is not None
+    assert any("not on a Sunday" in e.result for e in transcript.events if e.kind == "tool")
+
+
+def test_a_failed_agent_is_red_with_its_cause_and_its_transcript_a_click_away(site, page: Page):
+    _, client, _ = site
+    job = client.submit(client.spec("[sim:fail 500] explain tides"))
+    assert job.result(timeout=60).status == "failed"
+    page.goto(f"/jobs/{job.id}")
+    root = page.locator('tr.agent[data-agent="root"]')
+    expect(root).to_have_class("agent failed")
+    expect(root.locator(".why")).to_contain_text("model_error: model call failed: HTTP 500")
+    assert root.locator(".status").evaluate("b => getComputedStyle(b).color") == RED
+    expect(page.locator("#answer .error")).to_contain_text("failed (model_error)")
+    root.locator(".name a").click()
+    expect(page.locator("h1")).to_contain_text("Agent root")
+    expect(page.locator("ol.transcript li.model .error")).to_contain_text("HTTP 500")
+
+
+def test_cancel_stops_a_running_job_and_retry_sends_a_finished_one_again(site, page: Page):
+    _, client, _ = site
+    job = client.submit(client.spec("[sim:spawn width=2 depth=1] [sim:latency 3000] What is 2 + 3?"))
+    wait_until(lambda: job.status() in ("running", "waiting"), "the job to start")
+    page.goto(f"/jobs/{job.id}")
+    page.locator("#cancel").click()
+    expect(page.locator("#job-status")).to_have_text("cancelled", timeout=60_000)
+    assert job.result(timeout=10).status == "cancelled"
+    page.locator("#retry").click()
+    page.wait_for_url(lambda url: job.id not in url, timeout=30_000)
+    again = client.job(page.url.rsplit("/", 1)[1])
+    expect(page.locator("#job-status")).to_have_text("completed", timeout=60_000)
+    assert again.result(timeout=10).output == "leaves=2"
+
+
+def test_the_jobs_page_lists_the_newest_filtered_by_status_and_tenant_and_finds_one_by_id(site, page: Page):
+    _, client, _ = site
+    done = client.submit(client.spec("What is 2 + 3?"))
+    failed = client.submit(client.spec("[sim:fail 500] explain tides"))
+    done.result(timeout=60), failed.result(timeout=60)
+    page.goto("/jobs")
+    expect(page.locator(f'tr.job[data-job="{done.id}"] .status')).to_have_text("completed")
+    row = page.locator(f'tr.job[data-job="{done.id}"]')
+    assert int(row.locator("td.n").first.inner_text()) == done.result(timeout=1).usage.total_tokens
+    page.locator('input[name=status][value="failed"]').check()
+    page.locator(".filters button").click()
+    expect(page.locator(f'tr.job[data-job="{failed.id}"]')).to_have_count(1)
+    expect(page.locator(f'tr.job[data-job="{done.id}"]')).to_have_count(0)
+    statuses = page.locator("tr.job .status").all_inner_texts()
+    assert statuses and set(statuses) == {"failed"}
+    page.goto("/jobs?tenant=nobody")
+    expect(page.locator("p.empty")).to_have_text("no jobs match")
+    page.locator("header input[name=q]").fill(done.id)
+    page.locator("header input[name=q]").press("Enter")
+    expect(page.locator("h1 .id")).to_have_text(done.id)
+
+
+def test_bad_input_is_one_clear_page_or_line_with_its_status_and_no_secret_anywhere(site):
+    base, client, _ = site
+    job = client.submit(client.spec("What is 2 + 3?"))
+    job.result(timeout=60)
+    pages = {
+        "/jobs/no-such-job": (404, "no job 'no-such-job' here"),
+        f"/jobs/{job.id}/agents/nobody": (404, f"job {job.id} has no agent 'nobody'"),
+        "/jobs/no-such-job/agents/root": (404, "no job 'no-such-job' here"),
+        "/jobs?status=lost": (400, "no status 'lost'"),
+        "/jobs?limit=many": (400, "limit 'many'"),
+        "/jobs/no-such-job/ledger": (404, "no job 'no-such-job' here"),
+    }
+    for path, (status, said) in pages.items():
+        answer = httpx2.get(base + path, timeout=10)
+        assert (answer.status_code, said in html.unescape(answer.text)) == (status, True), (path, answer.text)
+        assert "Traceback" not in answer.text
+    post = f"{base}/jobs/{job.id}/approvals/no-such-call"
+    assert httpx2.post(post, json={"decision": "approved"}, timeout=10).status_code == 409  # the job ended
+    assert httpx2.post(post, json={"decision": "maybe"}, timeout=10).json() == {
+        "error": 'give "decision": "approved" or "denied"'
+    }
+    assert httpx2.post(f"{base}/jobs/no-such-job/cancel", timeout=10).status_code == 404
+    assert httpx2.post(f"{base}/jobs/{job.id}/cancel", content=b"{", timeout=10).status_code == 400
+    forged = httpx2.post(f"{base}/jobs/{job.id}/retry", headers={"Origin": "https://elsewhere.example"}, timeout=10)
+    assert forged.status_code == 403 and "may not act here" in forged.json()["error"]
+
+    shown = [
+        httpx2.get(base + path, timeout=10).text for path in ("/jobs", f"/jobs/{job.id}", f"/jobs/{job.id}/agents/root")
+    ]
+    shown.append(httpx2.get(f"{base}/jobs/{job.id}/events", timeout=30).text)
+    for text in shown:
+        assert SECRET not in text and client.settings.redis_url not in text
