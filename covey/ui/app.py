@@ -28,13 +28,14 @@ from covey.errors import CoveyError
 from covey.ui.actions import Actions
 from covey.ui.events import JobEvents
 from covey.ui.pages import Pages, templates
+from covey.ui.sweeps import SweepPages
 
 log = logging.getLogger(__name__)
 
 
-def create_app(client: Client, users: dict[str, str] | None = None) -> Starlette:
+def create_app(client: Client, users: dict[str, str] | None = None, sweeps: Path | None = None) -> Starlette:
     """The app over ``client``; with ``users`` (user -> password), every request
-    must give one of them."""
+    must give one of them; ``sweeps``: the folder whose directories are sweeps."""
     events = JobEvents(client)
 
     @asynccontextmanager
@@ -42,7 +43,7 @@ def create_app(client: Client, users: dict[str, str] | None = None) -> Starlette
         yield
         events.close()
 
-    pages, actions = Pages(client), Actions(client)
+    pages, actions, swept = Pages(client), Actions(client), SweepPages(client, sweeps)
     routes = [
         Route("/", lambda request: RedirectResponse(request.app.url_path_for("jobs"))),
         Route("/jobs", pages.jobs, name="jobs"),
@@ -53,6 +54,10 @@ def create_app(client: Client, users: dict[str, str] | None = None) -> Starlette
         Route("/jobs/{job_id}/cancel", actions.cancel, methods=["POST"]),
         Route("/jobs/{job_id}/retry", actions.retry, methods=["POST"]),
         Route("/jobs/{job_id}/approvals/{call_id}", actions.decide, methods=["POST"]),
+        Route("/sweeps", swept.sweeps, name="sweeps"),
+        Route("/sweeps/{name}", swept.sweep, name="sweep"),
+        Route("/sweeps/{name}/summary.png", swept.chart, name="sweep_chart"),
+        Route("/sweeps/{name}/samples/{sample_id}", swept.sample, name="sweep_sample"),
         Mount("/static", StaticFiles(directory=Path(__file__).parent / "static"), name="static"),
     ]
     middleware = [Middleware(BasicAuth, users=users)] if users else []

@@ -87,6 +87,8 @@ def test_a_jobs_events_stream_over_http_while_it_runs_and_resume_after_the_last_
         assert gone.status_code == 404 and "has no event 12-0" in gone.json()["error"]
         bad = httpx2.get(f"{base}/jobs/{handle.id}/events?after=yesterday", timeout=10)
         assert bad.status_code == 400 and "not an event id" in bad.json()["error"]
+        no_sweeps = httpx2.get(f"{base}/sweeps", timeout=10)
+        assert no_sweeps.status_code == 404 and "started without --sweeps DIR" in no_sweeps.text
 
 
 def test_covey_ui_asks_for_a_password_it_was_given_and_never_opens_to_a_network_without_one(redis_server, client):

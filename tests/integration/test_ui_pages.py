@@ -8,6 +8,8 @@ from __future__ import annotations
 import html
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx2
@@ -15,7 +17,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser import chromium
-from tests.integration.conftest import ROOT, own_worker
+from tests.integration.conftest import ROOT, own_worker, worker_env
 from tests.integration.test_durability import wait_until
 from tests.integration.test_ui_events import served
 
@@ -26,12 +28,17 @@ SECRET = "sk-covey-ui-test-4f1d9b"  # an API key the UI's own environment holds
 
 
 @pytest.fixture(scope="module")
-def site():
+def sweeps(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("sweeps")
+
+
+@pytest.fixture(scope="module")
+def site(sweeps):
     env = {"COVEY_TOOLS": "tests.integration.served_tools", "PYTHONPATH": str(ROOT)}
     with own_worker(4, **env) as (server, client), chromium() as browser:
         os.environ["OPENAI_API_KEY_FOR_UI_TEST"] = SECRET
         try:
-            with served(server.url) as base:
+            with served(server.url, "--sweeps", str(sweeps)) as base:
                 yield base, client, browser
         finally:
             os.environ.pop("OPENAI_API_KEY_FOR_UI_TEST")
@@ -188,3 +195,54 @@ def test_bad_input_is_one_clear_page_or_line_with_its_status_and_no_secret_anywh
     shown.append(httpx2.get(f"{base}/jobs/{job.id}/events", timeout=30).text)
     for text in shown:
         assert SECRET not in text and client.settings.redis_url not in text
+
+
+def test_a_sweeps_page_shows_each_configuration_and_a_samples_page_shows_them_side_by_side(site, sweeps, page: Page):
+    base, client, _ = site
+    swept = subprocess.run(
+        [sys.executable, "-m", "covey", "sweep", "examples/arithmetic.jsonl", "--grid", "examples/arithmetic.toml"]
+        + ["--out", str(sweeps / "arith"), "--limit", "4"],
+        env=worker_env(client.settings.redis_url),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert swept.returncode == 0, swept.stderr
+    page.goto("/sweeps")
+    page.locator("a", has_text="arith").click()
+    configs = page.locator("tr.config")
+    expect(configs).to_have_count(2)
+    assert configs.evaluate_all("rows => rows.map(r => r.dataset.config)") == ["sim/react", "sim/single"]
+    expect(configs.locator(".accuracy")).to_have_text(["100.0%", "100.0%"])
+    assert page.locator("img.chart").evaluate("img => img.complete && img.naturalWidth > 0")
+    expect(page.locator("tr.sample")).to_have_count(4)
+    expect(page.locator("tr.sample").first.locator(".status.right")).to_have_count(2)
+
+    page.locator("tr.sample a").first.click()
+    units = page.locator("section.unit")
+    expect(units).to_have_count(2)
+    assert units.evaluate_all("s => s.map(u => u.dataset.config)") == ["sim/react", "sim/single"]
+    for unit in units.all():  # each configuration's answer, and its root's transcript from Redis
+        assert unit.locator(".output").inner_text() == unit.locator("dd pre").nth(1).inner_text()
+        expect(unit.locator("ol.transcript li.model").first).to_be_visible()
+    expect(units.nth(0).locator("li.tool")).to_have_count(1)  # react asked the calculator; single did not
+    expect(units.nth(1).locator("li.tool")).to_have_count(0)
+
+
+def test_a_malformed_or_unknown_sweep_is_one_clear_page(site, sweeps):
+    base, _, _ = site
+    broken = sweeps / "broken"
+    broken.mkdir()
+    (broken / "results.jsonl").write_text('{"unit": "u1"}\nnot json\n{"unit": "u2"}\n')
+    answers = {
+        "/sweeps/broken": (422, "results.jsonl line 1"),
+        "/sweeps/broken/samples/x": (422, "results.jsonl line 1"),
+        "/sweeps/nothing-here": (404, "no sweep 'nothing-here'"),
+        "/sweeps/%2E%2E": (404, "no sweep '..'"),  # never the folder above
+        "/sweeps/..%2F..%2Fetc": (404, "Not Found"),  # no route takes a path with a slash as a sweep
+    }
+    for path, (status, said) in answers.items():
+        answer = httpx2.get(base + path, timeout=10)
+        assert (answer.status_code, said in html.unescape(answer.text)) == (status, True), (path, answer.text)
+        assert "Traceback" not in answer.text
