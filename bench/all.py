@@ -47,6 +47,7 @@ BENCHES: dict[str, list[str]] = {
     "telemetry": ["--repeats", "15"],
     "tools": [],
     "transcripts": [],
+    "ui_pages": ["--rounds", "5"],
 }
 
 
