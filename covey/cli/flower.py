@@ -1,6 +1,7 @@
 """Flower as ``covey flower`` runs it: never open to a network without a password,
-``/metrics`` behind the same password, and a task list that shows each task's
-job, agent and outcome without opening it.
+``/metrics`` behind the same password, a task list that shows each task's
+job, agent and outcome without opening it, and on each task's page a link to its
+job's page in ``covey ui``.
 
 Flower 2.x checks basic auth on its pages and API but not on ``/metrics``, which
 names every task type and worker; covey wraps that one handler in the same check.
@@ -9,6 +10,7 @@ names every task type and worker; covey wraps that one handler in the same check
 from __future__ import annotations
 
 import ast
+import html
 import re
 from typing import Any
 
@@ -108,13 +110,61 @@ def _keep_root_names() -> None:
         EventsState.event = event
 
 
-def configure() -> None:
-    """Settings no command-line flag can carry: run before Flower starts."""
+def configure(ui: str | None) -> None:
+    """Settings no command-line flag can carry: run before Flower starts. ``ui``:
+    where ``covey ui`` serves, for the link on each task's page (None: no link)."""
     from flower.options import options
 
     options.format_task = shown
     _keep_root_names()
     _protect_metrics()
+    if ui:
+        _link_jobs(ui)
+
+
+# The row of Flower's task page that shows a task's kwargs: the job's link goes before it.
+_KWARGS_ROW = re.compile(rb'<div class="detail-row[^"]*">\s*<dt>Keyword arguments</dt>')
+_JOB = re.compile(rb"\bjob=([0-9A-Za-z][0-9A-Za-z_.:-]{0,127})")
+
+
+def linked(page: bytes, ui: str) -> bytes:
+    """Flower's page of a task, with a row linking to the page of the job its kwargs
+    name (``job=...``, covey.wire) in covey ui; a page without either, as it was."""
+    job, row = _JOB.search(page), _KWARGS_ROW.search(page)
+    if job is None or row is None:
+        return page
+    job_id = job.group(1).decode()
+    href = html.escape(f"{ui.rstrip('/')}/jobs/{job_id}")
+    link = (
+        f'<div class="detail-row"><dt>Job in covey ui</dt><dd><a class="covey-job" href="{href}">'
+        f"{html.escape(job_id)}</a></dd></div>\n      "
+    ).encode()
+    return page[: row.start()] + link + page[row.start() :]
+
+
+def _link_jobs(ui: str) -> None:
+    """Every task page Flower serves goes through ``linked`` (a Tornado output
+    transform: Flower's own templates and handlers stay as they ship)."""
+    from flower.app import Flower
+    from tornado.web import OutputTransform
+
+    class JobLink(OutputTransform):
+        def __init__(self, request) -> None:
+            self._task_page = "/task/" in request.path
+
+        def transform_first_chunk(self, status_code, headers, chunk, finishing):
+            if self._task_page and finishing and status_code == 200:
+                chunk = linked(chunk, ui)
+                headers["Content-Length"] = str(len(chunk))
+            return status_code, headers, chunk
+
+    created = Flower.__init__
+
+    def init(self, *args, **kwargs):
+        created(self, *args, **kwargs)
+        self.add_transform(JobLink)
+
+    Flower.__init__ = init
 
 
 def _protect_metrics() -> None:

@@ -14,6 +14,7 @@ from covey.budgets.running import RunningSlots
 from covey.cli import render
 from covey.cli.app import cli, connect, print_json
 from covey.cli.options import Dollars
+from covey.cli.ui import DEFAULT_PORT as UI_PORT
 from covey.config.settings import MAX_CONCURRENCY, MAX_PROCESSES, get_settings
 
 
@@ -269,17 +270,25 @@ def _cap(given, current: float | None) -> float | None:
 @click.option("--port", type=click.IntRange(1, 65535), default=5555, show_default=True)
 @click.option("--address", default="127.0.0.1", show_default=True)
 @click.option("--basic-auth", envvar="COVEY_FLOWER_BASIC_AUTH", default=None, help="user:password[,user2:pw2]")
-def flower(port: int, address: str, basic_auth: str | None) -> None:
+@click.option(
+    "--ui",
+    envvar="COVEY_UI_URL",
+    default=f"http://127.0.0.1:{UI_PORT}",
+    show_default=True,
+    help="where `covey ui` serves: each task's page links to its job's there ('none': no link)",
+)
+def flower(port: int, address: str, basic_auth: str | None, ui: str) -> None:
     """Run Flower on covey's broker, to watch tasks and workers live.
 
-    Find a job's tasks by typing its id in the tasks page's search box. A
-    non-loopback --address needs --basic-auth, which also guards /metrics.
+    Find a job's tasks by typing its id in the tasks page's search box; a task's
+    page links to its job's page in `covey ui`. A non-loopback --address needs
+    --basic-auth, which also guards /metrics.
     """
     from covey.cli import exposure
     from covey.cli import flower as covey_flower
 
     exposure.serve_or_exit(address, port, basic_auth, "Flower", "COVEY_FLOWER_BASIC_AUTH")
-    covey_flower.configure()
+    covey_flower.configure(None if ui == "none" else ui)
     from covey.worker.app import app
 
     app.conf.broker_transport = None  # Flower tells brokers apart by their URL's scheme: kombu's own names

@@ -146,6 +146,32 @@ def test_outcomes_differ_at_a_glance_in_the_task_list(flower, client):
     assert jobs["completed"].id not in failed
 
 
+def test_the_failed_filter_lists_exactly_a_jobs_failed_leaf_and_a_tasks_page_links_to_its_job(flower, client):
+    handle = client.submit(client.spec("[sim:spawn width=3 depth=1] [sim:fail 500 part=2] What is 2 + 3?"))
+    handle.result(timeout=60)
+    nodes = handle.tree()
+    assert len(nodes) == 4
+    failed_agents = {n.agent_id for n in nodes if n.status == "failed"}
+    assert len(failed_agents) == 1
+
+    def of_job(tasks: dict) -> dict[str, dict]:
+        return {t["uuid"]: t for t in tasks.values() if f"job={handle.id}" in str(t.get("kwargs"))}
+
+    every = _wait_for(
+        lambda: of_job(httpx.get(f"{flower}/api/tasks", auth=AUTH, timeout=5).json()),
+        lambda tasks: len(tasks) == 4 and all(t["state"] in ("SUCCESS", "FAILURE") for t in tasks.values()),
+        f"job {handle.id}'s four tasks done",
+    )
+    failed = of_job(httpx.get(f"{flower}/api/tasks", params={"state": "FAILURE"}, auth=AUTH, timeout=5).json())
+    assert {re.search(r"agent=(\S+)", t["kwargs"])[1] for t in failed.values()} == failed_agents
+    assert all(t["state"] == "SUCCESS" for uuid, t in every.items() if uuid not in failed)
+    [leaf] = failed
+    page = httpx.get(f"{flower}/task/{leaf}", auth=AUTH, timeout=5)
+    assert page.status_code == 200
+    link = re.search(r'<a class="covey-job" href="([^"]+)">', page.text)
+    assert link is not None and link[1] == f"http://127.0.0.1:8600/jobs/{handle.id}", page.text[:2000]
+
+
 def _page_row(flower: str, job_id: str) -> dict:
     """The tasks page's one row for a job that spawned no child, as its data table loads it."""
     [row] = _page_rows(flower, job_id)
