@@ -189,6 +189,13 @@ def test_bad_input_is_one_clear_page_or_line_with_its_status_and_no_secret_anywh
     forged = httpx2.post(f"{base}/jobs/{job.id}/retry", headers={"Origin": "https://elsewhere.example"}, timeout=10)
     assert forged.status_code == 403 and "may not act here" in forged.json()["error"]
 
+    gone = client.submit(client.spec("What is 3 + 4?"))
+    gone.result(timeout=60)
+    for key in list(client.redis.scan_iter(match=f"*{gone.id}*")):  # as its records expire: each key goes
+        client.redis.delete(key)
+    expired = httpx2.get(f"{base}/jobs/{gone.id}", timeout=10)
+    assert expired.status_code == 404 and "its records expired" in expired.text
+
     shown = [
         httpx2.get(base + path, timeout=10).text for path in ("/jobs", f"/jobs/{job.id}", f"/jobs/{job.id}/agents/root")
     ]
