@@ -8,23 +8,35 @@ from __future__ import annotations
 import html
 import json
 import os
-import subprocess
-import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx2
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
+from covey.client import Client
 from tests.browser import chromium
-from tests.integration.conftest import ROOT, own_worker, worker_env
+from tests.integration.conftest import ROOT, own_worker
 from tests.integration.test_durability import wait_until
+from tests.integration.test_tools import covey
 from tests.integration.test_ui_events import served
+from tests.redis_server import RedisServer
 
 pytestmark = pytest.mark.slow  # a browser and a worker of their own: the full suite's (.ci/run installs chromium)
 
 RED = "rgb(198, 40, 40)"
 SECRET = "sk-covey-ui-test-4f1d9b"  # an API key the UI's own environment holds
+
+
+@dataclass(frozen=True)
+class Site:
+    """``covey ui`` (at ``base``) on a worker and Redis of the module's own, and a browser."""
+
+    base: str
+    client: Client
+    browser: Browser
+    server: RedisServer
 
 
 @pytest.fixture(scope="module")
@@ -39,14 +51,14 @@ def site(sweeps):
         os.environ["OPENAI_API_KEY_FOR_UI_TEST"] = SECRET
         try:
             with served(server.url, "--sweeps", str(sweeps)) as base:
-                yield base, client, browser
+                yield Site(base, client, browser, server)
         finally:
             os.environ.pop("OPENAI_API_KEY_FOR_UI_TEST")
 
 
 @pytest.fixture
 def page(site):
-    base, _, browser = site
+    base, browser = site.base, site.browser
     page = browser.new_page(base_url=base)
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
@@ -56,7 +68,7 @@ def page(site):
 
 
 def test_a_running_trees_page_gains_its_agents_as_they_start_without_a_reload(site, page: Page):
-    _, client, _ = site
+    client = site.client
     job = client.submit(client.spec("[sim:spawn width=3 depth=2] [sim:latency 1200] What is 2 + 3?"))
     wait_until(lambda: job.status() != "unknown", "the job to be recorded")
     page.goto(f"/jobs/{job.id}")
@@ -80,7 +92,7 @@ def test_a_running_trees_page_gains_its_agents_as_they_start_without_a_reload(si
 
 
 def test_a_call_approved_from_the_page_runs_once_and_its_agent_goes_on(site, page: Page, tmp_path: Path):
-    _, client, _ = site
+    client = site.client
     tally = tmp_path / "tally"
     job = client.submit(client.spec(f'[sim:call tally {{"path": "{tally}"}}] count', approve=["tally"]))
     page.goto(f"/jobs/{job.id}")  # before or after the call asks: the page shows it either way
@@ -96,7 +108,7 @@ def test_a_call_approved_from_the_page_runs_once_and_its_agent_goes_on(site, pag
 
 
 def test_a_call_denied_from_the_page_never_runs_and_the_model_reads_why(site, page: Page, tmp_path: Path):
-    _, client, _ = site
+    client = site.client
     tally = tmp_path / "tally"
     job = client.submit(client.spec(f'[sim:call tally {{"path": "{tally}"}}] count', approve=["tally"]))
     page.goto(f"/jobs/{job.id}")
@@ -112,7 +124,7 @@ def test_a_call_denied_from_the_page_never_runs_and_the_model_reads_why(site, pa
 
 
 def test_a_failed_agent_is_red_with_its_cause_and_its_transcript_a_click_away(site, page: Page):
-    _, client, _ = site
+    client = site.client
     job = client.submit(client.spec("[sim:fail 500] explain tides"))
     assert job.result(timeout=60).status == "failed"
     page.goto(f"/jobs/{job.id}")
@@ -127,7 +139,7 @@ def test_a_failed_agent_is_red_with_its_cause_and_its_transcript_a_click_away(si
 
 
 def test_cancel_stops_a_running_job_and_retry_sends_a_finished_one_again(site, page: Page):
-    _, client, _ = site
+    client = site.client
     job = client.submit(client.spec("[sim:spawn width=2 depth=1] [sim:latency 3000] What is 2 + 3?"))
     wait_until(lambda: job.status() in ("running", "waiting"), "the job to start")
     page.goto(f"/jobs/{job.id}")
@@ -142,7 +154,7 @@ def test_cancel_stops_a_running_job_and_retry_sends_a_finished_one_again(site, p
 
 
 def test_the_jobs_page_lists_the_newest_filtered_by_status_and_tenant_and_finds_one_by_id(site, page: Page):
-    _, client, _ = site
+    client = site.client
     done = client.submit(client.spec("What is 2 + 3?"))
     failed = client.submit(client.spec("[sim:fail 500] explain tides"))
     done.result(timeout=60), failed.result(timeout=60)
@@ -164,7 +176,7 @@ def test_the_jobs_page_lists_the_newest_filtered_by_status_and_tenant_and_finds_
 
 
 def test_bad_input_is_one_clear_page_or_line_with_its_status_and_no_secret_anywhere(site):
-    base, client, _ = site
+    base, client = site.base, site.client
     job = client.submit(client.spec("What is 2 + 3?"))
     job.result(timeout=60)
     pages = {
@@ -205,16 +217,8 @@ def test_bad_input_is_one_clear_page_or_line_with_its_status_and_no_secret_anywh
 
 
 def test_a_sweeps_page_shows_each_configuration_and_a_samples_page_shows_them_side_by_side(site, sweeps, page: Page):
-    base, client, _ = site
-    swept = subprocess.run(
-        [sys.executable, "-m", "covey", "sweep", "examples/arithmetic.jsonl", "--grid", "examples/arithmetic.toml"]
-        + ["--out", str(sweeps / "arith"), "--limit", "4"],
-        env=worker_env(client.settings.redis_url),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    arith = ["examples/arithmetic.jsonl", "--grid", "examples/arithmetic.toml", "--limit", "4"]
+    swept = covey(site.server, "sweep", *arith, "--out", str(sweeps / "arith"))
     assert swept.returncode == 0, swept.stderr
     page.goto("/sweeps")
     page.locator("a", has_text="arith").click()
@@ -238,7 +242,7 @@ def test_a_sweeps_page_shows_each_configuration_and_a_samples_page_shows_them_si
 
 
 def test_a_malformed_or_unknown_sweep_is_one_clear_page(site, sweeps):
-    base, _, _ = site
+    base = site.base
     broken = sweeps / "broken"
     broken.mkdir()
     (broken / "results.jsonl").write_text('{"unit": "u1"}\nnot json\n{"unit": "u2"}\n')
