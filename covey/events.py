@@ -66,6 +66,7 @@ class JobEvent(BaseModel):
     offset: int | None = None  # a delta's place in its reply's text, in characters
     text: str | None = None  # a delta's text
     latency_ms: float | None = None
+    cached: bool | None = None  # a model call served from the reply cache (charged nothing)
     tool: str | None = None
     arguments: str | None = None
     result: str | None = None

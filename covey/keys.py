@@ -161,6 +161,12 @@ def approvals_lock() -> str:
     return f"{PREFIX}:approvals:lock"
 
 
+def model_reply(digest: str) -> str:
+    """JSON of a model call's reply and what it cost, under the digest of the request
+    (covey.store.model_cache); kept COVEY_CACHE_TTL after it was last written."""
+    return f"{PREFIX}:cache:{digest}"
+
+
 def session(name: str) -> str:
     """JSON of a session's conversation: its turns (task, answer, job) oldest first,
     and how many were dropped past its size cap. Kept COVEY_SESSION_TTL past its last job."""

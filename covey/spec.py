@@ -110,6 +110,12 @@ class AgentSpec(BaseModel):
         description="publish the text of each model reply as it arrives (model.delta events, a few a "
         "second); children inherit it",
     )
+    cache: bool = Field(
+        default=False,
+        strict=True,
+        description="serve a model call identical to an earlier one (endpoint, messages, tools, parameters, "
+        "reply cap) from covey's reply cache, charged nothing; keep this job's answers there; children inherit it",
+    )
 
     @field_validator("task")
     @classmethod

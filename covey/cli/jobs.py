@@ -77,6 +77,12 @@ def _job_options(fn):
             help="publish each reply's text as it arrives (model.delta events: covey events JOB --follow)",
         ),
         click.option(
+            "--cache",
+            is_flag=True,
+            default=False,
+            help="answer a model call identical to an earlier one from the reply cache, at no charge",
+        ),
+        click.option(
             "--tenant",
             default=None,
             help="charge the tenant:<name> ledger scope too (create it first: covey scope tenant:<name> ...)",
@@ -139,7 +145,7 @@ def _spec(client, task: str | None, o: dict[str, Any]):
     fields: dict[str, Any] = {"strategy": o["strategy"], "role": o["role"], "budget": budget}
     if o["max_call_tokens"] is not None:
         fields["max_call_tokens"] = o["max_call_tokens"]
-    for flag in ("budget_notice", "stream"):
+    for flag in ("budget_notice", "stream", "cache"):
         if o[flag]:
             fields[flag] = True
     if o["agent_max_cycles"] is not None:

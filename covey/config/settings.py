@@ -148,6 +148,12 @@ class Settings(BaseSettings):
         le=MAX_SECONDS,
         description="COVEY_SESSION_TTL: seconds a session's conversation is kept after its last job",
     )
+    cache_ttl: int = Field(
+        default=DEFAULT_JOB_TTL_SECONDS,
+        ge=60,
+        le=MAX_SECONDS,
+        description="COVEY_CACHE_TTL: seconds a model reply is kept for the jobs that ask for the cache",
+    )
     session_bytes: int = Field(
         default=DEFAULT_SESSION_BYTES,
         ge=1024,

@@ -113,6 +113,13 @@ class LLM:
             reply, usage = ask(client, request, dialect, ends)
         return (reply if schema is None else answered(dialect.structured, schema_name, reply)), usage
 
+    def identity(self, model: str) -> str:
+        """Where ``model``'s calls go: its endpoint's URL (``sim`` for the in-process sim)."""
+        try:
+            return self.catalog.endpoint(model).base_url or "sim"
+        except UnservableModel:
+            return ""
+
     def parameters(self, model: str, params: ModelParams | None, max_tokens: int) -> dict[str, Any]:
         """What a call of ``model`` sends besides its messages and tools (the provider's
         model id and the request parameters); empty for a model this worker cannot serve."""

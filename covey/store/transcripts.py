@@ -55,6 +55,7 @@ class ModelCallEvent(BaseModel):
     error: str | None = None
     latency_ms: float | None = None
     at: datetime | None = None
+    cached: bool = False  # served from the reply cache: the model was not called, nothing charged
 
 
 class ToolCallEvent(BaseModel):

@@ -6,6 +6,7 @@
     strategies = ["react", {name = "single", label = "one-shot"}]
     budgets = [{max_tokens = 4000, max_cycles = 4, seconds = 60, label = "small"}]
     model_params = {temperature = 0.2}     # optional: every job's model_params
+    cache = true                           # optional: identical model calls answered from the reply cache
     repeats = 1
     scorer = "numeric"                     # or {kind = "numeric", tolerance = 0.01}, or a list of them
 
@@ -85,6 +86,7 @@ class GridFile(BaseModel):
     scorer: list[ScorerSpec] = Field(default_factory=lambda: [ScorerSpec()], min_length=1)
     instructions: str = ""
     model_params: dict[str, Any] = Field(default_factory=dict)
+    cache: bool = False  # every job's model calls served from, and kept in, the reply cache
 
     @field_validator("strategies", mode="before")
     @classmethod
@@ -112,12 +114,13 @@ class Config(BaseModel):
     limits: Limits
     instructions: str = ""
     model_params: dict[str, Any] = Field(default_factory=dict)
+    cache: bool = False  # how its calls are answered, not what they ask: no part of its key
 
     @cached_property  # frozen: computed once, not for each of its units' every lookup
     def key(self) -> str:
         """Stable across runs and machines: resume and claims find a unit by it.
         Names and labels are left out, so renaming a configuration keeps its results."""
-        body = self.model_dump(mode="json", exclude={"name": True, "limits": {"label"}})
+        body = self.model_dump(mode="json", exclude={"name": True, "cache": True, "limits": {"label"}})
         if not self.model_params:  # a grid without model_params keeps the keys it had before they existed
             del body["model_params"]
         return hashlib.sha1(json.dumps(body, sort_keys=True).encode()).hexdigest()[:12]
@@ -142,6 +145,8 @@ class Config(BaseModel):
             fields["instructions"] = self.instructions
         if self.model_params:
             fields["model_params"] = self.model_params
+        if self.cache:
+            fields["cache"] = True
         return JobSpec.parse(fields)
 
 
@@ -237,6 +242,7 @@ def _configs(filename: str, grid: GridFile) -> list[Config]:
             limits=budget,
             instructions=grid.instructions,
             model_params=grid.model_params,
+            cache=grid.cache,
         )
         try:  # the wire's own checks: strategy name, its options, model name
             config.spec(Sample(id="check", input="check"), "check", datetime.now().astimezone())

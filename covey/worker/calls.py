@@ -32,6 +32,7 @@ from covey.models.structured import SchemaMismatch, parse
 from covey.orchestration.actions import CallModel
 from covey.results import Usage
 from covey.status import AgentStatus, Cause, CauseKind, Resource
+from covey.store import model_cache
 from covey.tools.builtin import SPAWN_TOOLS
 from covey.tools.registry import narrow, offered, schemas
 from covey.worker import budget_notice, deltas, events, interrupt, slots, telemetry, transcript
@@ -244,6 +245,12 @@ def _call(
     live: a rerun of the step is granted it again and settles what it spends, and
     a step never rerun has its hold released when the reservation expires."""
     at, started = deps.now(), time.perf_counter()
+    kept = _cache_key(deps, state, action, tools) if state.spec.cache else None
+    cached = deps.cache.get(kept, max_tokens) if kept is not None else None
+    if cached is not None:  # the model is not called: nothing is charged but the cycle
+        record = CallRecord(reply=cached.reply, usage=Usage(cycles=1), at=at, latency_ms=0.0, cached=True)
+        _settle(deps, state, rid, Usage(cycles=1), record)
+        return record
     try:
         with deltas.published(deps, state, rid) as on_text:
             reply, usage = interrupt.awaited(
@@ -275,7 +282,17 @@ def _call(
     usage = held.costed(usage)
     record = CallRecord.of_reply(reply, usage, at, transcript.elapsed_ms(started))
     _settle(deps, state, rid, usage, record)
+    if kept is not None and record.reply is not None:
+        deps.cache.put(kept, record.reply, usage)
     return record
+
+
+def _cache_key(deps: Deps, state: AgentState, action: CallModel, tools: list[dict[str, Any]]) -> str:
+    """The request's key in the reply cache: its endpoint, provider model and parameters
+    with the spec's reply cap (not this call's grant, which moves with the budget)."""
+    model, spec = state.spec.model, state.spec
+    params = deps.llm.parameters(model, spec.model_params, spec.max_call_tokens)
+    return model_cache.digest(deps.llm.identity(model), action.messages, tools, action.schema, params)
 
 
 def _settle(deps: Deps, state: AgentState, rid: str, usage: Usage, record: CallRecord) -> None:

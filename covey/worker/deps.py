@@ -20,6 +20,7 @@ from covey.config.settings import Settings, get_settings
 from covey.models.llm import LLM
 from covey.store.approvals import Approvals
 from covey.store.checkpoints import Checkpoints
+from covey.store.model_cache import ModelCache
 from covey.store.outbox import Outbox
 from covey.store.sessions import Sessions
 from covey.store.tree import JobTree
@@ -48,6 +49,7 @@ class Deps:
     step_records: StepRecords
     approvals: Approvals
     sessions: Sessions
+    cache: ModelCache
     now: Callable[[], datetime] = field(default=utcnow)
     # False once another worker took the running step's delivery (covey.worker.takeover).
     still_held: Callable[[], bool] = field(default=lambda: True)
@@ -86,6 +88,7 @@ class Deps:
             step_records=RedisStepRecords(client),
             approvals=Approvals(client, settings.job_ttl),
             sessions=Sessions(client, settings.session_ttl, settings.session_bytes),
+            cache=ModelCache(client, settings.cache_ttl),
         )
 
 

@@ -42,6 +42,7 @@ def model_finished(state: AgentState, call_id: str, record: CallRecord) -> str:
         finish_reason=reply.get("finish_reason"),
         error=record.error,
         latency_ms=record.latency_ms,
+        cached=record.cached or None,
     )
 
 

@@ -31,6 +31,7 @@ class CallRecord(BaseModel):
     at: datetime | None = None
     latency_ms: float | None = None
     unanswered: bool = False
+    cached: bool = False  # served from the reply cache (covey.store.model_cache), charged nothing
 
     @classmethod
     def of_reply(

@@ -142,6 +142,7 @@ def child_spec(parent: AgentSpec, ctx: RunContext, request: ChildRequest) -> Age
         "max_schema_retries": parent.max_schema_retries,
         "budget_notice": parent.budget_notice,
         "stream": parent.stream,
+        "cache": parent.cache,
         "approve": parent.approve,
         "guardrails": parent.guardrails,
         "approval_timeout": parent.approval_timeout,

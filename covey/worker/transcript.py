@@ -58,6 +58,7 @@ def model_call(
         error=record.error,
         latency_ms=record.latency_ms,
         at=record.at,
+        cached=record.cached,
     )
     _keep(state, entry_key(state.cycle), event)
 
