@@ -31,7 +31,7 @@ class EventType(StrEnum):
     AGENT_FINISHED = "agent.finished"  # status, cause, error, the start of its answer, usage
     MODEL_STARTED = "model.started"  # a model call reserved (``reserved`` tokens)
     MODEL_DELTA = "model.delta"  # text of a streamed reply as it arrives (``offset``: where it goes in the reply)
-    MODEL_FINISHED = "model.finished"  # a model call settled: usage, or its error
+    MODEL_FINISHED = "model.finished"  # a model call settled: usage, or its error (``model``: a fallback that answered)
     TOOL_STARTED = "tool.started"  # a tool call counted on the ledger
     TOOL_FINISHED = "tool.finished"  # its result kept
     APPROVAL_REQUESTED = "approval.requested"  # a tool call waits for a person's decision (until ``until``)

@@ -65,3 +65,12 @@ def micros(usd: float | Decimal) -> int:
 def usd(micro_dollars: int | None) -> float | None:
     """Micro-dollars as dollars, for people and JSON."""
     return None if micro_dollars is None else micro_dollars / MICROS
+
+
+def dearest(prices: list[Price]) -> Price:
+    """A price no lower than any of ``prices`` for any token: each rate's highest."""
+    return Price(
+        input=max(p.input for p in prices),
+        output=max(p.output for p in prices),
+        cached_input=max(p.cached for p in prices),
+    )

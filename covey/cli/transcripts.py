@@ -79,7 +79,9 @@ def events(t: Transcript) -> list[Line]:
 
 def _model_call(e: ModelCallEvent) -> list[Line]:
     lines: list[Line] = [("", f"  → {_message(m)}") for m in e.sent]
-    facts = [e.model]
+    facts = [e.model if e.answered_by is None else f"{e.model}, answered by its fallback {e.answered_by}"]
+    if e.cached:
+        facts.append("from the reply cache")
     if e.usage is not None:
         facts.append(f"{e.usage.prompt_tokens} prompt + {e.usage.completion_tokens} completion tokens")
     if e.finish_reason:

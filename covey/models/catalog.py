@@ -17,6 +17,7 @@ parameters::
     stream = true                      # read replies as streams, cut at the tokens reserved
     tool_results = "tool"              # or "user": for a server whose template drops tool messages
     body = { repeat_penalty = 1.0 }    # the server's own request fields, sent as they are
+    fallbacks = ["backup", "sim"]      # asked in turn when its retries end in a 429, a 5xx or no connection
 
 ``sim`` is built in and always runs in-process; it counts its prompts exactly (its
 tokenizer is its own billing) and takes its prices from ``COVEY_SIM_PRICE``. A
@@ -38,7 +39,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from covey.budgets.budget import MAX_COUNT
@@ -53,6 +54,7 @@ from covey.models.tokenizers import SimTokenizer, Tokenizer, TokenizerError
 from covey.models.tokenizers import load as load_tokenizer
 
 SIM_MODEL = "sim"
+MAX_FALLBACKS = 3  # each may take a model timeout: the chain stays well inside a reservation's life
 OPENAI_BASE_URL = "https://api.openai.com/v1"  # the SDK's own default endpoint
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -112,6 +114,7 @@ class ModelEntry(BaseModel):
     stream: bool = True
     tool_results: ToolResults = "tool"
     body: dict[str, Any] = Field(default_factory=dict)
+    fallbacks: list[str] = Field(default_factory=list, max_length=MAX_FALLBACKS)
 
     @field_validator("body")
     @classmethod
@@ -141,6 +144,18 @@ class ModelsFile(BaseModel):
 
     models: dict[str, ModelEntry] = Field(default_factory=dict)
 
+    @model_validator(mode="after")
+    def _fallbacks_are_models(self) -> ModelsFile:
+        """A fallback is another model of the file (or ``sim``), named once; its own
+        fallbacks are not followed."""
+        for name, entry in self.models.items():
+            for other in entry.fallbacks:
+                if other == name or (other != SIM_MODEL and other not in self.models):
+                    raise ValueError(f"model {name!r}: fallbacks: {other!r} is no other model of this file (or 'sim')")
+            if len(set(entry.fallbacks)) < len(entry.fallbacks):
+                raise ValueError(f"model {name!r}: fallbacks: a model named twice")
+        return self
+
 
 @dataclass(frozen=True)
 class Endpoint:
@@ -159,6 +174,7 @@ class Endpoint:
     streams: bool = True  # replies read as streams and cut at their reservation (covey.models.stream)
     tool_results: ToolResults = "tool"  # "user": tool results sent as user messages (covey.models.chat)
     body: Mapping[str, Any] = field(default_factory=dict)  # the server's own request fields
+    fallbacks: tuple[str, ...] = ()  # models asked in turn when its calls fail for want of a server
 
     @property
     def in_process(self) -> bool:
@@ -189,6 +205,7 @@ class ServedModel(BaseModel):
     structured: StructuredMode = "json_schema"  # as in use: a refusal may have taught another
     reply_cap: list[ReplyCap] = Field(default_factory=lambda: list(REPLY_CAPS))
     stream: bool = False
+    fallbacks: list[str] = Field(default_factory=list)
 
 
 class Catalog:
@@ -212,6 +229,14 @@ class Catalog:
             price=settings.sim_price,
             streams=False,
         )
+        priced = {name: e.price is not None for name, e in [(SIM_MODEL, self._sim), *self._named.items()]}
+        for name, endpoint in self._named.items():  # a cost cap holds only if every answer's cost is known
+            unlike = [f for f in endpoint.fallbacks if priced[f] != priced[name]]
+            if unlike:
+                raise ModelsFileError(
+                    f"model {name!r} and its fallback {unlike[0]!r}: give both a price or neither, "
+                    "or a cost cap could not hold whichever answers"
+                )
 
     @classmethod
     def from_settings(cls, settings: Settings, environ: Mapping[str, str] = os.environ) -> Catalog:
@@ -235,6 +260,16 @@ class Catalog:
                 [SIM_MODEL, *sorted(self._named)],
             )
         return replace(self._default, model=name)
+
+    def chain(self, name: str) -> list[tuple[str, Endpoint]]:
+        """``name``'s endpoint, then each of its fallbacks this worker can serve, in turn."""
+        found = [(name, self.endpoint(name))]
+        for other in found[0][1].fallbacks:
+            try:
+                found.append((other, self.endpoint(other)))
+            except UnservableModel:  # its key is not set here: the chain goes on without it
+                continue
+        return found
 
     def api_keys(self) -> list[str]:
         """The keys this catalog sends: a worker keeps each out of what people read."""
@@ -266,6 +301,7 @@ class Catalog:
                     structured=spoken.structured,
                     reply_cap=list(spoken.caps),
                     stream=e.streams,
+                    fallbacks=list(e.fallbacks),
                 )
             )
         return rows
@@ -326,4 +362,5 @@ def _endpoint(name: str, entry: ModelEntry, environ: Mapping[str, str], folder: 
         streams=entry.stream,
         tool_results=entry.tool_results,
         body=entry.body,
+        fallbacks=tuple(entry.fallbacks),
     )

@@ -19,6 +19,7 @@ import httpx2
 import openai
 
 from covey.config.settings import Settings
+from covey.keys import RESERVATION_TTL_SECONDS
 from covey.models import sim
 from covey.models.catalog import Catalog, Endpoint, ModelParams, UnservableModel
 from covey.models.chat import ChatRequest, ModelError, NoToolStream, Unretried, ask, parameters
@@ -32,6 +33,8 @@ from covey.status import Cause, CauseKind
 log = logging.getLogger(__name__)
 
 SIM_BASE_URL = "http://sim.covey/v1"
+# A fallback is asked only while the chain stays well inside a reservation's life.
+CHAIN_SECONDS = RESERVATION_TTL_SECONDS / 2
 # The SDK's own pool (1000 connections, 100 kept alive), for the transport covey wraps.
 POOL_LIMITS = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)
 
@@ -79,14 +82,19 @@ class LLM:
         A call sent and never answered (it timed out) is charged that reservation
         and not sent again here: asking again is a new call, reserved anew
         (``covey.worker.calls``). One refused for a parameter its endpoint does not
-        take is asked again once in the dialect the refusal teaches (``covey.models.dialect``)."""
+        take is asked again once in the dialect the refusal teaches (``covey.models.dialect``).
+
+        A call whose retries end for want of a server (a 429, a 5xx, no connection),
+        charged nothing, is asked of the model's ``fallbacks`` in turn, each within
+        a model timeout of its own (the whole chain within a reservation's life, or
+        a deadline's); the reply names the one that answered (``ModelReply.model``)."""
         worst = Usage(
             prompt_tokens=estimate_prompt_tokens(messages, tools) if prompt_reserved is None else prompt_reserved,
             completion_tokens=max_tokens,
             cycles=1,
         )
         try:
-            endpoint = self.catalog.endpoint(model)
+            chain = self.catalog.chain(model)
         except UnservableModel as e:
             raise ModelError(str(e), Cause(kind=CauseKind.INVALID_SPEC)) from e
         # Never wait past the model timeout, even with a far deadline: a reservation
@@ -94,24 +102,43 @@ class LLM:
         # nearer deadline bounds the whole call, so it gets one attempt, no retries.
         deadline_bound = timeout is not None and timeout < self._settings.model_timeout
         seconds = timeout if deadline_bound and timeout is not None else self._settings.model_timeout
-        client = self._client(endpoint)
         retries = 0 if deadline_bound else self._settings.model_retries
+        started = time.monotonic()
+        for index, (name, endpoint) in enumerate(chain):
+            # A deadline's one window is shared by the chain; else each gets its own.
+            ends = started + seconds if deadline_bound or index == 0 else time.monotonic() + seconds
+            request = ChatRequest(endpoint, messages, tools, max_tokens, schema, schema_name, params, worst, on_text)
+            try:
+                reply, usage = self._asked(name, endpoint, request, retries, ends)
+            except ModelError as e:
+                if index == len(chain) - 1 or not _falls_back(e) or time.monotonic() >= started + CHAIN_SECONDS:
+                    raise
+                log.warning("model %s: %s; asking its fallback %s", name, e, chain[index + 1][0])
+                continue
+            return (reply if index == 0 else replace(reply, model=name)), usage
+        raise AssertionError("a chain holds its model")  # the loop returns or raises
+
+    def _asked(
+        self, name: str, endpoint: Endpoint, request: ChatRequest, retries: int, ends: float
+    ) -> tuple[ModelReply, Usage]:
+        """One endpoint's answer, asked again once in the dialect a refusal teaches."""
+        client = self._client(endpoint)
         if retries != client.max_retries:  # a copy of the client: only for a deadline's single attempt
             client = client.with_options(max_retries=retries)
-        request = ChatRequest(endpoint, messages, tools, max_tokens, schema, schema_name, params, worst, on_text)
         dialect = self.dialects.of(endpoint)
-        ends = time.monotonic() + seconds
         try:
             reply, usage = ask(client, request, dialect, ends)
         except ModelError as e:
-            taught = _taught(e, dialect, schema is not None)
+            taught = _taught(e, dialect, request.schema is not None)
             if taught is None:
                 raise
             dialect, change = taught
             self.dialects.learn(endpoint, dialect)
-            log.warning("model %s: %s; from now on this worker %s", model, e, change)
+            log.warning("model %s: %s; from now on this worker %s", name, e, change)
             reply, usage = ask(client, request, dialect, ends)
-        return (reply if schema is None else answered(dialect.structured, schema_name, reply)), usage
+        if request.schema is None:
+            return reply, usage
+        return answered(dialect.structured, request.schema_name, reply), usage
 
     def identity(self, model: str) -> str:
         """Where ``model``'s calls go: its endpoint's URL (``sim`` for the in-process sim)."""
@@ -161,6 +188,16 @@ class LLM:
             max_retries=s.model_retries,
             timeout=s.model_timeout,
         )
+
+
+def _falls_back(error: ModelError) -> bool:
+    """Whether a fallback may answer instead: the endpoint was busy, broken or away
+    (a 429, a 5xx, no connection) and the call cost nothing. A call sent and not
+    answered was charged its reservation (the provider may bill it): asking
+    another model too could spend past it."""
+    if error.usage is not None or error.unanswered:
+        return False
+    return error.status is None or error.status == 429 or error.status >= 500
 
 
 def _taught(error: ModelError, dialect: Dialect, structured: bool) -> tuple[Dialect, str] | None:

@@ -21,10 +21,12 @@ class ToolCall:
 class ModelReply:
     """What the model said and why it stopped; ``parsed`` is the JSON answer of
     a call that asked for a schema; ``offered``, set when the reply calls a tool
-    the call did not offer, the names it did (the strategy tells the model so)."""
+    the call did not offer, the names it did (the strategy tells the model so);
+    ``model``, set when a fallback answered for the model asked, its name."""
 
     content: str | None
     tool_calls: list[ToolCall] = field(default_factory=list)
     finish_reason: str = "stop"
     parsed: Any = None
     offered: tuple[str, ...] | None = None
+    model: str | None = None

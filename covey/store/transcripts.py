@@ -56,6 +56,7 @@ class ModelCallEvent(BaseModel):
     latency_ms: float | None = None
     at: datetime | None = None
     cached: bool = False  # served from the reply cache: the model was not called, nothing charged
+    answered_by: str | None = None  # the fallback that answered, charged at its price, when ``model`` failed
 
 
 class ToolCallEvent(BaseModel):

@@ -132,7 +132,8 @@ def call_model(
     if record.usage is None:  # never: a reply is settled with its usage
         raise ValueError(f"call {rid} was settled without its usage")
     state.usage += record.usage
-    state.prompt_mark = held.reported(record.usage)
+    # The next call's bound starts from this one's count only where the same model counted it.
+    state.prompt_mark = held.reported(record.usage) if record.answered_by is None else None
     _show_spend(deps, state)
     over = _over_reserved(record.usage, estimate, max_tokens)
     if over is not None:
@@ -279,7 +280,7 @@ def _call(
         )
         _settle(deps, state, rid, spent or Usage(), record)
         return record
-    usage = held.costed(usage)
+    usage = held.costed(usage, reply.model)
     record = CallRecord.of_reply(reply, usage, at, transcript.elapsed_ms(started))
     _settle(deps, state, rid, usage, record)
     if kept is not None and record.reply is not None:

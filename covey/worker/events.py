@@ -43,6 +43,7 @@ def model_finished(state: AgentState, call_id: str, record: CallRecord) -> str:
         error=record.error,
         latency_ms=record.latency_ms,
         cached=record.cached or None,
+        model=record.answered_by,
     )
 
 

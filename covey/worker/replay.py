@@ -39,6 +39,11 @@ class CallRecord(BaseModel):
     ) -> CallRecord:
         return cls(reply=asdict(reply), usage=usage, at=at, latency_ms=latency_ms)
 
+    @property
+    def answered_by(self) -> str | None:
+        """The fallback that answered for the model asked, if one did."""
+        return (self.reply or {}).get("model")
+
     def model_reply(self) -> ModelReply:
         if self.reply is None:
             raise ValueError("this record holds an error, not a reply")

@@ -4,16 +4,22 @@ The bound is the smallest strict one that applies (``covey.models.tokens``): the
 tokenizer the models file names, or the bytes, or the previous call's reported
 prompt plus what was appended since. The call's ``PromptMark`` is taken before it
 is sent, since a strategy may append to the same list of messages afterwards.
+
+A model with fallbacks (the models file's ``fallbacks``) reserves for the dearest
+answer of its chain: the largest of their prompts' bounds (a fallback's counted
+whole, by its own tokenizer or the bytes) at the highest of their prices, and a
+reply is charged at the price of the model that gave it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from covey.budgets.ledger import Pricing
-from covey.budgets.prices import Price
-from covey.models.catalog import UnservableModel
+from covey.budgets.prices import Price, dearest
+from covey.models.catalog import Endpoint, UnservableModel
 from covey.models.structured import asking
 from covey.models.tokens import PromptMark, prompt_bound
 from covey.orchestration.actions import CallModel
@@ -28,16 +34,19 @@ class Reservation:
     price: Price | None  # None: the model has no prices
     sent: PromptMark  # this call's request, its prompt tokens filled in once reported
     model: str
+    fallbacks: Mapping[str, Price | None] = field(default_factory=dict)  # each fallback's own price
 
     @property
     def pricing(self) -> Pricing:
         return Pricing(model=self.model, price=self.price, prompt_tokens=self.prompt)
 
-    def costed(self, usage: Usage) -> Usage:
-        """``usage`` with what it cost at the model's prices (nothing without them)."""
-        if self.price is None:
+    def costed(self, usage: Usage, answered_by: str | None = None) -> Usage:
+        """``usage`` with what it cost at the prices of the model that answered
+        (``answered_by``, a fallback; the model asked when None); nothing without them."""
+        price = self.price if answered_by is None else self.fallbacks[answered_by]
+        if price is None:
             return usage
-        cost = self.price.cost(usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens)
+        cost = price.cost(usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens)
         return usage.model_copy(update={"cost_micros": cost})
 
     def reported(self, usage: Usage) -> PromptMark:
@@ -48,14 +57,26 @@ class Reservation:
 def reservation(deps: Deps, state: AgentState, action: CallModel, tools: list[dict[str, Any]]) -> Reservation:
     model = state.spec.model
     try:
-        endpoint = deps.llm.catalog.endpoint(model)
+        chain = deps.llm.catalog.chain(model)
     except UnservableModel:  # the call fails saying so, charged nothing: bound it by its bytes
-        endpoint = None
-    tokenizer = endpoint.tokenizer if endpoint else None
+        prompt, sent = prompt_bound(action.messages, tools, action.schema, None, state.prompt_mark)
+        return Reservation(prompt=prompt, price=None, sent=sent, model=model)
+    (_, endpoint), others = chain[0], chain[1:]
+    prompt, sent = _bound(endpoint, action, tools, state.prompt_mark)
+    prompt = max([prompt, *(_bound(e, action, tools, None)[0] for _, e in others)])
+    prices = [e.price for _, e in chain]
+    price = None if endpoint.price is None else dearest([p for p in prices if p is not None])
+    return Reservation(prompt, price, sent, model, fallbacks={name: e.price for name, e in others})
+
+
+def _bound(
+    endpoint: Endpoint, action: CallModel, tools: list[dict[str, Any]], last: PromptMark | None
+) -> tuple[int, PromptMark]:
+    """The prompt's bound as ``endpoint`` is sent it (``last``: the mark of the call
+    before, which that endpoint answered)."""
     messages, schema = action.messages, action.schema
-    if schema is not None and endpoint is not None and endpoint.structured != "json_schema":
+    if schema is not None and endpoint.structured != "json_schema":
         # Bounded as sent: the schema rides in a message or a tool, with words around it.
         messages, tools, _ = asking(endpoint.structured, schema, action.schema_name, messages, tools)
         schema = None
-    prompt, sent = prompt_bound(messages, tools, schema, tokenizer, state.prompt_mark)
-    return Reservation(prompt=prompt, price=endpoint.price if endpoint else None, sent=sent, model=model)
+    return prompt_bound(messages, tools, schema, endpoint.tokenizer, last)

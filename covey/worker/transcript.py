@@ -59,6 +59,7 @@ def model_call(
         latency_ms=record.latency_ms,
         at=record.at,
         cached=record.cached,
+        answered_by=record.answered_by,
     )
     _keep(state, entry_key(state.cycle), event)
 

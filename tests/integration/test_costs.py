@@ -7,9 +7,11 @@ import json
 import re
 import subprocess
 import sys
+import threading
 import uuid
 from collections import Counter
 from decimal import Decimal
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -40,8 +42,36 @@ def priced_redis():
         yield server
 
 
+class Busy(BaseHTTPRequestHandler):
+    """A server that is always busy: every request a 429, to come back at once."""
+
+    asked = 0
+
+    def do_POST(self) -> None:
+        Busy.asked += 1
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        body = b'{"error": {"message": "busy: try again", "type": "rate_limit"}}'
+        self.send_response(429)
+        self.send_header("content-type", "application/json")
+        self.send_header("retry-after", "0")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
 @pytest.fixture(scope="module")
-def models_env(priced_redis, tmp_path_factory):
+def busy_url():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Busy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}/v1"
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def models_env(priced_redis, busy_url, tmp_path_factory):
     server, base_url = start_sim_server(priced_redis.url)
     path = tmp_path_factory.mktemp("models") / "models.toml"
     path.write_text(
@@ -50,7 +80,10 @@ def models_env(priced_redis, tmp_path_factory):
             f"price = {{ input = {i}, output = {o} }}\n\n"
             for name, (i, o) in PRICES.items()
         )
-        + f'[models.unpriced]\nbase_url = "{base_url}"\napi_key_env = "SIMHTTP_KEY"\nmodel = "sim"\n'
+        + f'[models.unpriced]\nbase_url = "{base_url}"\napi_key_env = "SIMHTTP_KEY"\nmodel = "sim"\n\n'
+        # busy always answers 429; dear answers for it, at dear's price
+        + f'[models.busy]\nbase_url = "{busy_url}"\napi_key_env = "SIMHTTP_KEY"\nmodel = "sim"\n'
+        + 'price = { input = 1, output = 2 }\nfallbacks = ["dear"]\n'
     )
     yield {"COVEY_MODELS": str(path), "SIMHTTP_KEY": "unused", "COVEY_SIM_PRICE": json.dumps(SIM_PRICE)}
     stop_worker(server)
@@ -92,6 +125,24 @@ def test_a_job_is_charged_its_cost_and_shows_it_in_the_ledger_and_the_tree(covey
     assert ledger["agents"][0]["cost_used"] == expected / 1e6
     tree = covey("tree", result["job_id"]).stdout
     assert tree.splitlines()[0].split()[4] == "cost" and f"${expected / 1e6:.6f}" in tree
+
+
+def test_a_busy_models_fallback_answers_and_is_charged_at_its_own_price_within_the_cap(covey):
+    asked = Busy.asked
+    cap = 0.01
+    proc = covey("run", "What is 6 * 7?", "--model", "busy", "--strategy", "single", "--max-cost", str(cap), "--json")
+    assert proc.returncode == 0, proc.stdout
+    result = json.loads(proc.stdout)
+    assert (result["status"], result["output"]) == ("completed", "42")
+    assert Busy.asked - asked == 3  # the first ask and the SDK's two retries, all 429
+    usage = result["usage"]
+    dear = Price(input=PRICES["dear"][0], output=PRICES["dear"][1])
+    assert usage["cost_micros"] == dear.cost(usage["prompt_tokens"], usage["completion_tokens"]) > 0
+    assert usage["cost_micros"] <= cap * 1e6
+    shown = json.loads(covey("transcript", result["job_id"], "root", "--json").stdout)
+    [call] = [e for e in shown["events"] if e["kind"] == "model"]
+    assert (call["model"], call["answered_by"]) == ("busy", "dear")
+    assert "busy, answered by its fallback dear" in covey("transcript", result["job_id"], "root").stdout
 
 
 def test_a_cost_cap_shrinks_the_reply_and_is_never_overspent(covey):
