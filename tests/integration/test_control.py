@@ -29,8 +29,10 @@ def wait_until(predicate, seconds=30.0, step=0.05):
 def test_cancel_stops_a_running_tree(client, cli):
     handle = client.submit(
         client.spec(
-            "[sim:spawn width=2 depth=1] [sim:loop] [sim:latency 20] spin",
-            budget={"max_cycles": 10_000},
+            "[sim:spawn width=2 depth=1] [sim:loop] [sim:latency 50] spin",
+            # Room for a minute of looping: the default token cap ended it before a
+            # slow machine's `covey cancel` process was up.
+            budget={"max_cycles": 10_000, "max_tokens": 5_000_000},
             max_cycles=10_000,
         )
     )
