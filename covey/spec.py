@@ -9,10 +9,11 @@ module name when a spec is validated, so the wire stays below the strategies.
 from __future__ import annotations
 
 import importlib
+import re
 from types import ModuleType
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from covey.budgets import scopes
 from covey.budgets.budget import Budget, Count, Number, Seconds
@@ -124,20 +125,29 @@ class AgentSpec(BaseModel):
 
     @field_validator("strategy")
     @classmethod
-    def _known_strategy(cls, value: str) -> str:
+    def _known_strategy(cls, value: str, info: ValidationInfo) -> str:
         strategies = _strategies()
         try:
             strategies.strategy(value)
         except strategies.UnknownStrategy as e:
-            raise ValueError(str(e)) from None
+            if not _workers_decide(info):
+                raise ValueError(str(e)) from None
+            if not STRATEGY_NAME.fullmatch(value):
+                raise ValueError(f"strategy {value!r}: not a strategy's name") from None
         return value
 
     @model_validator(mode="after")
-    def _valid_options(self) -> AgentSpec:
+    def _valid_options(self, info: ValidationInfo) -> AgentSpec:
         """The strategy's own Options model checks them, so a bad option is refused
-        at the wire naming the field."""
+        at the wire naming the field; a strategy this install lacks is the workers'
+        to check (``Client.check``, against the options schema they publish)."""
+        strategies = _strategies()
         try:
-            _strategies().strategy(self.strategy).Options.model_validate(self.options)
+            options = strategies.strategy(self.strategy).Options
+        except strategies.UnknownStrategy:
+            return self  # let through by _known_strategy: the workers decide
+        try:
+            options.model_validate(self.options)
         except ValidationError as e:
             raise ValueError(describe(e, prefix="options")) from None
         return self
@@ -170,10 +180,12 @@ class JobSpec(AgentSpec):
         return value
 
     @classmethod
-    def parse(cls, data: Any) -> JobSpec:
-        """Validate wire data, raising ``InvalidSpec`` with one line per bad field."""
+    def parse(cls, data: Any, workers_decide: bool = False) -> JobSpec:
+        """Validate wire data, raising ``InvalidSpec`` with one line per bad field.
+        ``workers_decide``: a strategy this install lacks is let through, for the
+        submitter to check against what the workers publish (a worker never does)."""
         try:
-            return cls.model_validate(data)
+            return cls.model_validate(data, context={WORKERS_DECIDE: True} if workers_decide else None)
         except ValidationError as e:
             raise InvalidSpec("invalid job spec: " + describe(e)) from e
 
@@ -204,6 +216,14 @@ def require_text(value: str) -> str:
     if not value.strip():
         raise ValueError("only whitespace: give the task some text")
     return value
+
+
+WORKERS_DECIDE = "workers_decide"
+STRATEGY_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")  # an entry point's name, as a plugin registers it
+
+
+def _workers_decide(info: ValidationInfo) -> bool:
+    return bool(info.context and info.context.get(WORKERS_DECIDE))
 
 
 def _strategies() -> ModuleType:

@@ -83,3 +83,14 @@ def test_a_valid_single_schema_is_kept():
 
 def test_the_per_call_cap_defaults_to_what_current_models_take():
     assert JobSpec.parse({"task": "x"}).max_call_tokens == 4096
+
+
+def test_a_strategy_this_install_lacks_is_refused_unless_the_workers_decide():
+    with pytest.raises(InvalidSpec, match="unknown strategy 'beam'; known: "):
+        JobSpec.parse({"task": "t", "strategy": "beam", "options": {"width": 3}})
+    spec = JobSpec.parse({"task": "t", "strategy": "beam", "options": {"width": 3}}, workers_decide=True)
+    assert (spec.strategy, spec.options) == ("beam", {"width": 3})  # for Client.check, against what workers publish
+    with pytest.raises(InvalidSpec, match="strategy 'no beam!': not a strategy's name"):
+        JobSpec.parse({"task": "t", "strategy": "no beam!"}, workers_decide=True)
+    with pytest.raises(InvalidSpec, match="options"):  # one it has is checked here, as ever
+        JobSpec.parse({"task": "t", "strategy": "debate", "options": {"num_debaters": "many"}}, workers_decide=True)

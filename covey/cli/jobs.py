@@ -42,7 +42,12 @@ _CAP = click.IntRange(0, MAX_COUNT)
 
 def _job_options(fn):
     options = [
-        click.option("--strategy", type=click.Choice(registry.names()), default="react", show_default=True),
+        click.option(
+            "--strategy",
+            default="react",
+            show_default=True,
+            help=f"{', '.join(registry.names())}, or one the workers' install registers",
+        ),
         click.option("--model", default=None, help="model name (default: COVEY_MODEL, else sim)"),
         click.option("--role", default="root", show_default=True, help="the root agent's role name"),
         click.option("--max-tokens", type=_CAP, default=None, help="token cap of the whole tree"),

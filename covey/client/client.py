@@ -38,11 +38,12 @@ from covey.config.celery import create_app
 from covey.config.settings import Settings, get_settings
 from covey.context import ROOT_AGENT_ID
 from covey.events import JobEvent
+from covey.orchestration import registry as strategies
 from covey.results import AgentResult
 from covey.spec import InvalidSpec, JobSpec
 from covey.status import Cause, CauseKind, JobStatus
 from covey.store.approvals import Approval, Approvals, Decided
-from covey.store.catalog import NoWorkerServes, WorkerCatalog, check_workers_serve
+from covey.store.catalog import NoWorkerServes, WorkerCatalog, check_strategy, check_workers_serve
 from covey.store.events import EventStream
 from covey.store.jobs import JobIndex
 from covey.store.outbox import Message, Outbox
@@ -103,8 +104,9 @@ class Client:
 
     def spec(self, task: str, **fields: Any) -> JobSpec:
         """A validated JobSpec; what it leaves unset the worker fills from its
-        defaults (``COVEY_MODEL``, ``COVEY_MAX_*``)."""
-        return JobSpec.parse({"task": task, **fields})
+        defaults (``COVEY_MODEL``, ``COVEY_MAX_*``). A strategy this machine lacks
+        is left for ``check`` to find among what the workers serve."""
+        return JobSpec.parse({"task": task, **fields}, workers_decide=True)
 
     def submit(
         self, spec: JobSpec | dict[str, Any] | str, job_id: str | None = None, subscribe: bool = True
@@ -121,7 +123,7 @@ class Client:
         if isinstance(spec, str):
             spec = self.spec(spec)
         elif not isinstance(spec, JobSpec):
-            spec = JobSpec.parse(spec)
+            spec = JobSpec.parse(spec, workers_decide=True)
         self.check(spec)
         if job_id is not None:
             self._unused(job_id, spec)
@@ -142,17 +144,26 @@ class Client:
 
     def check(self, spec: JobSpec) -> None:
         """``InvalidSpec`` if the job names a scope never created, or a tool or a model
-        no worker on this client's queue serves (when any publishes its catalog)."""
+        no worker on this client's queue serves (when any publishes its catalog), or a
+        strategy neither this machine nor those workers have (its options checked
+        against the schema they publish)."""
         model = spec.model if "model" in spec.model_fields_set else None  # else the worker's COVEY_MODEL
+        installed = spec.strategy in strategies.names()
         with self._reaching(REDIS):
             unknown = unknown_scope(self.ledger, spec.scopes())
-            serving = self.catalog.entries(self.settings.queue) if spec.tools or model or spec.guardrails else []
+            needed = spec.tools or model or spec.guardrails or not installed
+            serving = self.catalog.entries(self.settings.queue) if needed else []
         if unknown:
             raise InvalidSpec(f"invalid job spec: {unknown}")
+        queue = self.settings.queue
         try:
-            check_workers_serve(serving, spec.tools or [], self.settings.queue, model, spec.guardrails)
+            check_workers_serve(serving, spec.tools or [], queue, model, spec.guardrails)
+            if not installed and not check_strategy(serving, spec.strategy, spec.options, queue):
+                strategies.strategy(spec.strategy)  # no worker publishes strategies: this machine's say
         except NoWorkerServes as e:
             raise InvalidSpec(f"invalid job spec: {e}") from None
+        except strategies.UnknownStrategy as e:  # as the spec's own check says it
+            raise InvalidSpec(f"invalid job spec: strategy: {e}") from None
 
     def send(self, jobs: Sequence[tuple[str, JobSpec]], subscribe: bool = True) -> None:
         """``submit`` without ``check``, for jobs as (job id, spec) whose scopes and

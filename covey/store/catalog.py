@@ -1,9 +1,10 @@
 """The workers' catalog: what each live worker serves, published in Redis with a heartbeat.
 
 Which tools and models exist is not the client's to know: a worker's are its own
-configuration (``COVEY_TOOLS``, ``COVEY_MCP``, ``COVEY_MODELS``). Each worker
-publishes an entry (its queues, its tools by name with a digest of their schema,
-its models) that lapses ``ttl`` seconds after its last heartbeat, so the catalog
+configuration (``COVEY_TOOLS``, ``COVEY_MCP``, ``COVEY_MODELS``, the strategies
+its install registers). Each worker publishes an entry (its queues, its tools by
+name with a digest of their schema, its models, its strategies with the JSON
+schema of their options) that lapses ``ttl`` seconds after its last heartbeat, so the catalog
 is what live workers serve now. A client and a sweep check a spec against it
 when a worker on their queue publishes one, and a worker checks the spec it
 runs against the workers on the queue the job came from.
@@ -17,6 +18,7 @@ from importlib.resources import files
 from typing import Any
 
 import redis
+from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ConfigDict, Field
 
 from covey import keys, wire
@@ -37,6 +39,16 @@ class ServedTool(BaseModel):
     digest: str
 
 
+class ServedStrategy(BaseModel):
+    """A strategy as the catalog lists it: its options' JSON schema checks a spec's
+    options where the strategy itself is not installed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    options: dict[str, Any]
+
+
 class WorkerEntry(BaseModel):
     """What one worker serves. ``models`` are the rows ``covey models`` prints
     (``covey.models.catalog.ServedModel`` as JSON), their secrets already redacted."""
@@ -49,6 +61,7 @@ class WorkerEntry(BaseModel):
     # that long. None in an entry of a covey before it was published.
     redelivery_seconds: float | None = None
     guardrails: list[str] = Field(default_factory=list)  # their names
+    strategies: list[ServedStrategy] = Field(default_factory=list)  # empty in an entry of an older covey
 
     def model_names(self) -> set[str]:
         return {row["name"] for row in self.models}
@@ -171,6 +184,27 @@ def check_workers_serve(
             f"model {model!r} is served by no worker on queue {queue!r}; served: {', '.join(known)}"
             + closest(model, known)
         )
+
+
+def check_strategy(entries: list[WorkerEntry], name: str, options: dict[str, Any], queue: str) -> bool:
+    """Whether the workers' entries list strategies at all (False: nothing is known);
+    ``NoWorkerServes`` when none on the queue serves ``name``, naming those served
+    and the closest, or when ``options`` fail its published schema, naming the field."""
+    published = [s for entry in entries for s in entry.strategies]
+    if not published:
+        return False
+    found = next((s for s in published if s.name == name), None)
+    if found is None:
+        served = sorted({s.name for s in published})
+        raise NoWorkerServes(
+            f"strategy {name!r} is served by no worker on queue {queue!r}; served: {', '.join(served)}"
+            + closest(name, served)
+        )
+    problem = next(iter(sorted(Draft202012Validator(found.options).iter_errors(options), key=str)), None)
+    if problem is not None:
+        where = ".".join(str(p) for p in problem.absolute_path)
+        raise NoWorkerServes(f"options{'.' + where if where else ''}: {problem.message} (strategy {name!r})")
+    return True
 
 
 def closest(name: str, known: Iterable[str]) -> str:

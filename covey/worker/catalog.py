@@ -14,6 +14,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 import redis
@@ -23,7 +24,8 @@ from covey.config import connections
 from covey.config.settings import Settings, get_settings
 from covey.models.catalog import Catalog, ServedModel
 from covey.models.dialect import DIALECTS
-from covey.store.catalog import ServedTool, WorkerCatalog, WorkerEntry, check_workers_serve
+from covey.orchestration import registry as strategies
+from covey.store.catalog import ServedStrategy, ServedTool, WorkerCatalog, WorkerEntry, check_workers_serve
 from covey.tools import guardrails, registry
 from covey.tools.tool import Tool
 from covey.worker.redaction import redact
@@ -73,7 +75,22 @@ def entry(
         models=[row.model_dump(mode="json") for row in redacted(models)],
         redelivery_seconds=redelivery_seconds,
         guardrails=[g.name for g in guardrails.served()],
+        strategies=served_strategies(),
     )
+
+
+@cache  # what an install registers is fixed for the process's life
+def served_strategies() -> list[ServedStrategy]:
+    """Every strategy this worker's install registers that loads, with its options' schema."""
+    found = []
+    for name in strategies.names():
+        try:
+            options = strategies.strategy(name).Options.model_json_schema()
+        except strategies.UnknownStrategy as e:  # a plugin without its five names: the worker refuses it too
+            log.warning("catalog: %s", e)
+            continue
+        found.append(ServedStrategy(name=name, options=options))
+    return found
 
 
 def served_tools() -> list[Tool]:

@@ -10,9 +10,11 @@ import pytest
 from covey import keys
 from covey.store.catalog import (
     NoWorkerServes,
+    ServedStrategy,
     ServedTool,
     WorkerCatalog,
     WorkerEntry,
+    check_strategy,
     check_workers_serve,
     listed_models,
     listed_tools,
@@ -137,3 +139,37 @@ def test_models_merge_equal_rows_and_a_default_endpoint_serves_any_name():
     ]
     assert serves_model(entries, "fast") and not serves_model(entries, "gpt-9")
     assert serves_model([entry("c@h", [], models=[SIM, {**fast, "name": "*"}])], "gpt-9")
+
+
+BEAM = ServedStrategy(
+    name="beam",
+    options={
+        "type": "object",
+        "properties": {"width": {"type": "integer", "minimum": 1}},
+        "required": ["width"],
+        "additionalProperties": False,
+    },
+)
+
+
+def test_a_strategy_is_checked_against_the_schema_its_workers_publish():
+    workers = [entry("a@h", [tool("calculator")]), entry("b@h", []).model_copy(update={"strategies": [BEAM]})]
+    assert check_strategy(workers, "beam", {"width": 3}, "covey")
+    refusals = {
+        ("beem", ()): "strategy 'beem' is served by no worker on queue 'covey'; served: beam; did you mean 'beam'?",
+        ("beam", ()): "options: 'width' is a required property (strategy 'beam')",
+        ("beam", (("width", 0),)): "options.width: 0 is less than the minimum of 1 (strategy 'beam')",
+        (
+            "beam",
+            (("width", 2), ("depth", 1)),
+        ): "options: Additional properties are not allowed ('depth' was unexpected)",
+    }
+    for (name, options), said in refusals.items():
+        with pytest.raises(NoWorkerServes) as refused:
+            check_strategy(workers, name, dict(options), "covey")
+        assert said in str(refused.value)
+
+
+def test_workers_that_publish_no_strategies_leave_the_check_to_the_submitter():
+    assert not check_strategy([entry("old@h", [tool("calculator")])], "beam", {}, "covey")
+    assert not check_strategy([], "beam", {}, "covey")
