@@ -147,7 +147,8 @@ class Config(BaseModel):
             fields["model_params"] = self.model_params
         if self.cache:
             fields["cache"] = True
-        return JobSpec.parse(fields)
+        # A strategy this machine lacks is checked against the workers' catalog (covey.sweeps.served).
+        return JobSpec.parse(fields, workers_decide=True)
 
 
 class Grid(BaseModel):

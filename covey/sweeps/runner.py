@@ -38,7 +38,7 @@ from covey.sweeps.progress import SweepProgress
 from covey.sweeps.records import REFUSED, SKIPPED_BUDGET, Record, RecordUsage, ResultsLog
 from covey.sweeps.scorers import Scoring, mark, score_failed
 from covey.sweeps.selection import Selection
-from covey.sweeps.served import check_models
+from covey.sweeps.served import check_models, check_strategies
 from covey.sweeps.window import Window
 
 POLL_SECONDS = 0.05  # between two looks at the in-flight results
@@ -186,6 +186,7 @@ def run_sweep(
     client = Client(settings.model_copy(update={"queue": queue or settings.sweep_queue}))
     published = client.catalog.entries(client.settings.queue)
     check_models(grid, settings, grid_name, client.settings.queue, published, priced=max_cost_total is not None)
+    check_strategies(grid, grid_name, client.settings.queue, published)
     scoring = Scoring.build(grid.scorers)
     out = Path(out)
     manifest = Manifest.open(

@@ -1,20 +1,37 @@
-"""Whether a grid's models are served, checked before anything is enqueued.
+"""Whether a grid's models and strategies are served, checked before anything is enqueued.
 
 A worker is the authority on what it serves, but a sweep whose model is a typo
 would see every one of its jobs refused; the names no worker serves are refused
 up front instead. The workers on the sweep's queue say what they serve when they
 publish their catalog (``covey.store.catalog``); when none does, this machine's
 settings stand in (what ``covey models`` lists here), and a key left unset here
-is no reason to refuse: it may be set on the workers only.
+is no reason to refuse: it may be set on the workers only. A strategy this
+machine's install lacks is looked for among what the workers publish, its
+options checked against their schema; with none publishing, it is refused.
 """
 
 from __future__ import annotations
 
 from covey.config.settings import Settings
 from covey.models.catalog import Catalog, UnknownModel, UnservableModel
-from covey.store.catalog import WorkerEntry, closest, serves_model
+from covey.orchestration import registry as strategies
+from covey.store.catalog import NoWorkerServes, WorkerEntry, check_strategy, closest, serves_model
 from covey.sweeps.errors import SweepInputError
 from covey.sweeps.grid import Grid
+
+
+def check_strategies(grid: Grid, where: str, queue: str, published: list[WorkerEntry]) -> None:
+    """``SweepInputError`` naming ``where`` and the first configuration whose strategy
+    neither this machine nor the workers on ``queue`` serve, or whose options their
+    published schema refuses (a strategy installed here was checked with the grid)."""
+    for config in grid.configs:
+        if config.strategy in strategies.names():
+            continue
+        try:
+            if not check_strategy(published, config.strategy, config.options, queue):
+                strategies.strategy(config.strategy)  # no worker publishes strategies: this machine's say
+        except (NoWorkerServes, strategies.UnknownStrategy) as e:
+            raise SweepInputError(f"{where}: configuration {config.name}: {e}") from None
 
 
 def check_models(

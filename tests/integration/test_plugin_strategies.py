@@ -52,6 +52,30 @@ def test_a_strategy_or_options_no_worker_takes_are_refused_at_submit(served, arg
     assert said in refused.stderr, refused.stderr
 
 
+def test_a_sweep_runs_a_strategy_only_the_workers_have(served, tmp_path):
+    redis_server, _ = served
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text(json.dumps({"id": "s1", "input": "probe", "target": 5}) + "\n")
+    grid = tmp_path / "g.toml"
+    grid.write_text(
+        'scorer = "numeric"\n[[strategies]]\nname = "probe"\n'
+        'options = { child = { task = "What is 2 + 3?", strategy = "react" } }\n'
+    )
+    out = tmp_path / "out"
+    swept = covey(redis_server, "sweep", str(dataset), "--grid", str(grid), "--out", str(out), "--queue", QUEUE)
+    assert swept.returncode == 0, swept.stderr
+    [record] = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert (record["config"], record["status"], record["score"]) == ("default/probe", "completed", 1.0)
+    grid.write_text('scorer = "numeric"\nstrategies = ["prob"]\n')
+    refused = covey(
+        redis_server, "sweep", str(dataset), "--grid", str(grid), "--out", str(tmp_path / "o2"), "--queue", QUEUE
+    )
+    assert (
+        refused.returncode == 2
+        and "configuration default/prob: strategy 'prob' is served by no worker" in refused.stderr
+    )
+
+
 def test_with_no_worker_publishing_this_machines_strategies_decide(redis_server):
     # The session's Redis: no worker listens on this queue, none publishes there.
     refused = covey(redis_server, "run", "--strategy", "probe", "x", COVEY_QUEUE="nobody-listens")

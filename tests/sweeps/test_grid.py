@@ -2,10 +2,12 @@ from datetime import UTC, datetime
 
 import pytest
 
+from covey.store.catalog import ServedStrategy, WorkerEntry
 from covey.sweeps.dataset import Sample
 from covey.sweeps.errors import SweepInputError
 from covey.sweeps.grid import load_grid
 from covey.sweeps.scorers import Scoring
+from covey.sweeps.served import check_strategies
 
 
 def grid(tmp_path, text, name="g.toml"):
@@ -82,10 +84,21 @@ def test_yaml_grids_read_as_toml_ones():
     assert load_grid("examples/arithmetic.yaml") == load_grid("examples/arithmetic.toml")
 
 
+def test_a_strategy_neither_here_nor_on_the_workers_is_refused_naming_its_configuration(tmp_path):
+    nope = grid(tmp_path, 'strategies = ["nope"]')  # loaded: the workers may serve it
+    with pytest.raises(SweepInputError, match="g.toml: configuration default/nope: unknown strategy 'nope'; known: "):
+        check_strategies(nope, "g.toml", "covey-sweeps", published=[])
+    beam = ServedStrategy(name="nope", options={"type": "object", "additionalProperties": False})
+    served = [WorkerEntry(worker="w@h", queues=["covey-sweeps"], tools=[], models=[], strategies=[beam])]
+    check_strategies(nope, "g.toml", "covey-sweeps", published=served)
+    odd = grid(tmp_path, 'strategies = [{name = "nope", options = {depth = 3}}]')
+    with pytest.raises(SweepInputError, match="configuration default/nope: options: Additional properties"):
+        check_strategies(odd, "g.toml", "covey-sweeps", published=served)
+
+
 @pytest.mark.parametrize(
     "text, message",
     [
-        ('strategies = ["nope"]', "configuration default/nope: strategy: unknown strategy"),
         ('strategies = [{name = "single", options = {depth = 3}}]', "options.depth: Extra inputs"),
         ("repeats = 0", "g.toml: repeats: Input should be greater than or equal to 1"),
         ("budgets = [{max_tokens = -1}]", "budgets.0.max_tokens:"),
