@@ -39,7 +39,7 @@ from covey.orchestration.answer_schema import SchemaOptions
 from covey.orchestration.prompts import opening
 from covey.orchestration.states import Run, StrategyState
 from covey.status import AgentStatus, Cause, CauseKind
-from covey.tools.builtin import FINISH_TOOL, SPAWN_TOOLS
+from covey.tools.builtin import FINISH_TOOL, MAX_CHILD_SECONDS, SPAWN_TOOLS
 from covey.tools.registry import check_names, offered
 
 if TYPE_CHECKING:  # the spec validates strategy names against this package
@@ -178,12 +178,18 @@ def _child(item: Any) -> ChildRequest:
     strategy = item.get("strategy")
     if strategy is not None and not isinstance(strategy, str):
         raise ValueError("'strategy' must be a strategy's name")
+    timeout = item.get("timeout")
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= MAX_CHILD_SECONDS
+    ):
+        raise ValueError(f"'timeout' must be seconds, more than 0 and at most {MAX_CHILD_SECONDS}")
     return ChildRequest(
         task=item["task"],
         role=str(item.get("role") or "agent")[:64],
         instructions=str(item.get("instructions") or ""),
         tools=tools,
         strategy=strategy or None,
+        timeout=None if timeout is None else float(timeout),
     )
 
 

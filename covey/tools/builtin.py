@@ -16,6 +16,7 @@ ORIGIN = "builtin"
 SPAWN_TOOLS = frozenset({"spawn_agents", "delegate"})
 FINISH_TOOL = "finish"
 CONTROL_TOOLS = SPAWN_TOOLS | {FINISH_TOOL}
+MAX_CHILD_SECONDS = 7 * 24 * 3600  # a sub-agent's timeout, as a spec's: at most a week
 
 _CHILD: dict[str, Any] = {
     "type": "object",
@@ -25,6 +26,13 @@ _CHILD: dict[str, Any] = {
         "instructions": {"type": "string"},
         "tools": {"type": "array", "items": {"type": "string"}},
         "strategy": {"type": "string", "description": "how the sub-agent works (default: as this agent)"},
+        "timeout": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "maximum": MAX_CHILD_SECONDS,
+            "description": "seconds the sub-agent may run, after which it stops as timed_out "
+            "(this agent's own deadline holds too)",
+        },
     },
     "required": ["task"],
 }

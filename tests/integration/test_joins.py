@@ -5,6 +5,7 @@ slot of its own."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from covey import keys
 from covey.client import Client
 from covey.config.settings import Settings
-from tests.integration.conftest import plugin_worker
+from tests.integration.conftest import own_worker, plugin_worker
 from tests.integration.test_lost_messages import assert_whole, died, finished_by_another, killed_at
 from tests.redis_server import RedisServer
 
@@ -109,3 +110,16 @@ def test_a_resume_lost_with_the_child_that_woke_its_parent_is_sent_again():
         assert_whole(client, handle, result, 4)
         for key in (keys.awaited, keys.done, keys.batch):
             assert not client.redis.exists(key(handle.id, "root"))
+
+
+def test_a_child_given_a_timeout_by_its_model_stops_at_it_and_its_parent_reads_why():
+    # Every sim call takes 2 s: the child's 0.5 s ends its first; the parent answers what delegate said.
+    with own_worker(2, COVEY_SIM_LATENCY_MS="2000") as (_, client):
+        task = '[sim:call delegate {"task": "What is 2 + 3?", "timeout": 0.5}] ask'
+        handle = client.submit(client.spec(task))
+        result = handle.result(timeout=120)
+        assert result.ok, result.error
+        [child] = [n for n in handle.tree() if n.parent_id == "root"]
+        assert child.status == "timed_out" and child.cause.kind == "deadline"
+        said = json.loads(result.output)
+        assert (said["agent_id"], said["status"]) == (child.agent_id, "timed_out")

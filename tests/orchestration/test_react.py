@@ -74,6 +74,19 @@ def test_delegate_answers_with_one_summary():
     assert json.loads(action.messages[-1]["content"])["output"] == "ok"
 
 
+def test_each_spawned_child_may_be_given_its_own_timeout():
+    state = react.start(SPEC, CTX).state
+    args = json.dumps({"agents": [{"task": "a", "timeout": 30}, {"task": "b"}, {"task": "c", "timeout": 2.5}]})
+    action = resumed(react, SPEC, CTX, state, reply(("spawn_agents", args)))
+    assert isinstance(action, Spawn)
+    assert [c.timeout for c in action.children] == [30.0, None, 2.5]
+    for bad in (0, -1, "soon", True, 10**9):
+        args = json.dumps({"agents": [{"task": "a", "timeout": bad}]})
+        answered = resumed(react, SPEC, CTX, react.start(SPEC, CTX).state, reply(("spawn_agents", args)))
+        assert isinstance(answered, CallModel), bad
+        assert answered.messages[-1]["content"] == "error: 'timeout' must be seconds, more than 0 and at most 604800"
+
+
 def test_spawn_with_bad_children_is_answered_with_the_error():
     state = react.start(SPEC, CTX).state
     action = resumed(react, SPEC, CTX, state, reply(("spawn_agents", '{"agents": [{"role": "x"}]}')))
