@@ -152,11 +152,17 @@ class AgentSpec(BaseModel):
             raise ValueError(describe(e, prefix="options")) from None
         return self
 
-    @field_validator("tools", "deny", "guardrails")
+    @field_validator("tools", "deny")
     @classmethod
     def _tool_names(cls, value: list[str] | None) -> list[str] | None:
-        """Well-formed names only: which tools exist is what the workers serve."""
-        check_names(value or [])
+        """Well-formed names or patterns (``inv__*``) only: which tools exist is what the workers serve."""
+        check_names(value or [], patterns=True)
+        return value
+
+    @field_validator("guardrails")
+    @classmethod
+    def _guardrail_names(cls, value: list[str]) -> list[str]:
+        check_names(value)
         return value
 
 

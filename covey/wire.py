@@ -13,6 +13,7 @@ import difflib
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
+from fnmatch import fnmatchcase
 from typing import Any
 
 RUN_JOB = "covey.run_job"  # a job's root agent; the job id is the task id
@@ -43,6 +44,13 @@ def cut(text: str, chars: int) -> str:
     """``text``, or its start and an ellipsis in ``chars`` characters: how covey
     shows a text too long for its place (a tree node, a table cell)."""
     return text if len(text) <= chars else text[: chars - 1] + ELLIPSIS
+
+
+def matches(name: str, patterns: Iterable[str]) -> bool:
+    """Whether ``name`` is one of ``patterns``: each a name, or a shell-style pattern
+    (``inv__*``, ``read_?ile``, ``[ab]*``) matched case-sensitively, as a spec's tools
+    and deny rules are read."""
+    return any(fnmatchcase(name, pattern) for pattern in patterns)
 
 
 def nearest(name: str, known: Iterable[str]) -> str | None:

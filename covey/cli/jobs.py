@@ -98,8 +98,12 @@ def _job_options(fn):
             default=None,
             help="continue this session's conversation, and keep this job's turn in it (covey session show NAME)",
         ),
-        click.option("--tools", default=None, help="comma-separated tools the agents may use (default: all)"),
-        click.option("--deny", default=None, help="comma-separated tools no agent of the job may use"),
+        click.option(
+            "--tools",
+            default=None,
+            help="comma-separated tools the agents may use, names or patterns (inv__*); default: all",
+        ),
+        click.option("--deny", default=None, help="comma-separated tools no agent may use, names or patterns"),
         click.option(
             "--guardrails",
             default=None,

@@ -170,7 +170,7 @@ def check_workers_serve(
             f"{', '.join(guarded) or 'none'}" + closest(unguarded[0], guarded)
         )
     served = sorted({tool.name for entry in entries for tool in entry.tools})
-    missing = [name for name in dict.fromkeys(tools) if name not in served]
+    missing = [name for name in dict.fromkeys(tools) if not any(wire.matches(s, [name]) for s in served)]
     if missing:
         named = ", ".join(repr(name) for name in missing)
         raise NoWorkerServes(

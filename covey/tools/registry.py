@@ -28,11 +28,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, overload
 
+from covey import wire
 from covey.errors import CoveyError
 from covey.tools import builtin, guardrails
 from covey.tools.builtin import SPAWN_TOOLS
 from covey.tools.function import FunctionTool
-from covey.tools.tool import NAME, Tool
+from covey.tools.tool import NAME, PATTERN, Tool
 
 ENTRY_POINT_GROUP = "covey.tools"
 
@@ -96,18 +97,21 @@ def schema(name: str) -> dict[str, Any]:
     return get(name).schema()
 
 
-def check_names(tools: Iterable[str]) -> None:
-    """``ValueError`` naming every name among ``tools`` that no tool could have.
-    Which tools exist is the workers' to say, not the spec's."""
-    bad = [name for name in tools if not isinstance(name, str) or not NAME.match(name)]
+def check_names(tools: Iterable[str], patterns: bool = False) -> None:
+    """``ValueError`` naming every name among ``tools`` that no tool could have (with
+    ``patterns``, that no tool's name could match: ``inv__*``). Which tools exist is
+    the workers' to say, not the spec's."""
+    form = PATTERN if patterns else NAME
+    bad = [name for name in tools if not isinstance(name, str) or not form.match(name)]
     if bad:
-        raise ValueError(f"malformed tool names {bad}: a tool name must match {NAME.pattern}")
+        what = "tool names or patterns" if patterns else "tool names"
+        raise ValueError(f"malformed {what} {bad}: each must match {form.pattern}")
 
 
 def check_served(tools: Iterable[str]) -> None:
-    """``NotServed`` naming every tool among ``tools`` this process does not serve,
-    listing those it does."""
-    missing = [name for name in dict.fromkeys(tools) if name not in _served]
+    """``NotServed`` naming every tool (or pattern) among ``tools`` this process does
+    not serve (that matches none it serves), listing those it does."""
+    missing = [name for name in dict.fromkeys(tools) if not any(wire.matches(t, [name]) for t in _served)]
     if missing:
         raise NotServed(missing, names())
 
@@ -223,18 +227,19 @@ def narrow(tools: list[str], allow: list[str] | None) -> list[str]: ...
 @overload
 def narrow(tools: list[str] | None, allow: list[str] | None) -> list[str] | None: ...
 def narrow(tools: list[str] | None, allow: list[str] | None) -> list[str] | None:
-    """The ``tools`` that ``allow`` lets through, in their order. None, on either
-    side, means every tool: only where both are None is the answer None."""
+    """The ``tools`` that ``allow`` (names or patterns) lets through, in their order.
+    None, on either side, means every tool: only where both are None is the answer None."""
     if allow is None:
         return tools
     if tools is None:
         return list(allow)
-    return [name for name in tools if name in allow]
+    return [name for name in tools if wire.matches(name, allow)]
 
 
 def offered(allow: list[str] | None, deny: list[str]) -> list[str]:
-    """Tool names an agent sees: its allow list (every served tool when unset) minus every deny rule."""
-    return [name for name in narrow(names(), allow) if name not in deny]
+    """Tool names an agent sees: its allow list (every served tool when unset) minus
+    every deny rule (names or patterns, either side)."""
+    return [name for name in narrow(names(), allow) if not wire.matches(name, deny)]
 
 
 def schemas(tools: list[str], agents_left: int | None) -> list[dict[str, Any]]:

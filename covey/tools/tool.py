@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")  # what OpenAI accepts as a function name
+PATTERN = re.compile(r"^[a-zA-Z0-9_*?\[\]!-]{1,64}$")  # a name, or a shell-style pattern of names
 DEFAULT_TIMEOUT = 30.0  # seconds per call
 DEFAULT_MAX_OUTPUT = 64 * 1024  # bytes of result the model sees; the rest is cut with a note
 

@@ -197,6 +197,17 @@ def test_a_tool_no_worker_serves_is_refused_at_submit_naming_it(client, server):
     assert proc.returncode == 2 and "tool 'lookup_tides' is served by no worker" in proc.stderr
 
 
+def test_tools_named_by_a_pattern_are_offered_and_one_that_matches_nothing_served_is_refused(client, server):
+    handle = client.submit(client.spec(WEATHER, tools=["lookup_*", "finish"], deny=["*_tides"]))
+    assert handle.result(timeout=90).ok
+    offered = {tuple(e.tools) for e in handle.transcript().events if e.kind == "model"}
+    assert offered == {("finish", "lookup_weather")}
+    with pytest.raises(InvalidSpec, match=r"tool 'inv__\*' is served by no worker on queue 'covey'"):
+        client.submit(client.spec("x", tools=["inv__*"]))
+    proc = covey(server, "run", "x", "--tools", "calc*,inv__*")
+    assert proc.returncode == 2 and "tool 'inv__*' is served by no worker" in proc.stderr
+
+
 @pytest.mark.parametrize("narrowed", [{"deny": ["lookup_weather"]}, {"tools": ["spawn_agents", "finish"]}])
 def test_a_child_gets_no_function_tool_its_parent_was_not_offered(client, narrowed):
     """Deny rules are inherited and a child's tools are cut to its parent's, for a user's tool as for a built-in:

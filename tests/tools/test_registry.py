@@ -27,6 +27,14 @@ def test_deny_rules_win_over_the_allow_list():
     assert offered([], []) == []
 
 
+def test_allow_lists_and_deny_rules_take_patterns_of_names():
+    assert offered(["*_file*"], []) == ["read_file", "write_file", "list_files", "edit_file"]
+    assert offered(["*_file*", "calculator"], ["write_*", "edit_?ile"]) == ["calculator", "read_file", "list_files"]
+    assert offered(None, ["*"]) == []
+    assert offered(["[cd]*"], []) == ["delegate", "calculator"]
+    assert offered(["Calculator"], []) == []  # names are matched as they are spelt
+
+
 # --- what a process serves ---------------------------------------------------------
 
 
@@ -80,12 +88,21 @@ def test_check_served_names_each_tool_not_served_and_lists_those_that_are(served
         registry.check_served(["lookup_tides", "calculator", "ask_oracle"])
     assert refused.value.names == ["lookup_tides", "ask_oracle"]
     assert str(refused.value).startswith("tools 'lookup_tides', 'ask_oracle' not served here; served: spawn_agents,")
+    registry.check_served(["*_file", "calc*"])  # a pattern is served when it matches a tool served
+    with pytest.raises(registry.NotServed) as refused:
+        registry.check_served(["inv__*", "calc*"])
+    assert refused.value.names == ["inv__*"]
 
 
 def test_check_names_takes_any_well_formed_name():
     registry.check_names(["lookup_tides", "files__read", "a-b"])
     with pytest.raises(ValueError, match=r"malformed tool names \['a b'\]"):
         registry.check_names(["ok", "a b"])
+    with pytest.raises(ValueError, match=r"malformed tool names \['inv__\*'\]"):
+        registry.check_names(["inv__*"])  # a name, where only a name will do (a guardrail's)
+    registry.check_names(["inv__*", "read_?ile", "[ab]*", "[!x]*"], patterns=True)
+    with pytest.raises(ValueError, match=r"malformed tool names or patterns \['inv\.\*'\]"):
+        registry.check_names(["inv.*"], patterns=True)
 
 
 @pytest.mark.parametrize(
