@@ -132,8 +132,10 @@ def call_model(
     if record.usage is None:  # never: a reply is settled with its usage
         raise ValueError(f"call {rid} was settled without its usage")
     state.usage += record.usage
-    # The next call's bound starts from this one's count only where the same model counted it.
-    state.prompt_mark = held.reported(record.usage) if record.answered_by is None else None
+    # The next call's bound starts from this one's count only where the model asked counted
+    # it: not a fallback's count, nor a cached reply's (none: the model was not called).
+    counted = record.answered_by is None and not record.cached
+    state.prompt_mark = held.reported(record.usage) if counted else None
     _show_spend(deps, state)
     over = _over_reserved(record.usage, estimate, max_tokens)
     if over is not None:

@@ -38,6 +38,21 @@ def test_a_job_asked_again_with_the_cache_is_answered_from_it_and_charged_nothin
     assert without.ok and without.usage.total_tokens == made.usage.total_tokens
 
 
+def test_a_call_after_one_served_from_the_cache_reserves_its_whole_prompt(client):
+    """A served call counted no prompt tokens: the next call's bound must not start from that 0."""
+    task = f"What is {unique()} * 3?"  # two calls of one step: the calculator's, then the answer
+
+    def reserved(handle) -> list[int]:
+        return [e.reserved for e in handle.events() if e.type is EventType.MODEL_STARTED]
+
+    first = client.submit(client.spec(task, cache=True))
+    assert first.result(timeout=60).ok
+    again = client.submit(client.spec(task, cache=True))
+    assert again.result(timeout=60).usage.total_tokens == 0
+    assert len(reserved(first)) == len(reserved(again)) == 2
+    assert reserved(again)[1] >= reserved(first)[1]
+
+
 def test_a_sweep_run_again_with_the_cache_is_served_whole_at_no_tokens(redis_server, client, tmp_path):
     start = unique()
     dataset = tmp_path / "d.jsonl"
