@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import redis
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -65,7 +66,12 @@ def create_app(client: Client, users: dict[str, str] | None = None, sweeps: Path
         routes=routes,
         middleware=middleware,
         lifespan=lifespan,
-        exception_handlers={HTTPException: _refused, CoveyError: _unavailable, Exception: _broken},
+        exception_handlers={
+            HTTPException: _refused,
+            CoveyError: _unavailable,
+            redis.RedisError: _unreached,
+            Exception: _broken,
+        },
     )
 
 
@@ -76,6 +82,11 @@ async def _refused(request: Request, exc: Exception) -> Response:
 
 async def _unavailable(request: Request, exc: Exception) -> Response:
     return _error(request, 503, str(exc))  # Redis away past the client's allowance: it says where
+
+
+async def _unreached(request: Request, exc: Exception) -> Response:
+    # A read the client's outage handling does not wrap: its class says why, never its URL.
+    return _error(request, 503, f"covey ui could not read Redis ({type(exc).__name__}); try again")
 
 
 async def _broken(request: Request, exc: Exception) -> Response:
