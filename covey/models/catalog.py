@@ -12,7 +12,7 @@ parameters::
     params = { temperature = 0.2 }     # temperature, top_p, seed
     tokenizer = "fast/tokenizer.json"  # or "tiktoken:o200k_base", or "server" (llama.cpp's, vLLM's /tokenize)
     price = { input = 0.15, cached_input = 0.075, output = 0.60 }  # USD per million tokens
-    structured = "json_schema"         # or "json_object", "tools": how a JSON answer is asked for
+    structured = "json_schema"         # or "json_object", "json_object_schema", "tools": how JSON is asked for
     reply_cap = ["max_tokens", "max_completion_tokens"]  # the names the reply cap is sent under
     stream = true                      # read replies as streams, cut at the tokens reserved
     tool_results = "tool"              # or "user": for a server whose template drops tool messages

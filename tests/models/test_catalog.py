@@ -230,6 +230,15 @@ def test_a_json_object_endpoint_is_shown_the_schema_and_asked_for_an_object(tmp_
     assert json.loads(reply.content) == {"answer": "42"}  # the sim's json_object answer, handed back as is
 
 
+def test_a_json_object_schema_endpoint_gets_the_schema_in_the_response_format_and_no_note(tmp_path):
+    endpoint = Captured()
+    messages = [{"role": "user", "content": "What is 6 * 7?"}]
+    structured_llm(tmp_path, "json_object_schema", endpoint).call("fast", messages, [], 100, schema=ANSWER)
+    body = endpoint.bodies()[0]
+    assert body["response_format"] == {"type": "json_object", "schema": ANSWER}
+    assert body["messages"] == messages  # the server's grammar holds the reply: the model is not shown the schema
+
+
 def test_a_tools_endpoint_answers_through_a_function_named_after_the_schema(tmp_path):
     bodies = []
 
