@@ -12,35 +12,18 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from covey.errors import CoveyError
 
 ROLE_CHARS = 64  # an agent's role name is at most this long (AgentSpec.role)
+DESCRIPTION_CHARS = 200  # a step's description: the instructions of the agent that runs it
+INPUT_CHARS = 1000  # a step's input: an agent's task or a tool's input (a result comes as {{id.result}})
 ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 # ``{{step_1.result}}``: the result of an earlier step, spliced into a step's input.
 _REFERENCE = re.compile(r"\{\{\s*([A-Za-z0-9_-]+)\.result\s*\}\}")
-
-STEP_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "id": {"type": "string", "pattern": ID_PATTERN},
-        "description": {"type": "string"},
-        "role": {"type": ["string", "null"], "description": "the agent role that runs this step, or null"},
-        "tool": {"type": ["string", "null"], "description": "the tool that runs this step directly, or null"},
-        "input": {"type": "string", "description": "the agent's task or the tool's input"},
-        "depends_on": {"type": "array", "items": {"type": "string"}},
-    },
-    "required": ["id", "description", "role", "tool", "input", "depends_on"],
-    "additionalProperties": False,
-}
-PLAN_SCHEMA = {
-    "type": "object",
-    "properties": {"steps": {"type": "array", "items": STEP_SCHEMA}},
-    "required": ["steps"],
-    "additionalProperties": False,
-}
 
 
 class PlanError(CoveyError, ValueError):
@@ -105,6 +88,49 @@ class Limits:
     max_steps: int
     tools: frozenset[str]
     agents: bool = True
+
+
+_ROLE = {"type": "string", "minLength": 1, "maxLength": ROLE_CHARS, "description": "the agent role that runs this step"}
+_TOOL = {"type": "string", "description": "the tool that runs this step directly"}
+
+
+def schema(limits: Limits, completed: Iterable[str] = ()) -> dict[str, Any]:
+    """The JSON schema a plan is asked in: ``validate``'s rules where a schema can say
+    them, so an endpoint that holds its reply to the schema (strict mode, a grammar)
+    never writes a step that names both or neither of a role and a tool, a tool it
+    may not use, more than ``limits.max_steps`` steps, or a string without end. What
+    a schema cannot say (dependencies on steps that exist, no cycles) ``validate`` refuses."""
+    done = list(completed)
+    dependencies = limits.max_steps - 1 + len(done)  # every other step of the plan, and every completed one
+    null = {"type": "null"}
+    forms = [_step(dependencies, _ROLE, null, task=True)] if limits.agents else []
+    if limits.tools or not forms:  # with neither, no plan can run, and ``validate`` says why
+        tool = {**_TOOL, "enum": sorted(limits.tools)} if limits.tools else null
+        forms.append(_step(dependencies, null, tool, task=False))
+    steps: dict[str, Any] = {
+        "type": "array",
+        "items": forms[0] if len(forms) == 1 else {"anyOf": forms},
+        "maxItems": limits.max_steps,
+    }
+    if not done:
+        steps["minItems"] = 1
+    return {"type": "object", "properties": {"steps": steps}, "required": ["steps"], "additionalProperties": False}
+
+
+def _step(dependencies: int, role: dict[str, Any], tool: dict[str, Any], task: bool) -> dict[str, Any]:
+    """One kind of step: an agent's (a role, a null tool, its task as the input: never
+    empty) or a tool's (a null role, a tool, whatever input the tool takes)."""
+    step_id = {"type": "string", "pattern": ID_PATTERN}
+    text = {"type": "string", "minLength": 1} if task else {"type": "string"}
+    properties = {
+        "id": step_id,
+        "description": {"type": "string", "maxLength": DESCRIPTION_CHARS},
+        "role": role,
+        "tool": tool,
+        "input": text | {"maxLength": INPUT_CHARS, "description": "the agent's task or the tool's input"},
+        "depends_on": {"type": "array", "items": step_id, "maxItems": dependencies},
+    }
+    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
 
 
 def validate(raw: Iterable[Mapping[str, object]], limits: Limits, completed: Iterable[str] = ()) -> list[Step]:

@@ -115,7 +115,7 @@ def start(spec: AgentSpec, ctx: RunContext) -> Action:
     run = Run.of(Options, spec, ctx)
     system, *conversation = opening(spec, ctx)
     system = {"role": "system", "content": system["content"] + "\n\n" + _guide(_limits(run))}
-    return _ask_planner(State(messages=[system, *conversation]))
+    return _ask_planner(run, State(messages=[system, *conversation]))
 
 
 def resume(spec: AgentSpec, ctx: RunContext, state: State, outcome: Outcome) -> Action:
@@ -167,9 +167,10 @@ def _required(tool: str) -> list[str]:
     return schema(tool)["function"]["parameters"].get("required", [])
 
 
-def _ask_planner(state: State) -> CallModel:
+def _ask_planner(run: Run[Options], state: State) -> CallModel:
     state.phase = "plan"
-    return CallModel(state=state, messages=state.messages, tools=[], schema=plan.PLAN_SCHEMA, schema_name=SCHEMA_NAME)
+    asked = plan.schema(_limits(run), state.results)
+    return CallModel(state=state, messages=state.messages, tools=[], schema=asked, schema_name=SCHEMA_NAME)
 
 
 def _on_plan(run: Run[Options], state: State, reply: ModelReply) -> Action:
@@ -189,7 +190,7 @@ def _replan(run: Run[Options], state: State, reason: str, prompt: str) -> Action
         return _end(state, AgentStatus.FAILED, f"{reason} (no replans left of max_replans={run.options.max_replans})")
     state.replans += 1
     state.messages.append({"role": "user", "content": prompt})
-    return _ask_planner(state)
+    return _ask_planner(run, state)
 
 
 def _failure_prompt(state: State, failed: list[StepRecord]) -> str:

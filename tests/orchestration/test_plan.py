@@ -94,3 +94,41 @@ def test_a_result_holding_braces_is_spliced_as_is():
 def test_resolving_an_unknown_reference_names_it():
     with pytest.raises(plan.UnknownReference, match="reference to ghost, which has no result"):
         plan.resolve("{{a.result}} {{ghost.result}}", {"a": "1"})
+
+
+def _schema_misses(body, schema):
+    import jsonschema
+
+    return [error.message for error in jsonschema.Draft202012Validator(schema).iter_errors(body)]
+
+
+def test_the_plan_schema_holds_what_validate_would_refuse_and_takes_a_valid_plan():
+    schema = plan.schema(LIMITS)
+    good = {"steps": [step("a", tool="calculator", text="1+1"), step("b", "a", text="{{a.result}}")]}
+    assert _schema_misses(good, schema) == []
+    both = step("a", text="1+1") | {"tool": "calculator"}
+    for bad in (
+        {"steps": [both]},  # a role and a tool
+        {"steps": [step("a", tool="read_file")]},  # a tool this agent may not use
+        {"steps": [step(f"s{i}") for i in range(9)]},  # more than max_steps
+        {"steps": []},  # nothing planned, nothing done
+        {"steps": [step("a", text="x" * (plan.INPUT_CHARS + 1))]},  # a string without end
+        {"steps": [step("a", "items:integer")]},  # a dependency that is no id
+        {"steps": [step("a", text="")]},  # an agent with no task
+    ):
+        assert _schema_misses(bad, schema), bad
+
+
+def test_a_replan_may_be_empty_and_depend_on_completed_steps_and_offers_only_what_may_run():
+    schema = plan.schema(Limits(max_steps=2, tools=frozenset(), agents=True), completed=["a", "b"])
+    assert _schema_misses({"steps": []}, schema) == []
+    assert _schema_misses({"steps": [step("c", "a", "b", "d")]}, schema) == []
+    assert _schema_misses({"steps": [step("c", tool="calculator")]}, schema)  # no tools here: agents alone
+    tools_only = plan.schema(Limits(max_steps=2, tools=frozenset({"calculator"}), agents=False))
+    assert _schema_misses({"steps": [step("a")]}, tools_only)  # no agents below the depth cap
+
+
+def test_a_one_step_plan_has_no_dependency_to_get_wrong():
+    schema = plan.schema(Limits(max_steps=1, tools=frozenset()))
+    assert _schema_misses({"steps": [step("a")]}, schema) == []
+    assert _schema_misses({"steps": [step("a", "a")]}, schema)  # on itself: no id is left to depend on

@@ -12,17 +12,16 @@ from covey.models.sim.structured import Answers
 from covey.orchestration import plan
 from covey.orchestration.plan import Limits
 
-LIMITS = Limits(max_steps=8, tools=frozenset({"calculator"}))
+LIMITS = Limits(max_steps=8, tools=frozenset({"calculator", "write_file"}))
+SCHEMA = plan.schema(LIMITS)
 REPLAN = "Your plan was refused: ... Send a corrected plan."
 
 
 def planned(task, last=None):
     directives = parse(task)
-    prompt = Prompt(
-        task, task if last is None else last, directives, Answers("text", directives.result, 0.5), plan.PLAN_SCHEMA
-    )
+    prompt = Prompt(task, task if last is None else last, directives, Answers("text", directives.result, 0.5), SCHEMA)
     body = SCRIPTS["plan"](prompt)
-    jsonschema.validate(body, plan.PLAN_SCHEMA)
+    jsonschema.validate(body, SCHEMA)
     return body["steps"]
 
 
@@ -75,7 +74,7 @@ def test_the_sim_answers_a_plan_schema_call_with_the_script():
     response = client.chat.completions.create(
         model="sim",
         messages=[{"role": "user", "content": "What is 2 + 3?"}],
-        response_format={"type": "json_schema", "json_schema": {"name": "plan", "schema": plan.PLAN_SCHEMA}},
+        response_format={"type": "json_schema", "json_schema": {"name": "plan", "schema": SCHEMA}},
     )
     steps = json.loads(response.choices[0].message.content)["steps"]
     assert steps[0]["input"] == "2 + 3" and steps[1]["role"] == "checker"
