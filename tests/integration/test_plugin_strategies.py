@@ -9,6 +9,7 @@ import json
 import pytest
 
 from tests.integration.conftest import plugin_worker
+from tests.integration.test_durability import wait_until
 from tests.integration.test_tools import covey
 
 QUEUE = "plugin-strategies"
@@ -18,6 +19,8 @@ QUEUE = "plugin-strategies"
 def served(redis_server, tmp_path_factory):
     where = tmp_path_factory.mktemp("plugins")
     with plugin_worker(redis_server.url, where, QUEUE, {"probe": "tests.integration.probe_strategy"}) as client:
+        # Up is not yet published: its catalog entry comes with its first heartbeat.
+        wait_until(lambda: [s for e in client.catalog.entries(QUEUE) for s in e.strategies], "the catalog entry")
         yield redis_server, client
 
 
