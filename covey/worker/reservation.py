@@ -62,21 +62,23 @@ def reservation(deps: Deps, state: AgentState, action: CallModel, tools: list[di
         prompt, sent = prompt_bound(action.messages, tools, action.schema, None, state.prompt_mark)
         return Reservation(prompt=prompt, price=None, sent=sent, model=model)
     (_, endpoint), others = chain[0], chain[1:]
-    prompt, sent = _bound(endpoint, action, tools, state.prompt_mark)
-    prompt = max([prompt, *(_bound(e, action, tools, None)[0] for _, e in others)])
+    prompt, sent = _bound(deps, endpoint, action, tools, state.prompt_mark)
+    prompt = max([prompt, *(_bound(deps, e, action, tools, None)[0] for _, e in others)])
     prices = [e.price for _, e in chain]
     price = None if endpoint.price is None else dearest([p for p in prices if p is not None])
     return Reservation(prompt, price, sent, model, fallbacks={name: e.price for name, e in others})
 
 
 def _bound(
-    endpoint: Endpoint, action: CallModel, tools: list[dict[str, Any]], last: PromptMark | None
+    deps: Deps, endpoint: Endpoint, action: CallModel, tools: list[dict[str, Any]], last: PromptMark | None
 ) -> tuple[int, PromptMark]:
-    """The prompt's bound as ``endpoint`` is sent it (``last``: the mark of the call
-    before, which that endpoint answered)."""
+    """The prompt's bound as ``endpoint`` is sent it, in the structured mode this worker
+    speaks to it now (a refusal may have taught another than the models file's);
+    ``last``: the mark of the call before, which that endpoint answered."""
     messages, schema = action.messages, action.schema
-    if schema is not None and endpoint.structured != "json_schema":
+    structured = deps.llm.dialects.of(endpoint).structured
+    if schema is not None and structured != "json_schema":
         # Bounded as sent: the schema rides in a message or a tool, with words around it.
-        messages, tools, _ = asking(endpoint.structured, schema, action.schema_name, messages, tools)
+        messages, tools, _ = asking(structured, schema, action.schema_name, messages, tools)
         schema = None
     return prompt_bound(messages, tools, schema, endpoint.tokenizer, last)

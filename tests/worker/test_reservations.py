@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import uuid
+from dataclasses import replace
 from decimal import Decimal
 
 import httpx2
@@ -22,12 +23,16 @@ from covey.budgets.prices import Price
 from covey.config.settings import Settings
 from covey.context import RunContext
 from covey.models.catalog import Catalog
+from covey.models.dialect import Dialects
 from covey.models.llm import LLM
-from covey.models.tokens import ESTIMATE_OVERHEAD_TOKENS, byte_tokens, prompt_text
+from covey.models.structured import asking
+from covey.models.tokens import ESTIMATE_OVERHEAD_TOKENS, byte_tokens, prompt_bound, prompt_text
+from covey.orchestration.actions import CallModel
 from covey.spec import AgentSpec
 from covey.status import AgentStatus
 from covey.worker import loop
 from covey.worker.deps import Deps
+from covey.worker.reservation import reservation
 from tests import sse
 from tests.models.test_tokenizers import train
 
@@ -156,3 +161,23 @@ def test_a_reply_is_shrunk_to_what_the_cost_cap_has_left(redis_server, models, b
     afford = math.floor((100 - PRICE.prompt_cost(prompt)) / PRICE.output)
     assert endpoint.requests[0]["max_completion_tokens"] == afford
     assert snap.cost_used <= 0.0001
+
+
+def test_a_structured_call_is_bounded_as_the_worker_now_asks_it(redis_server, models):
+    """A refusal may have taught an endpoint another structured mode than its models
+    file's: the reservation bounds the prompt as it is sent now (a schema in a tool)."""
+    deps = deps_for(redis_server, models, Endpoint(lambda text: 1))
+    deps.llm = LLM(deps.settings, catalog=deps.llm.catalog, transport=deps.llm._transport, dialects=Dialects())
+    schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+    ctx = RunContext(job_id=f"rsv-{uuid.uuid4().hex}", agent_id="root", budget=Budget(), allow=[])
+    spec = AgentSpec(task="Say yes.", model="plain", strategy="single", options={"schema": schema}, tools=[])
+    deps.ledger.open_root(ctx.job_id, "root", ctx.budget, AgentTerms(max_cycles=spec.max_cycles))
+    state, action = loop.begin(deps, ctx, spec)
+    assert isinstance(action, CallModel) and action.schema == schema
+    as_asked = prompt_bound(action.messages, [], schema, None, None)[0]
+    assert reservation(deps, state, action, []).prompt == as_asked
+    endpoint = deps.llm.catalog.endpoint("plain")
+    deps.llm.dialects.learn(endpoint, replace(endpoint.dialect, structured="tools"))
+    messages, tools, _ = asking("tools", schema, action.schema_name, action.messages, [])
+    in_a_tool = prompt_bound(messages, tools, None, None, None)[0]
+    assert in_a_tool != as_asked and reservation(deps, state, action, []).prompt == in_a_tool
