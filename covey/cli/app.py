@@ -118,4 +118,6 @@ def _fail(message: str, code: int) -> None:
     sys.exit(code)
 
 
-from covey.cli import approvals, events, jobs, listing, models, ops, sessions, sweep, tenants, tools, transcripts, ui  # noqa: E402,F401 - registers the commands on `cli`
+# Each module registers its commands on `cli`.
+from covey.cli import approvals, events, jobs, listing, models, ops, plans, sessions  # noqa: E402,F401,I001
+from covey.cli import sweep, tenants, tools, transcripts, ui  # noqa: E402,F401

@@ -8,6 +8,7 @@ carrying the new state, a pydantic model the worker checkpoints as JSON.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -104,7 +105,12 @@ Action = CallModel | RunTools | Spawn | Cancel | Finish
 
 @dataclass(frozen=True)
 class ToolResults:
+    """Each call's text by call id; ``ran``: when each call the worker ran in this
+    step started and ended (none for a call answered without running, or replayed
+    from an earlier run of the step)."""
+
     results: dict[str, str]  # tool call id -> text the model sees
+    ran: dict[str, tuple[datetime, datetime]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -20,14 +20,16 @@ dependencies are done, answer from the results.
 4. A last call (plain text, no tools) answers the task from the results.
 
 Every step leaves an audit record in the result's ``data["steps"]``, in the order
-steps ended; agent steps carry their child's start and end, tool steps none (a
-strategy has no clock).
+steps ended, with its start and end: an agent step's child's, a tool step's call
+as the worker ran it (none for a call replayed after a crash: a strategy has no
+clock of its own). ``covey plan JOB`` prints it.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -269,10 +271,11 @@ def _on_tools(run: Run[Options], state: State, outcome: ToolResults) -> Action:
     by_id = _by_id(state)
     for step_id in state.tools:
         text = outcome.results.get(step_id, "error: the tool gave no result")
+        ran = outcome.ran.get(step_id)
         if text.startswith("error:"):
-            _record(state, by_id[step_id], AgentStatus.FAILED, None, text.removeprefix("error:").strip())
+            _record(state, by_id[step_id], AgentStatus.FAILED, None, text.removeprefix("error:").strip(), ran=ran)
         else:
-            _record(state, by_id[step_id], AgentStatus.COMPLETED, text, None)
+            _record(state, by_id[step_id], AgentStatus.COMPLETED, text, None, ran=ran)
     state.tools = []
     return _dispatch(run, state)
 
@@ -305,12 +308,14 @@ def _record(
     output: str | None,
     error: str | None,
     child: AgentResult | None = None,
+    ran: tuple[datetime, datetime] | None = None,
 ) -> None:
     """Append the step's audit record, and keep a completed step's result in full
-    (a failed one's record, until the replan)."""
+    (a failed one's record, until the replan). Its times: its child's, or when its
+    tool call ran (``ran``)."""
     if status is AgentStatus.COMPLETED:
         state.results[step.id] = output or ""
-    started, finished = (child.started_at, child.finished_at) if child else (None, None)
+    started, finished = (child.started_at, child.finished_at) if child else ran or (None, None)
     record = StepRecord(
         id=step.id,
         role=step.role,

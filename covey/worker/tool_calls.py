@@ -20,7 +20,7 @@ import contextvars
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from covey.config import faults
 from covey.models.replies import ToolCall
@@ -50,6 +50,7 @@ def run_tools(deps: Deps, state: AgentState, calls: list[ToolCall]) -> ToolResul
     if isinstance(refused, Park):
         return refused
     results: dict[str, str] = {}
+    ran: dict[str, tuple[datetime, datetime]] = {}
     todo: list[Todo] = []
     stop: Stop | None = None
     for index, (call, rid) in enumerate(ids):
@@ -80,12 +81,13 @@ def run_tools(deps: Deps, state: AgentState, calls: list[ToolCall]) -> ToolResul
         elif checked is not None:  # the model reads the guardrail's reason, and so does a replay
             text = checked
         results[call.id] = text
+        ran[call.id] = (at, at + timedelta(milliseconds=ms))
         transcript.tool_call(deps, state, index, call, text, at, ms)
         deps.ledger.record_tool_call(
             ctx.job_id, ctx.agent_id, rid, text, events.tool_finished(state, rid, call, text, ms)
         )
         faults.at("after_tool")
-    return stop or ToolResults(results)
+    return stop or ToolResults(results, ran)
 
 
 def _ran(

@@ -20,8 +20,19 @@ def test_a_question_is_planned_computed_checked_and_answered(cli, client):
         ("step_1", "calculator", None, "completed", "42"),
         ("step_2", None, "checker", "completed", "42"),
     ]
-    assert steps[0]["started_at"] is None and steps[1]["started_at"] is not None
+    for step in steps:  # the tool step as the worker ran its call, the agent step as its child ran
+        assert step["started_at"] <= step["finished_at"], step
     assert result["data"]["replans"] == 0
+    shown = cli("plan", result["job_id"])
+    assert shown.returncode == 0, shown.stderr
+    head, tool_row, agent_row = shown.stdout.splitlines()
+    assert head.split() == ["step", "by", "status", "started", "seconds", "input", "output", "or", "error"]
+    assert tool_row.split()[:4] == ["step_1", "tool", "calculator", "completed"]
+    assert agent_row.split()[:3] == ["step_2", "checker", "completed"]
+    assert cli("plan", result["job_id"], "--json").stdout.strip() == json.dumps(steps, indent=2)
+    (checker_id,) = [s["agent_id"] for s in steps if s["agent_id"]]
+    single = cli("plan", result["job_id"], checker_id)
+    assert single.returncode == 1 and "ran no plan (its strategy is not plan_execute)" in single.stderr
 
     (checker,) = _children(client, result["job_id"])
     assert (checker.role, checker.status, checker.depth) == ("checker", "completed", 1)

@@ -76,7 +76,7 @@ def test_a_plan_runs_step_by_step_and_the_answer_is_synthesised_from_the_results
         ("step_1", "calculator", {"expression": "6 * 7"})
     ]
 
-    action = resume(action, ToolResults({"step_1": "42"}))
+    action = resume(action, ToolResults({"step_1": "42"}, ran={"step_1": (T0, T1)}))
     assert isinstance(action, Spawn) and action.join == "each"
     (request,) = action.children
     assert (request.task, request.role, request.strategy, request.fraction, request.key) == (
@@ -107,8 +107,8 @@ def test_a_plan_runs_step_by_step_and_the_answer_is_synthesised_from_the_results
             "output": "42",
             "error": None,
             "agent_id": None,
-            "started_at": None,
-            "finished_at": None,
+            "started_at": T0.isoformat(),  # when the worker ran its call
+            "finished_at": T1.isoformat(),
         },
         {
             "id": "step_2",
