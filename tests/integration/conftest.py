@@ -57,10 +57,15 @@ def default_ctrl_c() -> None:
 
 
 def start_worker(
-    redis_url: str, concurrency: int = 1, pool: str = "threads", processes: int = 1, **extra: str
+    redis_url: str,
+    concurrency: int = 1,
+    pool: str = "threads",
+    processes: int = 1,
+    hostname: str | None = None,
+    **extra: str,
 ) -> subprocess.Popen:
     flags = ["--concurrency", str(concurrency), "--pool", pool, "--processes", str(processes), "--loglevel", "info"]
-    return start_covey_worker(redis_url, flags, **extra)
+    return start_covey_worker(redis_url, [*flags, *(["--hostname", hostname] if hostname else [])], **extra)
 
 
 def start_covey_worker(redis_url: str, flags: list[str], **extra: str) -> subprocess.Popen:
@@ -171,7 +176,19 @@ def plugin_worker(
     with pytest.MonkeyPatch.context() as patch:
         patch.syspath_prepend(str(where))
         registry._plugins.cache_clear()
-        worker = start_worker(redis_url, concurrency=concurrency, COVEY_QUEUE=queue, PYTHONPATH=str(where))
+        # A node name of its own: on a shared Redis the session's worker is celery@<host> too,
+        # and two nodes of one name overwrite each other's catalog entry.
+        flags = [
+            "--concurrency",
+            str(concurrency),
+            "--pool",
+            "threads",
+            "--processes",
+            "1",
+            "--hostname",
+            f"{queue}@%h",
+        ]
+        worker = start_covey_worker(redis_url, flags, COVEY_QUEUE=queue, PYTHONPATH=str(where))
         client = Client(Settings(redis_url=redis_url, queue=queue))
         try:
             wait_for_worker(client, worker)
