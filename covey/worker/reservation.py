@@ -14,7 +14,7 @@ reply is charged at the price of the model that gave it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from covey.budgets.ledger import Pricing
@@ -31,10 +31,10 @@ from covey.worker.deps import Deps
 @dataclass(frozen=True)
 class Reservation:
     prompt: int  # the prompt's bound
-    price: Price | None  # None: the model has no prices
+    price: Price | None  # what is reserved at: the dearest of its chain's (None: no prices)
     sent: PromptMark  # this call's request, its prompt tokens filled in once reported
     model: str
-    fallbacks: Mapping[str, Price | None] = field(default_factory=dict)  # each fallback's own price
+    prices: Mapping[str, Price | None]  # each model of the chain's own, by name: what an answer is charged at
 
     @property
     def pricing(self) -> Pricing:
@@ -43,7 +43,7 @@ class Reservation:
     def costed(self, usage: Usage, answered_by: str | None = None) -> Usage:
         """``usage`` with what it cost at the prices of the model that answered
         (``answered_by``, a fallback; the model asked when None); nothing without them."""
-        price = self.price if answered_by is None else self.fallbacks[answered_by]
+        price = self.prices[answered_by or self.model]
         if price is None:
             return usage
         cost = price.cost(usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens)
@@ -60,13 +60,13 @@ def reservation(deps: Deps, state: AgentState, action: CallModel, tools: list[di
         chain = deps.llm.catalog.chain(model)
     except UnservableModel:  # the call fails saying so, charged nothing: bound it by its bytes
         prompt, sent = prompt_bound(action.messages, tools, action.schema, None, state.prompt_mark)
-        return Reservation(prompt=prompt, price=None, sent=sent, model=model)
+        return Reservation(prompt=prompt, price=None, sent=sent, model=model, prices={model: None})
     (_, endpoint), others = chain[0], chain[1:]
     prompt, sent = _bound(deps, endpoint, action, tools, state.prompt_mark)
     prompt = max([prompt, *(_bound(deps, e, action, tools, None)[0] for _, e in others)])
     prices = [e.price for _, e in chain]
     price = None if endpoint.price is None else dearest([p for p in prices if p is not None])
-    return Reservation(prompt, price, sent, model, fallbacks={name: e.price for name, e in others})
+    return Reservation(prompt, price, sent, model, prices={name: e.price for name, e in chain})
 
 
 def _bound(

@@ -83,6 +83,9 @@ def models_env(priced_redis, busy_url, tmp_path_factory):
         + f'[models.unpriced]\nbase_url = "{base_url}"\napi_key_env = "SIMHTTP_KEY"\nmodel = "sim"\n\n'
         # busy always answers 429; dear answers for it, at dear's price
         + f'[models.busy]\nbase_url = "{busy_url}"\napi_key_env = "SIMHTTP_KEY"\nmodel = "sim"\n'
+        + 'price = { input = 1, output = 2 }\nfallbacks = ["dear"]\n\n'
+        # backed answers for itself: its dear fallback is reserved for, never charged
+        + f'[models.backed]\nbase_url = "{base_url}"\napi_key_env = "SIMHTTP_KEY"\nmodel = "sim"\n'
         + 'price = { input = 1, output = 2 }\nfallbacks = ["dear"]\n'
     )
     yield {"COVEY_MODELS": str(path), "SIMHTTP_KEY": "unused", "COVEY_SIM_PRICE": json.dumps(SIM_PRICE)}
@@ -143,6 +146,14 @@ def test_a_busy_models_fallback_answers_and_is_charged_at_its_own_price_within_t
     [call] = [e for e in shown["events"] if e["kind"] == "model"]
     assert (call["model"], call["answered_by"]) == ("busy", "dear")
     assert "busy, answered by its fallback dear" in covey("transcript", result["job_id"], "root").stdout
+
+
+def test_a_model_with_a_dearer_fallback_that_answers_itself_is_charged_its_own_price(covey):
+    proc = covey("run", "What is 6 * 7?", "--model", "backed", "--strategy", "single", "--max-cost", "0.01", "--json")
+    assert proc.returncode == 0, proc.stdout
+    usage = json.loads(proc.stdout)["usage"]
+    own = Price(input=1, output=2)
+    assert usage["cost_micros"] == own.cost(usage["prompt_tokens"], usage["completion_tokens"]) > 0
 
 
 def test_a_cost_cap_shrinks_the_reply_and_is_never_overspent(covey):
