@@ -28,7 +28,7 @@ from covey.budgets.redis_ledger import RedisLedger
 from covey.client import approvals as approving
 from covey.client import events as following
 from covey.client import jobs as listing
-from covey.client import sending, waits
+from covey.client import sending, strategies, waits
 from covey.client.errors import BROKER, REDIS, RESULT_STORE, JobRefused, JobTimeout, StoreUnavailable
 from covey.client.jobs import JobEntry
 from covey.client.outages import Outage, Waiting
@@ -38,12 +38,12 @@ from covey.config.celery import create_app
 from covey.config.settings import Settings, get_settings
 from covey.context import ROOT_AGENT_ID
 from covey.events import JobEvent
-from covey.orchestration import registry as strategies
+from covey.orchestration.registry import UnknownStrategy
 from covey.results import AgentResult
 from covey.spec import InvalidSpec, JobSpec
 from covey.status import Cause, CauseKind, JobStatus
 from covey.store.approvals import Approval, Approvals, Decided
-from covey.store.catalog import NoWorkerServes, WorkerCatalog, check_strategy, check_workers_serve
+from covey.store.catalog import NoWorkerServes, WorkerCatalog, check_workers_serve
 from covey.store.events import EventStream
 from covey.store.jobs import JobIndex
 from covey.store.outbox import Message, Outbox
@@ -148,21 +148,19 @@ class Client:
         strategy neither this machine nor those workers have (its options checked
         against the schema they publish)."""
         model = spec.model if "model" in spec.model_fields_set else None  # else the worker's COVEY_MODEL
-        installed = spec.strategy in strategies.names()
         with self._reaching(REDIS):
             unknown = unknown_scope(self.ledger, spec.scopes())
-            needed = spec.tools or model or spec.guardrails or not installed
+            needed = spec.tools or model or spec.guardrails or not strategies.installed(spec.strategy)
             serving = self.catalog.entries(self.settings.queue) if needed else []
         if unknown:
             raise InvalidSpec(f"invalid job spec: {unknown}")
         queue = self.settings.queue
         try:
             check_workers_serve(serving, spec.tools or [], queue, model, spec.guardrails)
-            if not installed and not check_strategy(serving, spec.strategy, spec.options, queue):
-                strategies.strategy(spec.strategy)  # no worker publishes strategies: this machine's say
+            strategies.check_served(serving, spec.strategy, spec.options, queue)
         except NoWorkerServes as e:
             raise InvalidSpec(f"invalid job spec: {e}") from None
-        except strategies.UnknownStrategy as e:  # as the spec's own check says it
+        except UnknownStrategy as e:  # as the spec's own check says it
             raise InvalidSpec(f"invalid job spec: strategy: {e}") from None
 
     def send(self, jobs: Sequence[tuple[str, JobSpec]], subscribe: bool = True) -> None:

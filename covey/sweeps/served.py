@@ -12,10 +12,11 @@ options checked against their schema; with none publishing, it is refused.
 
 from __future__ import annotations
 
+from covey.client import strategies
 from covey.config.settings import Settings
 from covey.models.catalog import Catalog, UnknownModel, UnservableModel
-from covey.orchestration import registry as strategies
-from covey.store.catalog import NoWorkerServes, WorkerEntry, check_strategy, closest, serves_model
+from covey.orchestration.registry import UnknownStrategy
+from covey.store.catalog import NoWorkerServes, WorkerEntry, closest, serves_model
 from covey.sweeps.errors import SweepInputError
 from covey.sweeps.grid import Grid
 
@@ -25,12 +26,9 @@ def check_strategies(grid: Grid, where: str, queue: str, published: list[WorkerE
     neither this machine nor the workers on ``queue`` serve, or whose options their
     published schema refuses (a strategy installed here was checked with the grid)."""
     for config in grid.configs:
-        if config.strategy in strategies.names():
-            continue
         try:
-            if not check_strategy(published, config.strategy, config.options, queue):
-                strategies.strategy(config.strategy)  # no worker publishes strategies: this machine's say
-        except (NoWorkerServes, strategies.UnknownStrategy) as e:
+            strategies.check_served(published, config.strategy, config.options, queue)
+        except (NoWorkerServes, UnknownStrategy) as e:
             raise SweepInputError(f"{where}: configuration {config.name}: {e}") from None
 
 
