@@ -8,3 +8,7 @@ from covey.errors import CoveyError
 class SweepInputError(CoveyError, ValueError):
     """A dataset, grid or scorer that cannot run. The message is one line naming
     the file and the line or field at fault; nothing has been enqueued."""
+
+
+class UnknownSample(SweepInputError, LookupError):
+    """A sample the sweep's results do not hold (the message lists some that they do)."""

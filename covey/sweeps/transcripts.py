@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from covey.client import Client
 from covey.store.transcripts import Transcript
 from covey.store.tree import Node
-from covey.sweeps.errors import SweepInputError
+from covey.sweeps.errors import SweepInputError, UnknownSample
 from covey.sweeps.records import Record, ResultsLog
 
 TRANSCRIPTS_FILE = "transcripts.jsonl"
@@ -55,12 +55,13 @@ class UnitTranscripts(BaseModel):
 
 def of_sample(directory: Path, sample_id: str, client: Client) -> list[UnitTranscripts]:
     """The transcripts of every unit of ``sample_id`` (each configuration and repeat);
-    ``SweepInputError`` when the sweep has no such sample."""
+    ``UnknownSample`` when the sweep has no such sample, ``SweepInputError`` when its
+    results hold a line that is no record."""
     records = [r for r in ResultsLog(directory).latest().values() if r.sample_id == sample_id]
     if not records:
         known = sorted({r.sample_id for r in ResultsLog(directory).records()})
         listed = ", ".join(known[:10]) + (", ..." if len(known) > 10 else "")
-        raise SweepInputError(f"{directory}: no sample {sample_id!r} in its results (samples: {listed or 'none'})")
+        raise UnknownSample(f"{directory}: no sample {sample_id!r} in its results (samples: {listed or 'none'})")
     return [of_unit(r, client) for r in records]
 
 

@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 
 from covey.client import Client
-from covey.sweeps.errors import SweepInputError
+from covey.sweeps.errors import SweepInputError, UnknownSample
 from covey.sweeps.manifest import MANIFEST_FILE
 from covey.sweeps.records import RESULTS_FILE, Record, ResultsLog
 from covey.sweeps.report import SUMMARY_PNG, summarize
@@ -77,11 +77,12 @@ class SweepPages:
     def sample(self, request: Request) -> Response:
         name, directory = self._sweep(request)
         sample_id = request.path_params["sample_id"]
-        _latest(directory)  # a malformed results file is its own error (422), not an unknown sample
         try:
             units = of_sample(directory, sample_id, self._client)
-        except SweepInputError as e:
+        except UnknownSample as e:
             raise HTTPException(404, str(e)) from None
+        except SweepInputError as e:  # a line of its results that is no record, named
+            raise HTTPException(422, str(e)) from None
         units.sort(key=lambda u: (u.record.config, u.record.repeat))
         shown = [(u, views.rows([n for n, _ in u.agents]), {n.agent_id: t for n, t in u.agents}) for u in units]
         return templates.TemplateResponse(
