@@ -86,8 +86,10 @@ async def _acted(request: Request, act: Any) -> JSONResponse:
         done = await run_in_threadpool(act, request.path_params["job_id"], body, dict(request.path_params))
     except (UnknownJob, UnknownApproval) as e:
         return JSONResponse({"error": str(e)}, status_code=404)
-    except (JobEnded, ValueError) as e:
-        return JSONResponse({"error": str(e)}, status_code=409 if isinstance(e, JobEnded) else 400)
+    except JobEnded as e:
+        return JSONResponse({"error": str(e)}, status_code=409)
+    except ValueError as e:  # a body that asks for what no action does
+        return JSONResponse({"error": str(e)}, status_code=400)
     except CoveyError as e:  # Redis or the broker away past the client's allowance
         return JSONResponse({"error": str(e)}, status_code=503)
     return JSONResponse(done)
