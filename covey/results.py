@@ -78,7 +78,11 @@ class AgentResult(BaseModel):
     depth: int = 0
     output: str | None = None
     error: str | None = None  # for people; branch on ``cause``
-    cause: Cause | None = Field(default=None, description="why it did not complete: set on every other status")
+    cause: Cause | None = Field(
+        default=None,
+        description="why it did not complete: set on every other status; on a completed agent, the budget "
+        "that ran out before its wrap-up answer (data.wrapped_up)",
+    )
     data: Any = Field(default=None, description="the structured answer (a JSON value), when the agent gave one")
     usage: Usage = Field(default_factory=Usage)
     started_at: datetime | None = None
@@ -95,6 +99,11 @@ class AgentResult(BaseModel):
     @property
     def ok(self) -> bool:
         return self.status is AgentStatus.COMPLETED
+
+    @property
+    def wrapped_up(self) -> bool:
+        """Completed with a wrap-up answer: its budget ran out first (``cause``)."""
+        return self.ok and self.cause is not None
 
     def summary(self) -> ChildSummary:
         return ChildSummary(

@@ -80,6 +80,12 @@ class AgentSpec(BaseModel):
         description="each model call carries a system note of what the agent has left "
         "(tokens, cost, model calls, seconds), so the model can plan; children inherit it",
     )
+    wrap_up: bool = Field(
+        default=True,
+        strict=True,
+        description="when the budget runs out, the agent makes one last call without tools for its final answer "
+        "and ends completed with cause budget and data.wrapped_up; false ends it budget_exceeded; children inherit it",
+    )
     approve: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
         default_factory=list,
         description="patterns of tool names (fnmatch: send_*) whose every call waits for a person's "

@@ -293,6 +293,7 @@ class Ledger(Protocol):
         cycle: int | None = None,
         pricing: Pricing | None = None,
         event: str = "",
+        keep: int = 0,
     ) -> Grant:
         """Hold up to ``tokens`` (at least ``min_tokens``) and one cycle on every
         agent in the chain and every scope with a cap, or refuse naming the row
@@ -304,7 +305,9 @@ class Ledger(Protocol):
         A cancelled job, or an agent of the chain its parent cancelled, is refused
         ``cancelled`` (``covey.budgets.cancels`` says which), before a replay too.
         A reservation settled before is granted again with the outcome stored then.
-        ``event`` is written when a new reservation is granted, with its ``reserved`` tokens."""
+        ``event`` is written when a new reservation is granted, with its ``reserved`` tokens.
+        ``keep`` tokens of the agent's own row stay out of this call's reach, and of
+        its descendants' calls, until its next call: room for its wrap-up."""
 
     def settle(
         self,

@@ -235,6 +235,7 @@ class RedisLedger:
         cycle: int | None = None,
         pricing: Pricing | None = None,
         event: str = "",
+        keep: int = 0,
     ) -> Grant:
         if not chain:
             raise ValueError("reserve needs the agent's chain (root..agent)")
@@ -272,6 +273,7 @@ class RedisLedger:
             *chain,
             *scopes,
             *(pricing or Pricing(model="", price=None, prompt_tokens=0)).args(),
+            keep,
         ]
         status, granted, reason, *rest = self._run("reserve", *self._with_events(job_id, row_keys, args, event))
         if status == Reply.MISSING:

@@ -76,6 +76,13 @@ def _job_options(fn):
             help="tell each model call what its agent has left (tokens, cost, calls, seconds)",
         ),
         click.option(
+            "--no-wrap-up",
+            "no_wrap_up",
+            is_flag=True,
+            default=False,
+            help="when the budget runs out, end budget_exceeded instead of asking for a final answer",
+        ),
+        click.option(
             "--stream",
             is_flag=True,
             default=False,
@@ -157,6 +164,8 @@ def _spec(client, task: str | None, o: dict[str, Any]):
     for flag in ("budget_notice", "stream", "cache"):
         if o[flag]:
             fields[flag] = True
+    if o["no_wrap_up"]:
+        fields["wrap_up"] = False
     if o["agent_max_cycles"] is not None:
         fields["max_cycles"] = o["agent_max_cycles"]
     # An empty name is passed on, for the spec to refuse, rather than dropped.

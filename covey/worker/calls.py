@@ -35,13 +35,14 @@ from covey.status import AgentStatus, Cause, CauseKind, Resource
 from covey.store import model_cache
 from covey.tools.builtin import SPAWN_TOOLS
 from covey.tools.registry import narrow, offered, schemas
-from covey.worker import budget_notice, deltas, events, interrupt, slots, telemetry, transcript
+from covey.worker import budget_notice, deltas, events, interrupt, slots, telemetry, transcript, wrap_up
 from covey.worker.agent_state import AgentState
 from covey.worker.deps import Deps
 from covey.worker.redaction import redact
 from covey.worker.replay import CallRecord
 from covey.worker.reservation import Reservation, reservation
 from covey.worker.slots import Hop
+from covey.worker.wrap_up import WrappedUp
 
 log = logging.getLogger(__name__)
 
@@ -69,15 +70,40 @@ class Stop:
 
 
 def call_model(
+    deps: Deps, state: AgentState, action: CallModel, seconds_left: float | None
+) -> ModelReply | Stop | Hop | WrappedUp:
+    """The model's reply to ``action``; or, when the budget stops the agent at it, its
+    wrap-up's (``covey.worker.wrap_up``), unless that finds no room either."""
+    began = deps.now()
+    outcome = _call_model(deps, state, action, seconds_left)
+    if not isinstance(outcome, Stop) or not wrap_up.due(state.spec, outcome.cause):
+        return outcome
+    if seconds_left is not None:
+        seconds_left = seconds_left - (deps.now() - began).total_seconds()
+        if seconds_left <= 0:
+            return outcome
+    ctx = state.ctx
+    log.info("job %s agent %s wraps up: %s", ctx.job_id, ctx.agent_id, outcome.reason)
+    last = _call_model(deps, state, wrap_up.last_call(action), seconds_left, wrapping=True)
+    if isinstance(last, ModelReply):
+        return WrappedUp(last, outcome.reason, outcome.cause)
+    if isinstance(last, Hop):  # held up by calls in flight: the wrap-up is asked for again after the wait
+        return last
+    return replace(outcome, reason=f"{outcome.reason}; its wrap-up call ended too: {last.reason}")
+
+
+def _call_model(
     deps: Deps,
     state: AgentState,
     action: CallModel,
     seconds_left: float | None,
     asked_again: int = 0,
     unanswered: Stop | None = None,
+    wrapping: bool = False,
 ) -> ModelReply | Stop | Hop:
     """``asked_again``: off-schema replies so far; ``unanswered``: the end of the
-    last attempt, when this one asks again after it went unanswered."""
+    last attempt, when this one asks again after it went unanswered; ``wrapping``:
+    the agent's wrap-up call, which spends what the ones before it kept."""
     settle_owed(deps, state)  # a call asked again reserves after the one before it settled
     ctx, spec = state.ctx, state.spec
     began = deps.now()
@@ -86,9 +112,12 @@ def call_model(
     if ctx.budget.max_depth < 1 or agents_left == 0:  # no spawn could succeed: none is offered
         names = [name for name in names if name not in SPAWN_TOOLS]
     tools = schemas(names, agents_left)
-    if spec.budget_notice:  # before the reservation, which bounds the prompt it is part of
+    if spec.budget_notice and not wrapping:  # before the reservation, which bounds the prompt it is part of
         action.messages.append(budget_notice.note(deps, state, seconds_left))
     held = reservation(deps, state, action, tools)
+    if wrapping:  # sent without tools, bounded as if they were sent where that is tighter
+        held = replace(held, prompt=wrap_up.bound(action, held.prompt))
+        names, tools = [], []
     estimate = held.prompt
     state.cycle += 1
     rid = f"{ctx.agent_id}:{state.cycle}"
@@ -103,6 +132,7 @@ def call_model(
         cycle=state.cycle,
         pricing=held.pricing,
         event=events.model_started(state, rid),
+        keep=0 if wrapping else wrap_up.keep(spec, action, estimate),
     )
     if grant.retry_after is not None:
         state.cycle -= 1  # nothing was reserved: the call is asked for again under the same id
@@ -128,7 +158,7 @@ def call_model(
         state.usage += record.usage or Usage(cycles=1)
         # A record settled by a worker that kept no cause (an older version) is a model error.
         stop = Stop(record.cause or Cause(kind=CauseKind.MODEL_ERROR), record.error)
-        return _asked_again(deps, state, action, began, seconds_left, asked_again, stop, record, unanswered)
+        return _asked_again(deps, state, action, began, seconds_left, asked_again, stop, record, unanswered, wrapping)
     if record.usage is None:  # never: a reply is settled with its usage
         raise ValueError(f"call {rid} was settled without its usage")
     state.usage += record.usage
@@ -151,7 +181,7 @@ def call_model(
         log.info("job %s agent %s: asked again after an off-schema reply: %s", ctx.job_id, ctx.agent_id, e)
         if seconds_left is not None:
             seconds_left = max(0.001, seconds_left - (deps.now() - began).total_seconds())
-        return call_model(deps, state, _ask_again(action, reply, e), seconds_left, asked_again + 1)
+        return _call_model(deps, state, _ask_again(action, reply, e), seconds_left, asked_again + 1, wrapping=wrapping)
 
 
 def _asked_again(
@@ -164,6 +194,7 @@ def _asked_again(
     stop: Stop,
     record: CallRecord,
     before: Stop | None,
+    wrapping: bool,
 ) -> ModelReply | Stop | Hop:
     """A call that went unanswered (charged its reservation) is asked again as a new
     call, reserved anew, while the model's retries and the deadline allow: the
@@ -178,7 +209,7 @@ def _asked_again(
     ctx = state.ctx
     log.info("job %s agent %s: asked again after an unanswered call: %s", ctx.job_id, ctx.agent_id, stop.reason)
     again = replace(stop, cause=stop.cause.model_copy(update={"retries": taken + 1}))
-    return call_model(deps, state, action, left, asked_again, again)
+    return _call_model(deps, state, action, left, asked_again, again, wrapping)
 
 
 def _ask_again(action: CallModel, reply: ModelReply, error: SchemaMismatch) -> CallModel:

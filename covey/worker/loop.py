@@ -47,6 +47,7 @@ from covey.worker.redaction import clean
 from covey.worker.slots import Hop
 from covey.worker.spawning import spawn, unreported
 from covey.worker.tool_calls import run_tools
+from covey.worker.wrap_up import WrappedUp
 
 # An ending agent's final node, as its record holds it, and its result -> script
 # calls run in its final record's round trip.
@@ -302,6 +303,10 @@ def advance(
             late = _deadline(deps, state)
             if late is not None:  # the reply came after a deadline: not an answer in time
                 return _stopped(deps, state, Stop(late.cause, f"{late.reason} during a model call"), end)
+            if isinstance(outcome, WrappedUp):  # the budget ran out: its last reply is its answer
+                answer = outcome.reply.content or ""
+                action = Finish(state.strategy_state, AgentStatus.COMPLETED, answer, cause=outcome.cause, data=outcome.data)
+                continue
         elif isinstance(action, RunTools):
             outcome = run_tools(deps, state, action.calls)
             if isinstance(outcome, Stop):

@@ -141,6 +141,7 @@ def child_spec(parent: AgentSpec, ctx: RunContext, request: ChildRequest) -> Age
         "max_call_tokens": parent.max_call_tokens,
         "max_schema_retries": parent.max_schema_retries,
         "budget_notice": parent.budget_notice,
+        "wrap_up": parent.wrap_up,
         "stream": parent.stream,
         "cache": parent.cache,
         "approve": parent.approve,

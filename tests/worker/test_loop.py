@@ -103,7 +103,7 @@ def test_the_agent_cycle_cap_ends_a_loop(deps):
 
 def test_a_token_cap_refuses_the_call_that_cannot_fit(deps):
     ctx = root(deps, Budget(max_tokens=150))
-    out = run(deps, ctx, "What is 1 + 1?")
+    out = run(deps, ctx, "What is 1 + 1?", wrap_up=False)
     assert out.result.status is AgentStatus.BUDGET_EXCEEDED
     assert out.result.error.startswith("token budget exhausted at agent root")
     assert out.result.cause == Cause(kind=CauseKind.BUDGET, agent_id="root", resource=Resource.TOKENS)
@@ -194,7 +194,7 @@ def test_a_reply_cut_at_the_per_call_cap_fails_and_says_how_to_raise_it(deps):
 
 def test_a_reply_cut_by_a_nearly_spent_budget_is_budget_exceeded(deps):
     ctx = root(deps, Budget(max_tokens=300))
-    out = run(deps, ctx, "[sim:tokens 500] [sim:answer long] talk", tools=[])
+    out = run(deps, ctx, "[sim:tokens 500] [sim:answer long] talk", tools=[], wrap_up=False)
     assert out.result.status is AgentStatus.BUDGET_EXCEEDED
     assert "all the token budget had left for it (max_call_tokens=4096)" in out.result.error
     assert out.result.cause == Cause(kind=CauseKind.BUDGET, resource=Resource.TOKENS)
@@ -206,7 +206,7 @@ def test_a_grant_too_small_for_a_useful_reply_never_calls_the_model(deps):
     estimate = estimate_prompt_tokens(opening(spec, root(deps, Budget())), [], SimTokenizer())  # the sim's exact count
     ctx = root(deps, Budget(max_tokens=estimate + 30))  # room for a 30-token reply, under the floor of 64
     deps.llm = counting = CountingLLM(deps.llm)
-    out = run(deps, ctx, spec.task, tools=[])
+    out = run(deps, ctx, spec.task, tools=[], wrap_up=False)
     assert out.result.status is AgentStatus.BUDGET_EXCEEDED and counting.calls == 0
     assert out.result.error.endswith(f"({estimate + 30} left, {estimate + 64} needed)")
 
@@ -348,11 +348,12 @@ def test_a_child_gets_what_it_asks_for_within_its_parents_tools():
 
 
 def test_a_child_keeps_its_parents_way_of_being_shown_what_it_does():
-    parent = AgentSpec(task="lead", model="sim", stream=True, budget_notice=True)
+    parent = AgentSpec(task="lead", model="sim", stream=True, budget_notice=True, wrap_up=False)
     ctx = RunContext(job_id="j", agent_id="root", budget=Budget())
     child = child_spec(parent, ctx, ChildRequest(task="a"))
-    assert child.stream and child.budget_notice
-    assert not child_spec(AgentSpec(task="lead", model="sim"), ctx, ChildRequest(task="a")).stream
+    assert child.stream and child.budget_notice and not child.wrap_up
+    plain = child_spec(AgentSpec(task="lead", model="sim"), ctx, ChildRequest(task="a"))
+    assert not plain.stream and plain.wrap_up
 
 
 def test_a_child_requests_its_own_timeout_and_a_bad_one_is_refused_naming_it():

@@ -23,6 +23,10 @@
 -- ARGV[c+2]      micro-dollars per reply token (its USD per million)
 -- ARGV[c+3]      the prompt's share of the tokens wanted
 -- ARGV[c+4]      the model's name, for a refusal
+-- ARGV[c+5]      tokens the agent's own row keeps for its wrap-up (covey.worker.wrap_up)
+--                once this call is granted: the call may not use them, and neither may
+--                any later call of its descendants; 0 for none (and for the wrap-up
+--                call itself, which may spend what its row kept)
 -- then the event of the call's start (events.lua), written with the tokens reserved
 -- (`reserved`) when a new reservation is granted
 -- Returns (replies: covey.redis_scripts.Reply)
@@ -42,6 +46,8 @@
 -- an agent row is missing (never opened, or gone from Redis): nothing is written.
 -- {NO_PRICES, 0, reason, row, name, 'cost'} when a row has a cost cap and the model
 -- has no prices.
+-- An agent row's `kept` is what its agent keeps for its wrap-up: an ancestor's is room
+-- no call of the chain may take, and a row's last grant sets its own.
 -- Cost is held like tokens (cost_held, cost_used; cost_limit caps it): a row with a
 -- cost cap clamps the reply to what its money left buys at the output price.
 -- A row counts tokens_held (used plus held for calls in flight) and cycles_used (a
@@ -79,12 +85,22 @@ local order = {}
 for i = n, 1, -1 do table.insert(order, i) end
 for i = n + 1, n + m do table.insert(order, i) end
 
+local c = 10 + n + m
+local keep = tonumber(ARGV[c + 5])
+-- What row i keeps out of reach of this call: its own new keep, or an ancestor's kept.
+local function kept_by(i, r)
+  if i == n then return keep end
+  if i < n then return tonumber(r[13]) or 0 end
+  return 0
+end
+
 local granted = tonumber(ARGV[2])
 local shortest, shortest_left = nil, nil
 local rows, charged = {}, {}
 for _, i in ipairs(order) do
   local r = redis.call('HMGET', KEYS[4 + i], 'tokens_limit', 'tokens_held', 'cycles_limit', 'cycles_used',
-    'depth', 'agent_cycles_limit', 'tpm_limit', 'rpm_limit', 'cost_limit', 'cost_held', 'tokens_used', 'cost_used')
+    'depth', 'agent_cycles_limit', 'tpm_limit', 'rpm_limit', 'cost_limit', 'cost_held', 'tokens_used', 'cost_used',
+    'kept')
   rows[i] = r
   if i <= n and not r[5] then return {MISSING, 0, 'the ledger row of ' .. label(i) .. ' is missing'} end
   if i == n and ARGV[8] ~= '' and r[6] and tonumber(ARGV[8]) > tonumber(r[6]) then
@@ -99,7 +115,7 @@ for _, i in ipairs(order) do
       end
     end
     if r[1] then
-      local tokens_left = tonumber(r[1]) - (tonumber(r[2]) or 0)
+      local tokens_left = tonumber(r[1]) - (tonumber(r[2]) or 0) - kept_by(i, r)
       if shortest_left == nil or tokens_left < shortest_left then shortest, shortest_left = i, tokens_left end
       granted = math.min(granted, tokens_left)
     end
@@ -107,27 +123,32 @@ for _, i in ipairs(order) do
 end
 granted = math.max(0, granted)
 -- Whether every charged row with a cap in field `limit` would have `needed` left of it
--- once the calls in flight settled (what is used, `used`, is what stays).
-local function room_once_settled(limit, used, needed)
+-- once the calls in flight settled (what is used, `used`, is what stays; so is what
+-- `kept` keeps, in tokens).
+local function room_once_settled(limit, used, needed, kept)
   for _, i in ipairs(charged) do
-    if rows[i][limit] and tonumber(rows[i][limit]) - (tonumber(rows[i][used]) or 0) < needed then return false end
+    local r = rows[i]
+    if r[limit] and tonumber(r[limit]) - (tonumber(r[used]) or 0) - kept(i, r) < needed then return false end
   end
   return true
 end
+local function nothing_kept() return 0 end
 if granted < tonumber(ARGV[3]) then
   local needed = tonumber(ARGV[3])
-  if room_once_settled(1, 11, needed) then
+  if room_once_settled(1, 11, needed, kept_by) then
     return refuse(HELD_UP, shortest, 'tokens', 'token budget at ' .. label(shortest) .. ' held by calls in flight ('
       .. math.max(0, shortest_left) .. ' left until they settle, ' .. needed .. ' needed)')
   end
+  local kept = kept_by(shortest, rows[shortest])
+  local why = ''
+  if kept > 0 then why = ' and ' .. kept .. ' kept for a wrap-up' end
   return refuse(REFUSED, shortest, 'tokens', 'token budget exhausted at ' .. label(shortest) .. ' ('
-    .. math.max(0, shortest_left) .. ' left, ' .. needed .. ' needed)')
+    .. math.max(0, shortest_left + kept) .. ' left, ' .. needed .. ' needed' .. why .. ')')
 end
 
 -- Money: the poorest row with a cost cap bounds the reply to what it can still pay for.
 local bound = 'tokens'
 
-local c = 10 + n + m
 local priced, prompt = ARGV[c + 1] ~= '', tonumber(ARGV[c + 3])
 local prompt_cost, rate = tonumber(ARGV[c + 1]) or 0, tonumber(ARGV[c + 2]) or 0
 local poorest, poorest_left = nil, nil
@@ -149,7 +170,7 @@ if poorest then
   local needed = tonumber(ARGV[3])
   if prompt + reply < needed or prompt_cost > poorest_left then
     local cost_needed = prompt_cost + math.ceil(math.max(0, needed - prompt) * rate)
-    if room_once_settled(9, 12, cost_needed) then
+    if room_once_settled(9, 12, cost_needed, nothing_kept) then
       return refuse(HELD_UP, poorest, 'cost', string.format(
         'cost budget at %s held by calls in flight ($%.6f left until they settle, $%.6f needed)',
         label(poorest), math.max(0, poorest_left) / 1e6, cost_needed / 1e6))
@@ -195,6 +216,7 @@ local scopes = {}
 for _, i in ipairs(charged) do
   redis.call('HINCRBY', KEYS[4 + i], 'tokens_held', granted)
   redis.call('HINCRBY', KEYS[4 + i], 'cycles_used', 1)
+  if i == n and (tonumber(rows[i][13]) or 0) ~= keep then redis.call('HSET', KEYS[4 + i], 'kept', keep) end
   if cost > 0 then redis.call('HINCRBY', KEYS[4 + i], 'cost_held', cost) end
   if i > n then
     table.insert(scopes, '"' .. ARGV[10 + i] .. '"')  -- scope names hold no quote (ledger.SCOPE_NAME)
