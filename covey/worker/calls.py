@@ -132,7 +132,7 @@ def _call_model(
         cycle=state.cycle,
         pricing=held.pricing,
         event=events.model_started(state, rid),
-        keep=0 if wrapping else wrap_up.keep(spec, action, estimate),
+        keep=0 if wrapping or not names else wrap_up.keep(spec, action, estimate),
     )
     if grant.retry_after is not None:
         state.cycle -= 1  # nothing was reserved: the call is asked for again under the same id

@@ -304,8 +304,8 @@ def advance(
             if late is not None:  # the reply came after a deadline: not an answer in time
                 return _stopped(deps, state, Stop(late.cause, f"{late.reason} during a model call"), end)
             if isinstance(outcome, WrappedUp):  # the budget ran out: its last reply is its answer
-                answer = outcome.reply.content or ""
-                action = Finish(state.strategy_state, AgentStatus.COMPLETED, answer, cause=outcome.cause, data=outcome.data)
+                answer, cause = outcome.reply.content or "", outcome.cause
+                action = Finish(state.strategy_state, AgentStatus.COMPLETED, answer, cause=cause, data=outcome.data)
                 continue
         elif isinstance(action, RunTools):
             outcome = run_tools(deps, state, action.calls)

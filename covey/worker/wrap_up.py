@@ -1,19 +1,22 @@
 """An agent whose budget runs out ends with an answer: its wrap-up call.
 
-When a model call of an agent is refused for tokens or money, or its reply is cut
-at what the budget had left, the agent makes one last call instead of ending
+When a model call of an agent is refused for tokens or money, or its reply is cut at
+what the budget had left, the agent makes one last call instead of ending
 ``budget_exceeded`` with nothing: its messages, with no tools and no JSON schema,
 and a note that this is its last reply. The agent ends ``completed`` with that
 answer, its ``cause`` the budget that ran out and ``data.wrapped_up`` true, so a
 parent gets an answer and a caller can tell it from a full run.
 
-So that the wrap-up finds room, each call of the agent keeps some out of its own
-and its descendants' reach (the ledger's ``keep``): what the prompt it sent could
-cost again with the note, plus a short reply. The agent's last call of the usual
-kind is refused (or cut) that much earlier, and the wrap-up may spend what was
+So that the wrap-up finds room, each call that offers tools (an agent that may act
+again) keeps some out of its own and its descendants' reach (the ledger's ``keep``):
+what the prompt it sent could cost again with the note, and two short replies'
+worth, for what comes back from the call and for the answer. A call that offers none
+keeps nothing: its reply may be the answer already. The agent's last call of the
+usual kind is refused (or cut) that much earlier, and the wrap-up may spend what was
 kept and whatever else is left. What is kept is in tokens: under a cost cap the
 wrap-up has what money is left. A spec's ``wrap_up = false`` turns all of it off:
-the agent ends ``budget_exceeded``."""
+the agent ends ``budget_exceeded``.
+"""
 
 from __future__ import annotations
 
@@ -29,11 +32,7 @@ from covey.status import Cause, CauseKind, Resource
 
 # The reply a kept room leaves for the wrap-up (or the agent's own reply cap, when smaller).
 REPLY_TOKENS = 256
-NOTE = (
-    "Your budget is spent: this is your last reply, and no tool can be called. "
-    "Give your final answer to the task now, from what you have so far."
-)
-
+NOTE = "Your budget is spent: no more tools. Give your final answer to the task now."
 _NOTE_TOKENS = byte_tokens(json.dumps({"role": "user", "content": NOTE}))
 
 
@@ -52,8 +51,10 @@ class WrappedUp:
 
 def keep(spec: AgentSpec, action: CallModel, prompt: int) -> int:
     """Tokens a call of ``action`` (its prompt bounded by ``prompt``) keeps for the
-    wrap-up: that prompt again without its tools and with the note, and a short reply."""
-    return bound(action, prompt) + _NOTE_TOKENS + min(REPLY_TOKENS, spec.max_call_tokens) if spec.wrap_up else 0
+    wrap-up: that prompt again without its tools and with the note, room for what
+    the call adds to it (its reply, tools' or children's results) and for the
+    wrap-up's reply, each a short reply's worth."""
+    return bound(action, prompt) + _NOTE_TOKENS + 2 * min(REPLY_TOKENS, spec.max_call_tokens) if spec.wrap_up else 0
 
 
 def bound(action: CallModel, prompt: int) -> int:

@@ -17,17 +17,27 @@ from tests.integration.test_jobs import run_json
 ARITHMETIC = ROOT / "examples" / "arithmetic.jsonl"
 
 
-def test_a_tree_capped_at_2500_tokens_spends_at_least_2000_of_them(cli):
-    """A cap is left short by at most the one call it refuses. Offered every built-in,
-    an agent's first call is about 840 tokens (the schemas), so the tree offers the
-    two tools it uses, as a user would, and its calls are 300-700 tokens."""
+def test_a_tree_capped_at_2500_tokens_spends_at_least_2000_of_them_and_answers(cli):
+    """A cap is left short by at most the one call it refuses, and what the root kept
+    for its wrap-up (``covey.worker.wrap_up``) buys the job an answer. Offered every
+    built-in, an agent's first call is about 840 tokens (the schemas), so the tree
+    offers the two tools it uses, as a user would, and its calls are 300-700 tokens."""
     cap = 2500
     tree = ("[sim:spawn width=3 depth=2] survey the field", "--tools", "spawn_agents,finish")
     proc, result = run_json(cli, *tree, "--max-tokens", str(cap))
-    assert result["status"] == "budget_exceeded", result
+    assert (result["status"], result["data"]["wrapped_up"]) == ("completed", True), result
+    assert result["cause"]["kind"] == "budget" and result["output"].startswith("leaves=")
     ledger = json.loads(cli("ledger", result["job_id"], "--json").stdout)
     assert 2000 <= ledger["tokens_used"] <= cap and ledger["tokens_reserved"] == 0
     assert ledger["agents_spawned"] > 3  # the grandchildren ran too, not only the root's first wave
+
+
+def test_without_wrap_up_a_tree_whose_cap_runs_out_ends_budget_exceeded(cli):
+    tree = ("[sim:spawn width=3 depth=2] survey the field", "--tools", "spawn_agents,finish", "--no-wrap-up")
+    proc, result = run_json(cli, *tree, "--max-tokens", "2500")
+    assert (result["status"], result["output"], result["data"]) == ("budget_exceeded", None, None), result
+    ledger = json.loads(cli("ledger", result["job_id"], "--json").stdout)
+    assert 2000 <= ledger["tokens_used"] <= 2500
 
 
 @pytest.mark.parametrize(

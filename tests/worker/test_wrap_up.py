@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import pytest
+
 from covey.budgets.budget import Budget
+from covey.config.settings import Settings
 from covey.status import AgentStatus, Cause, CauseKind, Resource
 from covey.worker import wrap_up
-from tests.worker.test_loop import CountingLLM, deps, root, run  # noqa: F401  (deps: the fixture)
+from covey.worker.deps import Deps
+from tests.worker.test_loop import CountingLLM, root, run
+
+
+@pytest.fixture
+def deps(redis_server):
+    return Deps.from_settings(Settings(redis_url=redis_server.url, model_retries=0))
 
 
 class AskedLLM(CountingLLM):
