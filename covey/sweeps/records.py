@@ -28,6 +28,8 @@ TORN = '{"torn": "the line above was cut short"}'
 
 # A sample's outcome when the sweep's scope ran dry before it could finish.
 SKIPPED_BUDGET = "skipped_budget"
+# A completed sample whose answer came from its wrap-up, as a summary counts it apart.
+WRAPPED_UP = "wrapped_up"
 # The worker refused the job (an invalid spec, a model it cannot serve).
 REFUSED = JobStatus.REFUSED.value
 # Outcomes a rerun keeps; any other status (failed, timed_out, refused,
@@ -63,7 +65,8 @@ class Record(BaseModel):
     scores: dict[str, float] = Field(default_factory=dict)  # every scorer's, by name
     score_error: str | None = None
     error: str | None = None
-    cause: Cause | None = None  # the job's, when it did not complete
+    cause: Cause | None = None  # the job's, when it did not complete or wrapped up
+    wrapped_up: bool = False  # completed with a wrap-up answer: its budget ran out first
     usage: RecordUsage = Field(default_factory=RecordUsage)
     judge_tokens: int = 0
     latency: float | None = None  # seconds from submission to the result

@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from covey import wire
 from covey.status import AgentStatus
 from covey.sweeps.chart import write_chart
-from covey.sweeps.records import SKIPPED_BUDGET, Record, ResultsLog
+from covey.sweeps.records import SKIPPED_BUDGET, WRAPPED_UP, Record, ResultsLog
 from covey.sweeps.rescore import rescore
 
 SUMMARY_CSV = "summary.csv"
@@ -67,10 +67,10 @@ class _Outcome(NamedTuple):
 
     @classmethod
     def of(cls, r: Record) -> _Outcome:
+        """A wrapped-up answer is scored as any other, and counted apart (status ``wrapped_up``)."""
         u = r.usage
-        return cls(
-            r.config, r.status, r.score, r.scores, r.latency, u.total_tokens, u.cost_usd, u.cycles, r.judge_tokens
-        )
+        status = WRAPPED_UP if r.wrapped_up else r.status
+        return cls(r.config, status, r.score, r.scores, r.latency, u.total_tokens, u.cost_usd, u.cycles, r.judge_tokens)
 
 
 def summarize(records: Iterable[Record]) -> list[ConfigSummary]:

@@ -469,6 +469,7 @@ def _record(
         target=unit.sample.target,
         error=error,
         cause=result.cause if result else None,
+        wrapped_up=result.wrapped_up if result else False,
         usage=usage,
         latency=latency,
         job_id=flight.job_id,

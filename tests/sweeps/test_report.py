@@ -70,6 +70,13 @@ def test_a_cancelled_unit_is_counted_and_not_scored_as_wrong():
     assert (row.units, row.ran, row.accuracy, row.statuses) == (3, 3, 1.0, {"cancelled": 1, "completed": 2})
 
 
+def test_a_wrapped_up_answer_is_scored_and_counted_apart():
+    wrapped = rec("b", "x", score=0.0).model_copy(update={"wrapped_up": True})
+    (row,) = summarize([rec("a", "x"), wrapped])
+    assert (row.ran, row.accuracy, row.statuses) == (2, 0.5, {"completed": 1, "wrapped_up": 1})
+    assert "completed=1 wrapped_up=1" in table([row])
+
+
 def test_the_report_names_its_scorer_in_the_csv_and_the_chart(tmp_path):
     log = ResultsLog(tmp_path)
     for r in [rec("a", "x", scorer="numeric"), rec("b", "x", score=0.0, scorer="numeric")]:
