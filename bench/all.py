@@ -48,6 +48,7 @@ BENCHES: dict[str, list[str]] = {
     "tools": [],
     "transcripts": [],
     "ui_pages": ["--rounds", "5"],
+    "weights": [],
 }
 
 

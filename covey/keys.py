@@ -294,8 +294,29 @@ WAITING_TTL_SECONDS = 3600
 
 def scope_waiting(name: str) -> str:
     """Sorted set of the agents waiting for a running slot on a scope: JSON [job id,
-    agent id] -> when it first waited. A step that gives a slot back wakes the first."""
+    agent id] -> its turn (a virtual finish tag, ``scope_turns``). A step that gives
+    a slot back admits the lowest."""
     return f"{PREFIX}:scope:{name}:waiting"
+
+
+def scope_turns(name: str) -> str:
+    """Hash of a capped scope's weighted fair queue: ``virtual`` -> the turn of the
+    waiter admitted last, and each tenant's scope name ('' for jobs of no tenant) ->
+    the turn of its last waiter to join. It lives as long as the queue."""
+    return f"{PREFIX}:scope:{name}:turns"
+
+
+# A slot held for a waiter that was admitted and woken, until its step takes it:
+# long enough for a busy worker to fetch the woken step, short enough that a wake
+# lost with its worker holds a slot back only briefly (a hop is at most 10 s).
+WAKE_LEASE_SECONDS = 10
+
+
+def scope_woken(name: str) -> str:
+    """Sorted set of the waiters admitted to a scope's slots and woken, not yet
+    running: JSON [job id, agent id] -> when the slot held for it lapses. They count
+    against the scope's ``running_limit``; it lives one wake lease past its last write."""
+    return f"{PREFIX}:scope:{name}:woken"
 
 
 def scopes_index() -> str:

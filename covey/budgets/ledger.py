@@ -136,6 +136,7 @@ class ScopeRow(BaseModel):
     running: int = 0  # agents holding a running slot now (``covey.budgets.running``)
     running_limit: int | None = None  # agents it lets run at once, across jobs
     waiting: int = 0  # agents queued for a running slot
+    weight: int = 1  # a tenant's share of the capped scopes its agents wait for, against other tenants'
 
     @computed_field  # type: ignore[prop-decorator]
     @property

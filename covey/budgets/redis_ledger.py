@@ -674,6 +674,7 @@ def _scope_row(name: str, raw: dict) -> ScopeRow:
         tokens_per_minute=_int(f.get("tpm_limit")),
         requests_per_minute=_int(f.get("rpm_limit")),
         running_limit=_int(f.get("running_limit")),
+        weight=int(f.get("weight", 1)),
         tokens_used=int(f.get("tokens_used", 0)),
         tokens_reserved=_reserved(f),
         cycles_used=int(f.get("cycles_used", 0)),

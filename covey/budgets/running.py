@@ -5,10 +5,17 @@ take a step at the same moment, across every worker. An agent takes a slot on
 each of its capped scopes before its step and gives it back when the step ends
 (it finishes, pauses, fans out or waits); one that finds a scope full takes
 none, joins the scope's queue of waiters and waits outside the worker
-(``covey.worker.slots``): each slot given back wakes the first in the queue. Each slot is a lease
-its worker renews, so a slot of a worker that died is free again within
-``keys.RUNNING_LEASE_SECONDS`` instead of lost. The check and the take are one
-Lua script (``lua/running.lua``), atomic across machines.
+(``covey.worker.slots``). Each slot given back admits the next waiter: the slot
+is held for it while its step is woken, and while agents wait no newcomer takes
+a free slot out of turn. The queue is a weighted fair queue (``lua/turns.lua``):
+tenants waiting together are admitted in proportion to their weights
+(``covey scope tenant:acme --weight 3``; 1 unless set; jobs of no tenant are
+together one tenant of weight 1). Each slot is a lease its worker renews, so a
+slot of a worker that died is free again within ``keys.RUNNING_LEASE_SECONDS``
+instead of lost, and a slot held for a woken waiter lapses within
+``keys.WAKE_LEASE_SECONDS``. The check and the take are one Lua script
+(``lua/running.lua``), atomic across machines, and so are the give-back and the
+admission (``lua/admit.lua``).
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import json
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from importlib.resources import files
 from typing import Any
 
 import redis
@@ -24,27 +32,36 @@ import redis
 from covey import keys
 from covey.budgets import scopes as scope_names
 from covey.budgets.budget import MAX_COUNT
-from covey.redis_scripts import Reply, ScriptCall, source
+from covey.redis_scripts import Reply, ScriptCall, run, source
 
-_TAKE = source("covey.budgets", "running.lua")
+_TURNS = (files("covey.budgets") / "lua" / "turns.lua").read_text(encoding="utf-8")
+_TAKE = source("covey.budgets", "running.lua", _TURNS)
+_ADMIT = source("covey.budgets", "admit.lua", _TURNS)
+# A tenant's share against another's: beyond a thousandfold the smaller one is all but stopped.
+MAX_WEIGHT = 1000
 
 
 @dataclass(frozen=True)
 class Taken:
     """Answer to ``take``: ``held`` lists the capped scopes it now holds a slot on; a
-    refusal names the scope that is full and its count (``running`` of ``limit``)."""
+    refusal names the scope that refuses it, its slots taken (``running`` of
+    ``limit``, those held for woken waiters counted) and the waiters ``ahead`` of it,
+    and ``freed`` the scopes where it left a slot for waiters to be admitted to."""
 
     ok: bool
     held: tuple[str, ...] = ()
     scope: str | None = None
     running: int = 0
     limit: int = 0
+    ahead: int = 0
+    freed: tuple[str, ...] = ()
     elsewhere: bool = False  # another run of the agent's step holds its slot: this one is a duplicate
     ran: bool = False  # another run of the agent's step ran it meanwhile: this one is a stale copy
 
     @property
     def reason(self) -> str:
-        return f"{self.scope} running cap {self.running}/{self.limit}"
+        full = f"{self.scope} running cap {self.running}/{self.limit}"
+        return full if self.running >= self.limit else f"{full}, {self.ahead} waiting ahead of it"
 
 
 def member(job_id: str, agent_id: str) -> str:
@@ -59,6 +76,7 @@ class RunningSlots:
     def __init__(self, client: redis.Redis, clock: Callable[[], float] = time.time) -> None:
         self.client, self.clock = client, clock
         self._take = client.register_script(_TAKE)
+        self._admit = client.register_script(_ADMIT)
 
     def set_cap(self, name: str, max_running: int | None) -> None:
         """Cap the agents of scope ``name`` running at once (None removes the cap),
@@ -71,6 +89,19 @@ class RunningSlots:
                 pipe.hdel(keys.scope(name), "running_limit")
             else:
                 pipe.hset(keys.scope(name), "running_limit", max_running)
+            pipe.sadd(keys.scopes_index(), name)
+            pipe.execute()
+
+    def set_weight(self, name: str, weight: int) -> None:
+        """Give tenant scope ``name`` ``weight`` shares of every capped scope its agents
+        wait for, creating the scope if it was not."""
+        scope_names.check(name)
+        if scope_names.kind(name) != scope_names.TENANT:
+            raise ValueError(f"scope {name}: a weight is a tenant's share; give it to a tenant:<name> scope")
+        if not 1 <= weight <= MAX_WEIGHT:
+            raise ValueError(f"scope {name}: weight must be from 1 to {MAX_WEIGHT}, got {weight}")
+        with self.client.pipeline(transaction=True) as pipe:
+            pipe.hset(keys.scope(name), "weight", weight)
             pipe.sadd(keys.scopes_index(), name)
             pipe.execute()
 
@@ -88,16 +119,10 @@ class RunningSlots:
         """``take``'s script call (``scopes`` not empty), for a caller that runs it with
         others in one round trip and reads its reply with ``taken``."""
         now = self.clock()
-        row_keys = [
-            *(keys.scope(s) for s in scopes),
-            *(keys.scope_running(s) for s in scopes),
-            *(keys.scope_waiting(s) for s in scopes),
-            *(keys.scope_holders(s) for s in scopes),
-            keys.expected(job_id),
-        ]
         lease, waiting = keys.RUNNING_LEASE_SECONDS, keys.WAITING_TTL_SECONDS
-        args = [member(job_id, agent_id), now, now + lease, lease, waiting, holder, agent_id, expected, *scopes]
-        return ScriptCall(self._take, row_keys, args)
+        tenant = next((i for i, s in enumerate(scopes, 1) if scope_names.kind(s) == scope_names.TENANT), 0)
+        args = [member(job_id, agent_id), now, now + lease, lease, waiting, holder, agent_id, expected, tenant]
+        return ScriptCall(self._take, [*_queue_keys(scopes), keys.expected(job_id)], [*args, *scopes])
 
     @staticmethod
     def taken(reply: list[Any]) -> Taken:
@@ -108,8 +133,15 @@ class RunningSlots:
             return Taken(ok=False, scope=_str(rest[0]), elsewhere=True)
         if status == Reply.MOVED_ON:
             return Taken(ok=False, ran=True)
-        name, running, limit = rest
-        return Taken(ok=False, scope=_str(name), running=int(running), limit=int(limit))
+        name, running, limit, ahead, *freed = rest
+        return Taken(
+            ok=False,
+            scope=_str(name),
+            running=int(running),
+            limit=int(limit),
+            ahead=int(ahead),
+            freed=tuple(_str(s) for s in freed),
+        )
 
     def renew(self, held: Iterable[tuple[str, str, tuple[str, ...]]]) -> None:
         """Push back the lease of every (job id, agent id, scopes) still held; one
@@ -123,22 +155,25 @@ class RunningSlots:
                     pipe.expire(keys.scope_holders(s), keys.RUNNING_LEASE_SECONDS)
             pipe.execute()
 
-    def give_back(self, job_id: str, agent_id: str, scopes: Iterable[str]) -> list[tuple[str, str, str]]:
-        """Free the agent's slots, and take the first waiter off each scope's queue:
-        (scope, job id, agent id) of each, for the caller to wake."""
-        scopes = list(scopes)
-        with self.client.pipeline(transaction=False) as pipe:
-            for s in scopes:
-                pipe.zrem(keys.scope_running(s), member(job_id, agent_id))
-                pipe.hdel(keys.scope_holders(s), member(job_id, agent_id))
-                pipe.zpopmin(keys.scope_waiting(s))
-            replies = pipe.execute()
-        return [(s, *_waiter(popped[0][0])) for s, popped in zip(scopes, replies[2::3]) if popped]
+    def give_back(
+        self, job_id: str, agent_id: str, held: Iterable[str], freed: Iterable[str] = ()
+    ) -> list[tuple[str, str, str]]:
+        """Free the agent's slots on the scopes ``held``, and admit waiters to every
+        slot free there and on the scopes ``freed`` (a refused take's): (scope, job
+        id, agent id) of each, for the caller to wake; its slot is held for it
+        meanwhile."""
+        calls = [self._admitting(member(job_id, agent_id), list(held)), self._admitting("", list(freed))]
+        return [w for reply in run(self.client, [c for c in calls if c.keys]) for w in _woke(reply)]
 
-    def next_waiter(self, name: str) -> tuple[str, str] | None:
-        """Take the first waiter off scope ``name``'s queue: (job id, agent id), or None."""
-        popped = self.client.zpopmin(keys.scope_waiting(name))
-        return _waiter(popped[0][0]) if popped else None
+    def pass_on(self, name: str, job_id: str, agent_id: str) -> list[tuple[str, str, str]]:
+        """Give up the slot held for a woken waiter of scope ``name`` that waits no
+        more (it ended), admitting the next waiters to what is free: as ``give_back``."""
+        return _woke(self._admitting(member(job_id, agent_id), [name])())
+
+    def _admitting(self, giving_back: str, scopes: list[str]) -> ScriptCall:
+        now = self.clock()
+        args = [giving_back, now, now + keys.WAKE_LEASE_SECONDS, keys.WAKE_LEASE_SECONDS, keys.WAITING_TTL_SECONDS]
+        return ScriptCall(self._admit, _queue_keys(scopes), [*args, *scopes])
 
     def waiting(self, name: str) -> int:
         """Agents in scope ``name``'s queue for a slot."""
@@ -151,6 +186,25 @@ class RunningSlots:
 
 def _str(value: str | bytes) -> str:
     return value.decode() if isinstance(value, bytes) else value
+
+
+def _queue_keys(scopes: list[str]) -> list[str]:
+    """The keys of the scopes' slots and queues, in the order the scripts read them."""
+    per_scope = (
+        keys.scope,
+        keys.scope_running,
+        keys.scope_waiting,
+        keys.scope_holders,
+        keys.scope_woken,
+        keys.scope_turns,
+    )
+    return [key(s) for key in per_scope for s in scopes]
+
+
+def _woke(reply: list[Any]) -> list[tuple[str, str, str]]:
+    """(scope, job id, agent id) of each waiter an ``admit.lua`` reply admitted."""
+    _, *flat = reply
+    return [(_str(s), *_waiter(w)) for s, w in zip(flat[::2], flat[1::2])]
 
 
 def _waiter(raw: str | bytes) -> tuple[str, str]:

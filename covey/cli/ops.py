@@ -10,7 +10,7 @@ import click
 from covey.budgets import scopes
 from covey.budgets.budget import MAX_COUNT
 from covey.budgets.ledger import ScopeRow
-from covey.budgets.running import RunningSlots
+from covey.budgets.running import MAX_WEIGHT, RunningSlots
 from covey.cli import render
 from covey.cli.app import cli, connect, print_json
 from covey.cli.options import Dollars
@@ -230,24 +230,45 @@ class _CostCap(click.ParamType):
     default=None,
     help="agents running at once across jobs; the rest wait outside the workers' slots ('none' removes it)",
 )
+@click.option(
+    "--weight",
+    type=click.IntRange(1, MAX_WEIGHT),
+    default=None,
+    help="a tenant's share of the capped scopes its agents wait for, against other tenants' (default 1)",
+)
 @click.option("--json", "as_json", is_flag=True, help="print the scope as JSON")
 def scope(
-    name: str, max_tokens, max_cycles, tokens_per_minute, requests_per_minute, max_cost, max_running, as_json: bool
+    name: str,
+    max_tokens,
+    max_cycles,
+    tokens_per_minute,
+    requests_per_minute,
+    max_cost,
+    max_running,
+    weight: int | None,
+    as_json: bool,
 ) -> None:
-    """Show a global ledger scope (global, tenant:<x>, sweep:<x>), creating it or changing the caps given."""
+    """Show a global ledger scope (global, tenant:<x>, sweep:<x>), creating it or changing the caps given.
+
+    Agents waiting for a slot of a scope capped by --max-running are admitted in
+    turn by tenant, each tenant in proportion to its --weight.
+    """
     client = connect()
     ledger = client.ledger
     current = next((row for row in ledger.scope_rows() if row.name == name), None)
     given = (max_tokens, max_cycles, tokens_per_minute, requests_per_minute, max_cost)
-    if any(cap is not None for cap in (*given, max_running)):
+    if any(cap is not None for cap in (*given, max_running, weight)):
         fields = ("tokens_limit", "cycles_limit", "tokens_per_minute", "requests_per_minute", "cost_limit")
+        slots = RunningSlots(client.redis)
         try:
+            if weight is not None:  # first: a weight the scope cannot take changes nothing
+                slots.set_weight(name, weight)
             ledger.set_scope(
                 name, *(_cap(cap, getattr(current, f) if current else None) for cap, f in zip(given, fields))
             )
             if max_running is not None:
                 running = _cap(max_running, None)
-                RunningSlots(client.redis).set_cap(name, None if running is None else int(running))
+                slots.set_cap(name, None if running is None else int(running))
         except ValueError as e:
             raise click.BadParameter(str(e), param_hint="NAME") from None
         current = next(row for row in ledger.scope_rows() if row.name == name)
@@ -256,7 +277,7 @@ def scope(
     if current is None:
         raise click.ClickException(
             f"no scope {name} yet: give --max-tokens, --max-cycles, --tokens-per-minute, "
-            "--requests-per-minute, --max-cost or --max-running to create it"
+            "--requests-per-minute, --max-cost, --max-running or --weight to create it"
         )
     print_json(current) if as_json else click.echo(render.scopes([current]))
 

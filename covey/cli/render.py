@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from covey.budgets import scopes as scope_names
 from covey.budgets.ledger import LedgerSnapshot, ScopeRow
 from covey.results import AgentResult
 from covey.store.tree import Node, by_parent
@@ -149,6 +150,7 @@ def scopes(rows: list[ScopeRow]) -> str:
             "tokens/min",
             "requests/min",
             "running",
+            "weight",
         ],
         [
             (
@@ -162,6 +164,7 @@ def scopes(rows: list[ScopeRow]) -> str:
                 c.tokens_per_minute,
                 c.requests_per_minute,
                 _running(c),
+                c.weight if scope_names.kind(c.name) == scope_names.TENANT else None,
             )
             for c in rows
         ],

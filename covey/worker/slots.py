@@ -9,12 +9,13 @@ An agent that finds a scope full, or a scope's per-minute window full, does not
 sleep in its worker slot: its step checkpoints and ends, and its next step is
 sent with a countdown (``Hop``), so the slot serves other jobs meanwhile. One
 waiting for a cap joins the scope's queue, and each step that gives a slot back
-sends the next step of the first in the queue at once (the countdown is only for
-a wake that went astray), so a freed slot is taken again at once and waiters do
-not poll. A countdown stays under the broker's patience: a Redis broker hands a
-message its worker has not acknowledged within the visibility timeout to another
-worker, and a worker holds a counted-down message unacknowledged from the moment
-it fetches it, through the countdown and the step that follows.
+(or, refused, leaves one free) sends the next step of each waiter admitted to it
+at once (the countdown is only for a wake that went astray), so a freed slot is
+taken again at once, in the queue's order, and waiters do not poll. A countdown
+stays under the broker's patience: a Redis broker hands a message its worker has
+not acknowledged within the visibility timeout to another worker, and a worker
+holds a counted-down message unacknowledged from the moment it fetches it,
+through the countdown and the step that follows.
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ log = logging.getLogger(__name__)
 # The longest countdown of one hop: a job cancelled meanwhile ends within it, and
 # a wait longer than it (a minute's window) is taken in several hops.
 MAX_HOP_SECONDS = 10.0
-# Waiters taken off a scope's queue per slot given back until one is woken: those
-# that ended meanwhile (cancelled, timed out) have no next step to wake and are skipped.
+# Waiters admitted per slot given back until one is woken: those that ended
+# meanwhile (cancelled, timed out) have no next step to wake and are passed over.
 WAKE_TRIES = 3
 
 
@@ -69,11 +70,13 @@ def hop(deps: Deps, reason: str, seconds: float) -> Hop:
 
 class _Held:
     """The slots this process's steps hold: (job id, agent id, run) -> scopes,
-    renewed by one thread."""
+    renewed by one thread; and the scopes where a refused step left a slot free,
+    whose waiters it admits as it ends."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._slots: dict[tuple[str, str, str], tuple[str, ...]] = {}
+        self._freed: dict[tuple[str, str, str], tuple[str, ...]] = {}
         self._renewer: threading.Thread | None = None
 
     def add(self, deps: Deps, step: tuple[str, str, str], scopes: tuple[str, ...]) -> None:
@@ -83,9 +86,14 @@ class _Held:
                 self._renewer = threading.Thread(target=self._renew, args=(deps,), name="covey-slots", daemon=True)
                 self._renewer.start()
 
-    def pop(self, step: tuple[str, str, str]) -> tuple[str, ...]:
+    def free(self, step: tuple[str, str, str], scopes: tuple[str, ...]) -> None:
         with self._lock:
-            return self._slots.pop(step, ())
+            self._freed[step] = scopes
+
+    def pop(self, step: tuple[str, str, str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The scopes the step holds, and those it left free."""
+        with self._lock:
+            return self._slots.pop(step, ()), self._freed.pop(step, ())
 
     def _renew(self, deps: Deps) -> None:
         while True:  # a daemon thread: it ends with its process, and so do the leases it renews
@@ -130,32 +138,38 @@ def take(
         if taken.held:
             _held.add(deps, (ctx.job_id, ctx.agent_id, holder), taken.held)
         return None
+    if taken.freed:
+        _held.free((ctx.job_id, ctx.agent_id, holder), taken.freed)
     log.info("job %s agent %s gives its slot back: %s", ctx.job_id, ctx.agent_id, taken.reason)
     # Woken when a slot is given back; the countdown is for a wake that went astray.
     return hop(deps, taken.reason, longest_hop(deps.settings) * random.uniform(0.75, 1.0))
 
 
 def give_back(deps: Deps, job_id: str, agent_id: str, holder: str = "") -> list[Message]:
-    """Give back the slots the run ``holder`` of the agent's step holds, if it holds
-    any; the messages that wake the first waiter of each scope, for the caller to send."""
-    scopes = _held.pop((job_id, agent_id, holder))
-    if not scopes:
+    """Give back the slots the run ``holder`` of the agent's step holds, and any it
+    left free when refused; the messages that wake the waiters admitted to them,
+    for the caller to send."""
+    held, freed = _held.pop((job_id, agent_id, holder))
+    if not held and not freed:
         return []
-    firsts = deps.slots.give_back(job_id, agent_id, scopes)
-    return [m for scope, job, agent in firsts if (m := _wake_first(deps, scope, (job, agent))) is not None]
+    return _wake(deps, deps.slots.give_back(job_id, agent_id, held, freed))
 
 
-def _wake_first(deps: Deps, scope: str, waiter: tuple[str, str]) -> Message | None:
-    """The next step, at once, of the first waiter taken off the scope's queue that still waits."""
-    for tries in range(1, WAKE_TRIES + 1):
-        message = _next_step_now(deps, *waiter)
-        if message is not None or tries == WAKE_TRIES:
-            return message
-        popped = deps.slots.next_waiter(scope)
-        if popped is None:
-            return None
-        waiter = popped
-    return None
+def _wake(deps: Deps, admitted: list[tuple[str, str, str]]) -> list[Message]:
+    """The next steps, at once, of the waiters admitted (scope, job id, agent id). One
+    that waits no more (it ended: cancelled, timed out) has no next step to wake and
+    passes its slot on to the next in the queue, up to ``WAKE_TRIES`` per slot."""
+    woken, todo = [], list(admitted)
+    passes = (WAKE_TRIES - 1) * len(todo)
+    while todo:
+        scope, job_id, agent_id = todo.pop()
+        message = _next_step_now(deps, job_id, agent_id)
+        if message is not None:
+            woken.append(message)
+        elif passes > 0:  # past them, the slot held for the last is free again within a wake lease
+            passes -= 1
+            todo += deps.slots.pass_on(scope, job_id, agent_id)
+    return woken
 
 
 def _next_step_now(deps: Deps, job_id: str, agent_id: str) -> Message | None:

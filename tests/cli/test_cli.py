@@ -83,12 +83,12 @@ def test_scope_changes_only_the_caps_given(redis_server):
     covey("scope", name, "--tokens-per-minute", "600", redis_url=redis_server.url)
     shown = covey("scope", name, redis_url=redis_server.url)
     assert shown.returncode == 0
-    assert shown.stdout.splitlines()[1].split() == [name, "0", "1000", "-", "-", "0", "10", "600", "-", "0"]
+    assert shown.stdout.splitlines()[1].split() == [name, "0", "1000", "-", "-", "0", "10", "600", "-", "0", "1"]
     covey("scope", name, "--max-running", "3", redis_url=redis_server.url)
     removed = covey("scope", name, "--max-tokens", "none", redis_url=redis_server.url)
-    assert removed.stdout.splitlines()[1].split() == [name, "0", "-", "-", "-", "0", "10", "600", "-", "0/3"]
+    assert removed.stdout.splitlines()[1].split() == [name, "0", "-", "-", "-", "0", "10", "600", "-", "0/3", "1"]
     uncapped = covey("scope", name, "--max-running", "none", redis_url=redis_server.url)
-    assert uncapped.stdout.splitlines()[1].split() == [name, "0", "-", "-", "-", "0", "10", "600", "-", "0"]
+    assert uncapped.stdout.splitlines()[1].split() == [name, "0", "-", "-", "-", "0", "10", "600", "-", "0", "1"]
     priced = covey("scope", name, "--max-cost", "2.5", redis_url=redis_server.url)
     assert priced.stdout.splitlines()[1].split() == [
         name,
@@ -101,7 +101,19 @@ def test_scope_changes_only_the_caps_given(redis_server):
         "600",
         "-",
         "0",
+        "1",
     ]
+    weighted = covey("scope", name, "--weight", "3", redis_url=redis_server.url)
+    assert weighted.stdout.splitlines()[0].split()[-1] == "weight"
+    assert weighted.stdout.splitlines()[1].split()[-1] == "3"
+
+
+def test_scope_refuses_a_weight_but_a_tenants_whole_number_from_1(redis_server):
+    zero = covey("scope", "tenant:cli-weight", "--weight", "0", redis_url=redis_server.url)
+    assert zero.returncode == 2 and "--weight" in zero.stderr and "1<=x<=1000" in zero.stderr
+    shared = covey("scope", "global", "--weight", "2", redis_url=redis_server.url)
+    assert shared.returncode == 2
+    assert "a weight is a tenant's share; give it to a tenant:<name> scope" in shared.stderr
 
 
 def test_version_is_the_packages(redis_server):

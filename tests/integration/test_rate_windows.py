@@ -59,10 +59,10 @@ def test_covey_scope_sets_and_shows_the_window_caps(cli):
     row = json.loads(made.stdout)
     assert (row["tokens_per_minute"], row["requests_per_minute"], row["tokens_limit"]) == (90000, 500, None)
     shown = cli("scope", name, "--max-tokens", "7").stdout
-    assert shown.splitlines()[0].split()[-3:] == ["tokens/min", "requests/min", "running"]
-    assert shown.splitlines()[1].split() == [name, "0", "7", "-", "-", "0", "-", "90000", "500", "0"]
+    assert shown.splitlines()[0].split()[-4:] == ["tokens/min", "requests/min", "running", "weight"]
+    assert shown.splitlines()[1].split() == [name, "0", "7", "-", "-", "0", "-", "90000", "500", "0", "1"]
     capped = cli("scope", name, "--max-running", "2").stdout
-    assert capped.splitlines()[1].split() == [name, "0", "7", "-", "-", "0", "-", "90000", "500", "0/2"]
+    assert capped.splitlines()[1].split() == [name, "0", "7", "-", "-", "0", "-", "90000", "500", "0/2", "1"]
     assert json.loads(cli("scope", name, "--max-running", "none", "--json").stdout)["running_limit"] is None
 
 
