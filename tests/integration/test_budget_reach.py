@@ -30,6 +30,7 @@ def test_a_tree_capped_at_2500_tokens_spends_at_least_2000_of_them_and_answers(c
     ledger = json.loads(cli("ledger", result["job_id"], "--json").stdout)
     assert 2000 <= ledger["tokens_used"] <= cap and ledger["tokens_reserved"] == 0
     assert ledger["agents_spawned"] > 3  # the grandchildren ran too, not only the root's first wave
+    assert all(row["tokens_used"] <= row["tokens_limit"] for row in ledger["agents"])  # each within its own cap
 
 
 def test_without_wrap_up_a_tree_whose_cap_runs_out_ends_budget_exceeded(cli):
