@@ -30,11 +30,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # `python bench/fairness.py` puts bench/, not the root, on the path
 
-from bench.harness import RedisServer, Worker, interruptible, report, start_redis
+from bench.harness import interruptible, report, sim_worker
 from covey import keys
 from covey.budgets.running import RunningSlots
 from covey.client import Client
-from covey.config.settings import Settings
 from covey.context import ROOT_AGENT_ID
 
 SLOTS = 20
@@ -78,22 +77,7 @@ def _round(client: Client, big: int, small: int, cap: int | None) -> dict:
 
 def measure(logs: Path, big: int, small: int, latency_ms: int) -> dict:
     with ExitStack() as stack:
-        server = RedisServer()
-        stack.callback(server.stop)
-        start_redis(server)
-        client = Client(Settings(redis_url=server.url))
-        stack.callback(client.close)
-        worker = Worker(
-            "fair@bench",
-            [sys.executable, "-m", "covey", "worker", "--pool", "threads", "--concurrency", str(SLOTS)]
-            + ["--processes", "1", "--hostname", "fair@bench", "--loglevel", "warning"],
-            server.url,
-            "covey",
-            logs,
-            env={"COVEY_SIM_LATENCY_MS": str(latency_ms)},
-        )
-        stack.callback(worker.stop)
-        worker.wait_ready(client.app)
+        client = sim_worker(stack, "fair@bench", logs, SLOTS, latency_ms)
         rounds = [_round(client, big, small, cap) for cap in (None, SLOTS // 2)]
     uncapped, capped = rounds
     return {

@@ -25,9 +25,21 @@ sys.path.insert(0, str(ROOT))  # `python bench/x.py` puts bench/, not the root, 
 
 import redis
 
+from covey.client import Client
+from covey.config.settings import Settings
 from tests.redis_server import RedisServer
 
-__all__ = ["ROOT", "RedisServer", "Worker", "cpu_seconds", "interruptible", "private_redis", "report", "start_redis"]
+__all__ = [
+    "ROOT",
+    "RedisServer",
+    "Worker",
+    "cpu_seconds",
+    "interruptible",
+    "private_redis",
+    "report",
+    "sim_worker",
+    "start_redis",
+]
 
 
 def cpu_seconds(pid: int) -> float:
@@ -105,6 +117,27 @@ class Worker:
             if self.proc.poll() is None:
                 self.proc.kill()
                 self.proc.wait()
+
+
+def sim_worker(stack: ExitStack, name: str, logs: Path, slots: int, latency_ms: int) -> Client:
+    """A private redis-server and one ``covey worker --pool threads --concurrency
+    slots`` process on it, each ``sim`` model call ``latency_ms`` long, ready to
+    take jobs: a client of it. All stopped as ``stack`` unwinds."""
+    server, _ = private_redis(stack)
+    client = Client(Settings(redis_url=server.url))
+    stack.callback(client.close)
+    worker = Worker(
+        name,
+        [sys.executable, "-m", "covey", "worker", "--pool", "threads", "--concurrency", str(slots)]
+        + ["--processes", "1", "--hostname", name, "--loglevel", "warning"],
+        server.url,
+        "covey",
+        logs,
+        env={"COVEY_SIM_LATENCY_MS": str(latency_ms)},
+    )
+    stack.callback(worker.stop)
+    worker.wait_ready(client.app)
+    return client
 
 
 def report(

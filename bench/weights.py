@@ -28,10 +28,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # `python bench/weights.py` puts bench/, not the root, on the path
 
-from bench.harness import Worker, interruptible, private_redis, report
+from bench.harness import interruptible, report, sim_worker
 from covey.budgets.running import RunningSlots
 from covey.client import Client
-from covey.config.settings import Settings
 
 SLOTS = 16
 CAP = 4
@@ -71,20 +70,7 @@ def _round(client: Client, jobs: int, weights: tuple[int, int]) -> dict:
 
 def measure(logs: Path, jobs: int, cap: int, latency_ms: int) -> dict:
     with ExitStack() as stack:
-        server, _ = private_redis(stack)
-        client = Client(Settings(redis_url=server.url))
-        stack.callback(client.close)
-        worker = Worker(
-            "weights@bench",
-            [sys.executable, "-m", "covey", "worker", "--pool", "threads", "--concurrency", str(SLOTS)]
-            + ["--processes", "1", "--hostname", "weights@bench", "--loglevel", "warning"],
-            server.url,
-            "covey",
-            logs,
-            env={"COVEY_SIM_LATENCY_MS": str(latency_ms)},
-        )
-        stack.callback(worker.stop)
-        worker.wait_ready(client.app)
+        client = sim_worker(stack, "weights@bench", logs, SLOTS, latency_ms)
         RunningSlots(client.redis).set_cap("global", cap)
         rounds = [_round(client, jobs, weights) for weights in ((3, 1), (1, 1))]
     return {
