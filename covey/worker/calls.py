@@ -78,10 +78,9 @@ def call_model(
     outcome = _call_model(deps, state, action, seconds_left)
     if not isinstance(outcome, Stop) or not wrap_up.due(state.spec, outcome.cause):
         return outcome
-    if seconds_left is not None:
-        seconds_left = seconds_left - (deps.now() - began).total_seconds()
-        if seconds_left <= 0:
-            return outcome
+    seconds_left = _still_left(deps, began, seconds_left)
+    if seconds_left is not None and seconds_left <= 0:
+        return outcome
     ctx = state.ctx
     log.info("job %s agent %s wraps up: %s", ctx.job_id, ctx.agent_id, outcome.reason)
     last = _call_model(deps, state, wrap_up.last_call(action), seconds_left, wrapping=True)
@@ -179,8 +178,8 @@ def _call_model(
         if asked_again >= spec.max_schema_retries:
             return Stop.of(CauseKind.MALFORMED_REPLY, str(e))
         log.info("job %s agent %s: asked again after an off-schema reply: %s", ctx.job_id, ctx.agent_id, e)
-        if seconds_left is not None:
-            seconds_left = max(0.001, seconds_left - (deps.now() - began).total_seconds())
+        left = _still_left(deps, began, seconds_left)
+        seconds_left = None if left is None else max(0.001, left)
         return _call_model(deps, state, _ask_again(action, reply, e), seconds_left, asked_again + 1, wrapping=wrapping)
 
 
@@ -203,13 +202,18 @@ def _asked_again(
         return stop
     taken = 0 if before is None else before.cause.retries or 0  # asked again so far
     stop = replace(stop, cause=stop.cause.model_copy(update={"retries": taken or None}))
-    left = None if seconds_left is None else seconds_left - (deps.now() - began).total_seconds()
+    left = _still_left(deps, began, seconds_left)
     if taken >= deps.settings.model_retries or (left is not None and left <= 0):
         return stop
     ctx = state.ctx
     log.info("job %s agent %s: asked again after an unanswered call: %s", ctx.job_id, ctx.agent_id, stop.reason)
     again = replace(stop, cause=stop.cause.model_copy(update={"retries": taken + 1}))
     return _call_model(deps, state, action, left, asked_again, again, wrapping)
+
+
+def _still_left(deps: Deps, began: datetime, seconds_left: float | None) -> float | None:
+    """Of ``seconds_left`` at ``began``, what is left now (None: no deadline; may be 0 or less)."""
+    return None if seconds_left is None else seconds_left - (deps.now() - began).total_seconds()
 
 
 def _ask_again(action: CallModel, reply: ModelReply, error: SchemaMismatch) -> CallModel:
