@@ -17,8 +17,6 @@ broker reads it:
 
 from __future__ import annotations
 
-from kombu.transport import redis as kombu_redis
-
 LEAST_URGENT = 0  # a job's priority unless it asks for another
 MOST_URGENT = 9  # the most a job may ask for, and RabbitMQ queues' x-max-priority
 LEVELS = list(range(LEAST_URGENT, MOST_URGENT + 1))  # kombu's Redis priority_steps: a list for each
@@ -32,4 +30,8 @@ def on_broker(priority: int, redis_broker: bool) -> int:
 def lists(queue: str) -> list[str]:
     """The Redis lists kombu keeps ``queue``'s messages in, the most urgent first
     (a Redis broker with covey's ``priority_steps``)."""
+    # Imported here: a job's spec reads this module, and kombu's Redis transport takes
+    # the standard library's select at its import; a gevent worker must patch it first.
+    from kombu.transport import redis as kombu_redis
+
     return [queue if level == 0 else f"{queue}{kombu_redis.Channel.sep}{level}" for level in LEVELS]
