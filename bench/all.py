@@ -39,6 +39,7 @@ BENCHES: dict[str, list[str]] = {
     "fanout": ["--repeats", "5"],
     "ledger": [],
     "mcp_tools": [],
+    "priority": [],
     "memory": [],
     "model_call": [],
     "reservations": [],

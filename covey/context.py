@@ -6,6 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from covey.budgets.budget import Budget
 from covey.budgets.scopes import GLOBAL
+from covey.config.priorities import LEAST_URGENT, MOST_URGENT
 
 SUBAGENT_DIR = ".sub_agents"
 ROOT_AGENT_ID = "root"  # every job's root agent; children are <parent>-sub-<8 hex>
@@ -36,6 +37,9 @@ class RunContext(BaseModel):
     child_fraction: float = Field(
         default=DEFAULT_CHILD_FRACTION, gt=0, le=1, description="share of a budget a child asks for"
     )
+    priority: int = Field(
+        default=LEAST_URGENT, ge=LEAST_URGENT, le=MOST_URGENT, description="the job's: every agent's messages carry it"
+    )
 
     @property
     def chain(self) -> list[str]:
@@ -56,4 +60,5 @@ class RunContext(BaseModel):
             subroot=f"{SUBAGENT_DIR}/{agent_id}",
             scopes=self.scopes,
             child_fraction=self.child_fraction,
+            priority=self.priority,
         )

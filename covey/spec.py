@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from covey.budgets import scopes
 from covey.budgets.budget import Budget, Count, Number, Seconds
+from covey.config.priorities import LEAST_URGENT, MOST_URGENT
 from covey.errors import CoveyError, describe
 from covey.models.catalog import ModelParams
 from covey.tools.registry import check_names
@@ -182,6 +183,14 @@ class JobSpec(AgentSpec):
         default=None, pattern=scopes.LABEL_PATTERN, description="the sweep this job belongs to: charges sweep:<id>"
     )
     child_fraction: Number = Field(default=0.5, gt=0, le=1, description="share of a budget each child asks for")
+    priority: int = Field(
+        default=LEAST_URGENT,
+        ge=LEAST_URGENT,
+        le=MOST_URGENT,
+        strict=True,
+        description="how soon the broker hands out the job's messages, every agent's: 9 the most urgent, "
+        "0 (the default) every job's that asks for none",
+    )
 
     @field_validator("tenant", mode="before")
     @classmethod

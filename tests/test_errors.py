@@ -44,3 +44,10 @@ def test_every_error_the_package_exports_is_listed_here():
 def test_importing_the_package_and_its_errors_pulls_in_no_celery():
     probe = "import sys, covey; from covey import CoveyError, InvalidSpec, LedgerError; print('celery' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout == "False\n"
+
+
+def test_importing_the_package_leaves_the_broker_transport_for_a_gevent_worker_to_patch_first():
+    # kombu's Redis transport takes the standard library's select when imported; `covey
+    # worker --pool gevent` imports the package before it patches (covey.cli).
+    probe = "import sys, covey; from covey import JobSpec; print('kombu.transport.redis' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout == "False\n"

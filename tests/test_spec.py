@@ -94,3 +94,30 @@ def test_a_strategy_this_install_lacks_is_refused_unless_the_workers_decide():
         JobSpec.parse({"task": "t", "strategy": "no beam!"}, workers_decide=True)
     with pytest.raises(InvalidSpec, match="options"):  # one it has is checked here, as ever
         JobSpec.parse({"task": "t", "strategy": "debate", "options": {"num_debaters": "many"}}, workers_decide=True)
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        (10, "priority: Input should be less than or equal to 9"),
+        (-1, "priority: Input should be greater than or equal to 0"),
+        ("9", "priority: Input should be a valid integer"),
+        (9.0, "priority: Input should be a valid integer"),
+        (True, "priority: Input should be a valid integer"),
+        (None, "priority: Input should be a valid integer"),
+    ],
+)
+def test_a_priority_is_a_whole_number_from_0_to_9(value, message):
+    with pytest.raises(InvalidSpec, match=f"^invalid job spec: {message}"):
+        JobSpec.parse({"task": "x", "priority": value})
+
+
+def test_a_job_is_least_urgent_unless_it_asks_and_sends_its_priority_only_when_asked():
+    assert JobSpec.parse({"task": "x"}).priority == 0
+    assert "priority" not in JobSpec.parse({"task": "x"}).wire()
+    assert JobSpec.parse({"task": "x", "priority": 9}).wire()["priority"] == 9
+
+
+def test_a_childs_context_carries_its_jobs_priority():
+    root = RunContext(job_id="j", agent_id="root", budget=Budget(max_depth=2), priority=7)
+    assert root.child("root-sub-1", Budget(max_depth=1), allow=None).priority == 7

@@ -40,6 +40,7 @@ class AgentTerms:
     digest: str | None = None  # of the message that started the job (roots only)
     spec: str | None = None  # a child's spec, JSON: what its first step runs (its message carries only ids)
     child_fraction: float | None = None  # a child's: the share of its budget each of its own children asks for
+    priority: int | None = None  # the job's (covey.config.priorities), which the agent's messages carry
 
 
 @dataclass(frozen=True)
@@ -174,6 +175,7 @@ class AgentRow(BaseModel):
     digest: str | None = None
     spec: str | None = None  # a child's spec, JSON, as its parent opened it
     child_fraction: float | None = None
+    priority: int | None = None  # None: a row opened before rows kept it
     first_run: str | None = None  # the delivery that holds the root's first step (FirstRun) ...
     first_run_until: float | None = None  # ... until then (unix seconds)
     ancestors: list[str] = []  # root..parent, as opened: the rows its calls charge besides its own

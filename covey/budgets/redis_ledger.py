@@ -199,6 +199,7 @@ class RedisLedger:
             terms.digest or "",
             terms.spec or "",
             "" if terms.child_fraction is None else repr(terms.child_fraction),
+            _arg(terms.priority),
             *chain,
             _arg(None if budget.max_cost is None else micros(budget.max_cost)),
         ]
@@ -655,6 +656,7 @@ def agent_row(agent_id: str, raw: dict) -> AgentRow:
         digest=f.get("digest") or None,
         spec=f.get("spec") or None,
         child_fraction=float(f["child_fraction"]) if f.get("child_fraction") else None,
+        priority=_int(f.get("priority")),
         first_run=f.get("first_run") or None,
         first_run_until=float(f["first_run_until"]) if f.get("first_run_until") else None,
         ancestors=json.loads(f.get("ancestors") or "[]"),

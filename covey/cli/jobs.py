@@ -14,6 +14,7 @@ from covey.cli import render
 from covey.cli.app import cli, connect, interrupted, print_json
 from covey.cli.options import Dollars, KeyValue, Seconds, names
 from covey.client.progress import waiting
+from covey.config.priorities import LEAST_URGENT, MOST_URGENT
 from covey.orchestration import registry
 from covey.spec import MAX_CALL_TOKENS
 from covey.status import JobStatus
@@ -95,6 +96,13 @@ def _job_options(fn):
             help="answer a model call identical to an earlier one from the reply cache, at no charge",
         ),
         click.option(
+            "--priority",
+            type=click.IntRange(LEAST_URGENT, MOST_URGENT),
+            default=None,
+            help=f"how soon the broker hands out the job's messages: {MOST_URGENT} the most urgent "
+            f"(default {LEAST_URGENT})",
+        ),
+        click.option(
             "--tenant",
             default=None,
             help="charge the tenant:<name> ledger scope too (create it first: covey scope tenant:<name> ...)",
@@ -168,6 +176,8 @@ def _spec(client, task: str | None, o: dict[str, Any]):
         fields["wrap_up"] = False
     if o["agent_max_cycles"] is not None:
         fields["max_cycles"] = o["agent_max_cycles"]
+    if o["priority"] is not None:
+        fields["priority"] = o["priority"]
     # An empty name is passed on, for the spec to refuse, rather than dropped.
     for name in ("model", "tenant", "instructions", "session"):
         if o[name] is not None:

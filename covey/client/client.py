@@ -33,7 +33,7 @@ from covey.client.errors import BROKER, REDIS, RESULT_STORE, JobRefused, JobTime
 from covey.client.jobs import JobEntry
 from covey.client.outages import Outage, Waiting
 from covey.client.progress import Progress
-from covey.config import connections
+from covey.config import connections, priorities
 from covey.config.celery import create_app
 from covey.config.settings import Settings, get_settings
 from covey.context import ROOT_AGENT_ID
@@ -197,12 +197,14 @@ class Client:
 
     def _run_job(self, job_id: str, spec: JobSpec) -> Message:
         """The ``covey.run_job`` that sends ``spec`` as job ``job_id``, on this client's
-        queue; signed with ``COVEY_TENANT_KEY`` when it names a tenant and one is set."""
+        queue at the job's priority; signed with ``COVEY_TENANT_KEY`` when it names a
+        tenant and one is set."""
         labels = wire.agent(job_id, ROOT_AGENT_ID, spec.role, 0, spec.task)
         kwargs: dict[str, Any] = {"spec": spec.wire()}
         if spec.tenant is not None and self.settings.tenant_key:
             kwargs["signature"] = tenant_keys.sign(self.settings.tenant_key, job_id, wire.digest(kwargs["spec"]))
-        return Message(wire.RUN_JOB, job_id, kwargs, {"queue": self.settings.queue, **labels})
+        priority = priorities.on_broker(spec.priority, self.settings.redis_broker)
+        return Message(wire.RUN_JOB, job_id, kwargs, {"queue": self.settings.queue, "priority": priority, **labels})
 
     def jobs(self, statuses: Collection[JobStatus] = (), tenant: str | None = None, limit: int = 20) -> list[JobEntry]:
         """The newest ``limit`` jobs covey clients submitted whose records still live,

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import redis
 
 from covey import keys
-from covey.config import connections
+from covey.config import connections, priorities
 from covey.config.deliveries import UNACKED_INDEX, held_by_silent_workers, holder_of, in_broker, silent_workers
 from covey.context import ROOT_AGENT_ID
 from covey.status import AgentStatus
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from covey.client import Client
 
 DEFAULT_CELERY_QUEUE = "celery"  # where a Celery client sends a task that names no queue
-QUEUE_PEEK = 1000  # messages looked at per queue: enough for a queue someone is waiting on
+QUEUE_PEEK = 1000  # messages looked at per list of a queue: enough for a queue someone is waiting on
 INSPECT_SECONDS = 0.5  # how long workers get to answer an inspect broadcast
 STALLED_SHOWN = 5  # agents named in a message; the rest are counted
 LOST = "in no queue and no unacknowledged set: a worker's reconciler sends it again"  # where a lost message is
@@ -55,10 +55,10 @@ def queue_of(client: Client, job_id: str) -> str | None:
         return None
     try:
         for queue in dict.fromkeys([client.settings.queue, DEFAULT_CELERY_QUEUE]):
-            if broker.type(queue) != "list":
-                continue
-            for raw in broker.lrange(queue, -QUEUE_PEEK, -1):
-                if _message_id(raw) == job_id:
+            for listed in priorities.lists(queue):
+                if broker.type(listed) != "list":
+                    continue
+                if any(_message_id(raw) == job_id for raw in broker.lrange(listed, -QUEUE_PEEK, -1)):
                     return queue
     finally:
         broker.close()

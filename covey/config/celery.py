@@ -7,7 +7,7 @@ from typing import Any
 
 from celery import Celery
 
-from covey.config import backend, broker, connections, failover, sentinel
+from covey.config import backend, broker, connections, failover, priorities, sentinel
 from covey.config.settings import Settings
 
 # kombu's sweep for deliveries past their visibility timeout runs under a Redis lock
@@ -43,6 +43,8 @@ def celery_config(settings: Settings) -> dict[str, Any]:
             "unacked_restore_interval": settings.redelivery_check_seconds,
             "unacked_restore_throttle": 1,
             "unacked_mutex_expire": RESTORE_LOCK_SECONDS,
+            # A list per job priority (covey.config.priorities); kombu's default has four.
+            "priority_steps": priorities.LEVELS,
             **_redis_link(),
             "max_connections": connections.pool_size(settings.worker_slots),  # kombu's Redis pool: acks, publishes
             **_sentinels(settings, settings.broker),
@@ -58,6 +60,8 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "worker_send_task_events": settings.task_events,
         "task_send_sent_event": settings.task_events,
         "task_default_queue": settings.queue,
+        # RabbitMQ orders a queue's messages by priority only if it was declared so.
+        "task_queue_max_priority": priorities.MOST_URGENT,
     }
 
 

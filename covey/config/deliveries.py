@@ -1,8 +1,9 @@
 """What the Redis broker holds: queued messages, unacknowledged deliveries, and the
 worker process holding each.
 
-kombu's Redis transport keeps a queue as a list and each delivery a worker has
-not acknowledged in its ``unacked`` hash; covey's QoS records which worker
+kombu's Redis transport keeps a queue as a list per priority level
+(``covey.config.priorities``) and each delivery a worker has not acknowledged
+in its ``unacked`` hash; covey's QoS records which worker
 process (holder) holds each delivery, beside a heartbeat that says the process
 is alive and, for a Celery worker, its node name (``covey.worker.heartbeat``).
 These are reads of those records, shared by the workers' reconciler and
@@ -21,6 +22,7 @@ import redis
 from kombu.utils.encoding import bytes_to_str
 
 from covey import keys
+from covey.config import priorities
 
 UNACKED = "unacked"  # kombu's Redis transport: delivery tag -> [message, exchange, routing key]
 UNACKED_INDEX = "unacked_index"  # kombu's Redis transport: delivery tag -> when delivered (epoch seconds)
@@ -49,7 +51,8 @@ def in_broker(broker: redis.Redis, queues: Iterable[str]) -> dict[str, list[Copy
     """Task id -> its messages queued on ``queues`` or unacknowledged, read at one instant."""
     with broker.pipeline(transaction=True) as pipe:
         for queue in queues:
-            pipe.lrange(queue, 0, -1)
+            for listed in priorities.lists(queue):
+                pipe.lrange(listed, 0, -1)
         pipe.hgetall(UNACKED)
         *queued, unacked = pipe.execute()
     copies = [Copy(_headers(raw, False)) for q in queued for raw in q]

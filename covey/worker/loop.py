@@ -18,6 +18,7 @@ from typing import Any
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentRow
 from covey.budgets.scopes import GLOBAL
+from covey.config.priorities import LEAST_URGENT
 from covey.context import DEFAULT_CHILD_FRACTION, SUBAGENT_DIR, RunContext
 from covey.orchestration import registry
 from covey.orchestration.actions import (
@@ -92,7 +93,7 @@ def begin(
     row = row or deps.ledger.agent(ctx.job_id, ctx.agent_id)
     if row is None:
         return _never_opened(ctx.job_id, ctx.agent_id)
-    placed = _placed(ctx.job_id, ctx.agent_id, row, ctx.allow, ctx.deny, ctx.scopes, ctx.child_fraction)
+    placed = _placed(ctx.job_id, ctx.agent_id, row, ctx.allow, ctx.deny, ctx.scopes, ctx.child_fraction, ctx.priority)
     return _started(deps, placed, _capped(spec, row), task_id)
 
 
@@ -105,7 +106,7 @@ def begin_opened(
         return _never_opened(job_id, agent_id)
     spec = AgentSpec.model_validate_json(row.spec)
     fraction = row.child_fraction if row.child_fraction is not None else DEFAULT_CHILD_FRACTION
-    ctx = _placed(job_id, agent_id, row, None, [], [GLOBAL], fraction)
+    ctx = _placed(job_id, agent_id, row, None, [], [GLOBAL], fraction, LEAST_URGENT)
     return _started(deps, ctx, _capped(spec, row), task_id)
 
 
@@ -144,10 +145,11 @@ def _placed(
     deny: list[str],
     scopes: list[str],
     child_fraction: float,
+    priority: int,
 ) -> RunContext:
     """The agent's context as its row holds it: its tools (within ``allow``), deny
-    rules (with ``deny``), caps, depth and scopes (``scopes`` where the row keeps
-    none), and its place in the tree (ancestors, parent, workspace folder), which
+    rules (with ``deny``), caps, depth, scopes and priority (``scopes`` and ``priority``
+    where the row keeps none), and its place in the tree (ancestors, parent, workspace folder), which
     the agent's id keys and no message can move."""
     return RunContext(
         job_id=job_id,
@@ -167,6 +169,7 @@ def _placed(
         subroot=f"{SUBAGENT_DIR}/{agent_id}" if row.ancestors else "",
         scopes=scopes if row.scopes is None else row.scopes,
         child_fraction=child_fraction,
+        priority=priority if row.priority is None else row.priority,
     )
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from covey import wire
+from covey.config import priorities
 from covey.context import RunContext
 from covey.spec import AgentSpec
 from covey.store.outbox import Message
@@ -22,16 +23,28 @@ from covey.worker import signing, telemetry
 
 
 @dataclass(frozen=True)
-class Sent:
-    """How a step's own next message goes: on the job's ``queue``, taking over the
-    options its sender linked to the task (``carried``), after ``countdown`` seconds."""
+class Route:
+    """Where a job's messages go: the ``queue`` the job was sent to, at the job's
+    priority as the broker orders it (kombu's Redis, or RabbitMQ: ``covey.config.priorities``)."""
 
     queue: str
+    redis_broker: bool
+
+    def options(self, ctx: RunContext) -> dict[str, Any]:
+        return {"queue": self.queue, "priority": priorities.on_broker(ctx.priority, self.redis_broker)}
+
+
+@dataclass(frozen=True)
+class Sent:
+    """How a step's own next message goes: on the job's ``route``, taking over the
+    options its sender linked to the task (``carried``), after ``countdown`` seconds."""
+
+    route: Route
     carried: dict[str, Any]
     countdown: float | None = None
 
 
-def agent_message(secret: bytes, ctx: RunContext, spec: AgentSpec, queue: str) -> Message:
+def agent_message(secret: bytes, ctx: RunContext, spec: AgentSpec, route: Route) -> Message:
     """A child's ``covey.agent`` message: its job and agent ids, labelled for Flower
     with its role, depth and task. What it runs is what its parent opened it with,
     on its ledger row (``AgentTerms.spec``): nothing the message carries is trusted
@@ -44,7 +57,7 @@ def agent_message(secret: bytes, ctx: RunContext, spec: AgentSpec, queue: str) -
     task_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"covey:{ctx.job_id}/{ctx.agent_id}"))
     options = {
         "ignore_result": True,
-        "queue": queue,
+        **route.options(ctx),
         **wire.agent(ctx.job_id, ctx.agent_id, spec.role, ctx.depth, spec.task),
         **telemetry.headers(ctx),
     }
@@ -96,7 +109,7 @@ def _own(
     """A message of the agent's own, under its task id, signed over ``payload``."""
     options: dict[str, Any] = {
         "ignore_result": ctx.depth > 0,
-        "queue": sent.queue,
+        **sent.route.options(ctx),
         **labels,
         **telemetry.headers(ctx),
     }

@@ -105,6 +105,7 @@ def _asked(deps: Deps, state: AgentState, child_id: str, request: ChildRequest) 
         scopes=ctx.scopes,
         spec=spec.model_dump_json(),
         child_fraction=ctx.child_fraction,
+        priority=ctx.priority,
     )
     return child_id, spec, budget, terms
 

@@ -54,7 +54,7 @@ from covey.worker.agent_state import AgentState, Phase, UnreadableCheckpoint, du
 from covey.worker.calls import settle_owed
 from covey.worker.completion import HANDED_ON, Completion, taken_over
 from covey.worker.deps import Deps
-from covey.worker.messages import Sent, agent_message, proceed_message, resume_message
+from covey.worker.messages import Route, Sent, agent_message, proceed_message, resume_message
 from covey.worker.snapshot import Delivery, Snapshot, first_step
 
 log = logging.getLogger(__name__)
@@ -223,19 +223,20 @@ def _drive(
     carried = handover.carried(task.request) if ctx.depth == 0 else {}  # a sender's links wait for the job's end
     holds_results = any(p.refused is not None for p in state.pending)
     join_kind = join.kind(state.as_completed, holds_results)
+    route = Route(delivery.queue, deps.settings.redis_broker)
     then, resume, children, status = None, None, [], AgentStatus.WAITING
     held: list[str] = []
     if isinstance(outcome, loop.Paused):
         state.next_action = to_json(outcome.action)
         countdown = outcome.hop.seconds if outcome.hop else None
-        then = proceed_message(deps.secret, task.request.id, ctx, state.step, Sent(delivery.queue, carried, countdown))
+        then = proceed_message(deps.secret, task.request.id, ctx, state.step, Sent(route, carried, countdown))
         status = AgentStatus.WAITING if outcome.hop or outcome.approvals else AgentStatus.RUNNING
         held = outcome.approvals
     else:
         step = state.step if state.as_completed else None
-        sent = Sent(delivery.queue, carried)
+        sent = Sent(route, carried)
         resume = resume_message(deps.secret, task.request.id, ctx, state.spawn_round, len(outcome.children), step, sent)
-        children = [(c.agent_id, agent_message(deps.secret, c, s, delivery.queue)) for c, s in outcome.children]
+        children = [(c.agent_id, agent_message(deps.secret, c, s, route)) for c, s in outcome.children]
     entries = transcript.take(deps, state)
     saved = deps.checkpoints.save(
         ctx.job_id,

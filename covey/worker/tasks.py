@@ -203,10 +203,18 @@ def _run_job(task: Any, spec: Any, signature: Any) -> Completion:
         allow=job.tools,
         scopes=job.scopes(),
         child_fraction=job.child_fraction,
+        priority=job.priority,
     )
     # A JobSpec's fields are an AgentSpec's, validated by the same rules: taken as they are.
     agent_spec = AgentSpec.model_construct(**{name: getattr(job, name) for name in AgentSpec.model_fields})
-    terms = AgentTerms(tools=job.tools, deny=job.deny, max_cycles=job.max_cycles, scopes=job.scopes(), digest=digest)
+    terms = AgentTerms(
+        tools=job.tools,
+        deny=job.deny,
+        max_cycles=job.max_cycles,
+        scopes=job.scopes(),
+        digest=digest,
+        priority=job.priority,
+    )
     opened = events.opened(ROOT_AGENT_ID, None, 0, job.role, job.task)
 
     def start(_: Snapshot) -> tuple[AgentState, Action] | Completion | Fail:

@@ -433,6 +433,16 @@ def test_an_agents_terms_are_kept_on_its_row(ledger, job):
     assert ledger.agent(job, "open-handed").tools is None  # no list: every tool
 
 
+def test_an_agents_priority_is_kept_on_its_row_and_its_ancestors_named_after_it(ledger, job):
+    ledger.open_root(job, "root", Budget(max_depth=2), AgentTerms(priority=9))
+    ledger.open(job, ["root"], "c1", Budget(max_depth=1), AgentTerms(priority=9))
+    ledger.open(job, ["root", "c1"], "c2", Budget(max_depth=0), AgentTerms(priority=0))
+    rows = [ledger.agent(job, agent) for agent in ("root", "c1", "c2")]
+    assert [(row.priority, row.ancestors) for row in rows] == [(9, []), (9, ["root"]), (0, ["root", "c1"])]
+    ledger.open_root(job, "older", Budget())
+    assert ledger.agent(job, "older").priority is None  # a row opened with none: the worker's default
+
+
 def test_reserve_refuses_a_call_past_the_agents_own_cycle_cap(ledger, job):
     ledger.open_root(job, "root", Budget(max_cycles=100), AgentTerms(max_cycles=2))
     for cycle in (1, 2):

@@ -8,6 +8,7 @@ import json
 import pytest
 import redis
 
+from tests.broker_queues import queue_length
 from tests.cli.test_cli import covey
 from tests.redis_server import RedisServer
 
@@ -28,11 +29,11 @@ def files(tmp_path, grid: str, rows: str | None = None, name: str = "d.jsonl") -
 
 
 def refused(redis_server, tmp_path, data: str, grid: str, *more: str) -> str:
-    queued = redis.Redis.from_url(redis_server.url).llen("covey-sweeps")
+    queued = queue_length(redis.Redis.from_url(redis_server.url), "covey-sweeps")
     proc = covey("sweep", data, "--grid", grid, "--out", str(tmp_path / "out"), *more, redis_url=redis_server.url)
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
-    assert redis.Redis.from_url(redis_server.url).llen("covey-sweeps") == queued
+    assert queue_length(redis.Redis.from_url(redis_server.url), "covey-sweeps") == queued
     return proc.stderr.strip()
 
 

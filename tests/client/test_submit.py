@@ -11,6 +11,7 @@ from covey.client import Client
 from covey.config.settings import Settings
 from covey.spec import InvalidSpec
 from covey.status import JobStatus
+from tests.broker_queues import empty, queued
 from tests.redis_server import RedisServer
 
 TTL = 60  # the shortest COVEY_JOB_TTL allowed, far from the default week
@@ -49,14 +50,28 @@ def test_a_job_sent_under_a_chosen_id_without_a_subscription_is_queued_under_it(
 def test_a_job_sent_without_a_subscription_is_the_message_send_task_sends(client):
     spec = client.spec("What is 2 + 2?", role="checker", budget={"max_tokens": 500})
     queue = client.settings.queue
-    client.redis.delete(queue)
+    empty(client.redis, queue)
     client.submit(spec, job_id="subscribed-1")
     client.submit(spec, job_id="unsubscribed", subscribe=False)
     first, second = (
-        _message(raw, job_id)
-        for raw, job_id in zip(client.redis.lrange(queue, 0, -1)[::-1], ("subscribed-1", "unsubscribed"))
+        _message(raw, job_id) for raw, job_id in zip(queued(client.redis, queue), ("subscribed-1", "unsubscribed"))
     )
     assert first == second and first["headers"]["task"] == "covey.run_job"
+
+
+def test_a_job_of_higher_priority_is_queued_ahead_at_the_level_redis_pops_first(client):
+    queue = client.settings.queue
+    empty(client.redis, queue)
+    client.submit("What is 2 + 2?", job_id="usual")
+    client.submit(client.spec("What is 3 + 3?", priority=9), job_id="urgent")
+    client.submit(client.spec("What is 4 + 4?", priority=4), job_id="sooner")
+    order = [json.loads(raw) for raw in queued(client.redis, queue)]
+    assert [(m["headers"]["id"], m["properties"]["priority"]) for m in order] == [
+        ("urgent", 0),
+        ("sooner", 5),
+        ("usual", 9),
+    ]
+    assert client.redis.llen(queue) == 1  # the most urgent level is kombu's list of the queue's own name
 
 
 def _message(raw: str, job_id: str) -> dict:

@@ -22,6 +22,7 @@ from covey.spec import InvalidSpec
 from covey.status import CauseKind
 from covey.store.catalog import WorkerEntry
 from covey.worker.catalog import served_tools
+from tests.broker_queues import queue_length
 from tests.integration.conftest import ROOT, served_over_http, start_covey_worker, stop_worker, wait_for_worker
 from tests.redis_server import RedisServer
 
@@ -160,13 +161,13 @@ def test_covey_models_shows_what_the_live_worker_serves(served):
 
 def test_a_spec_naming_a_tool_no_worker_serves_is_refused_at_submit(served):
     server, client = served
-    queued = client.redis.llen("covey")
+    queued = queue_length(client.redis, "covey")
     with pytest.raises(InvalidSpec) as e:
         client.submit(client.spec("What is 6 * 7?", tools=["calculator", UNSERVED]))
     assert str(e.value) == (
         f"invalid job spec: tool {UNSERVED!r} is served by no worker on queue 'covey'; served: {SERVED}"
     )
-    assert client.redis.llen("covey") == queued
+    assert queue_length(client.redis, "covey") == queued
     run = covey(server.url, "run", "--tools", f"calculator,{UNSERVED}", "What is 6 * 7?")
     assert run.returncode == 2
     assert run.stderr.strip() == f"Error: {e.value}"
@@ -207,11 +208,11 @@ def test_a_sweep_is_checked_against_the_models_the_workers_serve(served, tmp_pat
     data, grid = tmp_path / "d.jsonl", tmp_path / "g.toml"
     data.write_text(json.dumps({"id": 1, "input": "What is 1 + 1?", "target": 2}) + "\n")
     grid.write_text('models = ["simhtp"]\nstrategies = ["single"]\n')
-    queued = redis.Redis.from_url(server.url).llen("covey-sweeps")
+    queued = queue_length(redis.Redis.from_url(server.url), "covey-sweeps")
     refused = covey(server.url, "sweep", str(data), "--grid", str(grid), "--out", str(tmp_path / "out"))
     assert refused.returncode == 2
     assert refused.stderr.strip() == (
         "Error: g.toml: configuration simhtp/single: model 'simhtp' is served by no worker on queue "
         "'covey-sweeps'; served: nokey, sim, simhttp; did you mean 'simhttp'?"
     )
-    assert redis.Redis.from_url(server.url).llen("covey-sweeps") == queued
+    assert queue_length(redis.Redis.from_url(server.url), "covey-sweeps") == queued

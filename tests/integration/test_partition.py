@@ -29,6 +29,7 @@ from covey.client import Client
 from covey.client.errors import JobTimeout
 from covey.config.settings import Settings
 from covey.store.tree import Node
+from tests.broker_queues import queue_length
 from tests.integration.conftest import ROOT, start_worker, stop_worker, wait_for_worker, worker_env, worker_log
 from tests.netns import Link, NetnsUnavailable, veth_namespace
 from tests.redis_server import RedisServer
@@ -222,7 +223,7 @@ def test_a_worker_cut_off_from_redis_mid_tree_finishes_the_job_once_the_link_ret
             assert worker.poll() is None, f"the worker exited with {worker.returncode} (log: {log})"
             # and the broker holds nothing back to run again later: no message queued or unacknowledged
             wait_until(
-                lambda: client.redis.llen(WORKER_QUEUE) == 0 and client.redis.hlen(UNACKED) == 0,
+                lambda: queue_length(client.redis, WORKER_QUEUE) == 0 and client.redis.hlen(UNACKED) == 0,
                 "the broker's queue and unacknowledged messages to empty",
                 30,
             )

@@ -51,3 +51,25 @@ def test_a_tree_runs_with_rabbitmq_as_broker_and_redis_as_ledger(redis_server, r
     finally:
         stop_worker(worker)
         client.close()
+
+
+@pytest.mark.slow
+def test_a_priority_job_and_its_children_pass_a_backlog_on_rabbitmq(redis_server, rabbitmq_queue):
+    """The queue is declared with x-max-priority, and RabbitMQ serves higher numbers
+    first: covey's priority goes as it is (covey.config.priorities)."""
+    settings = Settings(redis_url=redis_server.url, broker_url=RABBITMQ, queue=rabbitmq_queue, model="sim")
+    client = Client(settings)
+    worker = None
+    try:
+        backlog = [client.submit(client.spec(f"What is {i} + 1?", strategy="single")) for i in range(20)]
+        urgent = client.submit(client.spec("[sim:spawn width=2 depth=1] urgent", priority=9, budget={"max_depth": 1}))
+        worker = start_worker(redis_server.url, COVEY_BROKER_URL=RABBITMQ, COVEY_QUEUE=rabbitmq_queue)
+        wait_for_worker(client, worker)
+        assert urgent.result(timeout=60).ok and all(h.result(timeout=60).ok for h in backlog)
+        ended = next(n for n in urgent.tree() if n.depth == 0).finished_at
+        starts = [next(n for n in h.tree() if n.depth == 0).started_at for h in backlog]
+        assert sum(start < ended for start in starts) <= 2  # its two children and its resume went first too
+    finally:
+        if worker is not None:
+            stop_worker(worker)
+        client.close()

@@ -29,6 +29,7 @@ HUGE = "100000000000000000000"
         ({"timeout": 1e308}, "timeout"),
         ({"timeout": float("nan")}, "timeout"),  # JSON's NaN, which Python's json reads
         ({"child_fraction": float("inf")}, "child_fraction"),
+        ({"priority": 10}, "priority"),
         ({"model_params": {"seed": 2**64}}, "model_params.seed"),
     ],
 )
@@ -68,6 +69,8 @@ def test_the_client_refuses_before_sending(client):
         (["--timeout", "inf"], "--timeout"),
         (["--timeout", "nan"], "--timeout"),
         (["--timeout", "0"], "--timeout"),
+        (["--priority", "10"], "--priority"),
+        (["--priority", "-1"], "--priority"),
     ],
 )
 def test_the_cli_refuses_out_of_range_options_with_exit_2_naming_them(cli, args, option):
@@ -78,7 +81,9 @@ def test_the_cli_refuses_out_of_range_options_with_exit_2_naming_them(cli, args,
 
 
 def test_the_cli_takes_the_largest_cap(cli):
-    proc = cli("run", "What is 1 + 1?", "--max-tokens", str(MAX_COUNT), "--timeout", "1000000000", "--json")
+    proc = cli(
+        "run", "What is 1 + 1?", "--max-tokens", str(MAX_COUNT), "--timeout", "1000000000", "--priority", "9", "--json"
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["output"] == "2"
 

@@ -17,6 +17,7 @@ import redis
 from covey import keys, wire
 from covey.client import Client
 from covey.config.settings import Settings
+from tests.broker_queues import queue_length
 from tests.integration.conftest import (
     SIMHTTP,
     calls_reaching,
@@ -36,7 +37,7 @@ SECONDS = 60
 
 def idle(broker: redis.Redis, queue: str) -> bool:
     """Nothing queued and nothing held: the copy (and its wait) has been dealt with."""
-    return broker.llen(queue) == 0 and broker.hlen("unacked") == 0
+    return queue_length(broker, queue) == 0 and broker.hlen("unacked") == 0
 
 
 def test_a_run_job_sent_again_while_its_root_runs_calls_the_model_once():

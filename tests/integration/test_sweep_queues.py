@@ -18,6 +18,7 @@ from covey import keys
 from covey.cli.sweep import UNREAD_EVERY_SECONDS
 from covey.client import Client
 from covey.config.settings import Settings
+from tests.broker_queues import queue_length
 from tests.integration.conftest import ROOT, start_covey_worker, stop_worker, wait_for_worker, worker_env
 from tests.redis_server import RedisServer
 
@@ -57,7 +58,7 @@ def test_an_interactive_job_sent_after_a_sweep_backlog_runs_before_it(tmp_path):
         sweep = covey(server.url, "sweep", data, "--grid", grid, "--out", str(out), "--max-in-flight", "8")
         settings = Settings(redis_url=server.url)
         sweeps = Client(settings.model_copy(update={"queue": settings.sweep_queue}))
-        while sweeps.redis.llen(settings.sweep_queue) < 8:
+        while queue_length(sweeps.redis, settings.sweep_queue) < 8:
             assert sweep.poll() is None, sweep.communicate()
         submitted = covey(server.url, "submit", "What is 6 * 7?")
         job_id = submitted.communicate(timeout=60)[0].strip()
@@ -108,7 +109,7 @@ def test_a_worker_reading_only_the_sweep_queue_runs_the_sweeps_sub_agents(tmp_pa
             out = tmp_path / "out"
             sweep = covey(server.url, "sweep", data, "--grid", grid, "--out", str(out), "--timeout", "60")
             _, stderr = sweep.communicate(timeout=120)
-            left_in_covey = Client(settings).redis.llen(settings.queue)
+            left_in_covey = queue_length(Client(settings).redis, settings.queue)
         finally:
             stop_worker(worker)
     assert sweep.returncode == 0, stderr

@@ -22,6 +22,7 @@ from kombu.utils.json import loads
 from covey import keys
 from covey.client import Client
 from covey.config.settings import Settings
+from tests.broker_queues import queued
 from tests.integration.conftest import (
     SIMHTTP,
     calls_reaching,
@@ -64,9 +65,9 @@ def went_on(broker: redis.Redis, taken: dict[str, str]) -> bool:
     """Every task a dead process held was taken up by a live one: its old delivery is
     gone from the unacknowledged records and it waits in no queue (a live worker holds
     it, or has already run it)."""
-    queued = {loads(m)["headers"]["id"] for m in broker.lrange(QUEUE, 0, -1)}
+    waiting = {loads(m)["headers"]["id"] for m in queued(broker, QUEUE)}
     old = broker.hmget(UNACKED, list(taken)) if taken else []
-    return all(record is None for record in old) and not queued & set(taken.values())
+    return all(record is None for record in old) and not waiting & set(taken.values())
 
 
 def mid_tree(broker: redis.Redis, handle) -> bool:

@@ -9,6 +9,7 @@ import signal
 
 from covey.client import Client
 from covey.config.settings import Settings
+from tests.broker_queues import queue_length
 from tests.integration.conftest import start_worker, stop_worker, wait_for_worker
 from tests.integration.test_partition import wait_until
 from tests.redis_server import RedisServer
@@ -34,7 +35,7 @@ def test_a_worker_that_beats_but_answers_no_broadcast_is_not_reported_gone():
                 os.kill(worker.pid, signal.SIGCONT)
             assert handle.result(timeout=SECONDS).output == "42"
             assert handle.why_stuck() is None
-            assert client.redis.llen("covey") == 0  # it sent nothing
+            assert queue_length(client.redis, "covey") == 0  # it sent nothing
         finally:
             stop_worker(worker)
             client.close()

@@ -22,6 +22,7 @@ from covey.status import CauseKind
 from covey.worker.heartbeat import Heartbeat
 from covey.worker.reconciler import Reconciler
 from covey.worker.takeover import take_over
+from tests.broker_queues import queue_length
 from tests.integration.conftest import ROOT, start_worker, stop_worker, wait_for_worker, worker_env
 from tests.integration.test_durability import wait_until
 from tests.redis_server import RedisServer
@@ -200,7 +201,7 @@ def test_a_parent_whose_resume_a_live_worker_holds_is_said_to_wait_for_its_redel
             assert worker.wait(timeout=60) == -9, "the worker was not killed as its child finished"
             with pytest.raises(JobTimeout) as lost:
                 handle.result(timeout=1)
-            assert r.llen(client.settings.queue) == 0  # the client only looked: it sent nothing
+            assert queue_length(r, client.settings.queue) == 0  # the client only looked: it sent nothing
             reconciler = Reconciler(r, r, [client.settings.queue], lambda m: m.send(client.app))
             assert reconciler.look() == []  # what a worker's reconciler does: missing at one look ...
             assert len(reconciler.look()) == 1  # ... and at the next, so it is sent again

@@ -14,7 +14,8 @@
 -- ARGV[12]    a digest of the message that started the job ('' = none)
 -- ARGV[13]    the child's spec, JSON: what its first step runs ('' = none, a root's)
 -- ARGV[14]    the share of its budget each of its children asks for ('' = none, a root's)
--- ARGV[15..]  the ancestors' ids, in KEYS order (for messages; kept as the row's ancestors, a JSON list)
+-- ARGV[15]    the job's priority, which the agent's messages carry ('' = none)
+-- ARGV[16..]  the ancestors' ids, in KEYS order (for messages; kept as the row's ancestors, a JSON list)
 -- ARGV[NARGV] requested cost limit, micro-dollars ('' = unlimited)
 -- then the event of its opening (events.lua), written only when it is opened
 -- Returns (replies: covey.redis_scripts.Reply) {OK, tokens, cycles, agents,
@@ -53,21 +54,21 @@ local rows = {}
 for i = 1, n do
   rows[i] = redis.call('HMGET', KEYS[2 + i], 'tokens_limit', 'tokens_held', 'cycles_limit', 'cycles_used',
     'agents_limit', 'agents_spawned', 'depth_limit', 'depth', 'cost_limit', 'cost_held')
-  if not rows[i][8] then return {MISSING, 'the ledger row of agent ' .. ARGV[14 + i] .. ' is missing'} end
+  if not rows[i][8] then return {MISSING, 'the ledger row of agent ' .. ARGV[15 + i] .. ' is missing'} end
 end
 
 if n > 0 then
   local parent_depth_limit = tonumber(rows[n][7])
   if parent_depth_limit < 1 then
-    return {REFUSED, 'spawn refused: depth cap reached (max_depth=' .. parent_depth_limit .. ' at agent ' .. ARGV[14 + n] .. ')',
-      'agent', ARGV[14 + n], 'depth'}
+    return {REFUSED, 'spawn refused: depth cap reached (max_depth=' .. parent_depth_limit .. ' at agent ' .. ARGV[15 + n] .. ')',
+      'agent', ARGV[15 + n], 'depth'}
   end
   -- Nearest ancestor first, so the message names the cap closest to the child.
   for i = n, 1, -1 do
     local cap = num(rows[i][5])
     if cap ~= nil and (tonumber(rows[i][6]) or 0) + 1 > cap then
-      return {REFUSED, 'spawn refused: agent cap reached (max_agents=' .. cap .. ' at agent ' .. ARGV[14 + i] .. ')',
-        'agent', ARGV[14 + i], 'agents'}
+      return {REFUSED, 'spawn refused: agent cap reached (max_agents=' .. cap .. ' at agent ' .. ARGV[15 + i] .. ')',
+        'agent', ARGV[15 + i], 'agents'}
     end
   end
   for i = 1, n do
@@ -99,7 +100,8 @@ if ARGV[11] ~= '' then table.insert(fields, 'scopes'); table.insert(fields, ARGV
 if ARGV[12] ~= '' then table.insert(fields, 'digest'); table.insert(fields, ARGV[12]) end
 if ARGV[13] ~= '' then table.insert(fields, 'spec'); table.insert(fields, ARGV[13]) end
 if ARGV[14] ~= '' then table.insert(fields, 'child_fraction'); table.insert(fields, ARGV[14]) end
-if n > 0 then table.insert(fields, 'ancestors'); table.insert(fields, cjson.encode({unpack(ARGV, 15, 14 + n)})) end
+if ARGV[15] ~= '' then table.insert(fields, 'priority'); table.insert(fields, ARGV[15]) end
+if n > 0 then table.insert(fields, 'ancestors'); table.insert(fields, cjson.encode({unpack(ARGV, 16, 15 + n)})) end
 redis.call('HSET', child, unpack(fields))
 redis.call('EXPIRE', child, ttl)
 emit(1)
