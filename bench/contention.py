@@ -66,7 +66,7 @@ def one_run(url: str, logs: Path, args: argparse.Namespace, run: int) -> dict:
         for worker in workers:
             worker.stop()
         client.close()
-    statuses = Counter(r.status.value for r in results)
+    statuses = Counter("wrapped_up" if r.wrapped_up else r.status.value for r in results)  # wrap-ups apart
     return {
         "tokens_used": row.tokens_used,
         "tokens_cap": args.tokens,
