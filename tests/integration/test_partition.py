@@ -107,11 +107,13 @@ def reaches_redis(link: Link, redis_url: str) -> str | None:
     return None if done.stdout.strip() == "True" else (done.stderr.strip().splitlines() or ["no output"])[-1]
 
 
-def wait_until(condition, what: str, seconds: float) -> None:
+def wait_until(condition, what: str, seconds: float):
+    """The condition's first truthy value, asserted to come within the bound."""
     deadline = time.monotonic() + seconds
-    while not condition():
+    while not (value := condition()):
         assert time.monotonic() < deadline, f"timed out after {seconds:.0f}s waiting for {what}"
         time.sleep(0.05)
+    return value
 
 
 def statuses(nodes: list[Node]) -> dict[str, str]:

@@ -70,12 +70,14 @@ def went_on(broker: redis.Redis, taken: dict[str, str]) -> bool:
     return all(record is None for record in old) and not waiting & set(taken.values())
 
 
-def mid_tree(broker: redis.Redis, handle) -> bool:
-    """Some agents finished, others held by a worker with a model call in flight."""
-    nodes = handle.tree()
-    return (
-        0 < sum(n.final for n in nodes) < AGENTS and any(held(broker).values()) and handle.ledger().tokens_reserved > 0
-    )
+def mid_tree(broker: redis.Redis, handle) -> dict[int, dict[str, str]]:
+    """Some agents finished, others held by a worker with a model call in flight: the
+    deliveries held at that moment (empty when the tree is not there yet). The kill
+    aims at this very reading, so no later one can find every hold just released."""
+    if not 0 < sum(n.final for n in handle.tree()) < AGENTS:
+        return {}
+    holding = {pid: tasks for pid, tasks in held(broker).items() if tasks}
+    return holding if holding and handle.ledger().tokens_reserved > 0 else {}
 
 
 def start_default_worker(url: str, client: Client, *flags: str) -> subprocess.Popen:
@@ -99,8 +101,7 @@ def kill_mid_tree(client: Client, broker: redis.Redis, workers: list[subprocess.
     is in flight, and wait for its tasks to go on. Returns the job, the seconds from
     the kill to its tasks going on (None if it died holding none), and the worker killed."""
     handle = client.submit(client.spec(TASK))
-    wait_until(lambda: mid_tree(broker, handle), "the tree half done, model calls in flight", JOB_SECONDS)
-    holding = held(broker)
+    holding = wait_until(lambda: mid_tree(broker, handle), "the tree half done, model calls in flight", JOB_SECONDS)
     pid = max(holding, key=lambda p: len(holding[p]))
     victim = next(w for w in workers if w.pid in (pid, parent_of_or_none(pid)))
     dead = {p for p in holding if victim.pid in (p, parent_of_or_none(p))}  # its processes die with it
