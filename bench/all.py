@@ -46,6 +46,7 @@ BENCHES: dict[str, list[str]] = {
     "scale": ["--repeats", "1"],
     "sweep": ["--samples", "500,2000", "--rounds", "3"],
     "telemetry": ["--repeats", "15"],
+    "tool_surface": [],
     "tools": [],
     "transcripts": [],
     "ui_pages": ["--rounds", "5"],

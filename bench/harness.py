@@ -119,10 +119,13 @@ class Worker:
                 self.proc.wait()
 
 
-def sim_worker(stack: ExitStack, name: str, logs: Path, slots: int, latency_ms: int) -> Client:
+def sim_worker(
+    stack: ExitStack, name: str, logs: Path, slots: int, latency_ms: int, env: dict[str, str] | None = None
+) -> Client:
     """A private redis-server and one ``covey worker --pool threads --concurrency
-    slots`` process on it, each ``sim`` model call ``latency_ms`` long, ready to
-    take jobs: a client of it. All stopped as ``stack`` unwinds."""
+    slots`` process on it (``env``: more ``COVEY_*`` settings), each ``sim`` model
+    call ``latency_ms`` long, ready to take jobs: a client of it. All stopped as
+    ``stack`` unwinds."""
     server, _ = private_redis(stack)
     client = Client(Settings(redis_url=server.url))
     stack.callback(client.close)
@@ -133,7 +136,7 @@ def sim_worker(stack: ExitStack, name: str, logs: Path, slots: int, latency_ms: 
         server.url,
         "covey",
         logs,
-        env={"COVEY_SIM_LATENCY_MS": str(latency_ms)},
+        env={"COVEY_SIM_LATENCY_MS": str(latency_ms), **(env or {})},
     )
     stack.callback(worker.stop)
     worker.wait_ready(client.app)

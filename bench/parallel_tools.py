@@ -38,7 +38,7 @@ def main() -> None:
                 time.sleep(0.5)
             for i in range(3):
                 task = f'Nap. [sim:parallel 3] [sim:call nap {{"seconds": 2, "path": "{directory}/naps-{i}"}}]'
-                result = client.run(client.spec(task), timeout=60)
+                result = client.run(client.spec(task, tools=["nap"]), timeout=60)
                 print(f"agent {i + 1}: {(result.finished_at - result.started_at).total_seconds():.2f} s")
         finally:
             worker.terminate()

@@ -57,7 +57,10 @@ class AgentSpec(BaseModel):
     )
     strategy: str = "react"
     options: dict[str, Any] = Field(default_factory=dict)
-    tools: list[str] | None = None
+    tools: list[str] | None = Field(
+        default=None,
+        description="tools offered, names or patterns; unset: covey's built-ins; ['*']: every tool served",
+    )
     deny: list[str] = Field(default_factory=list)
     max_cycles: Count = Field(default=20, ge=1, description="model calls this agent alone may make")
     max_call_tokens: int = Field(

@@ -116,7 +116,8 @@ def _job_options(fn):
         click.option(
             "--tools",
             default=None,
-            help="comma-separated tools the agents may use, names or patterns (inv__*); default: all",
+            help="comma-separated tools the agents may use, names or patterns (inv__*); "
+            "default: covey's built-ins; * for every tool the workers serve",
         ),
         click.option("--deny", default=None, help="comma-separated tools no agent may use, names or patterns"),
         click.option(

@@ -236,10 +236,18 @@ def narrow(tools: list[str] | None, allow: list[str] | None) -> list[str] | None
     return [name for name in tools if wire.matches(name, allow)]
 
 
+DEFAULT_TOOLS: tuple[str, ...] = tuple(t.name for t in builtin.TOOLS)
+"""What an agent whose spec names no tools is offered: covey's built-ins, never what
+a worker adds (functions, MCP servers). Each offered tool's schema is in every
+prompt, and a worker's tools grow with the deployment, not with the job: a job
+names the ones it needs (``weather__*``, or ``*`` for every served tool)."""
+
+
 def offered(allow: list[str] | None, deny: list[str]) -> list[str]:
-    """Tool names an agent sees: its allow list (every served tool when unset) minus
-    every deny rule (names or patterns, either side)."""
-    return [name for name in narrow(names(), allow) if not wire.matches(name, deny)]
+    """Tool names an agent sees: those its allow list names (``DEFAULT_TOOLS`` when
+    unset) that this process serves, minus every deny rule (names or patterns, either side)."""
+    allowed = list(DEFAULT_TOOLS) if allow is None else allow
+    return [name for name in narrow(names(), allowed) if not wire.matches(name, deny)]
 
 
 def schemas(tools: list[str], agents_left: int | None) -> list[dict[str, Any]]:

@@ -12,6 +12,7 @@ from typing import Any
 from covey import tenant_keys
 from covey.spec import InvalidSpec, JobSpec
 from covey.store.tenants import Tenant, Tenants
+from covey.tools.registry import DEFAULT_TOOLS
 from covey.worker.deps import Deps
 
 
@@ -26,8 +27,8 @@ def admitted(deps: Deps, job: JobSpec, job_id: str, digest: str, signature: Any)
         raise InvalidSpec(f"{said}, and the job is not signed with it (COVEY_TENANT_KEY)")
     if not tenant_keys.valid(tenant_keys.derive(deps.secret, tenant.name, tenant.nonce), job_id, digest, signature):
         raise InvalidSpec(f"{said}, and the job's signature is not made with it (another key, or an older one)")
-    if tenant.tools is not None and job.tools is None:
-        job = job.model_copy(update={"tools": tenant.tools})
+    if tenant.tools is not None and job.tools is None:  # the default tools its key allows
+        job = job.model_copy(update={"tools": [name for name in DEFAULT_TOOLS if name in tenant.tools]})
     for kind, named in (("tool", job.tools or []), ("model", [job.model]), ("strategy", [job.strategy])):
         _allowed(tenant, kind, named)
     return job

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -21,6 +22,7 @@ from celery import Celery
 from covey.client import Client
 from covey.config.settings import Settings
 from covey.orchestration import registry
+from covey.tools.registry import DEFAULT_TOOLS
 from tests.redis_server import RedisServer, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -122,6 +124,12 @@ def served_over_http(directory: Path, base_url: str, down: bool = False) -> dict
         f'[models.nokey]\nbase_url = "{base_url}"\napi_key_env = "NOKEY_KEY"\n' + (unreachable if down else "")
     )
     return {"COVEY_MODELS": str(path), "SIMHTTP_KEY": "unused"}
+
+
+def called(task: str) -> list[str]:
+    """covey's built-ins and the tools a task's ``[sim:call NAME ...]`` directives
+    call: what its spec names, since a job naming none is offered the built-ins alone."""
+    return list(dict.fromkeys([*DEFAULT_TOOLS, *re.findall(r"\[sim:call ([A-Za-z0-9_-]+)", task)]))
 
 
 def calls_reaching(base_url: str) -> int:

@@ -13,7 +13,7 @@ import pytest
 from covey.client import Client
 from covey.events import EventType
 from covey.store.outbox import Message
-from tests.integration.conftest import ROOT, own_worker
+from tests.integration.conftest import ROOT, called, own_worker
 from tests.integration.test_durability import wait_until
 from tests.integration.test_tools import covey
 
@@ -29,7 +29,7 @@ def tallied(path: Path) -> list[str]:
 
 
 def waiting(client: Client, task: str, **fields):
-    job = client.submit(client.spec(task, **fields))
+    job = client.submit(client.spec(task, tools=called(task), **fields))
     # Asked for first, then waiting: the agent's checkpoint follows its request.
     wait_until(lambda: job.pending() and job.status() == "waiting", "the call to wait for a decision")
     return job
@@ -80,7 +80,7 @@ def test_a_denial_or_an_expiry_reaches_the_model_and_the_call_never_runs(served,
     assert denied.deny(denied.pending()[0].call_id, "not on a Sunday").recorded
     assert denied.result(timeout=60).output == "error: a person denied this call: not on a Sunday"
 
-    expired = client.submit(client.spec(task, approve=["tally"], approval_timeout=1))
+    expired = client.submit(client.spec(task, tools=["tally"], approve=["tally"], approval_timeout=1))
     assert expired.result(timeout=60).output.startswith("error: no one approved this call in time")
     assert tallied(tally) == []
 
@@ -88,7 +88,7 @@ def test_a_denial_or_an_expiry_reaches_the_model_and_the_call_never_runs(served,
 def test_a_tool_asks_for_approval_of_the_calls_its_predicate_names(served, tmp_path):
     _, client = served
     paid = tmp_path / "paid"
-    small = client.submit(client.spec(f'[sim:call pay {{"amount": 5, "path": "{paid}"}}] pay'))
+    small = client.submit(client.spec(f'[sim:call pay {{"amount": 5, "path": "{paid}"}}] pay', tools=["pay"]))
     assert small.result(timeout=60).output == "paid 5"  # no one was asked
     large = waiting(client, f'[sim:call pay {{"amount": 500, "path": "{paid}"}}] pay')
     large.approve(large.pending()[0].call_id)

@@ -10,7 +10,7 @@ import pytest
 from covey.client import Client
 from covey.spec import InvalidSpec
 from covey.status import CauseKind
-from tests.integration.conftest import ROOT, own_worker
+from tests.integration.conftest import ROOT, called, own_worker
 
 GUARDED = ["no_passwords", "no_shouting", "small_sums", "no_leaks"]
 
@@ -22,7 +22,7 @@ def client():
 
 
 def run(client: Client, task: str):
-    return client.run(client.spec(task, guardrails=GUARDED), timeout=60)
+    return client.run(client.spec(task, tools=called(task), guardrails=GUARDED), timeout=60)
 
 
 def test_a_job_passing_its_guardrails_runs_as_without_them(client):

@@ -196,7 +196,7 @@ def test_a_model_repeating_the_key_a_tool_gave_it_reaches_no_surface(guarded):
     """The tool leaks the key to the model, which answers with it: masked in the
     answer as in the transcript."""
     client, worker, flower, _ = guarded
-    handle = client.submit(client.spec('Reveal it. [sim:call reveal {"name": "SIMHTTP_KEY"}]'))
+    handle = client.submit(client.spec('Reveal it. [sim:call reveal {"name": "SIMHTTP_KEY"}]', tools=["reveal"]))
     result = handle.result(timeout=60)
     assert (result.status, result.output) == (AgentStatus.COMPLETED, "***")
     assert not leaked(surfaces(client, worker, flower, handle, result))

@@ -20,7 +20,7 @@ from celery import Celery
 from covey.client import Client
 from covey.config.settings import Settings
 from covey.spec import InvalidSpec
-from tests.integration.conftest import ROOT, start_worker, stop_worker, wait_for_worker, worker_env
+from tests.integration.conftest import ROOT, called, start_worker, stop_worker, wait_for_worker, worker_env
 from tests.redis_server import RedisServer
 from tests.tools.mcp.conftest import TOKEN, TOKEN_ENV, HttpServer, http_table, stdio_table
 
@@ -61,7 +61,7 @@ def client(server, env):
 
 
 def answer(client: Client, task: str) -> str:
-    result = client.submit(client.spec(task)).result(timeout=90)
+    result = client.submit(client.spec(task, tools=called(task))).result(timeout=90)
     assert result.status == "completed", result.error
     assert result.usage.tool_calls == 1
     return result.output
@@ -92,7 +92,8 @@ def test_the_same_job_from_the_cli_and_a_bare_celery_client(client, server, env)
     app = Celery("elsewhere", broker=server.url, backend=server.url)
     app.conf.update(task_serializer="json", accept_content=["json"], result_accept_content=["json"])
     try:
-        sent = app.send_task("covey.run_job", kwargs={"spec": {"task": ECHO["http"]}}, queue="covey")
+        spec = {"task": ECHO["http"], "tools": ["remote__echo"]}
+        sent = app.send_task("covey.run_job", kwargs={"spec": spec}, queue="covey")
         result = sent.get(timeout=90)
     finally:
         app.close()
@@ -112,7 +113,8 @@ def test_the_catalog_lists_the_servers_tools_with_their_origin(client):
 def test_a_stdio_server_killed_mid_call_fails_that_call_and_the_next_call_reopens_it(client, tmp_path):
     first_pid = int(answer(client, "Pid? [sim:call local__pid {}]"))
     marker = tmp_path / "in-flight"
-    hung = client.submit(client.spec(f'Wait. [sim:call local__hang {{"marker": "{marker}", "seconds": 600}}]'))
+    hang = f'Wait. [sim:call local__hang {{"marker": "{marker}", "seconds": 600}}]'
+    hung = client.submit(client.spec(hang, tools=called(hang)))
     deadline = time.monotonic() + WAIT_SECONDS
     while not marker.exists():
         assert time.monotonic() < deadline, f"the hang call never reached the server in {WAIT_SECONDS}s"

@@ -27,10 +27,12 @@ from covey.config.settings import Settings
 from covey.spec import InvalidSpec
 from covey.status import CauseKind, Resource
 from covey.tools.policy import capped
+from covey.tools.registry import DEFAULT_TOOLS
 from covey.tools.tool import DEFAULT_MAX_OUTPUT, ToolContext
 from tests.integration.conftest import (
     ROOT,
     SIMHTTP,
+    called,
     served_over_http,
     start_sim_server,
     start_worker,
@@ -107,7 +109,8 @@ def covey(server, *args: str, **env: str) -> subprocess.CompletedProcess:
 
 
 def answer(client: Client, task: str, **fields) -> tuple[str, object]:
-    result = client.submit(client.spec(task, **fields)).result(timeout=90)
+    """The output of ``task``, its job naming the tools it calls unless ``fields`` say which."""
+    result = client.submit(client.spec(task, **{"tools": called(task), **fields})).result(timeout=90)
     assert result.status == "completed", result.error
     return result.output, result
 
@@ -130,7 +133,8 @@ def test_the_same_job_from_a_bare_celery_client(client, server):
     app = Celery("elsewhere", broker=server.url, backend=server.url)
     app.conf.update(task_serializer="json", accept_content=["json"], result_accept_content=["json"])
     try:
-        result = app.send_task("covey.run_job", kwargs={"spec": {"task": WEATHER}}, queue="covey").get(timeout=90)
+        spec = {"task": WEATHER, "tools": ["lookup_weather"]}
+        result = app.send_task("covey.run_job", kwargs={"spec": spec}, queue="covey").get(timeout=90)
     finally:
         app.close()
     assert (result["status"], result["output"], result["usage"]["tool_calls"]) == ("completed", PARIS, 1)
@@ -168,7 +172,8 @@ def test_an_async_tool_past_its_timeout_is_cancelled_and_the_agent_goes_on(clien
 
 def test_a_tool_call_does_not_outlive_the_agents_timeout(client):
     """The tool may take 30 s; the agent has 2: the call is cut then, and the agent ends timed out."""
-    result = client.submit(client.spec('Nap. [sim:call slumber {"seconds": 600}]', timeout=2)).result(timeout=90)
+    spec = client.spec('Nap. [sim:call slumber {"seconds": 600}]', tools=["slumber"], timeout=2)
+    result = client.submit(spec).result(timeout=90)
     assert result.status == "timed_out"
     assert result.error == "agent timeout of 2.0s passed"
     assert result.usage.tool_calls == 1
@@ -185,6 +190,22 @@ def test_ten_megabytes_come_back_cut_to_the_tools_cap_with_a_note(client):
 def test_a_return_value_is_text_for_the_model(client):
     output, _ = answer(client, 'Add. [sim:call add {"a": 2, "b": 40}]')
     assert json.loads(output) == {"sum": 42}
+
+
+def test_a_job_naming_no_tools_is_offered_covey_s_built_ins_alone_and_star_offers_every_served_tool(client):
+    """A worker's own tools (here every tool of tests.integration.served_tools) are
+    offered only to a job that names them: by name, by pattern, or ``*``."""
+
+    def offered(**fields) -> set[str]:
+        handle = client.submit(client.spec("What is 2 + 2?", **fields))
+        assert handle.result(timeout=90).ok
+        return {name for e in handle.transcript().events if e.kind == "model" for name in e.tools}
+
+    served = {tool.name for entry in client.catalog.entries() for tool in entry.tools}
+    assert {"lookup_weather", "tally", "nap"} <= served
+    assert offered() == set(DEFAULT_TOOLS)
+    assert offered(tools=["*"]) == served
+    assert offered(tools=["lookup_*", "calculator"]) == {"lookup_weather", "calculator"}
 
 
 def test_a_tool_no_worker_serves_is_refused_at_submit_naming_it(client, server):
@@ -208,7 +229,13 @@ def test_tools_named_by_a_pattern_are_offered_and_one_that_matches_nothing_serve
     assert proc.returncode == 2 and "tool 'inv__*' is served by no worker" in proc.stderr
 
 
-@pytest.mark.parametrize("narrowed", [{"deny": ["lookup_weather"]}, {"tools": ["spawn_agents", "finish"]}])
+@pytest.mark.parametrize(
+    "narrowed",
+    [
+        {"tools": ["spawn_agents", "finish", "lookup_weather"], "deny": ["lookup_weather"]},
+        {"tools": ["spawn_agents", "finish"]},
+    ],
+)
 def test_a_child_gets_no_function_tool_its_parent_was_not_offered(client, narrowed):
     """Deny rules are inherited and a child's tools are cut to its parent's, for a user's tool as for a built-in:
     the child's model is not offered lookup_weather, so its call of it is refused (the sim's 400)."""
@@ -218,7 +245,7 @@ def test_a_child_gets_no_function_tool_its_parent_was_not_offered(client, narrow
 
 
 def test_the_sim_over_http_refuses_a_call_of_a_tool_it_was_not_offered_naming_it(client):
-    spec = client.spec(WEATHER, model=SIMHTTP, deny=["lookup_weather"])
+    spec = client.spec(WEATHER, model=SIMHTTP, tools=["lookup_weather"], deny=["lookup_weather"])
     result = client.submit(spec).result(timeout=90)
     assert result.status == "failed"
     assert "tool 'lookup_weather' is not offered" in result.error
@@ -250,7 +277,7 @@ def test_a_worker_whose_tools_do_not_import_stops_with_one_line_naming_the_path(
 
 
 def test_a_jobs_tool_call_cap_stops_it_budget_exceeded(client):
-    handle = client.submit(client.spec(WEATHER, budget={"max_tool_calls": 0}))
+    handle = client.submit(client.spec(WEATHER, tools=["lookup_weather"], budget={"max_tool_calls": 0}))
     result = handle.result(timeout=90)
     assert result.status == "budget_exceeded"
     assert (result.cause.kind, result.cause.resource) == (CauseKind.BUDGET, Resource.TOOL_CALLS)
@@ -262,7 +289,7 @@ def killed_at_a_tool(server: RedisServer, client: Client, fault: str, task: str,
     """``task`` sent to a worker serving the test tools, armed to die at ``fault``; its
     handle once the worker died."""
     first = killed_at(server, client, fault, COVEY_TOOLS=SERVED, PYTHONPATH=example)
-    handle = client.submit(client.spec(task))
+    handle = client.submit(client.spec(task, tools=called(task)))
     died(first)
     return handle
 

@@ -19,6 +19,7 @@ from covey.config.settings import Settings
 from tests.integration.conftest import (
     ROOT,
     SIMHTTP,
+    called,
     served_over_http,
     start_sim_server,
     start_worker,
@@ -87,7 +88,7 @@ def covey(server, *args: str) -> subprocess.CompletedProcess:
 
 
 def finished(client: Client, task: str, **fields):
-    handle = client.submit(client.spec(task, **fields))
+    handle = client.submit(client.spec(task, tools=called(task), **fields))
     result = handle.result(timeout=90)
     assert result.status == "completed", result.error
     return handle, result
@@ -197,7 +198,8 @@ def test_a_step_killed_after_its_tool_is_rerun_without_a_duplicate_entry(tmp_pat
     env = {"COVEY_TOOLS": TOOLS, "PYTHONPATH": str(ROOT)}
     with RedisServer() as server, closing(Client(Settings(redis_url=server.url))) as client:
         first = killed_at(server, client, "after_tool:kill", **env)
-        handle = client.submit(client.spec(f'[sim:latency 1200] Count. [sim:call tally {{"path": "{counter}"}}]'))
+        task = f'[sim:latency 1200] Count. [sim:call tally {{"path": "{counter}"}}]'
+        handle = client.submit(client.spec(task, tools=called(task)))
         died(first)
         assert [e.kind for e in handle.transcript().events] == ["model"]  # written before the kill
         result = finished_by_another(server, handle, 120, **env)

@@ -94,7 +94,8 @@ def test_a_running_trees_page_gains_its_agents_as_they_start_without_a_reload(si
 def test_a_call_approved_from_the_page_runs_once_and_its_agent_goes_on(site, page: Page, tmp_path: Path):
     client = site.client
     tally = tmp_path / "tally"
-    job = client.submit(client.spec(f'[sim:call tally {{"path": "{tally}"}}] count', approve=["tally"]))
+    task = f'[sim:call tally {{"path": "{tally}"}}] count'
+    job = client.submit(client.spec(task, tools=["tally"], approve=["tally"]))
     page.goto(f"/jobs/{job.id}")  # before or after the call asks: the page shows it either way
     waiting = page.locator("#approvals li.approval")
     expect(waiting).to_have_count(1, timeout=60_000)
@@ -110,7 +111,8 @@ def test_a_call_approved_from_the_page_runs_once_and_its_agent_goes_on(site, pag
 def test_a_call_denied_from_the_page_never_runs_and_the_model_reads_why(site, page: Page, tmp_path: Path):
     client = site.client
     tally = tmp_path / "tally"
-    job = client.submit(client.spec(f'[sim:call tally {{"path": "{tally}"}}] count', approve=["tally"]))
+    task = f'[sim:call tally {{"path": "{tally}"}}] count'
+    job = client.submit(client.spec(task, tools=["tally"], approve=["tally"]))
     page.goto(f"/jobs/{job.id}")
     waiting = page.locator("#approvals li.approval")
     expect(waiting).to_have_count(1, timeout=60_000)

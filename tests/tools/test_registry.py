@@ -55,7 +55,8 @@ def test_added_tools_are_served_offered_and_described(served):
     registry.add([forecast])
     assert registry.get("forecast") is forecast
     assert registry.names()[-1] == "forecast" and forecast in registry.served()
-    assert "forecast" in offered(None, [])
+    assert offered(None, []) == list(registry.DEFAULT_TOOLS)  # served, yet offered only where named
+    assert "forecast" in offered(["forecast"], []) and "forecast" in offered(["*"], [])
     assert registry.schema("forecast")["function"]["parameters"]["required"] == ["city"]
     registry.add([forecast])  # the same tool found twice (an entry point and COVEY_TOOLS) is no clash
 
