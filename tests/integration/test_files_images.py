@@ -8,6 +8,7 @@ returns an image, ``shout`` reads a workspace file and returns another.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -134,3 +135,22 @@ def test_covey_files_lists_reads_and_puts(served, tmp_path):
     assert (escaping.returncode, escaping.stderr.decode()) == (1, "Error: path '../x' escapes the workspace\n")
     missing = covey(server.url, "files", job_id, "nope.txt")
     assert (missing.returncode, missing.stderr.decode()) == (1, "Error: no file 'nope.txt'\n")
+
+
+def test_covey_run_takes_images_and_files(served, tmp_path):
+    server, client = served
+    picture, notes = tmp_path / "pic.png", tmp_path / "notes.txt"
+    picture.write_bytes(PICTURE)
+    notes.write_text("buy milk")
+    task = 'Describe it. [sim:call read_file {"path": "notes.txt"}]'
+    flags = ["--image", str(picture), "--file", str(notes), "--tools", "read_file", "--json"]
+    ran = covey(server.url, "run", task, *flags)
+    assert ran.returncode == 0, ran.stderr
+    result = json.loads(ran.stdout)
+    assert result["output"] == "buy milk"
+    job_id = result["job_id"]
+    sent = client.job(job_id).transcript().events[0].sent[-1]["content"]
+    assert sent[1]["image_url"]["url"] == f"[image image/png 4x3, {len(PICTURE)} bytes]"
+    refused = covey(server.url, "run", "Describe it.", "--image", str(notes))
+    assert refused.returncode == 2
+    assert refused.stderr.decode().endswith("notes.txt: Image data is not a PNG, JPEG, GIF or WebP image\n")
