@@ -63,7 +63,7 @@ def decoded(data: str, what: str) -> tuple[str | None, bytes]:
     or of bare base64, at most ``MAX_BYTES``; ``BadPart`` naming ``what`` otherwise."""
     found = _DATA_URL.fullmatch(data)
     media, text = (found["type"], found["data"]) if found else (None, data)
-    if len(text) > (MAX_BYTES + 2) // 3 * 4 + 4:  # refused before decoding what would be too large
+    if len(text) > 2 * MAX_BYTES:  # refused before decoding what is too large even line-wrapped
         raise BadPart(f"{what}: larger than {MAX_BYTES // KIB} KiB, the most covey takes of one image or file")
     try:
         raw = base64.b64decode("".join(text.split()), validate=True)

@@ -157,7 +157,9 @@ class AgentSpec(BaseModel):
         if not text.strip():
             raise ValueError("task: give it some text beside its images and files")
         attached = [p.model_dump(exclude_none=True) for p in given if p.type != "text"]
-        return {**data, "task": text, "parts": [*attached, *data.get("parts", [])]}
+        given_parts = data.get("parts", [])
+        parts = [*attached, *given_parts] if isinstance(given_parts, list) else given_parts  # pydantic says why not
+        return {**data, "task": text, "parts": parts}
 
     @field_validator("task")
     @classmethod

@@ -46,7 +46,9 @@ def test_base64_is_checked_and_bounded_before_it_is_decoded():
     with pytest.raises(BadPart, match="larger than 256 KiB"):
         decoded(base64.b64encode(b"x" * (MAX_BYTES + 1)).decode(), "f")
     with pytest.raises(BadPart, match="larger than 256 KiB"):
-        decoded("A" * (MAX_BYTES * 2), "f")  # refused by its length alone
+        decoded("A" * (MAX_BYTES * 2 + 4), "f")  # refused by its length alone
+    wrapped = base64.encodebytes(b"x" * MAX_BYTES).decode()  # MIME's lines of 76
+    assert len(decoded(wrapped, "f")[1]) == MAX_BYTES
 
 
 @pytest.mark.parametrize("path", ["../x", "/etc/passwd", "a/../../x", "a\\b", "a\nb", " "])
@@ -77,6 +79,13 @@ def test_a_task_of_parts_keeps_its_text_in_task_and_the_rest_in_parts():
     assert again.parts == spec.parts and spec.wire()["parts"][1]["file"] == {"filename": "a.txt", "file_data": "aGk="}
     as_openai = [{"type": "text", "text": "Look."}, {"type": "image_url", "image_url": {"url": URL}}]
     assert JobSpec.parse({"task": as_openai}).parts[0].image_url.url == URL
+
+
+def test_parts_that_are_no_list_are_refused_not_crashed_on():
+    with pytest.raises(InvalidSpec, match="parts: Input should be a valid list"):
+        JobSpec.parse({"task": ["x", File("a", "1")], "parts": 5})
+    with pytest.raises(InvalidSpec, match="task: Input should be a valid string"):
+        JobSpec.parse({"task": {"type": "text", "text": "x"}})
 
 
 @pytest.mark.parametrize(
