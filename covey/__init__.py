@@ -8,6 +8,7 @@ from covey.errors import CoveyError
 from covey.models.catalog import ModelsFileError, UnservableModel
 from covey.orchestration.plan import PlanError
 from covey.orchestration.registry import UnknownStrategy
+from covey.parts import BadPart, File, Image
 from covey.results import AgentResult, Usage
 from covey.spec import AgentSpec, InvalidSpec, JobSpec
 from covey.status import AgentStatus, Cause, CauseKind, JobStatus, Resource
@@ -35,12 +36,15 @@ __all__ = [
     "AgentResult",
     "AgentSpec",
     "AgentStatus",
+    "BadPart",
     "Budget",
     "Cause",
     "CauseKind",
     "Guardrail",
     "Client",
     "CoveyError",
+    "File",
+    "Image",
     "InvalidSchema",
     "InvalidSpec",
     "JobHandle",

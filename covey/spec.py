@@ -13,13 +13,23 @@ import re
 from types import ModuleType
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from covey.budgets import scopes
 from covey.budgets.budget import Budget, Count, Number, Seconds
 from covey.config.priorities import LEAST_URGENT, MOST_URGENT
 from covey.errors import CoveyError, describe
 from covey.models.catalog import ModelParams
+from covey.parts import MAX_PARTS, MAX_TOTAL_BYTES, Attached, File, FilePart, Image, ImagePart, Part
 from covey.tools.registry import check_names
 
 DEFAULT_MAX_CALL_TOKENS = 4096  # what current models take for one reply
@@ -48,6 +58,12 @@ class AgentSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
 
     task: str = Field(min_length=1)
+    parts: list[Attached] = Field(
+        default_factory=list,
+        max_length=MAX_PARTS,
+        description="images and files beside the task's text, as OpenAI chat content parts: a task given as a "
+        "list of parts keeps its text in task and the rest here",
+    )
     role: str = Field(default="agent", min_length=1, max_length=64)
     instructions: str = ""
     model: str = Field(default="sim", min_length=1)
@@ -128,10 +144,42 @@ class AgentSpec(BaseModel):
         "reply cap) from covey's reply cache, charged nothing; keep this job's answers there; children inherit it",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _task_parts(cls, data: Any) -> Any:
+        """A task given as content parts (or ``Image``/``File``/str items) becomes its
+        text in ``task`` and its images and files in ``parts``, checked here so a
+        bad part is refused naming ``task``."""
+        if not isinstance(data, dict) or not isinstance(data.get("task"), list | tuple):
+            return data
+        try:
+            given = _PARTS.validate_python([_as_part(item) for item in data["task"]])
+        except ValidationError as e:
+            raise ValueError(describe(e, prefix="task")) from None
+        text = "\n\n".join(p.text for p in given if p.type == "text")
+        if not text.strip():
+            raise ValueError("task: give it some text beside its images and files")
+        attached = [p.model_dump(exclude_none=True) for p in given if p.type != "text"]
+        given_parts = data.get("parts", [])
+        parts = [*attached, *given_parts] if isinstance(given_parts, list) else given_parts  # pydantic says why not
+        return {**data, "task": text, "parts": parts}
+
     @field_validator("task")
     @classmethod
     def _has_text(cls, value: str) -> str:
         return require_text(value)
+
+    @field_validator("parts")
+    @classmethod
+    def _parts_fit(cls, value: list[ImagePart | FilePart]) -> list[ImagePart | FilePart]:
+        """Together within ``MAX_TOTAL_BYTES``, each file at its own path."""
+        files = [p.file.filename for p in value if isinstance(p, FilePart)]
+        if len(set(files)) < len(files):
+            raise ValueError(f"two files at one path: {sorted(f for f in files if files.count(f) > 1)[0]!r}")
+        size = sum(len(p.file.file_data if isinstance(p, FilePart) else p.image_url.url) for p in value) * 3 // 4
+        if size > MAX_TOTAL_BYTES:
+            raise ValueError(f"images and files larger than {MAX_TOTAL_BYTES // 1024} KiB together")
+        return value
 
     @field_validator("strategy")
     @classmethod
@@ -238,8 +286,20 @@ class JobSpec(AgentSpec):
 def require_text(value: str) -> str:
     """A blank task would run, and cost, a job that can answer nothing."""
     if not value.strip():
-        raise ValueError("only whitespace: give the task some text")
+        raise ValueError("only whitespace: give the task some text (beside any images and files)")
     return value
+
+
+_PARTS: TypeAdapter[list[Part]] = TypeAdapter(list[Part])
+
+
+def _as_part(item: Any) -> Any:
+    """A task's list item as a part's JSON: a str is a text part, an ``Image`` or ``File`` its own."""
+    if isinstance(item, str):
+        return {"type": "text", "text": item}
+    if isinstance(item, Image | File):
+        return item.part()
+    return item
 
 
 WORKERS_DECIDE = "workers_decide"

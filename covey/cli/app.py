@@ -119,5 +119,5 @@ def _fail(message: str, code: int) -> None:
 
 
 # Each module registers its commands on `cli`.
-from covey.cli import approvals, events, jobs, listing, models, ops, plans, sessions  # noqa: E402,F401,I001
+from covey.cli import approvals, events, files, jobs, listing, models, ops, plans, sessions  # noqa: E402,F401,I001
 from covey.cli import sweep, tenants, tools, transcripts, ui  # noqa: E402,F401

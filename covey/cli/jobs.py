@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sys
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from pathlib import Path
+from typing import Any, BinaryIO
 
 import click
 
@@ -16,6 +17,7 @@ from covey.cli.options import Dollars, KeyValue, Seconds, names
 from covey.client.progress import waiting
 from covey.config.priorities import LEAST_URGENT, MOST_URGENT
 from covey.orchestration import registry
+from covey.parts import MAX_BYTES, BadPart, File, Image
 from covey.spec import MAX_CALL_TOKENS
 from covey.status import JobStatus
 
@@ -70,6 +72,20 @@ def _job_options(fn):
             help="model calls each agent may make on its own (default 20)",
         ),
         click.option("--timeout", type=Seconds(), default=None, help="seconds the job may run"),
+        click.option(
+            "--image",
+            "images",
+            type=click.File("rb"),
+            multiple=True,
+            help="an image (PNG, JPEG, GIF or WebP) the model sees with the task (repeatable)",
+        ),
+        click.option(
+            "--file",
+            "files",
+            type=click.File("rb"),
+            multiple=True,
+            help="a file put into the job's workspace under its name before it starts (repeatable)",
+        ),
         click.option(
             "--budget-notice",
             is_flag=True,
@@ -191,7 +207,21 @@ def _spec(client, task: str | None, o: dict[str, Any]):
     for name, given in (("options", o["strategy_options"]), ("model_params", o["model_params"])):
         if given:
             fields[name] = dict(given)
-    return client.spec(_task(task, o["task_file"]), **fields)
+    text, parts = _task(task, o["task_file"]), _parts(o["images"], o["files"])
+    return client.spec([text, *parts] if parts else text, **fields)
+
+
+def _parts(images: tuple[BinaryIO, ...], files: tuple[BinaryIO, ...]) -> list[Image | File]:
+    """``--image`` and ``--file`` as the task's parts, each read no further than its cap."""
+    parts: list[Image | File] = []
+    for flag, given in (("--image", images), ("--file", files)):
+        for f in given:
+            data = f.read(MAX_BYTES + 1)
+            try:
+                parts.append(Image(data=data) if flag == "--image" else File(Path(f.name).name, data))
+            except BadPart as e:
+                raise click.BadParameter(f"{f.name}: {e}", param_hint=flag) from None
+    return parts
 
 
 def _task(task: str | None, task_file) -> str:

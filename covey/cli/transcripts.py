@@ -12,6 +12,7 @@ import sys
 import click
 
 from covey.cli.app import cli
+from covey.parts import readable
 from covey.store.transcripts import ModelCallEvent, ToolCallEvent, Transcript
 from covey.store.tree import Node
 
@@ -114,7 +115,7 @@ def _message(m: dict) -> str:
     """One message on its line: its role, its text, and any tool calls it makes."""
     parts = []
     if m.get("content"):
-        parts.append(_indented(str(m["content"])))
+        parts.append(_indented(readable(m["content"])))
     for call in m.get("tool_calls") or []:
         fn = call.get("function", call)  # as sent (OpenAI's nesting) or as received
         parts.append(f"{fn.get('name')}({fn.get('arguments')})")

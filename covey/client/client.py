@@ -50,6 +50,7 @@ from covey.store.outbox import Message, Outbox
 from covey.store.sessions import Session, Sessions
 from covey.store.transcripts import Transcript, Transcripts
 from covey.store.tree import JobTree, Node
+from covey.store.workspace import Workspace
 
 WATCH_INTERVAL_SECONDS = 0.5  # how often a watcher reads the tree and the ledger
 FIRST_POLL_SECONDS = 0.01  # an awaited job is looked at again this soon, then half as often each time
@@ -102,8 +103,9 @@ class Client:
         self.approvals = Approvals(self.redis, self.settings.job_ttl)
         self.sessions = Sessions(self.redis, self.settings.session_ttl, self.settings.session_bytes)
 
-    def spec(self, task: str, **fields: Any) -> JobSpec:
-        """A validated JobSpec; what it leaves unset the worker fills from its
+    def spec(self, task: str | list[Any], **fields: Any) -> JobSpec:
+        """A validated JobSpec (``task``: its text, or a list of text, ``Image``,
+        ``File`` and content parts); what it leaves unset the worker fills from its
         defaults (``COVEY_MODEL``, ``COVEY_MAX_*``). A strategy this machine lacks
         is left for ``check`` to find among what the workers serve."""
         return JobSpec.parse({"task": task, **fields}, workers_decide=True)
@@ -259,6 +261,18 @@ class Client:
 
     def job(self, job_id: str) -> JobHandle:
         return JobHandle(self, job_id)
+
+    def workspace(self, job_id: str) -> Workspace:
+        return Workspace(self.redis, job_id, self.settings.job_ttl)
+
+    def put_file(self, job_id: str, path: str, data: bytes | str) -> str:
+        """Put a file (text or bytes, at most 256 KiB) into the job's workspace at
+        ``path``, where any agent's ``read_file`` reads it; returns the path written.
+        Put before ``submit(spec, job_id=...)`` under the same id, it is there when
+        the job starts. ``WorkspaceError`` for a path that escapes the workspace, a
+        file too large, a workspace full."""
+        with self._reaching(REDIS):
+            return self.workspace(job_id).write("", path, data)
 
     def run(self, spec: JobSpec | dict[str, Any] | str, timeout: float | None = None) -> AgentResult:
         """Submit and wait for the result, as ``covey run`` does."""
@@ -474,6 +488,21 @@ class JobHandle:
     def deny(self, call_id: str, reason: str | None = None) -> Decided:
         """Refuse the waiting call ``call_id``: it never runs, and the model reads the reason."""
         return approving.decide(self, call_id, "denied", reason)
+
+    def files(self) -> dict[str, int]:
+        """Each file of the job's workspace and its size in bytes, by path (none for an unknown job)."""
+        with self._client._reaching(REDIS):
+            return self._client.workspace(self.id).sizes()
+
+    def get_file(self, path: str) -> bytes:
+        """A file of the job's workspace, as bytes (``.decode()`` a text file);
+        ``WorkspaceError`` when it holds none at ``path``."""
+        with self._client._reaching(REDIS):
+            return self._client.workspace(self.id).read_bytes(path)
+
+    def put_file(self, path: str, data: bytes | str) -> str:
+        """``Client.put_file`` for this job."""
+        return self._client.put_file(self.id, path, data)
 
     def cancel(self) -> None:
         """Every agent of the job stops and reports ``cancelled``: at its next

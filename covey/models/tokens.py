@@ -15,6 +15,9 @@ smallest that applies is taken:
   the byte bound of the appended messages alone, plus the overhead. It applies
   only when the earlier messages, the tools and the schema are the ones that call
   sent (``PromptMark``); a strategy that builds a fresh prompt gets the others.
+
+An image is no byte-level text: each costs ``IMAGE_TOKENS`` and its base64 none
+(the JSON counted holds a digest of it, so a changed image is a changed prompt).
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from covey import parts
+
 if TYPE_CHECKING:
     from covey.models.tokenizers import Tokenizer
 
@@ -33,6 +38,12 @@ if TYPE_CHECKING:
 # message's and tool's own framing is covered by its JSON keys and braces. A
 # tokenizer says its own (``Tokenizer.overhead``).
 ESTIMATE_OVERHEAD_TOKENS = 8
+# One image's prompt tokens, whatever its bytes: above what the hosted vision models
+# charge the largest image they take, which they scale down first (OpenAI's at most
+# 1,445 for gpt-4o's tiles in high detail and 2,642 for the patches of gpt-4.1-mini
+# and o4-mini; Anthropic's about 1,600; Gemini's 258 a tile). A local model that
+# bills by the source's pixels (Qwen-VL) must cap them (its max_pixels) to stay under.
+IMAGE_TOKENS = 3000
 
 
 class PromptMark(BaseModel):
@@ -44,8 +55,18 @@ class PromptMark(BaseModel):
 
 
 def prompt_text(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
-    """The request's messages and tools as compact JSON: what both sides count over."""
-    return _json({"messages": messages, "tools": tools or []})
+    """The request's messages and tools as compact JSON, each image's data a digest:
+    what both sides count over."""
+    return _counted({"messages": messages, "tools": tools or []})[0]
+
+
+def _counted(value: Any) -> tuple[str, int]:
+    """``value`` as compact JSON, each image's data a digest, and the tokens of its images."""
+    text = _json(value)
+    if '"image_url"' not in text:  # the common case: no image, no walk
+        return text, 0
+    marked, count = parts.marked(value)
+    return _json(marked), count * IMAGE_TOKENS
 
 
 def byte_tokens(text: str) -> int:
@@ -60,7 +81,8 @@ def estimate_prompt_tokens(
     """An upper bound on the prompt tokens of a request with ``messages`` and ``tools``:
     the tokenizer's count where one is given, else the bytes."""
     count, overhead = _counting(tokenizer, tools)
-    return count(prompt_text(messages, tools)) + overhead
+    text, images = _counted({"messages": messages, "tools": tools or []})
+    return count(text) + images + overhead
 
 
 def prompt_bound(
@@ -73,11 +95,11 @@ def prompt_bound(
     """The smallest strict bound that applies to this request's prompt (see the
     module), and the request's mark, its tokens 0 until the endpoint reports them.
     Both come from one JSON text of the request: a call's largest serialisation."""
-    text = prompt_text(messages, tools)
+    text, images = _counted({"messages": messages, "tools": tools or []})
     schema_text = _json(schema) if schema is not None else ""
     sent = PromptMark(messages=len(messages), digest=_digest(text, schema_text), tokens=0)
     count, overhead = _counting(tokenizer, tools)
-    whole = count(text) + overhead + (count(schema_text) if schema_text else 0)
+    whole = count(text) + images + overhead + (count(schema_text) if schema_text else 0)
     if last is None or len(messages) < last.messages:
         return whole, sent
     earlier = (
@@ -87,8 +109,8 @@ def prompt_bound(
     )
     if earlier != last.digest:
         return whole, sent
-    appended = messages[last.messages :]
-    return min(whole, last.tokens + byte_tokens(_json(appended)) + ESTIMATE_OVERHEAD_TOKENS), sent
+    appended, appended_images = _counted(messages[last.messages :])
+    return min(whole, last.tokens + byte_tokens(appended) + appended_images + ESTIMATE_OVERHEAD_TOKENS), sent
 
 
 def _counting(tokenizer: Tokenizer | None, tools: list[dict[str, Any]] | None) -> tuple[Callable[[str], int], int]:

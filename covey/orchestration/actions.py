@@ -107,10 +107,12 @@ Action = CallModel | RunTools | Spawn | Cancel | Finish
 class ToolResults:
     """Each call's text by call id; ``ran``: when each call the worker ran in this
     step started and ended (none for a call answered without running, or replayed
-    from an earlier run of the step)."""
+    from an earlier run of the step); ``shown``: the user message showing the
+    images the calls returned (a tool message holds text alone), None for none."""
 
     results: dict[str, str]  # tool call id -> text the model sees
     ran: dict[str, tuple[datetime, datetime]] = field(default_factory=dict)
+    shown: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,7 @@ class State(StrategyState):
     messages: list[dict[str, Any]]
     tools: list[str]
     spawns: list[PendingSpawn] = Field(default_factory=list)
+    shown: list[dict[str, Any]] = Field(default_factory=list)  # tools' images, to follow every result of the reply
 
 
 def start(spec: AgentSpec, ctx: RunContext) -> Action:
@@ -80,6 +81,8 @@ def start(spec: AgentSpec, ctx: RunContext) -> Action:
 def _call(run: Run[Options], state: State) -> CallModel:
     """The next model call: every tool offered, and the answer's schema when there is one."""
     state.phase = "reply"
+    state.messages += state.shown
+    state.shown = []
     options = run.options
     if options.output_schema is None:
         return CallModel(state=state, messages=state.messages)
@@ -151,6 +154,8 @@ def _on_reply(run: Run[Options], state: State, reply: ModelReply) -> Action:
 def _on_tools(run: Run[Options], state: State, outcome: ToolResults) -> Action:
     for call_id, text in outcome.results.items():
         state.messages.append(_tool_message(call_id, text))
+    if outcome.shown is not None:  # sent once this reply's spawns have answered too
+        state.shown.append(outcome.shown)
     return _next(run, state)
 
 

@@ -21,7 +21,8 @@ from typing import Any
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from covey.tools.tool import DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT, NAME, Tool, ToolContext
+from covey.parts import File, Image
+from covey.tools.tool import DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT, NAME, Output, Tool, ToolContext
 
 _SPHINX_PARAM = re.compile(r"^:param\s+(?:\S+\s+)?(\w+):\s*(.*)$")
 _GOOGLE_PARAM = re.compile(r"^(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
@@ -114,7 +115,7 @@ def _function_tool(
         fields[param.name] = (hint, Field(description=documented.get(param.name)))
     args_model = create_model(f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
 
-    def run(args: dict[str, Any], ctx: ToolContext) -> str:
+    def run(args: dict[str, Any], ctx: ToolContext) -> Output:
         checked = args_model.model_validate(args)
         kwargs = {n: getattr(checked, n) for n in fields}
         if context is not None:
@@ -142,10 +143,11 @@ async def _bounded(awaitable: Any, timeout: float) -> Any:
     return await asyncio.wait_for(awaitable, timeout)
 
 
-def as_text(result: Any) -> str:
-    """What the model reads of a return value: a str as it is, anything else as JSON
-    (pydantic models, dicts, lists, numbers, None)."""
-    if isinstance(result, str):
+def as_text(result: Any) -> Output:
+    """What the model reads of a return value: a str as it is, an ``Image`` or
+    ``File`` for the worker to keep and show, anything else as JSON (pydantic
+    models, dicts, lists, numbers, None)."""
+    if isinstance(result, str | Image | File):
         return result
     if isinstance(result, BaseModel):
         return result.model_dump_json()

@@ -12,15 +12,17 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from covey.tools.tool import Tool, ToolContext
+from covey.parts import File, Image
+from covey.tools.tool import Output, Tool, ToolContext
 
 
 class ToolTimeout(TimeoutError):
     """The tool did not return within its timeout."""
 
 
-def run(tool: Tool, args: dict[str, Any], ctx: ToolContext, seconds_left: float | None = None) -> str:
-    """The tool's text, cut to its ``max_output``; raises what the tool raised, or
+def run(tool: Tool, args: dict[str, Any], ctx: ToolContext, seconds_left: float | None = None) -> Output:
+    """The tool's text, cut to its ``max_output``, or the ``Image`` or ``File`` it
+    returned (each within its own cap); raises what the tool raised, or
     ``ToolTimeout`` past its timeout or the ``seconds_left`` before the agent's deadline."""
     outcome: dict[str, Any] = {}
 
@@ -43,8 +45,10 @@ def run(tool: Tool, args: dict[str, Any], ctx: ToolContext, seconds_left: float 
     if "error" in outcome:
         raise outcome["error"]
     text = outcome["text"]
+    if isinstance(text, Image | File):
+        return text
     if not isinstance(text, str):
-        raise TypeError(f"tool {tool.name!r} returned {type(text).__name__}, not text")
+        raise TypeError(f"tool {tool.name!r} returned {type(text).__name__}, not text, an Image or a File")
     return capped(text, tool.max_output)
 
 

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from covey.parts import File, Image
+
 NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")  # what OpenAI accepts as a function name
 PATTERN = re.compile(r"^[a-zA-Z0-9_*?\[\]!-]{1,64}$")  # a name, or a shell-style pattern of names
 DEFAULT_TIMEOUT = 30.0  # seconds per call
@@ -22,11 +24,14 @@ class WorkspaceView(Protocol):
     """The job's workspace as one agent sees it: it reads everything, writes below its own folder."""
 
     def read(self, path: str) -> str: ...
-    def write(self, path: str, content: str) -> str: ...
+    def write(self, path: str, content: str | bytes) -> str: ...
     def list(self, prefix: str = "") -> list[str]: ...
     def own(self, path: str) -> str:
         """The workspace path ``write(path)`` writes (below the agent's own folder)."""
         ...
+
+
+Output = str | Image | File  # what a tool returns
 
 
 @dataclass(frozen=True)
@@ -43,7 +48,9 @@ class ToolContext:
 @dataclass(frozen=True)
 class Tool:
     """A tool by name. ``run`` takes arguments already checked against
-    ``parameters`` and returns the text the model reads; it may raise, and the
+    ``parameters`` and returns the text the model reads, or an ``Image`` the model
+    sees in its next call, or a ``File`` written below the agent's own folder
+    (``covey.worker.attachments``); it may raise, and the
     worker hands the model the exception's type and message instead. A tool that
     ``writes`` the workspace runs as its one writer (``Workspace.writing``). One
     that ``needs_approval`` (always, or when the predicate says so of a call's
@@ -53,7 +60,7 @@ class Tool:
     origin: str  # where it comes from, for clashes and `covey tools`: "builtin", "function pkg.mod:fn", "mcp files"
     description: str
     parameters: dict[str, Any]  # a JSON schema of type object
-    run: Callable[[dict[str, Any], ToolContext], str]
+    run: Callable[[dict[str, Any], ToolContext], Output]
     timeout: float = DEFAULT_TIMEOUT
     max_output: int = DEFAULT_MAX_OUTPUT
     writes: bool = False

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from covey.budgets.ledger import AgentRow
+from covey.parts import readable
 from covey.store.tree import Node, by_parent
 
 TASK_CHARS = 80  # a row's task: its start, on one line
@@ -103,11 +104,16 @@ def share(used: float, limit: float | None) -> float | None:
     return min(1.0, max(0.0, used / limit))
 
 
+def _content(content: Any) -> str:
+    """Content parts as text (each image described), anything else as JSON."""
+    return readable(content) if isinstance(content, list) else json.dumps(content, indent=2)
+
+
 def said(message: dict[str, Any]) -> str:
     """A message sent or a reply, as a person reads it: its text, then each tool call
     it makes as ``→ name(arguments)`` (OpenAI's form in a message, covey's in a reply)."""
     content = message.get("content")
-    parts = [content if isinstance(content, str) else json.dumps(content, indent=2)] if content else []
+    parts = [content if isinstance(content, str) else _content(content)] if content else []
     for call in message.get("tool_calls") or []:
         function = call.get("function", call) if isinstance(call, dict) else {}
         parts.append(f"→ {function.get('name')}({function.get('arguments', '')})")

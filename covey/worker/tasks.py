@@ -34,9 +34,10 @@ from covey.orchestration.actions import Action
 from covey.spec import AgentSpec, InvalidSpec, JobSpec
 from covey.status import AgentStatus, CauseKind
 from covey.store.catalog import NoWorkerServes
+from covey.store.workspace import WorkspaceError
 from covey.tools import guardrails
 from covey.tools.registry import NotServed, check_served
-from covey.worker import catalog, events, handover, loop, sessions, signing, takeover, tenancy
+from covey.worker import attachments, catalog, events, handover, loop, sessions, signing, takeover, tenancy
 from covey.worker import step as steps  # resume and proceed take a parameter named step
 from covey.worker.agent_state import AgentState
 from covey.worker.app import app
@@ -238,6 +239,10 @@ def _run_job(task: Any, spec: Any, signature: Any) -> Completion:
         spec = sessions.joined(deps, job_id, agent_spec)
         if isinstance(spec, str):
             return Fail(spec, CauseKind.INVALID_SPEC)
+        try:
+            attachments.given(deps.workspace(job_id), job.parts)
+        except WorkspaceError as e:  # full: files put before the job took the room
+            return Fail(f"the task's files: {e}", CauseKind.INVALID_SPEC)
         return loop.begin(deps, ctx, spec, task_id=job_id, row=row)
 
     delivery = _delivery(task, job_id, ROOT_AGENT_ID, queue, scopes=tuple(job.scopes()), digest=digest)

@@ -27,7 +27,7 @@ from covey.models.replies import ToolCall
 from covey.orchestration.actions import ToolResults
 from covey.results import Usage
 from covey.store.workspace import Workspace
-from covey.worker import approvals, events, guards, telemetry, transcript
+from covey.worker import approvals, attachments, events, guards, telemetry, transcript
 from covey.worker.agent_state import AgentState
 from covey.worker.approvals import Park
 from covey.worker.calls import Stop, seconds_left
@@ -74,7 +74,8 @@ def run_tools(deps: Deps, state: AgentState, calls: list[ToolCall]) -> ToolResul
             transcript.tool_call(deps, state, index, call, grant.record)
         else:
             todo.append((index, call, rid))
-    for index, call, rid, (text, at, ms) in _ran(deps, state, deps.workspace(ctx.job_id), todo):
+    workspace = deps.workspace(ctx.job_id)
+    for index, call, rid, (text, at, ms) in _ran(deps, state, workspace, todo):
         checked = guards.on_result(state, call, text)
         if isinstance(checked, Stop):
             stop = stop or checked
@@ -87,7 +88,8 @@ def run_tools(deps: Deps, state: AgentState, calls: list[ToolCall]) -> ToolResul
             ctx.job_id, ctx.agent_id, rid, text, events.tool_finished(state, rid, call, text, ms)
         )
         faults.at("after_tool")
-    return stop or ToolResults(results, ran)
+    images = attachments.shown(results, workspace)
+    return stop or ToolResults(results, ran, attachments.message(images) if images else None)
 
 
 def _ran(

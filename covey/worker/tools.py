@@ -16,6 +16,7 @@ from covey.store.workspace import Workspace
 from covey.tools import arguments, policy, registry
 from covey.tools.builtin import CONTROL_TOOLS
 from covey.tools.tool import ToolContext
+from covey.worker import attachments
 from covey.worker.redaction import redact
 
 MAX_ERROR_CHARS = 2000  # of an exception's message; a tool may raise with a huge one
@@ -33,7 +34,7 @@ class AgentWorkspace:
     def read(self, path: str) -> str:
         return self.workspace.read(path)
 
-    def write(self, path: str, content: str) -> str:
+    def write(self, path: str, content: str | bytes) -> str:
         return self.workspace.write(self.subroot, path, content)
 
     def list(self, prefix: str = "") -> list[str]:
@@ -48,7 +49,8 @@ def run_tool(call: ToolCall, ctx: RunContext, workspace: Workspace, seconds_left
     checked against the tool's schema first, so a tool only ever gets the fields it
     declares, of their declared types. It gets no longer than its timeout, nor than
     ``seconds_left`` before the agent's nearest deadline, waiting for the
-    workspace's writer included when it writes."""
+    workspace's writer included when it writes. An image or a file it returns is
+    kept in the workspace and named in the text (``covey.worker.attachments``)."""
     if call.name in CONTROL_TOOLS or call.name not in registry.names():
         return f"error: tool {call.name!r} does not run in the worker"
     tool = registry.get(call.name)
@@ -57,14 +59,15 @@ def run_tool(call: ToolCall, ctx: RunContext, workspace: Workspace, seconds_left
         args = arguments.parse(tool, call.arguments)
     except arguments.BadArguments as e:
         return f"error: {e}"
-    context = ToolContext(ctx.job_id, ctx.agent_id, call.id, AgentWorkspace(workspace, ctx.subroot))
+    view = AgentWorkspace(workspace, ctx.subroot)
+    context = ToolContext(ctx.job_id, ctx.agent_id, call.id, view)
     try:
         if not tool.writes:
-            return policy.run(tool, args, context, seconds_left)
+            return attachments.stored(policy.run(tool, args, context, seconds_left), view, call.id)
         bound = tool.timeout if seconds_left is None else min(tool.timeout, seconds_left)
         with workspace.writing(wait=bound, hold=tool.timeout + WRITER_GRACE_SECONDS):
             left = None if seconds_left is None else max(0.001, seconds_left - (time.monotonic() - started))
-            return policy.run(tool, args, context, left)
+            return attachments.stored(policy.run(tool, args, context, left), view, call.id)
     except Exception as e:
         message = redact(str(e))[:MAX_ERROR_CHARS]
         return f"error: {type(e).__name__}: {message}" if message else f"error: {type(e).__name__}"

@@ -52,6 +52,7 @@ from covey.budgets import scopes
 from covey.config.settings import get_settings
 from covey.context import RunContext
 from covey.models.replies import ToolCall
+from covey.parts import shown
 from covey.status import CauseKind
 from covey.store.tree import Node
 from covey.worker.agent_state import AgentState
@@ -197,10 +198,11 @@ def step_start() -> datetime | None:
 
 def _content(span: Any, kind: str, value: Any, semconv: str) -> None:
     """``value`` (redacted, as JSON) on ``span`` as the GenAI attribute ``semconv`` and
-    as Phoenix's ``input.value`` / ``output.value`` (``kind``), when content is opted in."""
+    as Phoenix's ``input.value`` / ``output.value`` (``kind``), when content is opted in;
+    each image described, never its base64."""
     if not _CONTENT or value is None:
         return
-    text = json.dumps(clean(value), ensure_ascii=False, default=str)
+    text = json.dumps(clean(shown(value)), ensure_ascii=False, default=str)
     span.set_attribute(semconv, text)
     span.set_attribute(f"{kind}.value", text)
     span.set_attribute(f"{kind}.mime_type", "application/json")  # Phoenix then shows it as JSON, not one line

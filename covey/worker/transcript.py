@@ -19,6 +19,7 @@ from typing import Any
 from covey import keys
 from covey.models.replies import ToolCall
 from covey.orchestration.actions import CallModel
+from covey.parts import shown
 from covey.store.transcripts import Entries, ModelCallEvent, ToolCallEvent, entry_key
 from covey.tools.policy import capped
 from covey.worker.agent_state import AgentState
@@ -43,6 +44,8 @@ def model_call(
     # last one when the message that ended it is still in its place.
     continues = 0 < cursor.sent <= len(messages) and _digest(messages[cursor.sent - 1]) == cursor.digest
     sent = messages[cursor.sent :] if continues else messages
+    if any(isinstance(m.get("content"), list) for m in sent):  # parts: each image described, never its base64
+        sent = shown(sent)
     cursor.sent, cursor.digest = len(messages), _digest(messages[-1]) if messages else ""
     reply = None if record.reply is None else {k: v for k, v in record.reply.items() if v not in (None, [])}
     event = ModelCallEvent.model_construct(  # the worker's own values: nothing to validate

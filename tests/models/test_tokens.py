@@ -21,12 +21,15 @@ from covey.models.sim.handler import transport
 from covey.models.tokenizers import SimTokenizer
 from covey.models.tokens import (
     ESTIMATE_OVERHEAD_TOKENS,
+    IMAGE_TOKENS,
     PromptMark,
     byte_tokens,
     estimate_prompt_tokens,
     prompt_bound,
 )
+from covey.parts import data_url
 from covey.tools.registry import schema
+from tests.images import png
 
 TOOLS = [schema(n) for n in ("spawn_agents", "finish", "calculator")]
 CJK = "請用一句話總結這段文字的主旨，並列出三個關鍵詞。" * 20
@@ -150,3 +153,34 @@ def test_the_smaller_bound_wins_where_a_tokenizer_counts_the_whole():
     assert prompt_bound(FIRST + [REPLY], TOOLS, None, exact, last)[0] == estimate_prompt_tokens(
         FIRST + [REPLY], TOOLS, exact
     )
+
+
+# --- images: a bound of their own, not their base64 ------------------------------
+
+
+def _with_image(text: str, url: str) -> list[dict]:
+    return [
+        {"role": "user", "content": [{"type": "text", "text": text}, {"type": "image_url", "image_url": {"url": url}}]}
+    ]
+
+
+def test_an_image_costs_its_own_bound_never_its_base64():
+    url = data_url(png(64, 64) + b"\0" * 50_000, "image/png")
+    messages = _with_image("What is this?", url)
+    estimate = estimate_prompt_tokens(messages, TOOLS)
+    without = estimate_prompt_tokens([{"role": "user", "content": [{"type": "text", "text": "What is this?"}]}], TOOLS)
+    assert IMAGE_TOKENS < estimate - without < IMAGE_TOKENS + 200  # its digest's few bytes, not 66 KB of base64
+    assert estimate > sim_directives.prompt_tokens(messages, TOOLS, "bytes")  # billed the whole bound: still under
+    assert sim_directives.prompt_tokens(messages, TOOLS) < estimate
+
+
+def test_an_image_appended_since_the_last_call_costs_its_bound_and_another_image_is_another_prompt():
+    first = [{"role": "user", "content": "hi"}]
+    _, mark = prompt_bound(first, [], None, None, None)
+    last = mark.model_copy(update={"tokens": 10})
+    url = data_url(png(8, 8), "image/png")
+    bound, _ = prompt_bound([*first, *_with_image("look", url)], [], None, None, last)
+    assert IMAGE_TOKENS + 10 < bound < IMAGE_TOKENS + 200
+    one = prompt_bound(_with_image("x", url), [], None, None, None)[1]
+    other = prompt_bound(_with_image("x", data_url(png(9, 8), "image/png")), [], None, None, None)[1]
+    assert one.digest != other.digest

@@ -135,3 +135,20 @@ def test_resume_never_mutates_the_given_state():
     before = state.model_dump_json()
     react.resume(SPEC, CTX, state, reply(("calculator", '{"expression": "1"}')))
     assert state.model_dump_json() == before
+
+
+def test_a_tools_images_follow_every_result_of_its_reply_spawns_too():
+    state = react.start(SPEC, CTX).state
+    spawn = json.dumps({"agents": [{"task": "a"}]})
+    state.tools.append("chart")  # a tool of the worker's, which this process does not serve
+    action = resumed(react, SPEC, CTX, state, reply(("chart", "{}"), ("spawn_agents", spawn)))
+    assert isinstance(action, RunTools)
+    shown = {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://x/c.png"}}]}
+    action = resumed(
+        react, SPEC, CTX, action.state, ToolResults({"c0": "drawn\n[image: https://x/c.png]"}, shown=shown)
+    )
+    assert isinstance(action, Spawn)  # the images wait: a user turn between results would split the reply's
+    done = AgentResult(job_id="j", agent_id="x", status=AgentStatus.COMPLETED, output="A", role="agent")
+    action = resumed(react, SPEC, CTX, action.state, ChildResults([done]))
+    assert isinstance(action, CallModel)
+    assert [m["role"] for m in action.messages[-3:]] == ["tool", "tool", "user"] and action.messages[-1] == shown

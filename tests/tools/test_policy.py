@@ -46,7 +46,7 @@ def test_output_past_the_cap_is_cut_on_a_character_with_a_note():
 
 
 def test_a_result_that_is_not_text_is_an_error():
-    with pytest.raises(TypeError, match="returned int, not text"):
+    with pytest.raises(TypeError, match="returned int, not text, an Image or a File"):
         run(a_tool(lambda args, ctx: 3), {}, CTX)
 
 

@@ -95,4 +95,7 @@ def test_a_message_shows_its_text_then_each_tool_call():
         "finish_reason": "tool_calls",
     }
     assert views.said(reply) == '→ finish({"answer": "5"})'
-    assert views.said({"role": "user", "content": [{"type": "text", "text": "hi"}]}).startswith("[")
+    image = {"type": "image_url", "image_url": {"url": "[image image/png 4x3, 70 bytes]"}}  # as a transcript keeps it
+    assert views.said({"role": "user", "content": [{"type": "text", "text": "hi"}, image]}) == (
+        "hi [image image/png 4x3, 70 bytes]"
+    )

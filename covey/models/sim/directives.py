@@ -7,6 +7,8 @@ under the worker's estimate of one token per UTF-8 byte. ``[sim:bill bytes]`` bi
 one token per byte instead, the most a byte-level tokenizer can, to show the
 estimate holds for dense text; ``[sim:bill over]`` bills the prompt at two tokens a
 byte, more than any tokenizer could, as a provider over-reporting usage would.
+An image costs ``IMAGE_TOKENS_BILLED``, OpenAI's price of one in low detail; with
+``[sim:bill bytes]`` the worker's whole bound for it, with ``over`` twice that.
 
 Directives live in the task text (the first ``user`` message):
 
@@ -56,7 +58,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from covey.models.tokens import byte_tokens, prompt_text
+from covey import parts
+from covey.models.tokens import IMAGE_TOKENS, byte_tokens, prompt_text
+
+IMAGE_TOKENS_BILLED = 85
 
 BILL_MODES = frozenset({"bytes", "over"})
 FAIL_KINDS = frozenset({"429", "500", "401", "timeout", "bad_args", "unknown_tool", "bad_json"})
@@ -123,10 +128,10 @@ class Directives:
 def prompt_tokens(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, bill: str | None = None) -> int:
     """Prompt tokens the sim reports: one per 4 chars of ``prompt_text``, rounded up;
     one per byte with ``bill="bytes"``, two with ``bill="over"``."""
-    text = prompt_text(messages, tools)
+    text, images = prompt_text(messages, tools), len(parts.images(messages))
     if bill is None:
-        return math.ceil(len(text) / 4)
-    return byte_tokens(text) * (2 if bill == "over" else 1)
+        return math.ceil(len(text) / 4) + images * IMAGE_TOKENS_BILLED
+    return (byte_tokens(text) + images * IMAGE_TOKENS) * (2 if bill == "over" else 1)
 
 
 def text_tokens(text: str, bill: str | None = None) -> int:

@@ -17,6 +17,10 @@ as server-sent events: the content a billed token a chunk, each tool call in one
 and the usage in a last chunk when ``stream_options.include_usage`` asks for it;
 its latency is spent half before the first chunk and half spread between them,
 as a model generating its reply would.
+
+Content parts are read as text, each image described by its type, pixels and
+bytes (``covey.parts.readable``), so a task's image shows in its answer; an image
+shown after the task (a tool's) is named at the end of the answer.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from typing import Any
 
 import httpx2
 
-from covey import wire
+from covey import parts, wire
 from covey.models.sim import directives as sim_directives
 from covey.models.sim import structured
 from covey.models.sim.directives import Call, DirectiveError, Directives, echoed
@@ -116,6 +120,13 @@ class _Chat:
         """The last ``user`` message: what this call asks, when it is not the task itself."""
         users = [m for m in self.messages if m.get("role") == "user"]
         return _text(users[-1].get("content")) if users else ""
+
+    def images_shown(self) -> list[str]:
+        """Each image of a user message after the task's (a tool's), described."""
+        at = self._before()
+        users = [i for i, m in enumerate(self.messages) if i >= at and m.get("role") == "user"]
+        later = [self.messages[i].get("content") for i in users[1:]]
+        return [parts.described(url) for url in parts.images(later)]
 
     @property
     def first_call(self) -> bool:
@@ -428,6 +439,9 @@ def _delegated(result: str) -> str:
 
 
 def _finish(chat: _Chat, answer: str) -> _Reply:
+    seen = chat.images_shown()
+    if seen:
+        answer = f"{answer} (saw {', '.join(seen)})"
     if "finish" in chat.tool_names:
         return _Reply(tool_calls=[("finish", json.dumps({"answer": answer}))])
     return _Reply(content=answer)
@@ -513,9 +527,7 @@ def _digest(text: str) -> str:
 
 def _text(content: Any) -> str:
     """Message content as text, whether a string or a list of content parts."""
-    if isinstance(content, list):
-        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
-    return "" if content is None else str(content)
+    return parts.readable(content)
 
 
 def _error(status: int, message: str, kind: str, code: str, *, retry: bool = False) -> httpx2.Response:

@@ -12,7 +12,9 @@ import pytest
 from covey.models.sim import directives as sim_directives
 from covey.models.sim.handler import _Reply, make_handler, transport
 from covey.models.tokens import prompt_text
+from covey.parts import data_url
 from covey.tools.registry import schema
+from tests.images import png
 
 TOOLS = [schema(n) for n in ("spawn_agents", "finish", "calculator")]
 
@@ -491,3 +493,18 @@ def test_a_scripted_401_echoes_the_key_as_its_echo_style_says(style, said):
 def test_an_unknown_echo_style_is_refused_naming_the_directive():
     with pytest.raises(openai.BadRequestError, match=r"\[sim:echo loud\]: expected a style of crlf, escaped, "):
         ask("[sim:echo loud] hi")
+
+
+# --- content parts ------------------------------------------------------------
+
+
+def test_an_image_part_is_read_by_its_size_and_a_later_one_is_named_in_the_answer():
+    picture = png(6, 4)
+    url = data_url(picture, "image/png")
+    task = [{"type": "text", "text": "Describe it."}, {"type": "image_url", "image_url": {"url": url}}]
+    response = ask(task)
+    assert response.choices[0].message.content == f"done: Describe it. [image image/png 6x4, {len(picture)} bytes]"
+    assert response.usage.prompt_tokens == sim_directives.prompt_tokens([{"role": "user", "content": task}], None)
+    shown = {"role": "user", "content": [{"type": "text", "text": "From the tool:"}, task[1]]}
+    later = ask("Draw it.", history=[{"role": "assistant", "content": "drawing"}, shown])
+    assert later.choices[0].message.content == f"done: Draw it. (saw [image image/png 6x4, {len(picture)} bytes])"
