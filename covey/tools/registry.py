@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import importlib
 import logging
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from importlib.metadata import entry_points
@@ -41,6 +42,8 @@ log = logging.getLogger(__name__)
 
 _served: dict[str, Tool] = {t.name: t for t in builtin.TOOLS}
 _loaded = False
+_writing = threading.Lock()  # sources add and replace from threads of their own (MCP's loop, its late listings)
+_on_change: list[Callable[[], None]] = []  # told once a source's tools changed after the start (the catalog's beat)
 
 
 class ToolsError(CoveyError, ValueError):
@@ -60,18 +63,40 @@ class NotServed(CoveyError, LookupError):
 def add(tools: Iterable[Tool]) -> None:
     """Serve ``tools`` beside those already served; ``ToolsError`` (and none added)
     for a malformed name or a name already taken, naming both origins."""
-    given = list(tools)
+    with _writing:
+        _served.update(_checked(tools, _served))
+
+
+def renew(origin: str, tools: Iterable[Tool]) -> None:
+    """Serve ``tools`` in place of every tool from ``origin`` (an MCP server whose
+    list changed); ``ToolsError``, and nothing replaced, as ``add``. Readers keep the
+    registry they had until the new one is whole."""
+    global _served
+    with _writing:
+        kept = {name: t for name, t in _served.items() if t.origin != origin}
+        _served = {**kept, **_checked(tools, kept)}
+    for told in list(_on_change):
+        told()
+
+
+def on_change(told: Callable[[], None]) -> None:
+    """Call ``told`` each time ``renew`` changes what this process serves."""
+    _on_change.append(told)
+
+
+def _checked(tools: Iterable[Tool], served: Mapping[str, Tool]) -> dict[str, Tool]:
+    """``tools`` by name, each a well-named ``Tool`` whose name no other of ``served`` takes."""
     seen: dict[str, Tool] = {}
-    for t in given:
+    for t in tools:
         if not isinstance(t, Tool):
             raise ToolsError(f"{t!r} is not a covey Tool (decorate a function with @covey.tool)")
         if not NAME.match(t.name):
             raise ToolsError(f"tool {t.name!r} from {t.origin}: a tool name must match {NAME.pattern}")
-        other = _served.get(t.name) or seen.get(t.name)
+        other = served.get(t.name) or seen.get(t.name)
         if other is not None and other is not t:
             raise ToolsError(f"tool {t.name!r} from {t.origin} clashes with the one from {other.origin}")
         seen[t.name] = t
-    _served.update(seen)
+    return seen
 
 
 def served() -> list[Tool]:
@@ -154,7 +179,11 @@ def load(paths: str | None, timeouts: Mapping[str, float] | None = None, mcp: Pa
     timeouts = dict(timeouts or {})
     later: list[str] = []  # name prefixes of the MCP servers down now, whose tools come later
     if mcp is not None:
-        tools, later = _mcp_tools(mcp, late=lambda tools: add(_late(tools, timeouts, later)))
+        tools, later = _mcp_tools(
+            mcp,
+            late=lambda tools: add(_late(tools, timeouts, later)),
+            changed=lambda origin, tools: renew(origin, _timed(tools, timeouts)),
+        )
         add(tools)
     for name, seconds in timeouts.items():
         if name in _served:
@@ -177,16 +206,23 @@ def _late(tools: list[Tool], timeouts: Mapping[str, float], later: list[str]) ->
     for name in timeouts:
         if name not in arrived and name.startswith(tuple(up)):
             log.error("COVEY_TOOL_TIMEOUTS: no tool %r is served by its MCP server, up now; it is ignored", name)
+    return _timed(tools, timeouts)
+
+
+def _timed(tools: list[Tool], timeouts: Mapping[str, float]) -> list[Tool]:
+    """The tools, each with its ``COVEY_TOOL_TIMEOUTS`` entry where it has one."""
     return [_retimed(t, timeouts[t.name]) if t.name in timeouts else t for t in tools]
 
 
-def _mcp_tools(path: Path, late: Callable[[list[Tool]], None]) -> tuple[list[Tool], list[str]]:
+def _mcp_tools(
+    path: Path, late: Callable[[list[Tool]], None], changed: Callable[[str, list[Tool]], None]
+) -> tuple[list[Tool], list[str]]:
     """The MCP servers' tools and the name prefixes of those down now
     (``covey.tools.mcp.mcp_tools``); the SDK is imported only by a worker that has servers."""
     from covey.tools.mcp import McpFileError, mcp_tools
 
     try:
-        return mcp_tools(path, late=late)
+        return mcp_tools(path, late=late, changed=changed)
     except McpFileError as e:
         raise ToolsError(str(e)) from None
 

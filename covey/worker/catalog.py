@@ -99,28 +99,35 @@ def served_tools() -> list[Tool]:
 
 
 class Heartbeat:
-    """Publishes ``entry_of()`` every ``period`` seconds until stopped, then withdraws it."""
+    """Publishes ``entry_of()`` every ``period`` seconds, and at once when told what it
+    serves changed (``now``), until stopped; then withdraws it."""
 
     def __init__(self, catalog: WorkerCatalog, worker: str, entry_of: Callable[[], WorkerEntry], period: float):
         self._catalog, self._worker, self._entry_of, self._period = catalog, worker, entry_of, period
-        self._stopped = threading.Event()
+        self._stopped = False
+        self._wake = threading.Event()
         self._thread = threading.Thread(target=self._beat, name="covey-catalog", daemon=True)
 
     def start(self) -> None:
         self._thread.start()
 
+    def now(self) -> None:
+        """Publish again at once: an MCP server's tools changed, and a job may name them."""
+        self._wake.set()
+
     def _beat(self) -> None:
-        while True:
+        while not self._stopped:
             try:
                 self._catalog.publish(self._entry_of())
             except Exception as e:  # Redis away: the entry may lapse meanwhile, and comes back with it
                 log.warning("catalog: heartbeat of %s failed (%s); next in %.3gs", self._worker, e, self._period)
-            if self._stopped.wait(self._period):
-                return
+            self._wake.wait(self._period)
+            self._wake.clear()
 
     def stop(self) -> None:
         """Stop beating and withdraw the entry, so no one counts on a worker that is gone."""
-        self._stopped.set()
+        self._stopped = True
+        self._wake.set()
         self._thread.join(timeout=connections.SOCKET_TIMEOUT_SECONDS)
         try:
             self._catalog.withdraw(self._worker)
@@ -156,6 +163,7 @@ def _start(sender: Any = None, **_: Any) -> None:
     """``sender`` is the node's consumer: its name and the queues it reads."""
     beat = heartbeat(get_settings(), sender.hostname, list(sender.app.amqp.queues.consume_from), served_tools)
     beat.start()
+    registry.on_change(beat.now)
     _running.append(beat)
 
 

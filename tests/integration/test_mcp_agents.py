@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 from celery import Celery
@@ -20,7 +23,15 @@ from celery import Celery
 from covey.client import Client
 from covey.config.settings import Settings
 from covey.spec import InvalidSpec
-from tests.integration.conftest import ROOT, called, start_worker, stop_worker, wait_for_worker, worker_env
+from tests.integration.conftest import (
+    ROOT,
+    called,
+    start_covey_worker,
+    start_worker,
+    stop_worker,
+    wait_for_worker,
+    worker_env,
+)
 from tests.redis_server import RedisServer
 from tests.tools.mcp.conftest import TOKEN, TOKEN_ENV, HttpServer, http_table, stdio_table
 
@@ -164,3 +175,33 @@ def published(client: Client, enough, why: str) -> None:
     while not enough({t.name for e in client.catalog.entries(client.settings.queue) for t in e.tools}):
         assert time.monotonic() < deadline, why
         time.sleep(0.1)
+
+
+def test_a_tool_a_running_server_adds_is_offered_after_it_says_so_without_a_worker_restart(server, http_server):
+    """A default worker (a process per core, each with its own session): a job makes
+    the HTTP server grow a tool; the server says its list changed, every process
+    serves and publishes the tool at once, and the next job naming it calls it."""
+    client = Client(Settings(redis_url=server.url, queue="mcp-grow"))
+    servers = Path(tempfile.mkdtemp(prefix="covey-grow-")) / "servers.toml"
+    servers.write_text(http_table(http_server.url, "remote", timeout=20))
+    env = {"COVEY_QUEUE": "mcp-grow", "COVEY_MCP": str(servers), TOKEN_ENV: f"Bearer {TOKEN}"}
+    worker = start_covey_worker(server.url, [], **env)  # no flags: the defaults
+    grow = 'Grow. [sim:call remote__grow {"name": "tides_now"}]'
+    tides = client.spec("Tides? [sim:call remote__tides_now {}]", tools=["remote__tides_now"])
+    try:
+        wait_for_worker(client, worker)
+        published(client, lambda tools: "remote__grow" in tools, "the worker never published its catalog entry")
+        with pytest.raises(InvalidSpec, match="tool 'remote__tides_now' is served by no worker on queue 'mcp-grow'"):
+            client.submit(tides)
+        assert client.run(client.spec(grow, tools=called(grow)), timeout=90).output == "serving tides_now"
+        deadline = time.monotonic() + WAIT_SECONDS
+        while not all("remote__tides_now" in {t.name for t in e.tools} for e in client.catalog.entries("mcp-grow")):
+            assert time.monotonic() < deadline, "not every worker process published the tool the server grew"
+            time.sleep(0.1)
+        assert len(client.catalog.entries("mcp-grow")) == os.cpu_count()
+        result = client.submit(tides).result(timeout=90)
+    finally:
+        stop_worker(worker)
+        client.close()
+        shutil.rmtree(servers.parent)
+    assert (result.status, result.output, result.usage.tool_calls) == ("completed", "grown tides_now", 1)

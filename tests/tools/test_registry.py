@@ -61,6 +61,24 @@ def test_added_tools_are_served_offered_and_described(served):
     registry.add([forecast])  # the same tool found twice (an entry point and COVEY_TOOLS) is no clash
 
 
+def test_a_sources_tools_are_replaced_whole_and_the_others_kept(served, monkeypatch):
+    """An MCP server whose list changed: its old tools go, its new ones come, every
+    other source's stay; a clash replaces nothing; each replacement is told."""
+    from dataclasses import replace
+
+    told: list[list[str]] = []
+    monkeypatch.setattr(registry, "_on_change", [lambda: told.append(registry.names())])
+    old, kept = replace(forecast, name="srv__old", origin="mcp srv"), replace(forecast, name="mine", origin="function")
+    registry.add([old, kept])
+    new = [replace(forecast, name=f"srv__{n}", origin="mcp srv") for n in ("old", "tides")]
+    registry.renew("mcp srv", new)
+    assert registry.names()[-3:] == ["mine", "srv__old", "srv__tides"]
+    assert registry.get("srv__old") is new[0] and told == [registry.names()]
+    with pytest.raises(registry.ToolsError, match="tool 'mine' from mcp srv clashes with the one from function"):
+        registry.renew("mcp srv", [replace(forecast, name="mine", origin="mcp srv")])
+    assert registry.names()[-3:] == ["mine", "srv__old", "srv__tides"] and len(told) == 1
+
+
 def test_a_clash_is_refused_naming_both_origins_and_adds_nothing(served):
     @tool(name="calculator")
     def mine(expression: str) -> str:

@@ -1,9 +1,11 @@
 """MCP servers' tools for the worker: the servers file (``COVEY_MCP``), a session per
 server per process through the official ``mcp`` client, and their tools as ``Tool``s.
 
-A worker process calls ``mcp_tools(settings.mcp, late=registry.add)`` once at start
-and registers what it returns, and what it hands ``late`` of a server that comes up
-later; ``McpServers`` is the same with a handle to close the sessions at exit.
+A worker process calls ``mcp_tools(settings.mcp, late=registry.add,
+changed=registry.renew)`` once at start and registers what it returns, what it
+hands ``late`` of a server that comes up later, and what it hands ``changed`` of a
+server whose tools changed; ``McpServers`` is the same with a handle to close the
+sessions at exit.
 """
 
 from covey.tools.mcp.config import McpFileError

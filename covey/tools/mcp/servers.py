@@ -10,6 +10,11 @@ while the others serve theirs. It is listed again in the background, after
 a worker started before its MCP server (a compose file, a restart) need not be
 restarted after it. A forked child (the prefork pool) keeps listing in its own
 process.
+
+A server that is served has its tools served anew whenever a listing finds them
+changed: after it says so (``tools/list_changed``), or as a session opens again
+(the server restarted with other tools). A forked child learns of a change as
+its own session opens or is told.
 """
 
 from __future__ import annotations
@@ -41,14 +46,19 @@ FIRST_RETRY_SECONDS = 5.0  # before a server that could not be used at start is 
 MAX_RETRY_SECONDS = 60.0  # the longest wait between two listings of a server still down
 
 Serve = Callable[[list["Tool"]], None]
+ServeAgain = Callable[[str, list["Tool"]], None]  # a server's origin, and all its tools now
 
 
-def mcp_tools(path: Path, late: Serve, environ: Mapping[str, str] = os.environ) -> tuple[list[Tool], list[str]]:
+def mcp_tools(
+    path: Path, late: Serve, changed: ServeAgain, environ: Mapping[str, str] = os.environ
+) -> tuple[list[Tool], list[str]]:
     """Every tool of every server in the MCP servers file ``path`` (``COVEY_MCP``) that
     can be used now, for the worker's registry, and the name prefixes (``files__``)
     of the servers down now: their tools are handed to ``late`` once a later listing
-    finds them up (``McpServers.serve_late``)."""
+    finds them up (``McpServers.serve_late``). A served server's tools, once a
+    listing finds them changed, are handed to ``changed`` (``McpServers.follow``)."""
     servers = McpServers.load(path, environ)
+    servers.follow(changed)
     tools = servers.tools()
     servers.serve_late(late)
     return tools, [f"{session.name}{SEPARATOR}" for session in servers.down]
@@ -60,6 +70,8 @@ class McpServers:
     def __init__(self, sessions: list[Session]) -> None:
         self.sessions = sessions
         self.down: list[Session] = []  # servers the last listing could not use
+        self._serving: dict[str, list[dict[str, Any]]] = {}  # by server: the schemas of the tools served
+        self._changed: ServeAgain | None = None
 
     @classmethod
     def load(cls, path: Path, environ: Mapping[str, str] = os.environ) -> McpServers:
@@ -72,8 +84,26 @@ class McpServers:
         process's calls). A server that cannot be used is left out, its reason logged."""
         if not self.sessions:
             return []
-        tools, self.down = self._listed(self.sessions)
-        return tools
+        listed, self.down = self._listed(self.sessions)
+        for name, tools in listed.items():
+            self._serving[name] = _schemas(tools)
+        return [t for tools in listed.values() for t in tools]
+
+    def follow(self, changed: ServeAgain) -> None:
+        """Hand each served server's tools to ``changed`` whenever a listing of its
+        session finds them other than those served."""
+        self._changed = changed
+        for session in self.sessions:
+            session.listed = self._listed_again
+
+    def _listed_again(self, session: Session, listed: list[types.Tool]) -> None:
+        served = self._serving.get(session.name)
+        tools = _tools(session, listed)
+        if served is None or self._changed is None or _schemas(tools) == served:
+            return  # not served yet (its first listing serves it), or as served
+        self._changed(_origin(session), tools)
+        self._serving[session.name] = _schemas(tools)
+        log.info("MCP server %r: its tools are served anew: %s", session.name, ", ".join(t.name for t in tools))
 
     def serve_late(self, serve: Serve) -> None:
         """List the servers that were down again in the background, with a growing
@@ -93,30 +123,31 @@ class McpServers:
             time.sleep(wait)
             wait = min(wait * 2, MAX_RETRY_SECONDS)
             try:
-                tools, still = self._listed(self.down)
+                listed, still = self._listed(self.down)
             except loop.NoAnswer as e:  # the loop itself did not answer: tried again later
                 log.warning("MCP servers %s: listing them again failed: %s", [s.name for s in self.down], e)
                 continue
-            up, self.down = [s.name for s in self.down if s not in still], still
+            up, self.down = [s for s in self.down if s not in still], still
             try:
-                serve(tools)
+                serve([t for session in up for t in listed[session.name]])
             except Exception as e:  # a name another source took: those servers serve nothing
-                log.error("MCP servers %s are up, but their tools cannot be served: %s", up, e)
+                log.error("MCP servers %s are up, but their tools cannot be served: %s", [s.name for s in up], e)
                 continue
-            for name in up:
-                log.info("MCP server %r is up now: its tools are served from here on", name)
+            for session in up:
+                self._serving[session.name] = _schemas(listed[session.name])
+                log.info("MCP server %r is up now: its tools are served from here on", session.name)
 
-    def _listed(self, sessions: list[Session]) -> tuple[list[Tool], list[Session]]:
-        """The tools of ``sessions`` listed at once, and the sessions that could not be
-        used (each logged why): a slow server delays the others by its own bound only."""
+    def _listed(self, sessions: list[Session]) -> tuple[dict[str, list[Tool]], list[Session]]:
+        """The tools of ``sessions`` listed at once, by server, and the sessions that could
+        not be used (each logged why): a slow server delays the others by its own bound only."""
         bound = OPEN_SECONDS + MARGIN_SECONDS
-        tools: list[Tool] = []
+        tools: dict[str, list[Tool]] = {}
         down: list[Session] = []
         for session, listed in zip(sessions, loop.run(_list_all(sessions), bound)):
             if isinstance(listed, BaseException):
                 down.append(session)
             else:
-                tools.extend(_tools(session, listed))
+                tools[session.name] = _tools(session, listed)
         return tools, down
 
     def close(self) -> None:
@@ -132,6 +163,15 @@ async def _list_all(sessions: list[Session]) -> list[list[types.Tool] | BaseExce
 
 async def _close_all(sessions: list[Session]) -> None:
     await asyncio.gather(*(session.close() for session in sessions))
+
+
+def _origin(session: Session) -> str:
+    return f"mcp {session.name}"
+
+
+def _schemas(tools: list[Tool]) -> list[dict[str, Any]]:
+    """What the model is offered of ``tools``: two listings alike in it serve alike."""
+    return [t.schema() for t in tools]
 
 
 def _tools(session: Session, listed: list[types.Tool]) -> list[Tool]:
@@ -151,7 +191,7 @@ def _tools(session: Session, listed: list[types.Tool]) -> list[Tool]:
         out.append(
             Tool(
                 name=name,
-                origin=f"mcp {session.name}",
+                origin=_origin(session),
                 description=found.description or found.title or found.name,
                 parameters=found.input_schema,
                 run=partial(_run, session, found.name),

@@ -1,7 +1,10 @@
 """One MCP server's session in this worker process, through the official ``mcp`` client.
 
 A session is opened on first use and shared by every slot of the process; its
-tool list is fetched once per session. When its connection breaks (the server
+tool list is fetched as it opens, and again whenever the server says the list
+changed (``notifications/tools/list_changed`` on an older protocol, a
+``subscriptions/listen`` event on 2026-07-28): each listing is handed to the
+session's ``listed`` callback, which serves the new tools. When its connection breaks (the server
 died, the HTTP server went away) it is dropped, and the next call opens a new one,
 starting a stdio server again. A server that cannot be started or reached only
 makes its own tools fail, with the reason, never the worker. Every coroutine here
@@ -15,15 +18,17 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import httpx2
 import mcp_types as types
 from mcp import Client, StdioServerParameters, stdio_client
 from mcp.client import Transport
+from mcp.client.session import IncomingMessage
 from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 
@@ -71,6 +76,7 @@ class Session:
         self._pid = -1
         self._open: _Open | None = None
         self._opening: asyncio.Lock | None = None
+        self.listed: Callable[[Session, list[types.Tool]], None] | None = None  # each listing, as it comes
 
     async def tools(self) -> list[types.Tool]:
         """The server's tools, listed once per session."""
@@ -143,12 +149,24 @@ class Session:
     async def _hold(self, ready: asyncio.Future[_Open]) -> None:
         """Open the session, hand it over, and keep it open until it is dropped: the
         SDK's client must be entered and left by the same task."""
-        closed, ended = asyncio.Event(), asyncio.Event()
+        closed, ended, changed = asyncio.Event(), asyncio.Event(), asyncio.Event()
         try:
-            async with Client(watched(self._transport(), ended), read_timeout_seconds=OPEN_SECONDS) as client:
+            async with Client(
+                watched(self._transport(), ended), read_timeout_seconds=OPEN_SECONDS, message_handler=_noting(changed)
+            ) as client:
                 opened = _Open(client, await _list_tools(client), asyncio.Event(), closed, ended)
                 ready.set_result(opened)
-                await opened.stop.wait()
+                self._hand_on(opened.tools)
+                following = [
+                    asyncio.create_task(_listening(self.name, client, changed)),
+                    asyncio.create_task(self._relisting(opened, changed)),
+                ]
+                try:
+                    await opened.stop.wait()
+                finally:
+                    for task in following:
+                        task.cancel()
+                    await asyncio.gather(*following, return_exceptions=True)
         except Exception as e:
             if not ready.done():
                 ready.set_exception(e)
@@ -156,6 +174,27 @@ class Session:
                 log.info("MCP server %r: session ended: %s", self.name, _reason(e))
         finally:
             closed.set()
+
+    async def _relisting(self, opened: _Open, changed: asyncio.Event) -> None:
+        """List the tools again each time the server says they changed, for as long
+        as the session is open; a listing that fails keeps the tools the last one found."""
+        while True:
+            await changed.wait()
+            changed.clear()
+            try:
+                opened.tools = await _list_tools(opened.client, cache_mode="refresh")
+            except Exception as e:
+                log.warning("MCP server %r: its tools changed, but listing them failed: %s", self.name, _reason(e))
+                continue
+            log.info("MCP server %r: its tools changed; %d listed", self.name, len(opened.tools))
+            self._hand_on(opened.tools)
+
+    def _hand_on(self, tools: list[types.Tool]) -> None:
+        if self.listed is not None:
+            try:
+                self.listed(self, tools)
+            except Exception as e:  # a name another source took: the tools served stay as they were
+                log.error("MCP server %r: its tools as listed now cannot be served: %s", self.name, e)
 
     def _transport(self) -> Transport:
         if isinstance(self.server, StdioServer):
@@ -189,11 +228,36 @@ async def _http(name: str, server: HttpServer, headers: dict[str, str]) -> Async
             yield streams
 
 
-async def _list_tools(client: Client) -> list[types.Tool]:
+def _noting(changed: asyncio.Event):
+    """A message handler that sets ``changed`` on a server's tools/list_changed
+    notification (protocols before 2026-07-28)."""
+
+    async def handle(message: IncomingMessage) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            changed.set()
+
+    return handle
+
+
+async def _listening(name: str, client: Client, changed: asyncio.Event) -> None:
+    """Set ``changed`` on each tools-changed event of a ``subscriptions/listen`` stream
+    (2026-07-28). On an older protocol the server notifies the session instead; a
+    stream that ends is not opened again (the next session listens anew)."""
+    try:
+        async with client.listen(tools_list_changed=True) as subscription:
+            async for _ in subscription:
+                changed.set()
+    except ListenNotSupportedError:
+        return
+    except Exception as e:
+        log.info("MCP server %r: no longer told of changes to its tools: %s", name, _reason(e))
+
+
+async def _list_tools(client: Client, cache_mode: Literal["use", "refresh"] = "use") -> list[types.Tool]:
     tools: list[types.Tool] = []
     cursor: str | None = None
     for _ in range(MAX_TOOL_PAGES):
-        page = await client.list_tools(cursor=cursor)
+        page = await client.list_tools(cursor=cursor, cache_mode=cache_mode)
         tools.extend(page.tools)
         cursor = page.next_cursor
         if cursor is None:

@@ -57,13 +57,15 @@ def http_server() -> Iterator[HttpServer]:
     server.kill()
 
 
-def stdio_table(name: str = "local", script: Path = SERVER, timeout: float = 30) -> str:
+def stdio_table(name: str = "local", script: Path = SERVER, timeout: float = 30, grown: Path | None = None) -> str:
+    """A stdio server's table; with ``grown``, the file of the tools it grew (server.py's ``GROWN``)."""
+    env = f'env = {{ GROWN = "{grown}" }}\n' if grown else ""
     return f"""
 [servers.{name}]
 command = "{sys.executable}"
 args = ["{script}", "stdio"]
 timeout = {timeout}
-"""
+{env}"""
 
 
 def http_table(url: str, name: str = "remote", timeout: float = 30) -> str:

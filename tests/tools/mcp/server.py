@@ -3,7 +3,8 @@
 ``python server.py stdio`` serves over stdin and stdout; ``python server.py
 http PORT`` serves streamable HTTP on 127.0.0.1:PORT at ``/mcp``, and when
 ``EXPECT_TOKEN`` is set it refuses any request whose ``Authorization`` header is
-not ``Bearer <EXPECT_TOKEN>``.
+not ``Bearer <EXPECT_TOKEN>``. With ``GROWN`` naming a file, it also serves a tool
+for each name on a line of that file when it starts, and ``grow`` adds one.
 """
 
 from __future__ import annotations
@@ -64,6 +65,30 @@ def hang(marker: str, seconds: float) -> str:
     return "woke"
 
 
+def _grown(name: str) -> None:
+    """Serve a tool ``name`` that answers ``grown NAME``."""
+
+    def answer() -> str:
+        return f"grown {name}"
+
+    server.add_tool(answer, name=name, description=f"A tool added while the server ran: {name}.")
+
+
+@server.tool()
+async def grow(name: str, ctx: Context) -> str:
+    """Serve a new tool ``name`` (kept in the ``GROWN`` file for a restart), and say the list changed."""
+    _grown(name)
+    if os.environ.get("GROWN"):
+        with open(os.environ["GROWN"], "a") as f:
+            f.write(f"{name}\n")
+    await ctx.notify_tools_changed()  # to a client listening (protocol 2026-07-28)
+    try:
+        await ctx.request_context.session.send_tool_list_changed()  # to a session of an older protocol
+    except Exception:  # a 2026-07-28 connection carries no such notification
+        pass
+    return f"serving {name}"
+
+
 def _token_check(app: Any, token: str) -> Any:
     async def checked(scope: dict[str, Any], receive: Any, send: Any) -> None:
         headers = dict(scope.get("headers") or [])
@@ -77,6 +102,9 @@ def _token_check(app: Any, token: str) -> Any:
 
 
 if __name__ == "__main__":
+    if os.environ.get("GROWN") and Path(os.environ["GROWN"]).exists():
+        for line in Path(os.environ["GROWN"]).read_text().split():
+            _grown(line)
     if sys.argv[1] == "stdio":
         server.run("stdio")
     else:

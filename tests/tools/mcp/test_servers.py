@@ -21,7 +21,7 @@ from covey.tools.mcp import servers as servers_module
 from covey.tools.tool import Tool, ToolContext
 from tests.tools.mcp.conftest import SERVER, TOKEN, TOKEN_ENV, HttpServer, http_table, stdio_table
 
-SERVED = ["call_id", "echo", "fail", "hang", "pid", "weather"]  # the test server's tools, sorted
+SERVED = ["call_id", "echo", "fail", "grow", "hang", "pid", "weather"]  # the test server's tools, sorted
 WAIT_SECONDS = 30  # for a call in flight to reach the server, or a killed one to answer
 
 
@@ -305,3 +305,41 @@ def test_a_server_serves_the_tools_its_file_includes_and_does_not_exclude(serve)
     assert sorted(tools) == ["srv__echo", "srv__pid"]
     assert (tools["srv__pid"].needs_approval, tools["srv__echo"].needs_approval) == (True, False)
     assert call(tools["srv__echo"], text="still called") == "still called"
+
+
+def followed(servers: McpServers) -> list[tuple[str, dict[str, Tool]]]:
+    """What ``servers`` hand on as changed: (origin, its tools by name), as they come."""
+    handed: list[tuple[str, dict[str, Tool]]] = []
+    servers.follow(lambda origin, tools: handed.append((origin, {t.name: t for t in tools})))
+    return handed
+
+
+def handed_on(handed: list) -> tuple[str, dict[str, Tool]]:
+    deadline = time.monotonic() + WAIT_SECONDS
+    while not handed:
+        assert time.monotonic() < deadline, "the server's new tools were never handed on"
+        time.sleep(0.05)
+    return handed[-1]
+
+
+def test_a_tool_the_server_adds_is_served_once_it_says_its_list_changed(served, either):
+    servers, tools = served(either)
+    handed = followed(servers)
+    assert call(tools["srv__echo"], text="same") == "same" and handed == []  # nothing changed, nothing handed
+    assert call(tools["srv__grow"], name="tides") == "serving tides"
+    origin, now = handed_on(handed)
+    assert origin == "mcp srv" and sorted(now) == sorted(f"srv__{n}" for n in [*SERVED, "tides"])
+    assert call(now["srv__tides"]) == "grown tides"
+
+
+def test_a_session_opened_again_serves_the_tools_the_restarted_server_lists(served, tmp_path):
+    """The server restarts with a tool more, telling no one: the session the next call
+    opens lists it, and the tools are handed on."""
+    grown = tmp_path / "grown"
+    servers, tools = served(stdio_table(grown=grown))
+    handed = followed(servers)
+    grown.write_text("tides\n")
+    killed(servers, server_pid(tools, "local"))
+    assert call(tools["local__echo"], text="again") == "again"
+    origin, now = handed_on(handed)
+    assert origin == "mcp local" and "local__tides" in now and len(now) == len(SERVED) + 1
