@@ -14,6 +14,18 @@ from typing import Any
 from covey.worker.agent_state import AgentState
 from covey.worker.deps import Deps
 
+PREFIX = "Budget left: "
+
+
+def told(messages: list[dict[str, Any]], note: dict[str, Any]) -> None:
+    """End ``messages`` with ``note``: in place of the note already last, when the same
+    call is asked for again (after a wait for room, or unanswered), so the model reads
+    one note, as of now, where each ask had appended its own."""
+    if messages and messages[-1].get("role") == "system" and str(messages[-1].get("content")).startswith(PREFIX):
+        messages[-1] = note
+    else:
+        messages.append(note)
+
 
 def note(deps: Deps, state: AgentState, seconds_left: float | None) -> dict[str, Any]:
     """The system message: ``Budget left: 12,345 tokens, $0.0123, 5 model calls, 40 s.``"""
@@ -29,5 +41,5 @@ def note(deps: Deps, state: AgentState, seconds_left: float | None) -> dict[str,
         parts.append(f"{seconds_left:.0f} s")
     return {
         "role": "system",
-        "content": f"Budget left: {', '.join(parts)}. Plan to give your answer within it.",
+        "content": f"{PREFIX}{', '.join(parts)}. Plan to give your answer within it.",
     }

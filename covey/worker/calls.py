@@ -112,7 +112,7 @@ def _call_model(
         names = [name for name in names if name not in SPAWN_TOOLS]
     tools = schemas(names, agents_left)
     if spec.budget_notice and not wrapping:  # before the reservation, which bounds the prompt it is part of
-        action.messages.append(budget_notice.note(deps, state, seconds_left))
+        budget_notice.told(action.messages, budget_notice.note(deps, state, seconds_left))
     held = reservation(deps, state, action, tools)
     if wrapping:  # sent without tools, bounded as if they were sent where that is tighter
         held = replace(held, prompt=wrap_up.bound(action, held.prompt))
