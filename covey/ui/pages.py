@@ -33,7 +33,7 @@ REFUSAL_SECONDS = 5  # a refused job's result is in: reading it takes one round 
 LISTED = {s.value for s in JobStatus if s is not JobStatus.UNKNOWN}
 
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
-templates.env.filters.update(dollars=views.dollars, short=views.short, said=views.said)
+templates.env.filters.update(dollars=views.dollars, short=views.short, said=views.said, why=views.why)
 
 
 @pass_context

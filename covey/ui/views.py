@@ -12,6 +12,7 @@ from typing import Any
 
 from covey.budgets.ledger import AgentRow
 from covey.parts import readable
+from covey.status import AgentStatus
 from covey.store.tree import Node, by_parent
 
 TASK_CHARS = 80  # a row's task: its start, on one line
@@ -47,6 +48,19 @@ def spend(node: Node, row: AgentRow | None) -> Spend:
         u = node.usage
         return Spend(u.total_tokens, u.cost_usd, u.cycles, u.tool_calls)
     return Spend(row.tokens_used, row.cost_used, row.cycles_used, row.tool_calls_used)
+
+
+def why(node: Node) -> str:
+    """What a row says beside its status: why it failed, what it waits for, or that it
+    answered in a wrap-up call once its budget ran out (completed, with a cause)."""
+    cause = node.cause
+    if node.error:
+        return f"{cause.kind.value}: {node.error}" if cause else node.error
+    if node.wait:
+        return node.wait.reason
+    if node.status is AgentStatus.COMPLETED and cause is not None:
+        return f"wrapped up: its {cause.resource.value if cause.resource else cause.kind.value} budget ran out"
+    return ""
 
 
 def rows(nodes: list[Node]) -> list[Row]:

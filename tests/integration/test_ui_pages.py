@@ -140,6 +140,22 @@ def test_a_failed_agent_is_red_with_its_cause_and_its_transcript_a_click_away(si
     expect(page.locator("ol.transcript li.model .error")).to_contain_text("HTTP 500")
 
 
+def test_an_agent_that_wrapped_up_says_so_live_and_on_its_page(site, page: Page):
+    """Its budget ran out and it answered without tools: completed, and the row says
+    why its answer may be short, whether the page saw it end or was drawn after."""
+    client = site.client
+    job = client.submit(client.spec("[sim:latency 1500] What is 2 * 21?", budget={"max_tokens": 800}))
+    page.goto(f"/jobs/{job.id}")
+    live = page.locator('tr.agent[data-agent="root"]')
+    expect(live.locator(".why")).to_have_text("wrapped up: its tokens budget ran out", timeout=60_000)
+    assert job.result(timeout=10).wrapped_up
+    page.reload()
+    expect(live).to_have_class("agent completed")
+    expect(live.locator(".why")).to_have_text("wrapped up: its tokens budget ran out")
+    live.locator(".name a").click()
+    expect(page.locator("dd.why")).to_have_text("wrapped up: its tokens budget ran out")
+
+
 def test_cancel_stops_a_running_job_and_retry_sends_a_finished_one_again(site, page: Page):
     client = site.client
     job = client.submit(client.spec("[sim:spawn width=2 depth=1] [sim:latency 3000] What is 2 + 3?"))

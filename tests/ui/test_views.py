@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from covey.budgets.ledger import AgentRow
 from covey.results import Usage
-from covey.status import AgentStatus
+from covey.status import AgentStatus, Cause, CauseKind, Resource
 from covey.store.tree import Node
 from covey.ui import views
 
@@ -99,3 +99,13 @@ def test_a_message_shows_its_text_then_each_tool_call():
     assert views.said({"role": "user", "content": [{"type": "text", "text": "hi"}, image]}) == (
         "hi [image image/png 4x3, 70 bytes]"
     )
+
+
+def test_a_row_says_why_it_failed_what_it_waits_for_or_that_it_wrapped_up():
+    budget = Cause(kind=CauseKind.BUDGET, agent_id="root", resource=Resource.TOKENS)
+    failed = node("root", None).model_copy(update={"status": AgentStatus.FAILED, "error": "boom", "cause": budget})
+    wrapped = node("root", None).model_copy(update={"status": AgentStatus.COMPLETED, "cause": budget})
+    plain = node("root", None).model_copy(update={"status": AgentStatus.COMPLETED})
+    assert views.why(failed) == "budget: boom"
+    assert views.why(wrapped) == "wrapped up: its tokens budget ran out"
+    assert views.why(plain) == ""

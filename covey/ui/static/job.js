@@ -56,7 +56,9 @@
   }
 
   function finish(row, e) {
-    const why = e.error ? (e.cause ? e.cause.kind + ": " : "") + e.error : "";
+    const wrapped = e.status === "completed" && e.cause;  // answered in a wrap-up call: views.why says the same
+    const why = e.error ? (e.cause ? e.cause.kind + ": " : "") + e.error
+      : wrapped ? "wrapped up: its " + (e.cause.resource || e.cause.kind) + " budget ran out" : "";
     setStatus(row, e.status, why);
     row.dataset.final = "true";
     const usage = e.usage || {};
