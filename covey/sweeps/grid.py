@@ -7,6 +7,7 @@
     budgets = [{max_tokens = 4000, max_cycles = 4, seconds = 60, label = "small"}]
     model_params = {temperature = 0.2}     # optional: every job's model_params
     cache = true                           # optional: identical model calls answered from the reply cache
+    priority = 2                           # optional: every job's priority (0-9, 9 the most urgent)
     repeats = 1
     scorer = "numeric"                     # or {kind = "numeric", tolerance = 0.01}, or a list of them
 
@@ -31,6 +32,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from covey import inputs
+from covey.config.priorities import LEAST_URGENT, MOST_URGENT
 from covey.errors import describe
 from covey.spec import InvalidSpec, JobSpec
 from covey.sweeps.dataset import Sample
@@ -87,6 +89,7 @@ class GridFile(BaseModel):
     instructions: str = ""
     model_params: dict[str, Any] = Field(default_factory=dict)
     cache: bool = False  # every job's model calls served from, and kept in, the reply cache
+    priority: int = Field(default=LEAST_URGENT, ge=LEAST_URGENT, le=MOST_URGENT, strict=True)  # every job's
 
     @field_validator("strategies", mode="before")
     @classmethod
@@ -115,12 +118,15 @@ class Config(BaseModel):
     instructions: str = ""
     model_params: dict[str, Any] = Field(default_factory=dict)
     cache: bool = False  # how its calls are answered, not what they ask: no part of its key
+    priority: int = LEAST_URGENT  # when its jobs run, not what they ask: no part of its key either
 
     @cached_property  # frozen: computed once, not for each of its units' every lookup
     def key(self) -> str:
         """Stable across runs and machines: resume and claims find a unit by it.
         Names and labels are left out, so renaming a configuration keeps its results."""
-        body = self.model_dump(mode="json", exclude={"name": True, "cache": True, "limits": {"label"}})
+        body = self.model_dump(
+            mode="json", exclude={"name": True, "cache": True, "priority": True, "limits": {"label"}}
+        )
         if not self.model_params:  # a grid without model_params keeps the keys it had before they existed
             del body["model_params"]
         return hashlib.sha1(json.dumps(body, sort_keys=True).encode()).hexdigest()[:12]
@@ -147,6 +153,8 @@ class Config(BaseModel):
             fields["model_params"] = self.model_params
         if self.cache:
             fields["cache"] = True
+        if self.priority != LEAST_URGENT:
+            fields["priority"] = self.priority
         # A strategy this machine lacks is checked against the workers' catalog (covey.sweeps.served).
         return JobSpec.parse(fields, workers_decide=True)
 
@@ -244,6 +252,7 @@ def _configs(filename: str, grid: GridFile) -> list[Config]:
             instructions=grid.instructions,
             model_params=grid.model_params,
             cache=grid.cache,
+            priority=grid.priority,
         )
         try:  # the wire's own checks: strategy name, its options, model name
             config.spec(Sample(id="check", input="check"), "check", datetime.now().astimezone())

@@ -74,6 +74,15 @@ def test_model_params_reach_every_job_and_are_checked_by_the_spec(tmp_path):
         grid(tmp_path, "model_params = {temperature = 9}\n")
 
 
+def test_a_priority_reaches_every_job_and_keeps_the_configuration_key(tmp_path):
+    """A sweep behind other work, or ahead of it: when its jobs run, not what they ask."""
+    urgent = grid(tmp_path, 'strategies = ["react"]\npriority = 7\n').configs[0]
+    assert urgent.spec(Sample(id="1", input="x"), "sw", datetime.now(UTC)).priority == 7
+    plain = grid(tmp_path, 'strategies = ["react"]\n').configs[0]
+    assert plain.spec(Sample(id="1", input="x"), "sw", datetime.now(UTC)).priority == 0
+    assert urgent.key == plain.key
+
+
 def test_a_configuration_key_survives_a_rename(tmp_path):
     a = grid(tmp_path, 'strategies = [{name = "single", label = "x"}]\n').configs[0]
     b = grid(tmp_path, 'strategies = [{name = "single", label = "y"}]\n').configs[0]
@@ -113,6 +122,8 @@ def test_a_strategy_neither_here_nor_on_the_workers_is_refused_naming_its_config
         ("scorer = []", "scorer: List should have at least 1 item"),
         ('strategies = ["react", "react"]', "configuration default/react#2 is the same as default/react#1"),
         ("models = [", "g.toml: not valid TOML"),
+        ("priority = 10", "g.toml: priority: Input should be less than or equal to 9"),
+        ('priority = "high"', "g.toml: priority: Input should be a valid integer"),
     ],
 )
 def test_a_bad_grid_names_the_field(tmp_path, text, message):
