@@ -19,6 +19,7 @@ BUILTIN_BASE = {
     "UnservableModel": ValueError,
     "SweepInputError": ValueError,
     "WorkspaceError": ValueError,
+    "BadPart": ValueError,
     "UnknownStrategy": LookupError,
     "UnknownJob": LookupError,
     "JobTimeout": TimeoutError,
