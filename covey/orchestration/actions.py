@@ -48,13 +48,21 @@ class CallModel:
     agent may use; []: none). ``schema`` asks for a JSON answer matching that JSON
     Schema: the reply's ``parsed`` holds it, and a reply that does not match fails
     the agent before the strategy sees it. ``schema_name`` names that schema to
-    the model (letters, digits, _ and -)."""
+    the model (letters, digits, _ and -).
+
+    ``functions`` are function schemas offered beside those tools, of tools the
+    strategy brings itself (an Agents SDK agent's tools and handoffs): its
+    ``RunTools`` runs them through the tool policy like any tool. ``key`` is the
+    strategy's digest of the request: a step replayed from the call's record made
+    under another key ends the agent ``nondeterministic`` instead of using it."""
 
     state: BaseModel
     messages: list[dict[str, Any]]
     tools: list[str] | None = None
     schema: dict[str, Any] | None = None
     schema_name: str = "answer"
+    functions: list[dict[str, Any]] = field(default_factory=list)
+    key: str | None = None
 
 
 @dataclass(frozen=True)

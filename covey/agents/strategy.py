@@ -1,0 +1,160 @@
+"""``agent``: an OpenAI Agents SDK agent run as a covey agent, replayed step by step.
+
+Its state is the run's journal: the reply of every model call settled so far
+(with the key of the request it answered) and the result of every tool call.
+Each step re-runs the SDK's ``Runner`` from the start over that journal
+(``covey.agents.replay``) until it reaches new ground:
+
+- a model call past the journal becomes ``CallModel`` with the SDK's own
+  messages, function schemas (tools and handoffs) and output schema, and the
+  request's key, which the worker keeps with the call's record and checks on a
+  replay after a crash;
+- a reply calling function tools becomes ``RunTools`` for those calls at once,
+  so they run in covey's tool policy and are recorded; handoffs and ``as_tool``
+  agents run inside the SDK, their model calls covey's like any other;
+- the run's end becomes ``Finish``: its final output as text, and as JSON in
+  ``data`` when the agent has an output type.
+
+The SDK runs in the strategy: pure of Redis and Celery, and its replay is
+deterministic for a deterministic agent. A run that asks for another request
+than the one recorded fails with cause ``nondeterministic``, naming the call.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from covey.agents import loading
+from covey.context import RunContext
+from covey.models.replies import ModelReply
+from covey.orchestration import states
+from covey.orchestration.actions import Action, CallModel, Finish, Outcome, RunTools, ToolResults
+from covey.orchestration.states import Run, StrategyState
+from covey.status import AgentStatus, Cause, CauseKind
+
+if TYPE_CHECKING:
+    from covey.spec import AgentSpec
+
+NAME = "agent"
+SCHEMA_NAME = "final_output"  # what the SDK names its output schema to the model
+DEFAULT_MAX_TURNS = 10  # the SDK's own default
+
+
+class Options(BaseModel):
+    """``max_turns``: the SDK's cap on the run's turns (each model call is one)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_turns: int = Field(default=DEFAULT_MAX_TURNS, ge=1, le=1000)
+
+
+class Step(BaseModel):
+    """A settled model call: the key of the request and the reply, as the SDK reads it."""
+
+    key: str
+    reply: dict[str, Any]
+
+
+class State(StrategyState):
+    """The journal, and what the call in flight asked: its key, and the tools whose
+    calls in its reply covey runs."""
+
+    phase: Literal["reply", "tools"] = "reply"
+    replies: list[Step] = Field(default_factory=list)
+    results: dict[str, str] = Field(default_factory=dict)
+    asked: str = ""
+    run_by_covey: list[str] = Field(default_factory=list)
+
+
+def start(spec: AgentSpec, ctx: RunContext) -> Action:
+    return _replayed(Run.of(Options, spec, ctx), State())
+
+
+def resume(spec: AgentSpec, ctx: RunContext, state: State, outcome: Outcome) -> Action:
+    return states.resume(
+        NAME, Options, spec, ctx, state, outcome, {("reply", ModelReply): _on_reply, ("tools", ToolResults): _on_tools}
+    )
+
+
+def _on_reply(run: Run[Options], state: State, reply: ModelReply) -> Action:
+    recorded = {"content": reply.content, "tool_calls": [asdict(c) for c in reply.tool_calls]}
+    state.replies.append(Step(key=state.asked, reply=recorded))
+    calls = [c for c in reply.tool_calls if c.name in state.run_by_covey and c.id not in state.results]
+    if calls:
+        state.phase = "tools"
+        return RunTools(state=state, calls=calls)
+    return _replayed(run, state)
+
+
+def _on_tools(run: Run[Options], state: State, outcome: ToolResults) -> Action:
+    state.results.update(outcome.results)
+    return _replayed(run, state)
+
+
+def _replayed(run: Run[Options], state: State) -> Action:
+    """Run the agent over the journal: the action at the new ground it reaches, or its end."""
+    # The SDK is imported where such an agent runs: covey[openai-agents] is optional.
+    from covey.agents import driver, tools
+    from covey.agents.replay import Recorded, Session
+
+    path = run.spec.agent
+    assert path is not None  # the spec gives the agent strategy an agent
+    try:
+        agent, brought = loading.load(path), tools.brought(path)
+    except loading.AgentNotFound as e:
+        return Finish(state=state, status=AgentStatus.FAILED, error=str(e), cause=Cause(kind=CauseKind.INVALID_SPEC))
+    journal = [Recorded(s.key, s.reply) for s in state.replies]
+    session = Session(journal, dict(state.results), brought.ids)
+    ended = driver.run(agent, run.spec.task, session, run.options.max_turns)
+    if session.diverged is not None:
+        cause = Cause(kind=CauseKind.NONDETERMINISTIC, call=session.diverged.call)
+        return Finish(state=state, status=AgentStatus.FAILED, error=session.diverged.reason, cause=cause)
+    if isinstance(ended, driver.Done):
+        return _finished(state, ended.output)
+    if isinstance(ended, driver.Raised):
+        return _raised(state, ended.error)
+    request = session.request
+    assert request is not None  # parked, and not off its path: at new ground
+    state.phase, state.asked, state.run_by_covey = "reply", request.key, request.run_by_covey
+    return CallModel(
+        state=state,
+        messages=request.messages,
+        tools=[],
+        schema=request.schema,
+        schema_name=SCHEMA_NAME,
+        functions=request.functions,
+        key=request.key,
+    )
+
+
+def _finished(state: State, output: Any) -> Finish:
+    """Its final output: text as is; anything else as JSON, in ``data`` too."""
+    if isinstance(output, str):
+        return Finish(state=state, status=AgentStatus.COMPLETED, output=output)
+    data = TypeAdapter(Any).dump_python(output, mode="json")
+    return Finish(state=state, status=AgentStatus.COMPLETED, output=json.dumps(data), data=data)
+
+
+def _raised(state: State, error: BaseException) -> Finish:
+    """The SDK's end of a run as covey's cause: a tripped guardrail, a reply it could
+    not use, or the run giving up (its turns spent, anything else it raised)."""
+    from agents.exceptions import (
+        InputGuardrailTripwireTriggered,
+        ModelBehaviorError,
+        OutputGuardrailTripwireTriggered,
+    )
+
+    said = f"{type(error).__name__}: {error}"
+    if isinstance(error, InputGuardrailTripwireTriggered | OutputGuardrailTripwireTriggered):
+        result = getattr(error, "guardrail_result", None)
+        guard = getattr(getattr(result, "guardrail", None), "get_name", lambda: None)()
+        cause = Cause(kind=CauseKind.GUARDRAIL, guardrail=guard)
+    elif isinstance(error, ModelBehaviorError):
+        cause = Cause(kind=CauseKind.MALFORMED_REPLY)
+    else:
+        cause = Cause(kind=CauseKind.GAVE_UP)
+    return Finish(state=state, status=AgentStatus.FAILED, error=said, cause=cause)
