@@ -26,12 +26,14 @@ from openai.types.chat.chat_completion_message_function_tool_call import Functio
 class Request:
     """One model call of the SDK as covey makes it. ``run_by_covey``: names of the
     function tools whose calls covey runs (``RunTools``) as the reply comes;
-    ``key``: the request's digest, that a replay must ask for again."""
+    ``as_children``: names of the ``as_tool`` agents whose calls become covey
+    children; ``key``: the request's digest, that a replay must ask for again."""
 
     messages: list[dict[str, Any]]
     functions: list[dict[str, Any]]
     schema: dict[str, Any] | None
     run_by_covey: list[str]
+    as_children: list[str]
     key: str
 
 
@@ -41,10 +43,12 @@ def request(
     tools: list[Tool],
     output_schema: AgentOutputSchemaBase | None,
     handoffs: list[Handoff[Any, Any]],
-    covey_runs: set[int],
+    covey_runs: frozenset[int],
+    covey_spawns: frozenset[int],
 ) -> Request:
     """The call, its functions (tools, then handoffs, as the SDK orders them) and
-    its output schema; ``covey_runs`` holds the ids of the tool objects covey runs."""
+    its output schema; ``covey_runs`` holds the ids of the tool objects covey runs,
+    ``covey_spawns`` those of the ``as_tool`` agents it runs as children."""
     messages: list[Any] = Converter.items_to_messages(input)
     if system_instructions:
         messages.insert(0, {"role": "system", "content": system_instructions})
@@ -53,9 +57,10 @@ def request(
     messages, functions = _to_dump_compatible(messages), _to_dump_compatible(functions)
     schema = None if output_schema is None or output_schema.is_plain_text() else output_schema.json_schema()
     runs = [t.name for t in tools if isinstance(t, FunctionTool) and id(t) in covey_runs]
+    spawns = [t.name for t in tools if isinstance(t, FunctionTool) and id(t) in covey_spawns]
     body = json.dumps([messages, functions, schema], sort_keys=True, default=str)
     key = hashlib.sha256(body.encode()).hexdigest()[:24]
-    return Request(messages, functions, schema, runs, key)
+    return Request(messages, functions, schema, runs, spawns, key)
 
 
 def response(reply: dict[str, Any]) -> ModelResponse:

@@ -54,11 +54,13 @@ class Diverged:
 class Session:
     """What one replay reads (the journal) and how it ended: parked at new ground
     (``request``) or off the recorded path (``diverged``). ``covey_runs``: ids of
-    the tool objects whose calls covey runs."""
+    the tool objects whose calls covey runs; ``covey_spawns``: of the ``as_tool``
+    agents whose calls covey runs as children."""
 
     replies: list[Recorded]
     results: dict[str, str]
     covey_runs: frozenset[int]
+    covey_spawns: frozenset[int] = frozenset()
     asked: int = 0
     request: Request | None = None
     diverged: Diverged | None = None
@@ -115,7 +117,9 @@ class CoveyModel(Model):
         prompt: Any = None,
     ) -> ModelResponse:
         session = self._session
-        asked = convert.request(system_instructions, input, tools, output_schema, handoffs, set(session.covey_runs))
+        asked = convert.request(
+            system_instructions, input, tools, output_schema, handoffs, session.covey_runs, session.covey_spawns
+        )
         return await session.reply_to(asked)
 
     def stream_response(self, *args: Any, **kwargs: Any) -> Any:

@@ -10,8 +10,11 @@ Each step re-runs the SDK's ``Runner`` from the start over that journal
   request's key, which the worker keeps with the call's record and checks on a
   replay after a crash;
 - a reply calling function tools becomes ``RunTools`` for those calls at once,
-  so they run in covey's tool policy and are recorded; handoffs and ``as_tool``
-  agents run inside the SDK, their model calls covey's like any other;
+  so they run in covey's tool policy and are recorded; its calls of ``as_tool``
+  agents become covey children (``Spawn``, one child a call, all at once), each
+  running that agent under this strategy on any worker, its budget a share of
+  this one's, while this agent waits off its slot; a child's answer is its
+  call's result. Handoffs run inside the SDK, their model calls covey's;
 - the run's end becomes ``Finish``: its final output as text, and as JSON in
   ``data`` when the agent has an output type.
 
@@ -30,9 +33,19 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from covey.agents import loading
 from covey.context import RunContext
-from covey.models.replies import ModelReply
+from covey.models.replies import ModelReply, ToolCall
 from covey.orchestration import states
-from covey.orchestration.actions import Action, CallModel, Finish, Outcome, RunTools, ToolResults
+from covey.orchestration.actions import (
+    Action,
+    CallModel,
+    ChildRequest,
+    ChildResults,
+    Finish,
+    Outcome,
+    RunTools,
+    Spawn,
+    ToolResults,
+)
 from covey.orchestration.states import Run, StrategyState
 from covey.status import AgentStatus, Cause, CauseKind
 
@@ -45,11 +58,13 @@ DEFAULT_MAX_TURNS = 10  # the SDK's own default
 
 
 class Options(BaseModel):
-    """``max_turns``: the SDK's cap on the run's turns (each model call is one)."""
+    """``max_turns``: the SDK's cap on the run's turns (each model call is one);
+    ``tool``: run the agent behind this ``as_tool`` tool of the spec's agent (a child's)."""
 
     model_config = ConfigDict(extra="forbid")
 
     max_turns: int = Field(default=DEFAULT_MAX_TURNS, ge=1, le=1000)
+    tool: str | None = Field(default=None, min_length=1, max_length=64)
 
 
 class Step(BaseModel):
@@ -63,11 +78,13 @@ class State(StrategyState):
     """The journal, and what the call in flight asked: its key, and the tools whose
     calls in its reply covey runs."""
 
-    phase: Literal["reply", "tools"] = "reply"
+    phase: Literal["reply", "tools", "children"] = "reply"
     replies: list[Step] = Field(default_factory=list)
     results: dict[str, str] = Field(default_factory=dict)
     asked: str = ""
     run_by_covey: list[str] = Field(default_factory=list)
+    as_children: list[str] = Field(default_factory=list)
+    spawning: list[ToolCall] = Field(default_factory=list)  # the reply's as_tool calls, once its tools ran
 
 
 def start(spec: AgentSpec, ctx: RunContext) -> Action:
@@ -76,23 +93,71 @@ def start(spec: AgentSpec, ctx: RunContext) -> Action:
 
 def resume(spec: AgentSpec, ctx: RunContext, state: State, outcome: Outcome) -> Action:
     return states.resume(
-        NAME, Options, spec, ctx, state, outcome, {("reply", ModelReply): _on_reply, ("tools", ToolResults): _on_tools}
+        NAME,
+        Options,
+        spec,
+        ctx,
+        state,
+        outcome,
+        {
+            ("reply", ModelReply): _on_reply,
+            ("tools", ToolResults): _on_tools,
+            ("children", ChildResults): _on_children,
+        },
     )
 
 
 def _on_reply(run: Run[Options], state: State, reply: ModelReply) -> Action:
     recorded = {"content": reply.content, "tool_calls": [asdict(c) for c in reply.tool_calls]}
     state.replies.append(Step(key=state.asked, reply=recorded))
-    calls = [c for c in reply.tool_calls if c.name in state.run_by_covey and c.id not in state.results]
+    fresh = [c for c in reply.tool_calls if c.id not in state.results]
+    calls = [c for c in fresh if c.name in state.run_by_covey]
+    state.spawning = [c for c in fresh if c.name in state.as_children]
     if calls:
         state.phase = "tools"
         return RunTools(state=state, calls=calls)
-    return _replayed(run, state)
+    return _spawned(run, state)
 
 
 def _on_tools(run: Run[Options], state: State, outcome: ToolResults) -> Action:
     state.results.update(outcome.results)
+    return _spawned(run, state)
+
+
+def _spawned(run: Run[Options], state: State) -> Action:
+    """The reply's ``as_tool`` calls as children, all at once; else on with the run."""
+    if not state.spawning:
+        return _replayed(run, state)
+    state.phase = "children"
+    path = run.spec.agent
+    options = {"tool": None, "max_turns": run.options.max_turns}
+    children = [
+        ChildRequest(task=_input(c), role=c.name, agent=path, options={**options, "tool": c.name}, key=c.id)
+        for c in state.spawning
+    ]
+    return Spawn(state=state, children=children)
+
+
+def _on_children(run: Run[Options], state: State, outcome: ChildResults) -> Action:
+    """Each child's answer is its call's result, as the SDK's ``as_tool`` gives its
+    agent's final output; a child that did not complete says why, as a tool's error."""
+    for key, result in zip(outcome.keys, outcome.results):
+        if key is not None:
+            said = f"error: agent {result.role} ended {result.status.value}: {result.error}"
+            state.results[key] = result.output or "" if result.ok else said
+    state.spawning = []
     return _replayed(run, state)
+
+
+def _input(call: ToolCall) -> str:
+    """The child's task: the ``input`` an ``as_tool`` call gives (its default schema),
+    else the call's arguments as they came."""
+    try:
+        args = json.loads(call.arguments or "{}")
+    except ValueError:
+        return call.arguments
+    given = args.get("input") if isinstance(args, dict) else None
+    return given if isinstance(given, str) and given.strip() else call.arguments
 
 
 def _replayed(run: Run[Options], state: State) -> Action:
@@ -104,11 +169,12 @@ def _replayed(run: Run[Options], state: State) -> Action:
     path = run.spec.agent
     assert path is not None  # the spec gives the agent strategy an agent
     try:
-        agent, brought = loading.load(path), tools.brought(path)
+        brought, tool = tools.brought(path), run.options.tool
+        agent = loading.load(path) if tool is None else tools.agent_behind(path, tool)
     except loading.AgentNotFound as e:
         return Finish(state=state, status=AgentStatus.FAILED, error=str(e), cause=Cause(kind=CauseKind.INVALID_SPEC))
     journal = [Recorded(s.key, s.reply) for s in state.replies]
-    session = Session(journal, dict(state.results), brought.ids)
+    session = Session(journal, dict(state.results), brought.ids, brought.agent_ids)
     ended = driver.run(agent, run.spec.task, session, run.options.max_turns)
     if session.diverged is not None:
         cause = Cause(kind=CauseKind.NONDETERMINISTIC, call=session.diverged.call)
@@ -119,7 +185,8 @@ def _replayed(run: Run[Options], state: State) -> Action:
         return _raised(state, ended.error)
     request = session.request
     assert request is not None  # parked, and not off its path: at new ground
-    state.phase, state.asked, state.run_by_covey = "reply", request.key, request.run_by_covey
+    state.phase, state.asked = "reply", request.key
+    state.run_by_covey, state.as_children = request.run_by_covey, request.as_children
     return CallModel(
         state=state,
         messages=request.messages,

@@ -34,10 +34,13 @@ _wrapping = threading.Lock()
 @dataclass(frozen=True)
 class Brought:
     """An agent's function tools as covey serves them, by name, and the ids of the SDK
-    objects behind them (what ``covey.agents.convert.request`` asks covey to run)."""
+    objects behind them (what ``covey.agents.convert.request`` asks covey to run);
+    its ``as_tool`` agents by tool name, and their tools' ids (each call a covey child)."""
 
     tools: dict[str, Tool]
     ids: frozenset[int]
+    agents: dict[str, Agent[Any]]
+    agent_ids: frozenset[int]
 
 
 @lru_cache(maxsize=64)
@@ -56,8 +59,22 @@ def brought(path: str) -> Brought:
                 original = tool.on_invoke_tool
                 setattr(tool, _MARK, original)
                 tool.on_invoke_tool = _replayed(tool.name, original)
-    run_here = {name: t for name, t in found.items() if not t._is_agent_tool}  # as_tool agents run in the SDK
-    return Brought({name: _served(t, path) for name, t in run_here.items()}, frozenset(map(id, run_here.values())))
+    run_here = {name: t for name, t in found.items() if not t._is_agent_tool}
+    children = {name: t for name, t in found.items() if t._is_agent_tool and isinstance(t._agent_instance, Agent)}
+    return Brought(
+        {name: _served(t, path) for name, t in run_here.items()},
+        frozenset(map(id, run_here.values())),
+        {name: t._agent_instance for name, t in children.items()},
+        frozenset(map(id, children.values())),
+    )
+
+
+def agent_behind(path: str, tool: str) -> Agent[Any]:
+    """The agent the ``as_tool`` tool named ``tool`` runs, in the agent at ``path``."""
+    found = brought(path).agents.get(tool)
+    if found is None:
+        raise AgentNotFound(f"agent {path!r} has no as_tool agent named {tool!r}")
+    return found
 
 
 def _function_tools(root: Agent[Any]) -> Iterator[FunctionTool]:

@@ -23,7 +23,9 @@ class ChildRequest:
     """A sub-agent a strategy asks for. What it leaves unset the child takes from
     its parent (strategy with its options, model, ``max_cycles``); its tools are
     always cut to what the parent was offered, and its budget to what the parent
-    has left. ``can_spawn = False`` offers it no spawn tool, whatever its tools say."""
+    has left. ``can_spawn = False`` offers it no spawn tool, whatever its tools say.
+    ``agent``: an Agents SDK agent's import path the child runs (strategy ``agent``,
+    its ``options`` saying which of that agent's ``as_tool`` agents)."""
 
     task: str
     role: str = "agent"
@@ -37,6 +39,7 @@ class ChildRequest:
     key: str | None = None  # the strategy's own name for it, handed back in ``ChildResults.keys``
     max_cycles: int | None = None  # model calls it may make on its own, never more than its parent's
     can_spawn: bool = True
+    agent: str | None = None
 
 
 # --- Actions -----------------------------------------------------------------

@@ -16,7 +16,8 @@ from covey.agents import strategy
 from covey.budgets.budget import Budget
 from covey.context import RunContext
 from covey.models.replies import ModelReply, ToolCall
-from covey.orchestration.actions import CallModel, Finish, RunTools, ToolResults
+from covey.orchestration.actions import CallModel, ChildResults, Finish, RunTools, Spawn, ToolResults
+from covey.results import AgentResult
 from covey.spec import AgentSpec
 from covey.status import AgentStatus, CauseKind
 from tests.orchestration.checkpointing import resumed
@@ -40,15 +41,11 @@ def names(action: CallModel) -> list[str]:
 def test_a_model_call_is_the_sdks_request_with_its_tools_and_handoffs_offered_beside_no_covey_tool():
     action = strategy.start(spec(), CTX)
     assert isinstance(action, CallModel)
-    assert action.messages == [
-        {
-            "role": "system",
-            "content": "You are a support desk. Look orders up with lookup_order; hand refunds to billing.",
-        },
-        {"role": "user", "content": "Refund order A1"},
-    ]
-    assert action.tools == [] and names(action) == ["lookup_order", "transfer_to_billing"]
+    assert action.messages[0]["content"].startswith("You are a support desk.")
+    assert action.messages[1:] == [{"role": "user", "content": "Refund order A1"}]
+    assert action.tools == [] and names(action) == ["lookup_order", "ask_policy", "translate", "transfer_to_billing"]
     assert action.key and action.state.run_by_covey == ["lookup_order"]  # a handoff is the SDK's to take
+    assert action.state.as_children == ["ask_policy", "translate"]
 
 
 def test_a_function_tool_call_runs_through_covey_and_its_result_reaches_the_next_request():
@@ -75,6 +72,47 @@ def test_a_handoff_moves_the_run_to_the_other_agent_with_its_own_instructions_an
         "refund started",
         None,
     )
+
+
+def test_as_tool_calls_of_one_reply_become_children_at_once_and_their_answers_the_calls_results():
+    s = spec()
+    asked = strategy.start(s, CTX)
+    reply = calling(
+        ("p1", "ask_policy", '{"input": "refund window?"}'),
+        ("p2", "translate", '{"input": "thirty days"}'),
+        ("c1", "lookup_order", '{"order_id": "A1"}'),
+    )
+    ran = resumed(strategy, s, CTX, asked.state, reply)
+    assert isinstance(ran, RunTools) and [c.id for c in ran.calls] == ["c1"]  # the reply's own tool first
+    spawned = resumed(strategy, s, CTX, ran.state, ToolResults({"c1": "shipped"}))
+    assert isinstance(spawned, Spawn) and spawned.join == "all"
+    assert [(c.task, c.role, c.agent, c.options["tool"], c.key) for c in spawned.children] == [
+        ("refund window?", "ask_policy", TRIAGE, "ask_policy", "p1"),
+        ("thirty days", "translate", TRIAGE, "translate", "p2"),
+    ]
+    refused = child_result(None, status="budget_exceeded", error="no tokens left", role="translate")
+    answers = [child_result("30 days"), refused]
+    again = resumed(strategy, s, CTX, spawned.state, ChildResults(answers, ["p1", "p2"]))
+    assert isinstance(again, CallModel)
+    said = {m["tool_call_id"]: m["content"] for m in again.messages if m["role"] == "tool"}
+    assert said == {
+        "p1": "30 days",
+        "p2": "error: agent translate ended budget_exceeded: no tokens left",
+        "c1": "shipped",
+    }
+
+
+def test_a_child_runs_the_agent_behind_its_as_tool_tool_and_a_tool_it_lacks_is_refused():
+    child = strategy.start(spec(task="refund window?", options={"tool": "ask_policy"}), CTX)
+    assert isinstance(child, CallModel) and child.messages[0]["content"].startswith("You know the shop's rules")
+    assert child.functions == []
+    gone = strategy.start(spec(options={"tool": "nope"}), CTX)
+    assert isinstance(gone, Finish) and gone.cause.kind is CauseKind.INVALID_SPEC
+    assert "has no as_tool agent named 'nope'" in gone.error
+
+
+def child_result(output, status="completed", error=None, role="ask_policy") -> AgentResult:
+    return AgentResult(status=status, job_id="j", agent_id="root-sub-1", role=role, output=output, error=error)
 
 
 def test_a_typed_output_is_asked_for_by_its_schema_and_finishes_as_json_data():

@@ -21,7 +21,8 @@ TRIAGE = "covey_example_agents.triage:triage"
 
 def test_every_function_tool_reachable_through_handoffs_is_served_under_its_name_with_its_schema():
     served = tools.brought(TRIAGE).tools
-    assert sorted(served) == ["lookup_order", "refund"]
+    assert sorted(served) == ["lookup_order", "refund"]  # the as_tool agents' calls are children, not tools
+    assert sorted(tools.brought(TRIAGE).agents) == ["ask_policy", "translate"]
     lookup = served["lookup_order"]
     assert lookup.parameters["properties"].keys() == {"order_id"} and lookup.origin == f"agent {TRIAGE}"
 

@@ -68,10 +68,46 @@ def test_a_triage_agent_with_a_tool_and_a_handoff_runs_every_call_through_the_le
     assert ledger.tokens_used == result.usage.total_tokens > 0
     seen = handle.transcript().events
     offered = [tuple(e.tools) for e in seen if e.kind == "model"]
-    assert offered == [("lookup_order", "transfer_to_billing")] * 2 + [("refund",)] * 2
+    triage = ("lookup_order", "ask_policy", "translate", "transfer_to_billing")
+    assert offered == [triage] * 2 + [("refund",)] * 2
     assert [e.kind for e in seen].count("tool") == 2
     kinds = [e.type.value for e in handle.events()]
     assert kinds.count("model.finished") == 4 and kinds.count("tool.finished") == 2
+
+
+ASKING = (
+    '[sim:call lookup_order {"order_id": "A1"}] [sim:then ask_policy {"input": "Refund window?"}] '
+    '[sim:then translate {"input": "thirty days"}] [sim:then transfer_to_billing {}] '
+    '[sim:then refund {"order_id": "A1"}]'
+)
+
+
+def test_as_tool_agents_run_as_covey_children_in_the_tree_and_answer_their_calls(client):
+    handle = client.submit(client.spec(ASKING, agent=TRIAGE, budget={"max_tokens": 40_000}))
+    result = handle.result(timeout=90)
+    assert result.ok and result.output == "refund of order A1 started", result.error
+    nodes = {n.role: n for n in handle.tree()}
+    assert set(nodes) == {"root", "ask_policy", "translate"}
+    for role, answer in (("ask_policy", "done: Refund window?"), ("translate", "done: thirty days")):
+        child = nodes[role]
+        assert (child.depth, child.parent_id, child.status.value, child.output) == (1, "root", "completed", answer)
+    ledger = handle.ledger()
+    assert ledger.agents_spawned == 2 and ledger.tokens_used == result.usage.total_tokens <= 40_000
+
+
+def test_parallel_as_tool_calls_of_one_reply_are_sibling_children_and_no_cap_is_exceeded_across_the_tree(client):
+    """Four jobs at once, each capped: its two parallel children share what the root has left."""
+    task = '[sim:parallel 2] [sim:call ask_policy {"input": "Refund window?"}]'
+    caps = [2_000, 3_000, 5_000, 40_000]
+    handles = [client.submit(client.spec(task, agent=TRIAGE, budget={"max_tokens": cap})) for cap in caps]
+    for handle, cap in zip(handles, caps):
+        result = handle.result(timeout=120)
+        ledger = handle.ledger()
+        assert ledger.tokens_used <= cap and ledger.tokens_reserved == 0, (cap, ledger)
+        assert ledger.tokens_used == result.usage.total_tokens
+        children = [n for n in handle.tree() if n.depth == 1]
+        assert [n.role for n in children] == ["ask_policy", "ask_policy"]
+    assert result.ok and result.output == "done: Refund window?", result.error  # the uncapped one
 
 
 def test_the_cli_runs_an_agent_by_path_and_refuses_a_path_that_holds_no_agent(server, client):

@@ -1,8 +1,10 @@
 """A support desk written with the OpenAI Agents SDK, nothing of covey's in it.
 
-``triage`` looks an order up with a function tool and hands refunds off to
-``billing``, which has a tool of its own. ``summary`` answers with a typed
-``OrderSummary``. Run them on covey::
+``triage`` looks an order up with a function tool, hands refunds off to
+``billing`` (which has a tool of its own), and asks two agents it uses as tools:
+``policy`` (the shop's rules) and ``translator``; on covey each of their calls is
+a sub-agent of its own. ``summary`` answers with a typed ``OrderSummary``. Run
+them on covey::
 
     covey run --agent covey_example_agents.triage:triage "Where is order A1?"
 """
@@ -34,10 +36,22 @@ billing = Agent(
     tools=[refund],
 )
 
+policy = Agent(
+    name="policy",
+    instructions="You know the shop's rules: refunds within 30 days, shipping in 3 days. Answer the question.",
+)
+
+translator = Agent(name="translator", instructions="Translate the text you are given into French.")
+
 triage = Agent(
     name="triage",
-    instructions="You are a support desk. Look orders up with lookup_order; hand refunds to billing.",
-    tools=[lookup_order],
+    instructions="You are a support desk. Look orders up with lookup_order; hand refunds to billing; "
+    "ask_policy answers questions on the shop's rules, translate puts an answer into French.",
+    tools=[
+        lookup_order,
+        policy.as_tool("ask_policy", "Ask the policy expert a question about the shop's rules."),
+        translator.as_tool("translate", "Translate a text into French."),
+    ],
     handoffs=[billing],
 )
 
