@@ -1,23 +1,21 @@
 """Run the SDK's ``Runner`` once, to its end or to where it parks (``covey.agents.replay``).
 
-A strategy is a plain function the worker calls in its own thread; the SDK is
-async. The run gets an event loop of its own: in this thread when none runs here
-(a prefork or threads pool), else in a helper thread (a pool whose thread already
-runs a loop). The run never waits on I/O (every call is answered from the journal
-or parks), so it costs CPU alone.
+The run never waits on I/O (every call is answered from the journal or parks),
+so it costs CPU alone; ``covey.agents.loops`` gives it a loop of its own.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 from dataclasses import dataclass
 from typing import Any
 
 from agents import Agent, RunConfig, Runner
+from agents.tracing import set_trace_provider, setup
+from agents.tracing.provider import DefaultTraceProvider
 
-from covey.agents import replay
+from covey.agents import loops, replay
 from covey.agents.replay import CoveyModel, CoveyProvider, Session
 
 WORKFLOW = "covey agent"  # the SDK's name for the run; its own tracing is off (covey traces the calls)
@@ -38,12 +36,17 @@ class Raised:
 def run(agent: Agent[Any], task: str, session: Session, max_turns: int) -> Done | Raised | None:
     """Run ``agent`` on ``task`` over ``session``: its end, or None when it parked
     (``session.request`` or ``session.diverged`` says where)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(_run(agent, task, session, max_turns))
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="covey-agent") as pool:
-        return pool.submit(asyncio.run, _run(agent, task, session, max_turns)).result()
+    _quiet_tracing()
+    return loops.run(lambda: _run(agent, task, session, max_turns))
+
+
+def _quiet_tracing() -> None:
+    """Give the SDK a trace provider with no processor, unless the process set one.
+    A run's first trace builds the SDK's default one, disabled or not: an exporter
+    to OpenAI with an HTTP client and a thread, whose imports fail under gevent.
+    covey runs agents with the SDK's tracing off (it traces the calls itself)."""
+    if setup.GLOBAL_TRACE_PROVIDER is None:
+        set_trace_provider(DefaultTraceProvider())
 
 
 async def _run(agent: Agent[Any], task: str, session: Session, max_turns: int) -> Done | Raised | None:

@@ -11,7 +11,6 @@ journal (``covey.agents.replay``); outside a covey run it calls the tool as befo
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 from collections.abc import Iterator
@@ -23,7 +22,7 @@ from agents import Agent, FunctionTool, Handoff
 from agents.tool_context import ToolContext as SdkToolContext
 from pydantic import BaseModel
 
-from covey.agents import replay
+from covey.agents import loops, replay
 from covey.agents.loading import AgentNotFound, load
 from covey.tools.tool import DEFAULT_TIMEOUT, Tool, ToolContext
 
@@ -113,8 +112,7 @@ def _served(tool: FunctionTool, path: str) -> Tool:
     def run(args: dict[str, Any], ctx: ToolContext) -> str:
         given = json.dumps(args)
         context = SdkToolContext(context=None, tool_name=tool.name, tool_call_id=ctx.call_id, tool_arguments=given)
-        # The policy runs each call in a thread of its own, where no event loop runs.
-        return _text(asyncio.run(original(context, given)))
+        return _text(loops.run(lambda: original(context, given)))
 
     needs = tool.needs_approval
     return Tool(

@@ -110,6 +110,24 @@ def test_parallel_as_tool_calls_of_one_reply_are_sibling_children_and_no_cap_is_
     assert result.ok and result.output == "done: Refund window?", result.error  # the uncapped one
 
 
+def test_on_a_gevent_pool_agents_and_their_tools_run_in_loops_of_their_own(server):
+    """Greenlets share a thread, and asyncio's running loop with it: each run and each
+    SDK tool gets a native thread and a loop of its own (covey.agents.loops)."""
+    queue = "agents-gevent"
+    worker = start_worker(
+        server.url, pool="gevent", concurrency=4, hostname=f"{queue}@%h", COVEY_QUEUE=queue, PYTHONPATH=PATH
+    )
+    with closing(Client(Settings(redis_url=server.url, queue=queue))) as client:
+        try:
+            wait_for_worker(client, worker)
+            handles = [client.submit(client.spec(ASKING, agent=TRIAGE)) for _ in range(3)]
+            results = [h.result(timeout=120) for h in handles]
+        finally:
+            stop_worker(worker)
+    assert [(r.status.value, r.output) for r in results] == [("completed", "refund of order A1 started")] * 3
+    assert all(len(h.tree()) == 3 for h in handles)
+
+
 def test_the_cli_runs_an_agent_by_path_and_refuses_a_path_that_holds_no_agent(server, client):
     done = covey(server, "run", "--agent", TRIAGE, "--json", REFUND)
     assert done.returncode == 0, done.stderr
