@@ -64,8 +64,8 @@ class AgentSpec(BaseModel):
     agent: str | None = Field(
         default=None,
         max_length=200,
-        description="an agent written with the OpenAI Agents SDK, as module.path:attribute, that the workers "
-        "import and run (strategy agent): every model and tool call of it covey's",
+        description="an agent written with the OpenAI Agents SDK or pydantic-ai, as module.path:attribute, that "
+        "the workers import and run (strategy agent): every model and tool call of it covey's",
     )
     tools: list[str] | None = None
     deny: list[str] = Field(default_factory=list)

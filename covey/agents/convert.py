@@ -7,9 +7,6 @@ function schemas for tools and handoffs, the same ``final_output`` schema.
 
 from __future__ import annotations
 
-import hashlib
-import json
-from dataclasses import dataclass
 from typing import Any
 
 from agents import FunctionTool, Handoff, ModelResponse, Usage
@@ -21,20 +18,7 @@ from agents.util._json import _to_dump_compatible
 from openai.types.chat import ChatCompletionMessage, ChatCompletionMessageFunctionToolCall
 from openai.types.chat.chat_completion_message_function_tool_call import Function
 
-
-@dataclass(frozen=True)
-class Request:
-    """One model call of the SDK as covey makes it. ``run_by_covey``: names of the
-    function tools whose calls covey runs (``RunTools``) as the reply comes;
-    ``as_children``: names of the ``as_tool`` agents whose calls become covey
-    children; ``key``: the request's digest, that a replay must ask for again."""
-
-    messages: list[dict[str, Any]]
-    functions: list[dict[str, Any]]
-    schema: dict[str, Any] | None
-    run_by_covey: list[str]
-    as_children: list[str]
-    key: str
+from covey.agents.session import Request, digest
 
 
 def request(
@@ -58,9 +42,7 @@ def request(
     schema = None if output_schema is None or output_schema.is_plain_text() else output_schema.json_schema()
     runs = [t.name for t in tools if isinstance(t, FunctionTool) and id(t) in covey_runs]
     spawns = [t.name for t in tools if isinstance(t, FunctionTool) and id(t) in covey_spawns]
-    body = json.dumps([messages, functions, schema], sort_keys=True, default=str)
-    key = hashlib.sha256(body.encode()).hexdigest()[:24]
-    return Request(messages, functions, schema, runs, spawns, key)
+    return Request(messages, functions, schema, runs, spawns, digest(messages, functions, schema))
 
 
 def response(reply: dict[str, Any]) -> ModelResponse:

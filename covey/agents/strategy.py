@@ -1,11 +1,12 @@
-"""``agent``: an OpenAI Agents SDK agent run as a covey agent, replayed step by step.
+"""``agent``: an OpenAI Agents SDK or pydantic-ai agent run as a covey agent, replayed step by step.
 
 Its state is the run's journal: the reply of every model call settled so far
 (with the key of the request it answered) and the result of every tool call.
-Each step re-runs the SDK's ``Runner`` from the start over that journal
-(``covey.agents.replay``) until it reaches new ground:
+Each step re-runs the agent from the start over that journal (the SDK's
+``Runner``, pydantic-ai's ``Agent.run``; ``covey.agents.session``) until it
+reaches new ground:
 
-- a model call past the journal becomes ``CallModel`` with the SDK's own
+- a model call past the journal becomes ``CallModel`` with the framework's own
   messages, function schemas (tools and handoffs) and output schema, and the
   request's key, which the worker keeps with the call's record and checks on a
   replay after a crash;
@@ -18,7 +19,7 @@ Each step re-runs the SDK's ``Runner`` from the start over that journal
 - the run's end becomes ``Finish``: its final output as text, and as JSON in
   ``data`` when the agent has an output type.
 
-The SDK runs in the strategy: pure of Redis and Celery, and its replay is
+The framework runs in the strategy: pure of Redis and Celery, and its replay is
 deterministic for a deterministic agent. A run that asks for another request
 than the one recorded fails with cause ``nondeterministic``, naming the call.
 """
@@ -31,7 +32,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from covey.agents import brought as of
 from covey.agents import loading
+from covey.agents.session import Done, Raised, Recorded, Session
 from covey.context import RunContext
 from covey.models.replies import ModelReply, ToolCall
 from covey.orchestration import states
@@ -53,7 +56,6 @@ if TYPE_CHECKING:
     from covey.spec import AgentSpec
 
 NAME = "agent"
-SCHEMA_NAME = "final_output"  # what the SDK names its output schema to the model
 DEFAULT_MAX_TURNS = 10  # the SDK's own default
 
 
@@ -162,27 +164,29 @@ def _input(call: ToolCall) -> str:
 
 def _replayed(run: Run[Options], state: State) -> Action:
     """Run the agent over the journal: the action at the new ground it reaches, or its end."""
-    # The SDK is imported where such an agent runs: covey[openai-agents] is optional.
-    from covey.agents import driver, tools
-    from covey.agents.replay import Recorded, Session
-
     path = run.spec.agent
     assert path is not None  # the spec gives the agent strategy an agent
     try:
-        brought, tool = tools.brought(path), run.options.tool
-        agent = loading.load(path) if tool is None else tools.agent_behind(path, tool)
+        brought, tool = of.brought(path), run.options.tool
+        agent = loading.load(path) if tool is None else of.agent_behind(path, tool)
     except loading.AgentNotFound as e:
         return Finish(state=state, status=AgentStatus.FAILED, error=str(e), cause=Cause(kind=CauseKind.INVALID_SPEC))
     journal = [Recorded(s.key, s.reply) for s in state.replies]
     session = Session(journal, dict(state.results), brought.ids, brought.agent_ids)
+    kind = loading.kind(agent)
+    # The framework is imported where such an agent runs: its extra is optional.
+    if kind == loading.PYDANTIC_AI:
+        from covey.agents import pydantic_driver as driver
+    else:
+        from covey.agents import sdk_driver as driver  # type: ignore[no-redef]
     ended = driver.run(agent, run.spec.task, session, run.options.max_turns)
     if session.diverged is not None:
         cause = Cause(kind=CauseKind.NONDETERMINISTIC, call=session.diverged.call)
         return Finish(state=state, status=AgentStatus.FAILED, error=session.diverged.reason, cause=cause)
-    if isinstance(ended, driver.Done):
+    if isinstance(ended, Done):
         return _finished(state, ended.output)
-    if isinstance(ended, driver.Raised):
-        return _raised(state, ended.error)
+    if isinstance(ended, Raised):
+        return _raised(state, ended.error, kind)
     request = session.request
     assert request is not None  # parked, and not off its path: at new ground
     state.phase, state.asked = "reply", request.key
@@ -192,7 +196,7 @@ def _replayed(run: Run[Options], state: State) -> Action:
         messages=request.messages,
         tools=[],
         schema=request.schema,
-        schema_name=SCHEMA_NAME,
+        schema_name=request.schema_name,
         functions=request.functions,
         key=request.key,
     )
@@ -206,22 +210,27 @@ def _finished(state: State, output: Any) -> Finish:
     return Finish(state=state, status=AgentStatus.COMPLETED, output=json.dumps(data), data=data)
 
 
-def _raised(state: State, error: BaseException) -> Finish:
-    """The SDK's end of a run as covey's cause: a tripped guardrail, a reply it could
-    not use, or the run giving up (its turns spent, anything else it raised)."""
+def _raised(state: State, error: BaseException, kind: str | None) -> Finish:
+    """The framework's end of a run as covey's cause: a tripped guardrail, a reply it
+    could not use, or the run giving up (its turns spent, anything else it raised)."""
+    said = f"{type(error).__name__}: {error}"
+    cause = Cause(kind=CauseKind.GAVE_UP)
+    if kind == loading.PYDANTIC_AI:
+        from pydantic_ai.exceptions import UnexpectedModelBehavior
+
+        if isinstance(error, UnexpectedModelBehavior):
+            cause = Cause(kind=CauseKind.MALFORMED_REPLY)
+        return Finish(state=state, status=AgentStatus.FAILED, error=said, cause=cause)
     from agents.exceptions import (
         InputGuardrailTripwireTriggered,
         ModelBehaviorError,
         OutputGuardrailTripwireTriggered,
     )
 
-    said = f"{type(error).__name__}: {error}"
     if isinstance(error, InputGuardrailTripwireTriggered | OutputGuardrailTripwireTriggered):
         result = getattr(error, "guardrail_result", None)
         guard = getattr(getattr(result, "guardrail", None), "get_name", lambda: None)()
         cause = Cause(kind=CauseKind.GUARDRAIL, guardrail=guard)
     elif isinstance(error, ModelBehaviorError):
         cause = Cause(kind=CauseKind.MALFORMED_REPLY)
-    else:
-        cause = Cause(kind=CauseKind.GAVE_UP)
     return Finish(state=state, status=AgentStatus.FAILED, error=said, cause=cause)

@@ -51,7 +51,7 @@ def _job_options(fn):
         click.option(
             "--agent",
             default=None,
-            help="an OpenAI Agents SDK agent to run, module.path:attribute, importable where the workers run",
+            help="an OpenAI Agents SDK or pydantic-ai agent to run, module.path:attribute, importable by the workers",
         ),
         click.option("--model", default=None, help="model name (default: COVEY_MODEL, else sim)"),
         click.option("--role", default="root", show_default=True, help="the root agent's role name"),

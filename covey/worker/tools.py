@@ -51,7 +51,7 @@ def brought(spec: AgentSpec) -> Mapping[str, Tool]:
     function tools, ``covey.agents.tools``), by name; none for covey's own strategies."""
     if spec.agent is None:
         return {}
-    from covey.agents.tools import brought as of  # the SDK, where such an agent runs
+    from covey.agents.brought import brought as of  # the framework, where such an agent runs
 
     try:
         return of(spec.agent).tools

@@ -158,7 +158,7 @@ def test_the_sdks_own_end_of_a_run_is_a_failure_with_a_cause():
     [
         ("no_such_module_anywhere:agent", "cannot import module 'no_such_module_anywhere'"),
         ("tests.agents.sdk_agents:missing", "has no 'missing'"),
-        ("tests.agents.sdk_agents:not_an_agent", "is a str, not an Agents SDK Agent"),
+        ("tests.agents.sdk_agents:not_an_agent", "is a str, not an Agents SDK or pydantic-ai Agent"),
     ],
 )
 def test_an_agent_the_worker_cannot_load_fails_invalid_spec_naming_the_path(path, said):

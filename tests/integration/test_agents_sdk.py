@@ -134,7 +134,10 @@ def test_the_cli_runs_an_agent_by_path_and_refuses_a_path_that_holds_no_agent(se
     assert '"output": "refund of order A1 started"' in done.stdout
     refused = covey(server, "run", "--agent", "tests.agents.sdk_agents:not_an_agent", "x")
     assert refused.returncode == 2
-    assert "agent 'tests.agents.sdk_agents:not_an_agent' is a str, not an Agents SDK Agent" in refused.stderr
+    assert (
+        "agent 'tests.agents.sdk_agents:not_an_agent' is a str, not an Agents SDK or pydantic-ai Agent"
+        in refused.stderr
+    )
 
 
 def test_a_bare_celery_client_sends_an_agent_job_and_one_no_worker_can_load_fails_invalid_spec(server, client):

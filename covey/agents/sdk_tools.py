@@ -6,7 +6,7 @@ name: the worker runs its calls like any tool's (arguments checked, a timeout,
 an output cap, approval where the spec or the tool asks for it, the result
 recorded with the step), so a crash never runs one twice. Inside the SDK's run
 its invocation is replaced, once per process, by one that answers from the run's
-journal (``covey.agents.replay``); outside a covey run it calls the tool as before.
+journal (``covey.agents.session``); outside a covey run it calls the tool as before.
 """
 
 from __future__ import annotations
@@ -14,39 +14,24 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 from agents import Agent, FunctionTool, Handoff
 from agents.tool_context import ToolContext as SdkToolContext
 from pydantic import BaseModel
 
-from covey.agents import loops, replay
-from covey.agents.loading import AgentNotFound, load
+from covey.agents import loops, session
+from covey.agents.loading import AgentNotFound
+from covey.agents.served import Brought
 from covey.tools.tool import DEFAULT_TIMEOUT, Tool, ToolContext
 
 _MARK = "_covey_original"  # on a tool covey wrapped: its invocation before that
 _wrapping = threading.Lock()
 
 
-@dataclass(frozen=True)
-class Brought:
-    """An agent's function tools as covey serves them, by name, and the ids of the SDK
-    objects behind them (what ``covey.agents.convert.request`` asks covey to run);
-    its ``as_tool`` agents by tool name, and their tools' ids (each call a covey child)."""
-
-    tools: dict[str, Tool]
-    ids: frozenset[int]
-    agents: dict[str, Agent[Any]]
-    agent_ids: frozenset[int]
-
-
-@lru_cache(maxsize=64)
-def brought(path: str) -> Brought:
-    """The function tools of the agent at ``path``, wrapped for replay; ``AgentNotFound``
-    when two different tools share a name (covey runs a call by its name)."""
-    root = load(path)
+def brought(path: str, root: Agent[Any]) -> Brought:
+    """The function tools of ``root`` (the agent at ``path``), wrapped for replay;
+    ``AgentNotFound`` when two different tools share a name (covey runs a call by its name)."""
     found: dict[str, FunctionTool] = {}
     for tool in _function_tools(root):
         other = found.setdefault(tool.name, tool)
@@ -66,14 +51,6 @@ def brought(path: str) -> Brought:
         {name: t._agent_instance for name, t in children.items()},
         frozenset(map(id, children.values())),
     )
-
-
-def agent_behind(path: str, tool: str) -> Agent[Any]:
-    """The agent the ``as_tool`` tool named ``tool`` runs, in the agent at ``path``."""
-    found = brought(path).agents.get(tool)
-    if found is None:
-        raise AgentNotFound(f"agent {path!r} has no as_tool agent named {tool!r}")
-    return found
 
 
 def _function_tools(root: Agent[Any]) -> Iterator[FunctionTool]:
@@ -96,10 +73,10 @@ def _function_tools(root: Agent[Any]) -> Iterator[FunctionTool]:
 
 def _replayed(name: str, original: Any) -> Any:
     async def invoke(context: SdkToolContext[Any], arguments: str) -> Any:
-        session = replay.current.get()
-        if session is None:  # not a covey run: the tool as it was
+        journal = session.current.get()
+        if journal is None:  # not a covey run: the tool as it was
             return await original(context, arguments)
-        return await session.tool_result(name, context.tool_call_id)
+        return await journal.tool_result(name, context.tool_call_id)
 
     return invoke
 
