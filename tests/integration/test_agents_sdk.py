@@ -95,19 +95,30 @@ def test_as_tool_agents_run_as_covey_children_in_the_tree_and_answer_their_calls
     assert ledger.agents_spawned == 2 and ledger.tokens_used == result.usage.total_tokens <= 40_000
 
 
-def test_parallel_as_tool_calls_of_one_reply_are_sibling_children_and_no_cap_is_exceeded_across_the_tree(client):
-    """Four jobs at once, each capped: its two parallel children share what the root has left."""
+@pytest.mark.slow
+def test_parallel_as_tool_calls_are_sibling_children_and_no_jobs_cap_is_exceeded_across_its_tree(server):
+    """Twenty jobs at once on four slots, each capped: a root and its two parallel children
+    share the job's tokens, and the ledger refuses what would pass the cap: 0 over."""
+    queue = "agents-caps"
+    worker = start_worker(server.url, concurrency=4, hostname=f"{queue}@%h", COVEY_QUEUE=queue, PYTHONPATH=PATH)
     task = '[sim:parallel 2] [sim:call ask_policy {"input": "Refund window?"}]'
-    caps = [2_000, 3_000, 5_000, 40_000]
-    handles = [client.submit(client.spec(task, agent=TRIAGE, budget={"max_tokens": cap})) for cap in caps]
-    for handle, cap in zip(handles, caps):
-        result = handle.result(timeout=120)
-        ledger = handle.ledger()
-        assert ledger.tokens_used <= cap and ledger.tokens_reserved == 0, (cap, ledger)
-        assert ledger.tokens_used == result.usage.total_tokens
-        children = [n for n in handle.tree() if n.depth == 1]
-        assert [n.role for n in children] == ["ask_policy", "ask_policy"]
-    assert result.ok and result.output == "done: Refund window?", result.error  # the uncapped one
+    caps = [1_500 + 250 * i for i in range(19)] + [40_000]
+    with closing(Client(Settings(redis_url=server.url, queue=queue))) as client:
+        try:
+            wait_for_worker(client, worker)
+            handles = [client.submit(client.spec(task, agent=TRIAGE, budget={"max_tokens": cap})) for cap in caps]
+            results = [h.result(timeout=180) for h in handles]
+            ledgers = [h.ledger() for h in handles]
+            trees = [h.tree() for h in handles]
+        finally:
+            stop_worker(worker)
+    over = [(cap, ledger.tokens_used) for cap, ledger in zip(caps, ledgers) if ledger.tokens_used > cap]
+    assert over == []
+    assert all(ledger.tokens_reserved == 0 for ledger in ledgers)
+    assert all(r.usage.total_tokens == ledger.tokens_used for r, ledger in zip(results, ledgers))
+    assert all([n.role for n in tree if n.depth == 1] == ["ask_policy", "ask_policy"] for tree in trees)
+    assert results[-1].ok and results[-1].output == "done: Refund window?", results[-1].error  # the uncapped one
+    assert any(r.status.value == "budget_exceeded" or r.wrapped_up for r in results[:5])  # the caps did bite
 
 
 def test_on_a_gevent_pool_agents_and_their_tools_run_in_loops_of_their_own(server):
