@@ -20,6 +20,7 @@ from covey.client import Client
 from covey.config.settings import Settings
 from covey.status import CauseKind
 from tests.integration.conftest import ROOT, start_worker, stop_worker, wait_for_worker, worker_env
+from tests.integration.test_durability import wait_until
 from tests.integration.test_lost_messages import QUICK, died
 from tests.redis_server import RedisServer
 
@@ -137,6 +138,20 @@ def test_on_a_gevent_pool_agents_and_their_tools_run_in_loops_of_their_own(serve
             stop_worker(worker)
     assert [(r.status.value, r.output) for r in results] == [("completed", "refund of order A1 started")] * 3
     assert all(len(h.tree()) == 3 for h in handles)
+
+
+def test_an_sdk_tool_that_needs_approval_waits_off_its_slot_and_runs_once_approved(client, tmp_path):
+    counter = tmp_path / "runs.txt"
+    task = f'Count. [sim:call tally {{"path": "{counter}"}}]'
+    job = client.submit(client.spec(task, agent="tests.agents.sdk_agents:counted", approve=["tally"]))
+    wait_until(lambda: job.pending() and job.status() == "waiting", "the tool call to wait for a decision")
+    assert not counter.exists()  # not run before a person decides
+    (asked,) = job.pending()
+    assert asked.tool == "tally"
+    job.approve(asked.call_id)
+    result = job.result(timeout=90)
+    assert result.ok and result.output == "tallied 1", result.error
+    assert counter.read_text().splitlines() == ["run"]
 
 
 def test_the_cli_runs_an_agent_by_path_and_refuses_a_path_that_holds_no_agent(server, client):
