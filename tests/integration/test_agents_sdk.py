@@ -9,6 +9,7 @@ run once and the ledger as a clean run's.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from contextlib import closing
@@ -19,6 +20,7 @@ from celery import Celery
 from covey.client import Client
 from covey.config.settings import Settings
 from covey.status import CauseKind
+from covey.sweeps import run_sweep
 from tests.integration.conftest import ROOT, start_worker, stop_worker, wait_for_worker, worker_env
 from tests.integration.test_durability import wait_until
 from tests.integration.test_lost_messages import QUICK, died
@@ -152,6 +154,24 @@ def test_an_sdk_tool_that_needs_approval_waits_off_its_slot_and_runs_once_approv
     result = job.result(timeout=90)
     assert result.ok and result.output == "tallied 1", result.error
     assert counter.read_text().splitlines() == ["run"]
+
+
+def test_a_sweep_grid_names_two_agents_and_compares_their_scores(server, client, tmp_path):
+    """The triage agent answers with its tool's text; the summary agent with its typed
+    output's JSON: scored exactly against the tool's text, one scores 1 and the other 0."""
+    data = tmp_path / "orders.jsonl"
+    lines = [
+        {"id": i, "input": '[sim:call lookup_order {"order_id": "A1"}]', "target": "shipped on Monday"}
+        for i in range(3)
+    ]
+    data.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    grid = tmp_path / "agents.toml"
+    grid.write_text(f'agents = ["{TRIAGE}", "covey_example_agents.triage:summary"]\nscorer = "exact"\n')
+    outcome = run_sweep(data, grid, tmp_path / "out", settings=Settings(redis_url=server.url, model="sim"))
+    assert outcome.total == 6
+    rows = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
+    scores = {(r["config"], r["score"]) for r in rows}
+    assert scores == {("default/triage", 1.0), ("default/summary", 0.0)}, rows
 
 
 def test_the_cli_runs_an_agent_by_path_and_refuses_a_path_that_holds_no_agent(server, client):
