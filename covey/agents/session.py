@@ -1,7 +1,7 @@
 """One run of an agent of another framework, replayed from its journal up to new ground.
 
 Each step of the ``agent`` strategy runs the agent from the start with a model of
-covey's (``covey.agents.replay`` for the Agents SDK, ``covey.agents.pydantic_run``
+covey's (``covey.agents.replay`` for the Agents SDK, ``covey.agents.pydantic_driver``
 for pydantic-ai): the n-th model call it makes is answered from the journal's
 n-th reply, once the request is seen to be the one recorded; a request that
 differs ends the run (the run took another path: ``nondeterministic``, naming

@@ -60,7 +60,8 @@ DEFAULT_MAX_TURNS = 10  # the SDK's own default
 
 
 class Options(BaseModel):
-    """``max_turns``: the SDK's cap on the run's turns (each model call is one);
+    """``max_turns``: the framework's cap on the run's model calls (the SDK's ``max_turns``,
+    pydantic-ai's ``request_limit``);
     ``tool``: run the agent behind this ``as_tool`` tool of the spec's agent (a child's)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -70,7 +71,7 @@ class Options(BaseModel):
 
 
 class Step(BaseModel):
-    """A settled model call: the key of the request and the reply, as the SDK reads it."""
+    """A settled model call: the key of the request and the reply, as the framework reads it."""
 
     key: str
     reply: dict[str, Any]

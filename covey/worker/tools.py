@@ -48,7 +48,7 @@ class AgentWorkspace:
 
 def brought(spec: AgentSpec) -> Mapping[str, Tool]:
     """The tools an agent of another framework brings with it (an Agents SDK agent's
-    function tools, ``covey.agents.tools``), by name; none for covey's own strategies."""
+    function tools, ``covey.agents.brought``), by name; none for covey's own strategies."""
     if spec.agent is None:
         return {}
     from covey.agents.brought import brought as of  # the framework, where such an agent runs
