@@ -24,7 +24,7 @@ class ChildRequest:
     its parent (strategy with its options, model, ``max_cycles``); its tools are
     always cut to what the parent was offered, and its budget to what the parent
     has left. ``can_spawn = False`` offers it no spawn tool, whatever its tools say.
-    ``agent``: an Agents SDK agent's import path the child runs (strategy ``agent``,
+    ``agent``: the import path of the agent (Agents SDK, pydantic-ai) the child runs (strategy ``agent``,
     its ``options`` saying which of that agent's ``as_tool`` agents)."""
 
     task: str
@@ -54,7 +54,7 @@ class CallModel:
     the model (letters, digits, _ and -).
 
     ``functions`` are function schemas offered beside those tools, of tools the
-    strategy brings itself (an Agents SDK agent's tools and handoffs): its
+    strategy brings itself (an Agents SDK agent's tools and handoffs, a pydantic-ai agent's): its
     ``RunTools`` runs them through the tool policy like any tool. ``key`` is the
     strategy's digest of the request: a step replayed from the call's record made
     under another key ends the agent ``nondeterministic`` instead of using it."""

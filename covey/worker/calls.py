@@ -111,7 +111,7 @@ def _call_model(
     if ctx.budget.max_depth < 1 or agents_left == 0:  # no spawn could succeed: none is offered
         names = [name for name in names if name not in SPAWN_TOOLS]
     tools = schemas(names, agents_left)
-    if action.functions:  # the strategy's own tools (an Agents SDK agent's), offered beside covey's
+    if action.functions:  # the strategy's own tools (an SDK or pydantic-ai agent's), offered beside covey's
         tools = [*tools, *action.functions]
         names = [*names, *(f["function"]["name"] for f in action.functions)]
     if spec.budget_notice and not wrapping:  # before the reservation, which bounds the prompt it is part of
