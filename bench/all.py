@@ -44,6 +44,7 @@ BENCHES: dict[str, list[str]] = {
     "model_call": [],
     "reservations": [],
     "scale": ["--repeats", "1"],
+    "sdk_agents": [],
     "sweep": ["--samples", "500,2000", "--rounds", "3"],
     "telemetry": ["--repeats", "15"],
     "tool_surface": [],

@@ -7,11 +7,13 @@ status and a ``Cause``, so the join always happens and the parent decides what t
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, computed_field, field_validator
 
 from covey.status import AgentStatus, Cause
+
+T = TypeVar("T")
 
 
 class Usage(BaseModel):
@@ -99,6 +101,18 @@ class AgentResult(BaseModel):
     @property
     def ok(self) -> bool:
         return self.status is AgentStatus.COMPLETED
+
+    def output_as(self, type_: type[T]) -> T:
+        """The structured answer as ``type_`` (a pydantic model, a dataclass, any type
+        pydantic validates): ``data`` where the agent gave one, else ``output`` read
+        as JSON. An agent of another framework with a typed output sends it as JSON;
+        this is where it becomes its type again. ``ValidationError`` when it does not fit."""
+        adapter = TypeAdapter(type_)
+        if self.data is not None:
+            return adapter.validate_python(self.data)
+        if self.output is None:
+            raise ValueError(f"agent {self.agent_id} ended {self.status.value} with no output to read")
+        return adapter.validate_json(self.output)
 
     @property
     def wrapped_up(self) -> bool:

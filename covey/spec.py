@@ -38,6 +38,10 @@ DEFAULT_MAX_CALL_TOKENS = 4096  # what current models take for one reply
 MAX_CALL_TOKENS = 10**9
 DEFAULT_APPROVAL_SECONDS = 24 * 3600.0
 STRATEGIES = "covey.orchestration.registry"  # strategies by name, built-in and from entry points
+AGENT_STRATEGY = "agent"  # the strategy that runs an agent of another framework (``AgentSpec.agent``)
+# ``module.path:attribute``: where a worker imports an agent written with another framework from
+_DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
+AGENT_PATH = re.compile(f"{_DOTTED}:{_DOTTED}")
 
 
 class InvalidSpec(CoveyError, ValueError):
@@ -73,6 +77,12 @@ class AgentSpec(BaseModel):
     )
     strategy: str = "react"
     options: dict[str, Any] = Field(default_factory=dict)
+    agent: str | None = Field(
+        default=None,
+        max_length=200,
+        description="an agent written with the OpenAI Agents SDK or pydantic-ai, as module.path:attribute, that "
+        "the workers import and run (strategy agent): every model and tool call of it covey's",
+    )
     tools: list[str] | None = Field(
         default=None,
         description="tools offered, names or patterns; unset: covey's built-ins; ['*']: every tool served",
@@ -193,6 +203,29 @@ class AgentSpec(BaseModel):
             if not STRATEGY_NAME.fullmatch(value):
                 raise ValueError(f"strategy {value!r}: not a strategy's name") from None
         return value
+
+    @field_validator("agent")
+    @classmethod
+    def _agent_path(cls, value: str | None) -> str | None:
+        """The form alone: whether it imports, and is an agent, is for the client to
+        check where it can and the worker to decide (``covey.agents.loading``)."""
+        if value is not None and not AGENT_PATH.fullmatch(value):
+            raise ValueError(f"{value!r} is not module.path:attribute (mypkg.agents:triage)")
+        return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _agent_strategy(cls, data: Any) -> Any:
+        """A spec naming an ``agent`` runs it: its strategy is ``agent`` unless it says otherwise."""
+        if isinstance(data, dict) and data.get("agent") is not None and "strategy" not in data:
+            return {**data, "strategy": AGENT_STRATEGY}
+        return data
+
+    @model_validator(mode="after")
+    def _agent_and_strategy(self) -> AgentSpec:
+        if (self.strategy == AGENT_STRATEGY) != (self.agent is not None):
+            raise ValueError(f"agent and strategy {AGENT_STRATEGY!r} go together: give agent=module.path:attribute")
+        return self
 
     @model_validator(mode="after")
     def _valid_options(self, info: ValidationInfo) -> AgentSpec:

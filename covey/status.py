@@ -87,6 +87,9 @@ class CauseKind(StrEnum):
     INTERNAL = "internal"  # a bug or a crash in the worker
     STATE_LOST = "state_lost"  # records the agent needed were gone from Redis
     GUARDRAIL = "guardrail"  # a guardrail of the job tripped (``guardrail`` names it)
+    # An agent replayed after a crash or a pause asked for another call than the one its
+    # record holds (its code, or what it read, changed): ``call`` names the one recorded.
+    NONDETERMINISTIC = "nondeterministic"
 
     @property
     def status(self) -> AgentStatus:
@@ -127,6 +130,7 @@ class Cause(BaseModel):
     retry_after: float | None = None  # seconds to wait before asking again
     retries: int | None = None  # the SDK's retries of the model call before it failed for good, when it took any
     guardrail: str | None = None  # the guardrail that stopped the agent
+    call: str | None = None  # the recorded call a replay did not ask for again (nondeterministic)
 
 
 APPROVAL = "a person's approval"  # how a wait for a decision on a tool call begins (covey.worker.approvals)

@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from covey.budgets.budget import Budget
@@ -121,3 +123,16 @@ def test_a_job_is_least_urgent_unless_it_asks_and_sends_its_priority_only_when_a
 def test_a_childs_context_carries_its_jobs_priority():
     root = RunContext(job_id="j", agent_id="root", budget=Budget(max_depth=2), priority=7)
     assert root.child("root-sub-1", Budget(max_depth=1), allow=None).priority == 7
+
+
+def test_a_spec_naming_an_agent_runs_it_with_the_agent_strategy_and_its_path_is_checked_for_form():
+    spec = JobSpec.parse({"task": "x", "agent": "mypkg.agents:triage"})
+    assert (spec.strategy, spec.agent) == ("agent", "mypkg.agents:triage")
+    assert JobSpec.parse(spec.wire()) == spec  # on the wire as sent
+    for bad, said in (
+        ({"agent": "mypkg.agents"}, "agent: 'mypkg.agents' is not module.path:attribute"),
+        ({"agent": "a:b", "strategy": "react"}, "agent and strategy 'agent' go together"),
+        ({"strategy": "agent"}, "agent and strategy 'agent' go together"),
+    ):
+        with pytest.raises(InvalidSpec, match=re.escape(said)):
+            JobSpec.parse({"task": "x", **bad})

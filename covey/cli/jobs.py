@@ -47,9 +47,13 @@ def _job_options(fn):
     options = [
         click.option(
             "--strategy",
-            default="react",
-            show_default=True,
-            help=f"{', '.join(registry.names())}, or one the workers' install registers",
+            default=None,
+            help=f"{', '.join(registry.names())}, or one the workers' install registers (default: react)",
+        ),
+        click.option(
+            "--agent",
+            default=None,
+            help="an OpenAI Agents SDK or pydantic-ai agent to run, module.path:attribute, importable by the workers",
         ),
         click.option("--model", default=None, help="model name (default: COVEY_MODEL, else sim)"),
         click.option("--role", default="root", show_default=True, help="the root agent's role name"),
@@ -183,7 +187,10 @@ def _spec(client, task: str | None, o: dict[str, Any]):
     budget = {k: o[k] for k in caps if o[k] is not None}
     if o["timeout"] is not None:
         budget["deadline"] = datetime.now(UTC) + timedelta(seconds=o["timeout"])
-    fields: dict[str, Any] = {"strategy": o["strategy"], "role": o["role"], "budget": budget}
+    fields: dict[str, Any] = {"role": o["role"], "budget": budget}
+    for name in ("strategy", "agent"):  # an agent's strategy is ``agent`` unless one is given
+        if o[name] is not None:
+            fields[name] = o[name]
     if o["max_call_tokens"] is not None:
         fields["max_call_tokens"] = o["max_call_tokens"]
     for flag in ("budget_notice", "stream", "cache"):

@@ -22,6 +22,7 @@ from kombu.exceptions import OperationalError
 from redis.exceptions import InvalidResponse
 
 from covey import keys, tenant_keys, wire
+from covey.agents import loading
 from covey.budgets.cancels import Cancels
 from covey.budgets.ledger import LedgerSnapshot, unknown_scope
 from covey.budgets.redis_ledger import RedisLedger
@@ -150,6 +151,11 @@ class Client:
         strategy neither this machine nor those workers have (its options checked
         against the schema they publish)."""
         model = spec.model if "model" in spec.model_fields_set else None  # else the worker's COVEY_MODEL
+        if spec.agent is not None:
+            try:
+                loading.check(spec.agent)  # what is not installed here, only the workers can tell
+            except loading.AgentNotFound as e:
+                raise InvalidSpec(f"invalid job spec: agent: {e}") from None
         with self._reaching(REDIS):
             unknown = unknown_scope(self.ledger, spec.scopes())
             needed = spec.tools or model or spec.guardrails or not strategies.installed(spec.strategy)

@@ -23,7 +23,9 @@ class ChildRequest:
     """A sub-agent a strategy asks for. What it leaves unset the child takes from
     its parent (strategy with its options, model, ``max_cycles``); its tools are
     always cut to what the parent was offered, and its budget to what the parent
-    has left. ``can_spawn = False`` offers it no spawn tool, whatever its tools say."""
+    has left. ``can_spawn = False`` offers it no spawn tool, whatever its tools say.
+    ``agent``: the import path of the agent (Agents SDK, pydantic-ai) the child runs (strategy ``agent``,
+    its ``options`` saying which of that agent's ``as_tool`` agents)."""
 
     task: str
     role: str = "agent"
@@ -37,6 +39,7 @@ class ChildRequest:
     key: str | None = None  # the strategy's own name for it, handed back in ``ChildResults.keys``
     max_cycles: int | None = None  # model calls it may make on its own, never more than its parent's
     can_spawn: bool = True
+    agent: str | None = None
 
 
 # --- Actions -----------------------------------------------------------------
@@ -48,13 +51,21 @@ class CallModel:
     agent may use; []: none). ``schema`` asks for a JSON answer matching that JSON
     Schema: the reply's ``parsed`` holds it, and a reply that does not match fails
     the agent before the strategy sees it. ``schema_name`` names that schema to
-    the model (letters, digits, _ and -)."""
+    the model (letters, digits, _ and -).
+
+    ``functions`` are function schemas offered beside those tools, of tools the
+    strategy brings itself (an Agents SDK agent's tools and handoffs, a pydantic-ai agent's): its
+    ``RunTools`` runs them through the tool policy like any tool. ``key`` is the
+    strategy's digest of the request: a step replayed from the call's record made
+    under another key ends the agent ``nondeterministic`` instead of using it."""
 
     state: BaseModel
     messages: list[dict[str, Any]]
     tools: list[str] | None = None
     schema: dict[str, Any] | None = None
     schema_name: str = "answer"
+    functions: list[dict[str, Any]] = field(default_factory=list)
+    key: str | None = None
 
 
 @dataclass(frozen=True)

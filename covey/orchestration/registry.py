@@ -41,6 +41,7 @@ _BUILTIN = {
     "debate": "covey.orchestration.debate",
     "lats": "covey.orchestration.lats",
     "orchestrate": "covey.orchestration.orchestrate",
+    "agent": "covey.agents.strategy",  # an Agents SDK or pydantic-ai agent (``AgentSpec.agent``)
 }
 
 

@@ -133,6 +133,7 @@ _CAUSE = {
     "retry_after": "w",
     "retries": "n",
     "guardrail": "g",
+    "call": "c",
 }
 _CAUSE_UNPACKED = {short: name for name, short in _CAUSE.items()}
 # Usage as a list in this order; the fields after the first four only where they are not all 0

@@ -4,6 +4,7 @@
 
     models = ["sim"]                       # default: the worker's COVEY_MODEL
     strategies = ["react", {name = "single", label = "one-shot"}]
+    agents = ["mypkg.agents:triage", {path = "mypkg.agents:v2", label = "v2"}]   # optional
     budgets = [{max_tokens = 4000, max_cycles = 4, seconds = 60, label = "small"}]
     model_params = {temperature = 0.2}     # optional: every job's model_params
     cache = true                           # optional: identical model calls answered from the reply cache
@@ -11,7 +12,10 @@
     repeats = 1
     scorer = "numeric"                     # or {kind = "numeric", tolerance = 0.01}, or a list of them
 
-Every model x strategy x budget is one configuration; every sample x
+Every model x strategy (or agent) x budget is one configuration; an agent is an
+Agents SDK or pydantic-ai agent by its import path (``covey.agents``), run under
+the ``agent`` strategy, so a team compares its own agents beside covey's
+strategies (a grid naming agents alone runs no strategy); every sample x
 configuration x repeat is one covey job. A budget here is per sample (the job's
 own caps); the sweep's total cap is given when the sweep runs. The grid is fully
 checked when loaded, each strategy's options by the strategy itself, so a bad
@@ -29,12 +33,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from covey import inputs
 from covey.config.priorities import LEAST_URGENT, MOST_URGENT
 from covey.errors import describe
-from covey.spec import InvalidSpec, JobSpec
+from covey.spec import AGENT_STRATEGY, InvalidSpec, JobSpec
 from covey.sweeps.dataset import Sample
 from covey.sweeps.errors import SweepInputError
 from covey.sweeps.scorers import ScorerSpec, Scoring
@@ -71,9 +75,25 @@ SHORT = {
 
 
 class StrategyEntry(BaseModel):
+    """A strategy of the grid, or an agent (``agent``: its import path; its strategy ``agent``)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(min_length=1)
+    options: dict[str, Any] = Field(default_factory=dict)
+    label: str | None = Field(default=None, min_length=1, max_length=40)
+    agent: str | None = None
+
+    @property
+    def short(self) -> str:
+        """What names it in a configuration's name: the strategy, or the agent's attribute."""
+        return self.agent.rpartition(":")[2] if self.agent else self.name
+
+
+class AgentEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: str = Field(min_length=1)
     options: dict[str, Any] = Field(default_factory=dict)
     label: str | None = Field(default=None, min_length=1, max_length=40)
 
@@ -82,7 +102,7 @@ class GridFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     models: list[str | None] = Field(default=[None], min_length=1)  # pydantic copies a mutable default
-    strategies: list[StrategyEntry] = Field(default_factory=lambda: [StrategyEntry(name="react")], min_length=1)
+    strategies: list[StrategyEntry] = Field(default_factory=lambda: [StrategyEntry(name="react")])
     budgets: list[Limits] = Field(default_factory=lambda: [Limits()], min_length=1)
     repeats: int = Field(default=1, ge=1, le=MAX_REPEATS)
     scorer: list[ScorerSpec] = Field(default_factory=lambda: [ScorerSpec()], min_length=1)
@@ -90,6 +110,29 @@ class GridFile(BaseModel):
     model_params: dict[str, Any] = Field(default_factory=dict)
     cache: bool = False  # every job's model calls served from, and kept in, the reply cache
     priority: int = Field(default=LEAST_URGENT, ge=LEAST_URGENT, le=MOST_URGENT, strict=True)  # every job's
+    agents: list[AgentEntry] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _agents_alone(cls, value: Any) -> Any:
+        """A grid naming agents and no strategy runs the agents alone."""
+        if isinstance(value, dict) and value.get("agents") and "strategies" not in value:
+            return {**value, "strategies": []}
+        return value
+
+    @field_validator("agents", mode="before")
+    @classmethod
+    def _paths_are_entries(cls, value: Any) -> Any:
+        """``"mypkg:a"`` is short for ``{path = "mypkg:a"}``."""
+        return [{"path": v} if isinstance(v, str) else v for v in value] if isinstance(value, list) else value
+
+    @property
+    def entries(self) -> list[StrategyEntry]:
+        """Its strategies, then its agents as entries of the ``agent`` strategy."""
+        agents = [
+            StrategyEntry(name=AGENT_STRATEGY, options=a.options, label=a.label, agent=a.path) for a in self.agents
+        ]
+        return [*self.strategies, *agents]
 
     @field_validator("strategies", mode="before")
     @classmethod
@@ -119,6 +162,7 @@ class Config(BaseModel):
     model_params: dict[str, Any] = Field(default_factory=dict)
     cache: bool = False  # how its calls are answered, not what they ask: no part of its key
     priority: int = LEAST_URGENT  # when its jobs run, not what they ask: no part of its key either
+    agent: str | None = None  # an agent's import path (strategy ``agent``)
 
     @cached_property  # frozen: computed once, not for each of its units' every lookup
     def key(self) -> str:
@@ -129,6 +173,8 @@ class Config(BaseModel):
         )
         if not self.model_params:  # a grid without model_params keeps the keys it had before they existed
             del body["model_params"]
+        if self.agent is None:  # and one without agents the keys it had before them
+            del body["agent"]
         return hashlib.sha1(json.dumps(body, sort_keys=True).encode()).hexdigest()[:12]
 
     def spec(self, sample: Sample, sweep_id: str, now: datetime) -> JobSpec:
@@ -155,6 +201,8 @@ class Config(BaseModel):
             fields["cache"] = True
         if self.priority != LEAST_URGENT:
             fields["priority"] = self.priority
+        if self.agent is not None:
+            fields["agent"] = self.agent
         # A strategy this machine lacks is checked against the workers' catalog (covey.sweeps.served).
         return JobSpec.parse(fields, workers_decide=True)
 
@@ -236,12 +284,13 @@ def _read(path: Path) -> Any:
 
 
 def _configs(filename: str, grid: GridFile) -> list[Config]:
-    labels = _strategy_labels(grid.strategies)
+    entries = grid.entries
+    if not entries:
+        raise SweepInputError(f"{filename}: strategies: give at least one strategy or agent")
+    labels = _strategy_labels(entries)
     budget_names = _budget_names(grid.budgets)
     configs = []
-    for model, (si, entry), (bi, budget) in itertools.product(
-        grid.models, enumerate(grid.strategies), enumerate(grid.budgets)
-    ):
+    for model, (si, entry), (bi, budget) in itertools.product(grid.models, enumerate(entries), enumerate(grid.budgets)):
         parts = [model or "default", labels[si]] + ([budget_names[bi]] if len(grid.budgets) > 1 else [])
         config = Config(
             name="/".join(parts),
@@ -253,6 +302,7 @@ def _configs(filename: str, grid: GridFile) -> list[Config]:
             model_params=grid.model_params,
             cache=grid.cache,
             priority=grid.priority,
+            agent=entry.agent,
         )
         try:  # the wire's own checks: strategy name, its options, model name
             config.spec(Sample(id="check", input="check"), "check", datetime.now().astimezone())
@@ -297,10 +347,10 @@ def _strategy_labels(entries: list[StrategyEntry]) -> list[str]:
     """Each entry's label: its own, else its name, numbered when a name repeats."""
     counts: dict[str, int] = {}
     for e in entries:
-        counts[e.name] = counts.get(e.name, 0) + 1
+        counts[e.short] = counts.get(e.short, 0) + 1
     seen: dict[str, int] = {}
     labels = []
     for e in entries:
-        seen[e.name] = seen.get(e.name, 0) + 1
-        labels.append(e.label or (e.name if counts[e.name] == 1 else f"{e.name}#{seen[e.name]}"))
+        seen[e.short] = seen.get(e.short, 0) + 1
+        labels.append(e.label or (e.short if counts[e.short] == 1 else f"{e.short}#{seen[e.short]}"))
     return labels

@@ -25,6 +25,7 @@ from covey.tools import registry
 from covey.worker.agent_state import AgentState
 from covey.worker.deps import Deps
 from covey.worker.redaction import redact
+from covey.worker.tools import brought
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +45,10 @@ def required(state: AgentState, call: ToolCall) -> bool:
     """Whether ``call`` waits for a person before it runs."""
     if any(fnmatch.fnmatchcase(call.name, pattern) for pattern in state.spec.approve):
         return True
-    if call.name not in registry.names():
+    own = brought(state.spec).get(call.name)
+    if own is None and call.name not in registry.names():
         return False
-    needs = registry.get(call.name).needs_approval
+    needs = (own or registry.get(call.name)).needs_approval
     if not callable(needs):
         return needs
     try:

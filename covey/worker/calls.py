@@ -111,6 +111,9 @@ def _call_model(
     if ctx.budget.max_depth < 1 or agents_left == 0:  # no spawn could succeed: none is offered
         names = [name for name in names if name not in SPAWN_TOOLS]
     tools = schemas(names, agents_left)
+    if action.functions:  # the strategy's own tools (an SDK or pydantic-ai agent's), offered beside covey's
+        tools = [*tools, *action.functions]
+        names = [*names, *(f["function"]["name"] for f in action.functions)]
     if spec.budget_notice and not wrapping:  # before the reservation, which bounds the prompt it is part of
         budget_notice.told(action.messages, budget_notice.note(deps, state, seconds_left))
     held = reservation(deps, state, action, tools)
@@ -150,6 +153,9 @@ def _call_model(
     with telemetry.model_call(state, rid, grant.record is not None, action.messages) as seen:
         if grant.record is not None:  # settled before this step was redelivered: replay it
             record = seen(CallRecord.model_validate_json(grant.record))
+            if action.key is not None and record.key != action.key:
+                state.usage += record.usage or Usage(cycles=1)
+                return _another_path(rid)
         else:
             record = seen(_call(deps, state, rid, action, tools, held, max_tokens, seconds_left))
     transcript.model_call(deps, state, action, names, record, max_tokens)
@@ -209,6 +215,17 @@ def _asked_again(
     log.info("job %s agent %s: asked again after an unanswered call: %s", ctx.job_id, ctx.agent_id, stop.reason)
     again = replace(stop, cause=stop.cause.model_copy(update={"retries": taken + 1}))
     return _call_model(deps, state, action, left, asked_again, again, wrapping)
+
+
+def _another_path(rid: str) -> Stop:
+    """A step run again asked call ``rid`` for another request than the one its record
+    answers: replaying that reply would answer a question not asked, and calling
+    again would charge twice, so the agent ends."""
+    return Stop(
+        Cause(kind=CauseKind.NONDETERMINISTIC, call=rid),
+        f"model call {rid} was replayed for another request than the one it recorded: "
+        "the agent took another path on replay (its code, or what it read, changed)",
+    )
 
 
 def _still_left(deps: Deps, began: datetime, seconds_left: float | None) -> float | None:
@@ -286,7 +303,9 @@ def _call(
     kept = _cache_key(deps, state, action, tools) if state.spec.cache else None
     cached = deps.cache.get(kept, max_tokens) if kept is not None else None
     if cached is not None:  # the model is not called: nothing is charged but the cycle
-        record = CallRecord(reply=cached.reply, usage=Usage(cycles=1), at=at, latency_ms=0.0, cached=True)
+        record = CallRecord(
+            reply=cached.reply, usage=Usage(cycles=1), at=at, latency_ms=0.0, cached=True, key=action.key
+        )
         _settle(deps, state, rid, Usage(cycles=1), record)
         return record
     try:
@@ -313,12 +332,19 @@ def _call(
         latency = transcript.elapsed_ms(started)
         # Kept for a replay: the error.
         record = CallRecord(
-            error=redact(str(e)), cause=e.cause, usage=spent, at=at, latency_ms=latency, unanswered=e.unanswered
+            error=redact(str(e)),
+            cause=e.cause,
+            usage=spent,
+            at=at,
+            latency_ms=latency,
+            unanswered=e.unanswered,
+            key=action.key,
         )
         _settle(deps, state, rid, spent or Usage(), record)
         return record
     usage = held.costed(usage, reply.model)
     record = CallRecord.of_reply(reply, usage, at, transcript.elapsed_ms(started))
+    record.key = action.key
     _settle(deps, state, rid, usage, record)
     if kept is not None and record.reply is not None:
         deps.cache.put(kept, record.reply, usage)

@@ -32,6 +32,7 @@ class CallRecord(BaseModel):
     latency_ms: float | None = None
     unanswered: bool = False
     cached: bool = False  # served from the reply cache (covey.store.model_cache), charged nothing
+    key: str | None = None  # the strategy's digest of the request (``CallModel.key``), checked on a replay
 
     @classmethod
     def of_reply(

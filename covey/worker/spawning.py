@@ -22,7 +22,7 @@ from covey.context import CHILD_MARK, RunContext
 from covey.errors import describe
 from covey.orchestration.actions import ChildRequest, Spawn
 from covey.results import AgentResult
-from covey.spec import AgentSpec, InvalidSpec
+from covey.spec import AGENT_STRATEGY, AgentSpec, InvalidSpec
 from covey.status import AgentStatus, Cause, CauseKind, Resource
 from covey.store.tree import Node, preview
 from covey.tools.builtin import SPAWN_TOOLS
@@ -129,13 +129,16 @@ def child_spec(parent: AgentSpec, ctx: RunContext, request: ChildRequest) -> Age
     if not request.can_spawn:
         tools = [name for name in tools if name not in SPAWN_TOOLS]
     own_options = request.strategy is not None or bool(request.options)
+    # An agent of another framework is the request's, or its parent's where it takes the parent's strategy.
+    agent = request.agent or (parent.agent if request.strategy is None else None)
     fields: dict[str, Any] = {
         "task": request.task,
         "role": request.role,
         "instructions": request.instructions,
         "model": request.model or parent.model,
         "model_params": parent.model_params,
-        "strategy": request.strategy or parent.strategy,
+        "strategy": request.strategy or (AGENT_STRATEGY if request.agent else parent.strategy),
+        "agent": agent,
         "options": request.options if own_options else parent.options,
         "tools": tools,
         "max_cycles": min(request.max_cycles or parent.max_cycles, parent.max_cycles),

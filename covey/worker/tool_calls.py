@@ -32,7 +32,7 @@ from covey.worker.agent_state import AgentState
 from covey.worker.approvals import Park
 from covey.worker.calls import Stop, seconds_left
 from covey.worker.deps import Deps
-from covey.worker.tools import run_tool
+from covey.worker.tools import brought, run_tool
 
 Ran = tuple[str, datetime, float]  # a call's text, when it started, and its milliseconds
 Todo = tuple[int, ToolCall, str]  # a call's place in its reply, the call, its reservation id
@@ -116,5 +116,5 @@ def _run(deps: Deps, state: AgentState, workspace: Workspace, call: ToolCall) ->
     at, started = deps.now(), time.perf_counter()
     left = seconds_left(at, state.deadline, state.ctx.budget.deadline)
     with telemetry.tool_call(state, call) as seen:
-        text = seen(run_tool(call, state.ctx, workspace, left))
+        text = seen(run_tool(call, state.ctx, workspace, left, brought(state.spec)))
     return text, at, transcript.elapsed_ms(started)

@@ -8,14 +8,17 @@ message, redacted, never a traceback), so it can try again another way.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+from covey.agents.loading import AgentNotFound
 from covey.context import RunContext
 from covey.models.replies import ToolCall
+from covey.spec import AgentSpec
 from covey.store.workspace import Workspace
 from covey.tools import arguments, policy, registry
 from covey.tools.builtin import CONTROL_TOOLS
-from covey.tools.tool import ToolContext
+from covey.tools.tool import Tool, ToolContext
 from covey.worker import attachments
 from covey.worker.redaction import redact
 
@@ -44,16 +47,37 @@ class AgentWorkspace:
         return self.workspace.own(self.subroot, path)
 
 
-def run_tool(call: ToolCall, ctx: RunContext, workspace: Workspace, seconds_left: float | None = None) -> str:
-    """Run one tool call; the text returned is what the model sees. Its arguments are
+def brought(spec: AgentSpec) -> Mapping[str, Tool]:
+    """The tools an agent of another framework brings with it (an Agents SDK agent's
+    function tools, ``covey.agents.brought``), by name; none for covey's own strategies."""
+    if spec.agent is None:
+        return {}
+    from covey.agents.brought import brought as of  # the framework, where such an agent runs
+
+    try:
+        return of(spec.agent).tools
+    except AgentNotFound:  # its strategy has ended it already, saying why
+        return {}
+
+
+def run_tool(
+    call: ToolCall,
+    ctx: RunContext,
+    workspace: Workspace,
+    seconds_left: float | None = None,
+    own: Mapping[str, Tool] | None = None,
+) -> str:
+    """Run one tool call (of ``own``, the tools its agent brought, or the registry's);
+    the text returned is what the model sees. Its arguments are
     checked against the tool's schema first, so a tool only ever gets the fields it
     declares, of their declared types. It gets no longer than its timeout, nor than
     ``seconds_left`` before the agent's nearest deadline, waiting for the
     workspace's writer included when it writes. An image or a file it returns is
     kept in the workspace and named in the text (``covey.worker.attachments``)."""
-    if call.name in CONTROL_TOOLS or call.name not in registry.names():
+    tool = (own or {}).get(call.name)
+    if tool is None and (call.name in CONTROL_TOOLS or call.name not in registry.names()):
         return f"error: tool {call.name!r} does not run in the worker"
-    tool = registry.get(call.name)
+    tool = tool or registry.get(call.name)
     started = time.monotonic()
     try:
         args = arguments.parse(tool, call.arguments)

@@ -159,3 +159,28 @@ def test_a_list_of_scorers_is_accepted_the_first_being_the_primary(tmp_path):
     g = grid(tmp_path, 'scorer = ["numeric", {kind = "includes", name = "has", ignore_case = true}]\n')
     scoring = Scoring.build(g.scorers)
     assert [s.name for s in scoring.local] == ["numeric", "has"] and scoring.primary == "numeric"
+
+
+def test_agents_are_configurations_beside_strategies_named_by_their_attribute(tmp_path):
+    g = grid(
+        tmp_path,
+        'models = ["sim"]\nstrategies = ["react"]\n'
+        'agents = ["mypkg.agents:triage", {path = "mypkg.other:desk", label = "v2", options = {max_turns = 3}}]\n',
+    )
+    assert [(c.name, c.strategy, c.agent) for c in g.configs] == [
+        ("sim/react", "react", None),
+        ("sim/triage", "agent", "mypkg.agents:triage"),
+        ("sim/v2", "agent", "mypkg.other:desk"),
+    ]
+    spec = g.configs[2].spec(Sample(id="1", input="Refund A1"), "sw1", datetime(2030, 1, 1, tzinfo=UTC))
+    assert (spec.strategy, spec.agent, spec.options) == ("agent", "mypkg.other:desk", {"max_turns": 3})
+    assert g.configs[0].key == grid(tmp_path, 'models = ["sim"]\nstrategies = ["react"]\n', "h.toml").configs[0].key
+
+
+def test_a_grid_of_agents_alone_runs_no_strategy_and_a_bad_path_is_refused_naming_it(tmp_path):
+    g = grid(tmp_path, 'agents = ["mypkg.agents:a", "mypkg.agents:b"]\n')
+    assert [c.name for c in g.configs] == ["default/a", "default/b"]
+    with pytest.raises(SweepInputError, match="configuration default/x.y: agent: 'x.y' is not module.path:attribute"):
+        grid(tmp_path, 'agents = ["x.y"]\n', "bad.toml")
+    with pytest.raises(SweepInputError, match="give at least one strategy or agent"):
+        grid(tmp_path, "strategies = []\n", "none.toml")

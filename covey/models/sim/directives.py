@@ -41,6 +41,10 @@ Directives live in the task text (the first ``user`` message):
 - ``[sim:call NAME {"arg": ...}]`` call tool NAME with those JSON arguments (``{}`` when
   none are given; they cannot hold a ``]``), then answer what the tool said; a request
   that does not offer NAME is an HTTP 400 naming it
+- ``[sim:then NAME {"arg": ...}]`` (any number, in order) with a call directive: once
+  the call is answered, make each of these calls in turn, each by the agent first offered
+  its tool (a handoff's target makes those its triage agent was not offered), then answer
+  what the last said
 - ``[sim:parallel N]`` with a call directive: make that call N times in one reply, as a
   model asking for several tools at once does
 - ``What is A op B?`` anywhere in the text: use ``calculator``, answer its result
@@ -119,6 +123,7 @@ class Directives:
     write: str | None = None
     delegate: str | None = None
     call: Call | None = None
+    then: tuple[Call, ...] = ()  # calls made in turn after ``call``
     parallel: int = 1  # copies of the call in one reply
     expression: str | None = None  # "A op B" from a "What is A op B?" question
     result: int | float | None = None  # its value, whole ones as ints like the calculator's; None on x/0
@@ -161,7 +166,12 @@ def parse(task: str) -> Directives:
             scripted.setdefault(name, arg)
             continue
         value = _parse_one(name, arg, match.group(0))
+        if name == "then":
+            found["then"] = (*found.get("then", ()), value)
+            continue
         found.setdefault(name, value)
+    if "then" in found and "call" not in found:
+        raise DirectiveError("[sim:then ...]: needs a [sim:call NAME] to follow")
     if "rounds" in found and "spawn" not in found:
         raise DirectiveError(f"[sim:rounds {found['rounds']}]: needs a [sim:spawn width=W depth=D] to repeat")
     found["latency_ms"] = found.pop("latency", 0)
@@ -216,7 +226,7 @@ def _parse_one(name: str, arg: str, raw: str) -> Any:
         if not arg:
             raise DirectiveError(f"{raw}: expected a {'path' if name == 'write' else 'task'}")
         return arg
-    if name == "call":
+    if name in ("call", "then"):
         return _call(arg, raw)
     if name in ("latency", "tokens", "rounds", "parallel"):
         positive = name != "latency"

@@ -323,7 +323,7 @@ def _decide(chat: _Chat, directives: Directives) -> _Reply:
             return _Reply(tool_calls=[("spawn_agents", json.dumps({"agents": agents}))])
         return _finish(chat, _count_leaves(results))
     if directives.call:
-        return _called(chat, directives.call, directives.parallel)
+        return _called(chat, directives.call, directives.then, directives.parallel)
     if directives.delegate and "delegate" in chat.tool_names:
         results = chat.results_of("delegate")
         if not results:
@@ -356,15 +356,25 @@ def _acting(chat: _Chat, directives: Directives) -> _Reply | None:
     return None
 
 
-def _called(chat: _Chat, call: Call, times: int = 1) -> _Reply:
-    """Call the tool a ``[sim:call]`` names (``times`` at once), then answer what it said."""
-    if call.name not in chat.tool_names:
+def _called(chat: _Chat, call: Call, then: tuple[Call, ...] = (), times: int = 1) -> _Reply:
+    """Call the tool a ``[sim:call]`` names (``times`` at once), then each ``[sim:then]``
+    call in turn while this request offers its tool, then answer what the last said."""
+    results = chat.results_of(call.name)
+    if not results and call.name not in chat.tool_names:
         offered = ", ".join(sorted(n for n in chat.tool_names if n)) or "none"
         raise _BadRequest(f"[sim:call {call.name}]: tool {call.name!r} is not offered; offered: {offered}")
-    results = chat.results_of(call.name)
     if not results:
         return _Reply(tool_calls=[(call.name, call.arguments)] * times)
-    return _finish(chat, results[-1])
+    last = results[-1]
+    for step in then:
+        done = chat.results_of(step.name)
+        if done:
+            last = done[-1]
+        elif step.name in chat.tool_names:
+            return _Reply(tool_calls=[(step.name, step.arguments)])
+        else:  # the next call is another agent's to make (after a handoff): this one answers
+            break
+    return _finish(chat, last)
 
 
 def _plain_answer(directives: Directives) -> str:

@@ -454,6 +454,29 @@ def test_call_directive_calls_the_named_tool_then_answers_what_it_said():
     assert call_of(ask("[sim:call finish]", tools=tools)) == ("finish", "{}")  # no arguments: {}
 
 
+def test_then_directives_make_their_calls_in_turn_each_by_the_agent_offered_its_tool():
+    """A triage agent looks up, then hands off; the agent it handed off to, offered
+    neither of those tools, makes the last call and answers what it said."""
+
+    def tool(name):
+        return {"type": "function", "function": {"name": name, "description": "", "parameters": {"type": "object"}}}
+
+    task = '[sim:call lookup {"id": 1}] [sim:then transfer {}] [sim:then refund {"id": 1}]'
+    triage = [tool("lookup"), tool("transfer")]
+    first = ask(task, tools=triage)
+    assert call_of(first) == ("lookup", '{"id": 1}')
+    history = answered(first, "shipped")
+    second = ask(task, tools=triage, history=history)
+    assert call_of(second) == ("transfer", "{}")
+    history = [*history, *answered(second, "to billing")[-2:]]
+    third = ask(task, tools=[tool("refund")], history=history)
+    assert call_of(third) == ("refund", '{"id": 1}')
+    done = ask(task, tools=[tool("refund")], history=[*history, *answered(third, "refunded")[-2:]])
+    assert done.choices[0].message.content == "refunded"
+    with pytest.raises(openai.BadRequestError, match="needs a"):
+        ask("[sim:then refund {}]", tools=[tool("refund")])
+
+
 @pytest.mark.parametrize(
     "task, named",
     [

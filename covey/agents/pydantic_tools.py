@@ -1,0 +1,85 @@
+"""A pydantic-ai agent's function tools, run through covey's tool policy and replayed.
+
+The tools of its function toolset (``@agent.tool``, ``@agent.tool_plain``,
+``tools=[...]``) are served to covey under their names: the worker runs their
+calls like any tool's (arguments checked, a timeout, an output cap, approval,
+the result recorded). Inside pydantic-ai's run the toolset's ``call_tool`` is
+replaced, once per process, by one that answers from the run's journal; outside
+a covey run it calls the tool as before. A tool runs with no ``deps`` (covey
+carries none) and a run context of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic_ai import Agent, RunContext
+from pydantic_ai.models.test import TestModel
+from pydantic_ai.usage import RunUsage
+
+from covey.agents import loops, session
+from covey.agents.served import Brought
+from covey.tools.tool import DEFAULT_TIMEOUT, Tool, ToolContext
+
+_MARK = "_covey_original"  # on a toolset covey wrapped: its call_tool before that
+_wrapping = threading.Lock()
+
+
+def names(agent: Agent[Any, Any]) -> frozenset[str]:
+    """The names of the function tools covey runs for ``agent``."""
+    return frozenset(agent._function_toolset.tools)
+
+
+def brought(path: str, agent: Agent[Any, Any]) -> Brought:
+    """The agent's function tools as covey serves them, its toolset wrapped for replay."""
+    toolset = agent._function_toolset
+    with _wrapping:
+        if not hasattr(toolset, _MARK):
+            original = toolset.call_tool
+            setattr(toolset, _MARK, original)
+
+            async def call_tool(name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: Any) -> Any:
+                journal = session.current.get()
+                if journal is None:  # not a covey run: the tool as it was
+                    return await original(name, tool_args, ctx, tool)
+                return await journal.tool_result(name, ctx.tool_call_id or "")
+
+            toolset.call_tool = call_tool  # type: ignore[method-assign]
+    served = {name: _served(agent, name, path) for name in toolset.tools}
+    return Brought(served, frozenset(), {}, frozenset())
+
+
+def _served(agent: Agent[Any, Any], name: str, path: str) -> Tool:
+    toolset = agent._function_toolset
+    tool = toolset.tools[name]
+    definition = tool.tool_def
+
+    def run(args: dict[str, Any], ctx: ToolContext) -> str:
+        async def called() -> Any:
+            context = RunContext(
+                deps=None, model=TestModel(), usage=RunUsage(), tool_call_id=ctx.call_id, tool_name=name
+            )
+            found = (await toolset.get_tools(context))[name]
+            return await getattr(toolset, _MARK)(name, args, context, found)
+
+        return _text(loops.run(called))
+
+    return Tool(
+        name=name,
+        origin=f"agent {path}",
+        description=definition.description or "",
+        parameters=definition.parameters_json_schema,
+        run=run,
+        timeout=tool.timeout or DEFAULT_TIMEOUT,
+    )
+
+
+def _text(output: Any) -> str:
+    if isinstance(output, str):
+        return output
+    if isinstance(output, BaseModel):
+        return output.model_dump_json()
+    return json.dumps(output, default=str)

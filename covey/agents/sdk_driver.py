@@ -1,0 +1,46 @@
+"""Run the Agents SDK's ``Runner`` once, to its end or to where it parks (``covey.agents.session``).
+
+The run never waits on I/O (every call is answered from the journal or parks),
+so it costs CPU alone; ``covey.agents.loops`` gives it a loop of its own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agents import Agent, RunConfig, Runner
+from agents.tracing import set_trace_provider, setup
+from agents.tracing.provider import DefaultTraceProvider
+
+from covey.agents import loops, session
+from covey.agents.replay import CoveyModel, CoveyProvider
+from covey.agents.session import Done, Raised, Session
+
+WORKFLOW = "covey agent"  # the SDK's name for the run; its own tracing is off (covey traces the calls)
+
+
+def run(agent: Agent[Any], task: str, journal: Session, max_turns: int) -> Done | Raised | None:
+    """Run ``agent`` on ``task`` over ``session``: its end, or None when it parked
+    (``session.request`` or ``session.diverged`` says where)."""
+    _quiet_tracing()
+    return loops.run(lambda: _run(agent, task, journal, max_turns))
+
+
+def _quiet_tracing() -> None:
+    """Give the SDK a trace provider with no processor, unless the process set one.
+    A run's first trace builds the SDK's default one, disabled or not: an exporter
+    to OpenAI with an HTTP client and a thread, whose imports fail under gevent.
+    covey runs agents with the SDK's tracing off (it traces the calls itself)."""
+    if setup.GLOBAL_TRACE_PROVIDER is None:
+        set_trace_provider(DefaultTraceProvider())
+
+
+async def _run(agent: Agent[Any], task: str, journal: Session, max_turns: int) -> Done | Raised | None:
+    config = RunConfig(
+        model=CoveyModel(journal),
+        model_provider=CoveyProvider(journal),
+        tracing_disabled=True,
+        workflow_name=WORKFLOW,
+    )
+    ended = await session.until_parked(journal, Runner.run(agent, task, run_config=config, max_turns=max_turns))
+    return Done(ended.final_output) if not isinstance(ended, Raised | None) else ended

@@ -1,0 +1,45 @@
+"""A pydantic-ai agent as a covey job, through a real worker, Redis and the sim: its typed
+output comes back to the caller as its type, its tool run and counted as covey's."""
+
+from __future__ import annotations
+
+import sys
+from contextlib import closing
+
+import pytest
+
+from covey.client import Client
+from covey.config.settings import Settings
+from tests.integration.conftest import ROOT, start_worker, stop_worker, wait_for_worker
+from tests.redis_server import RedisServer
+
+ORDERS = "covey_example_agents.orders:orders"
+ANSWERED = '[sim:call lookup_order {"order_id": "A1"}] [sim:then final_result {"order_id": "A1", "status": "shipped"}]'
+
+
+@pytest.fixture(scope="module")
+def client():
+    with RedisServer() as server:
+        worker = start_worker(server.url, PYTHONPATH=f"{ROOT}:{ROOT}/examples/agents")
+        with closing(Client(Settings(redis_url=server.url))) as c:
+            try:
+                wait_for_worker(c, worker)
+                yield c
+            finally:
+                stop_worker(worker)
+
+
+def test_a_pydantic_ai_agents_typed_output_arrives_as_its_type_and_its_tool_is_covey_s(client):
+    sys.path.insert(0, f"{ROOT}/examples/agents")
+    try:
+        from covey_example_agents.orders import OrderStatus
+    finally:
+        sys.path.remove(f"{ROOT}/examples/agents")
+    handle = client.submit(client.spec(ANSWERED, agent=ORDERS))
+    result = handle.result(timeout=90)
+    assert result.ok, result.error
+    assert result.output_as(OrderStatus) == OrderStatus(order_id="A1", status="shipped")
+    ledger = handle.ledger()
+    assert (ledger.cycles_used, ledger.tool_calls_used, ledger.tokens_reserved) == (2, 1, 0)
+    tools = [e for e in handle.transcript().events if e.kind == "tool"]
+    assert len(tools) == 1
