@@ -190,18 +190,26 @@ def test_a_tool_a_running_server_adds_is_offered_after_it_says_so_without_a_work
     tides = client.spec("Tides? [sim:call remote__tides_now {}]", tools=["remote__tides_now"])
     try:
         wait_for_worker(client, worker)
-        published(client, lambda tools: "remote__grow" in tools, "the worker never published its catalog entry")
+        every_process_lists(client, "remote__grow", "not every worker process published its catalog entry")
         with pytest.raises(InvalidSpec, match="tool 'remote__tides_now' is served by no worker on queue 'mcp-grow'"):
             client.submit(tides)
         assert client.run(client.spec(grow, tools=called(grow)), timeout=90).output == "serving tides_now"
-        deadline = time.monotonic() + WAIT_SECONDS
-        while not all("remote__tides_now" in {t.name for t in e.tools} for e in client.catalog.entries("mcp-grow")):
-            assert time.monotonic() < deadline, "not every worker process published the tool the server grew"
-            time.sleep(0.1)
-        assert len(client.catalog.entries("mcp-grow")) == os.cpu_count()
+        every_process_lists(client, "remote__tides_now", "not every worker process published the tool the server grew")
         result = client.submit(tides).result(timeout=90)
     finally:
         stop_worker(worker)
         client.close()
         shutil.rmtree(servers.parent)
     assert (result.status, result.output, result.usage.tool_calls) == ("completed", "grown tides_now", 1)
+
+
+def every_process_lists(client: Client, tool: str, why: str) -> None:
+    """Wait, bounded, until each of the default worker's processes (one per core) has
+    an entry in the catalog on the client's queue, and each lists ``tool``."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    while True:
+        entries = client.catalog.entries(client.settings.queue)
+        if len(entries) == os.cpu_count() and all(tool in {t.name for t in e.tools} for e in entries):
+            return
+        assert time.monotonic() < deadline, why
+        time.sleep(0.1)
