@@ -208,7 +208,7 @@ def _next(run: Run[Options], state: State) -> Action:
 def _on_children(run: Run[Options], state: State, outcome: ChildResults) -> Action:
     results = iter(outcome.results)
     for spawn in state.spawns:
-        summaries = [next(results).summary().model_dump(mode="json") for _ in spawn.children]
+        summaries = [next(results).summary().model_dump(mode="json", exclude_none=True) for _ in spawn.children]
         body = summaries[0] if spawn.single else summaries
         state.messages.append(_tool_message(spawn.call_id, json.dumps(body)))
     state.spawns = []
