@@ -61,6 +61,7 @@ class Node(BaseModel):
     started_at: datetime | None = None
     finished_at: datetime | None = None
     wait: Wait | None = None  # what a waiting agent with no children out waits for (a scope's cap or window)
+    worker: str | None = None  # a running agent's worker process (``host:pid``), named in its agent.running event
 
     @property
     def final(self) -> bool:
@@ -122,6 +123,7 @@ _PACKED = {
     "started_at": "a",
     "finished_at": "f",
     "wait": "w",
+    "worker": "h",
 }
 _UNPACKED = {short: name for name, short in _PACKED.items()}
 _CAUSE = {
@@ -186,7 +188,7 @@ def moved(node: Node, awaiting: Sequence[str] = ()) -> str:
     if node.status is AgentStatus.QUEUED:
         return ""
     if node.status is AgentStatus.RUNNING:
-        event = JobEvent(type=EventType.AGENT_RUNNING, agent_id=node.agent_id)
+        event = JobEvent(type=EventType.AGENT_RUNNING, agent_id=node.agent_id, worker=node.worker)
     elif node.status is AgentStatus.WAITING:
         event = JobEvent(
             type=EventType.AGENT_WAITING, agent_id=node.agent_id, wait=node.wait, awaiting=list(awaiting) or None

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
+from covey.events import JobEvent
 from covey.results import Usage
 from covey.status import AgentStatus, Cause, CauseKind, Resource
-from covey.store.tree import Node, pack, unpack
+from covey.store.tree import Node, moved, pack, unpack
 
 
 def node(status: str) -> Node:
@@ -23,11 +24,16 @@ def node(status: str) -> Node:
         task="do it",
         task_id="t-1",
         started_at=datetime(2026, 1, 1, tzinfo=UTC),
+        worker="host-a:4242",
     )
 
 
 def test_a_running_node_round_trips_whole():
     assert unpack("root-sub-1", pack(node(AgentStatus.RUNNING))) == node(AgentStatus.RUNNING)
+
+
+def test_a_running_nodes_event_names_its_worker_process():
+    assert JobEvent.loads("1-0", moved(node(AgentStatus.RUNNING))).worker == "host-a:4242"
 
 
 def test_a_final_node_keeps_all_but_its_task_id():
