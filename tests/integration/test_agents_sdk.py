@@ -175,6 +175,19 @@ def test_on_a_gevent_pool_agents_and_their_tools_run_in_loops_of_their_own(serve
     assert all(len(h.tree()) == 3 for h in handles)
 
 
+def test_covey_tools_a_job_names_are_offered_beside_the_agents_own_and_run_through_covey(client):
+    task = '[sim:call calculator {"expression": "2 + 3"}] [sim:then lookup_order {"order_id": "A1"}]'
+    handle = client.submit(client.spec(task, agent=TRIAGE, tools=["calc*"]))
+    result = handle.result(timeout=90)
+    assert result.ok and result.output == "shipped on Monday", result.error
+    seen = handle.transcript().events
+    triage = ("lookup_order", "ask_policy", "translate", "calculator", "transfer_to_billing")
+    assert [tuple(e.tools) for e in seen if e.kind == "model"] == [triage] * 3
+    finished = [(e.tool, e.result) for e in handle.events() if e.type.value == "tool.finished"]
+    assert finished == [("calculator", "5"), ("lookup_order", "shipped on Monday")]
+    assert handle.ledger().tool_calls_used == 2
+
+
 def test_an_sdk_tool_that_needs_approval_waits_off_its_slot_and_runs_once_approved(client, tmp_path):
     counter = tmp_path / "runs.txt"
     task = f'Count. [sim:call tally {{"path": "{counter}"}}]'
