@@ -4,7 +4,7 @@ The agent is imported by path on the worker (examples/agents on its path, as a
 team installs its package beside the workers); the job is sent from the client,
 the CLI and a bare Celery client; a worker killed between a tool call and the
 next model call leaves a job that another worker completes by replay, the tool
-run once and the ledger as a clean run's.
+run once and the ledger as a clean run's (a pydantic-ai agent's likewise).
 """
 
 from __future__ import annotations
@@ -264,12 +264,15 @@ def counting(path) -> str:
 
 
 @pytest.mark.slow
-def test_a_worker_killed_after_a_tool_call_leaves_a_job_another_completes_by_replay_charged_as_a_clean_run(tmp_path):
+@pytest.mark.parametrize("agent", ["tests.agents.sdk_agents:counted", "tests.agents.pai_agents:counted"])
+def test_a_worker_killed_after_a_tool_call_leaves_a_job_another_completes_by_replay_charged_as_a_clean_run(
+    tmp_path, agent
+):
     """SIGKILL after the tool's result is kept, before the next model call: another worker
-    replays the settled model call and the tool's result, and calls the model only anew."""
+    replays the settled model call and the tool's result, and calls the model only anew;
+    an Agents SDK agent and a pydantic-ai one alike."""
     (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
     killed_runs, clean_runs = tmp_path / "a" / "runs.txt", tmp_path / "b" / "runs.txt"  # names of one length
-    agent = "tests.agents.sdk_agents:counted"
     with RedisServer() as server, closing(Client(Settings(redis_url=server.url))) as client:
         first = start_worker(server.url, **QUICK, PYTHONPATH=PATH, COVEY_FAULT="after_tool:kill")
         wait_for_worker(client, first)
