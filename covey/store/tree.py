@@ -61,7 +61,9 @@ class Node(BaseModel):
     started_at: datetime | None = None
     finished_at: datetime | None = None
     wait: Wait | None = None  # what a waiting agent with no children out waits for (a scope's cap or window)
-    worker: str | None = None  # a running agent's worker process (``host:pid``), named in its agent.running event
+    # A running agent's worker process (``host:pid``): named in its agent.running event, not
+    # stored with the node (a reader of the release before would refuse a key it does not know).
+    worker: str | None = None
 
     @property
     def final(self) -> bool:
@@ -123,7 +125,6 @@ _PACKED = {
     "started_at": "a",
     "finished_at": "f",
     "wait": "w",
-    "worker": "h",
 }
 _UNPACKED = {short: name for name, short in _PACKED.items()}
 _CAUSE = {
@@ -162,7 +163,7 @@ def by_parent(nodes: Sequence[Node]) -> dict[str | None, list[Node]]:
 
 
 def pack(node: Node) -> str:
-    fields = node.model_dump(mode="json", exclude_none=True, exclude={"agent_id", "usage"})
+    fields = node.model_dump(mode="json", exclude_none=True, exclude={"agent_id", "usage", "worker"})
     if node.final:
         fields.pop("task_id", None)
     if "cause" in fields:

@@ -111,7 +111,7 @@ class AgentState(BaseModel):
 
     def node(self, status: AgentStatus) -> Node:
         """The agent's tree node as it stands: its usage so far, for readers and the crash
-        path; a running one names this worker process, so a reader sees where each step ran."""
+        path; a running one names this worker process, for its agent.running event."""
         ctx = self.ctx
         return Node(
             agent_id=ctx.agent_id,
