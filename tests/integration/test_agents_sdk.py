@@ -124,19 +124,22 @@ def test_parallel_as_tool_calls_are_sibling_children_and_no_jobs_cap_is_exceeded
     assert any(r.status.value == "budget_exceeded" or r.wrapped_up for r in results[:5])  # the caps did bite
 
 
-def test_parallel_as_tool_children_run_on_another_worker_process_and_show_under_their_parent_in_covey_tree(server):
-    """Two workers of one slot each: the root holds one while its first step runs, so
-    the other takes up at least one of its two parallel children; each agent.running
-    event names the process that took the agent up."""
+def test_parallel_as_tool_children_run_on_another_worker_process_and_show_under_their_parent_in_covey_tree(
+    server, tmp_path
+):
+    """Two workers of one slot each; the two parallel children hold their slots until
+    both have begun (``sdk_agents.meeting``), so they ran at once on the two processes,
+    one of them not the root's. Each agent.running event names the process that took
+    the agent up."""
     queue = "agents-two"
-    env = {"COVEY_QUEUE": queue, "PYTHONPATH": PATH}
+    env = {"COVEY_QUEUE": queue, "PYTHONPATH": PATH, "SDK_AGENTS_MEET": str(tmp_path / "met.txt")}
     workers = [start_worker(server.url, hostname=f"{queue}{i}@%h", **env) for i in range(2)]
-    task = '[sim:parallel 2] [sim:call ask_policy {"input": "Refund window?"}]'
+    task = '[sim:parallel 2] [sim:call meet {"input": "Hello?"}]'
     with closing(Client(Settings(redis_url=server.url, queue=queue))) as client:
         try:
             for worker in workers:
                 wait_for_worker(client, worker)
-            handle = client.submit(client.spec(task, agent=TRIAGE))
+            handle = client.submit(client.spec(task, agent="tests.agents.sdk_agents:meeting"))
             result = handle.result(timeout=120)
             running = [e for e in handle.events() if e.type.value == "agent.running"]
         finally:
@@ -147,14 +150,14 @@ def test_parallel_as_tool_children_run_on_another_worker_process_and_show_under_
     for event in running:
         first.setdefault(event.agent_id, event.worker)
     root = first.pop("root")
-    assert len(first) == 2 and None not in first.values() and root is not None
-    assert {w for w in first.values() if w != root}, (root, first)  # a child ran in another process
+    assert root is not None and len(first) == 2 and len(set(first.values())) == 2, (root, first)
+    assert {w.split(":")[-1] for w in first.values()} == set((tmp_path / "met.txt").read_text().split())
     shown = covey(server, "tree", handle.id)
     assert shown.returncode == 0, shown.stderr
     rows = {line.split()[0]: line for line in shown.stdout.splitlines()[1:]}
     assert rows["root"].startswith("root ") and set(rows) == {"root", *first}, shown.stdout
     for child in first:  # one level in, under the root
-        assert rows[child].startswith(f"  {child} ") and rows[child].split()[1:3] == ["ask_policy", "completed"]
+        assert rows[child].startswith(f"  {child} ") and rows[child].split()[1:3] == ["meet", "completed"]
 
 
 def test_on_a_gevent_pool_agents_and_their_tools_run_in_loops_of_their_own(server):
