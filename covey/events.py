@@ -26,7 +26,7 @@ PREVIEW_CHARS = 200  # an agent's answer, a tool's arguments and result: the sta
 
 class EventType(StrEnum):
     AGENT_OPENED = "agent.opened"  # its ledger row: by its parent's spawn, or a root's first step
-    AGENT_RUNNING = "agent.running"  # its node: started, or taken up again after a wait
+    AGENT_RUNNING = "agent.running"  # its node: started, or taken up again after a wait (``worker``: where)
     AGENT_WAITING = "agent.waiting"  # on its children, a slot or a window (``wait``)
     AGENT_FINISHED = "agent.finished"  # status, cause, error, the start of its answer, usage
     MODEL_STARTED = "model.started"  # a model call reserved (``reserved`` tokens)
@@ -73,6 +73,7 @@ class JobEvent(BaseModel):
     until: datetime | None = None  # when an approval not decided counts as denied
     decision: str | None = None
     reason: str | None = None  # a denial's
+    worker: str | None = None  # the worker process (``host:pid``) that took the agent up
 
     @property
     def at(self) -> datetime | None:

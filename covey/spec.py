@@ -85,7 +85,8 @@ class AgentSpec(BaseModel):
     )
     tools: list[str] | None = Field(
         default=None,
-        description="tools offered, names or patterns; unset: covey's built-ins; ['*']: every tool served",
+        description="tools offered, names or patterns; unset: covey's built-ins (with `agent`: its own alone); "
+        "['*']: every tool served",
     )
     deny: list[str] = Field(default_factory=list)
     max_cycles: Count = Field(default=20, ge=1, description="model calls this agent alone may make")

@@ -17,6 +17,7 @@ from openai import AsyncOpenAI
 from pydantic_ai import Agent
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
+from pydantic_ai.toolsets import FunctionToolset
 from pydantic_ai.usage import UsageLimits
 
 from covey.agents import loops, session
@@ -73,16 +74,26 @@ def completion(reply: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def run(agent: Agent[Any, Any], task: str, journal: Session, max_turns: int) -> Done | Raised | None:
-    """Run ``agent`` on ``task`` over ``journal``: its end, or None when it parked."""
+def run(
+    agent: Agent[Any, Any], task: str, journal: Session, max_turns: int, offered: list[dict[str, Any]]
+) -> Done | Raised | None:
+    """Run ``agent`` on ``task`` over ``journal``, with covey's tools ``offered`` (function
+    schemas) beside its own: its end, or None when it parked."""
     from covey.agents import pydantic_tools
 
-    runs = pydantic_tools.names(agent)
-    return loops.run(lambda: _run(agent, task, journal, runs, max_turns))
+    own = pydantic_tools.names(agent)
+    added = pydantic_tools.covey_tools([f for f in offered if f["function"]["name"] not in own])
+    runs = own | {t.name for t in added.tools.values()}
+    return loops.run(lambda: _run(agent, task, journal, runs, max_turns, added))
 
 
 async def _run(
-    agent: Agent[Any, Any], task: str, journal: Session, runs: frozenset[str], max_turns: int
+    agent: Agent[Any, Any],
+    task: str,
+    journal: Session,
+    runs: frozenset[str],
+    max_turns: int,
+    added: FunctionToolset[Any],
 ) -> Done | Raised | None:
     client = AsyncOpenAI(
         api_key="covey",
@@ -93,7 +104,8 @@ async def _run(
     model = OpenAIChatModel(MODEL, provider=OpenAIProvider(openai_client=client))
     try:
         ended = await session.until_parked(
-            journal, agent.run(task, model=model, usage_limits=UsageLimits(request_limit=max_turns))
+            journal,
+            agent.run(task, model=model, usage_limits=UsageLimits(request_limit=max_turns), toolsets=[added]),
         )
     finally:
         await client.close()

@@ -17,7 +17,9 @@ from typing import Any
 
 from pydantic import BaseModel
 from pydantic_ai import Agent, RunContext
+from pydantic_ai import Tool as PaiTool
 from pydantic_ai.models.test import TestModel
+from pydantic_ai.toolsets import FunctionToolset
 from pydantic_ai.usage import RunUsage
 
 from covey.agents import loops, session
@@ -50,6 +52,30 @@ def brought(path: str, agent: Agent[Any, Any]) -> Brought:
             toolset.call_tool = call_tool  # type: ignore[method-assign]
     served = {name: _served(agent, name, path) for name in toolset.tools}
     return Brought(served, frozenset(), {}, frozenset())
+
+
+def covey_tools(schemas: list[dict[str, Any]]) -> FunctionToolset[Any]:
+    """covey's tools a job names, as a toolset of the run's beside the agent's own:
+    covey runs a call through its tool path as the reply comes, and the run reads
+    its recorded result from the journal."""
+    return FunctionToolset(
+        [
+            PaiTool.from_schema(
+                _recorded(f["name"]), f["name"], f.get("description"), f.get("parameters"), takes_ctx=True
+            )
+            for f in (schema["function"] for schema in schemas)
+        ]
+    )
+
+
+def _recorded(name: str) -> Any:
+    async def answer(ctx: RunContext[Any], **_: Any) -> str:
+        journal = session.current.get()
+        if journal is None:
+            return f"error: covey's tool {name!r} runs only in a covey run"
+        return await journal.tool_result(name, ctx.tool_call_id or "")
+
+    return answer
 
 
 def _served(agent: Agent[Any, Any], name: str, path: str) -> Tool:

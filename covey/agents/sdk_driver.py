@@ -12,18 +12,32 @@ from agents import Agent, RunConfig, Runner
 from agents.tracing import set_trace_provider, setup
 from agents.tracing.provider import DefaultTraceProvider
 
-from covey.agents import loops, session
+from covey.agents import loops, sdk_tools, session
 from covey.agents.replay import CoveyModel, CoveyProvider
 from covey.agents.session import Done, Raised, Session
 
 WORKFLOW = "covey agent"  # the SDK's name for the run; its own tracing is off (covey traces the calls)
 
 
-def run(agent: Agent[Any], task: str, journal: Session, max_turns: int) -> Done | Raised | None:
-    """Run ``agent`` on ``task`` over ``session``: its end, or None when it parked
-    (``session.request`` or ``session.diverged`` says where)."""
+def run(
+    agent: Agent[Any], task: str, journal: Session, max_turns: int, offered: list[dict[str, Any]]
+) -> Done | Raised | None:
+    """Run ``agent`` on ``task`` over ``session``, with covey's tools ``offered`` (function
+    schemas) beside its own: its end, or None when it parked (``session.request`` or
+    ``session.diverged`` says where)."""
     _quiet_tracing()
-    return loops.run(lambda: _run(agent, task, journal, max_turns))
+    return loops.run(lambda: _run(_with(agent, journal, offered), task, journal, max_turns))
+
+
+def _with(agent: Agent[Any], journal: Session, offered: list[dict[str, Any]]) -> Agent[Any]:
+    """``agent`` with covey's tools added, whose calls covey runs; a tool of the agent's
+    own keeps its name (the agent declared it)."""
+    own = {getattr(t, "name", None) for t in agent.tools}
+    added = sdk_tools.covey_tools([f for f in offered if f["function"]["name"] not in own])
+    if not added:
+        return agent
+    journal.covey_runs |= frozenset(map(id, added))
+    return agent.clone(tools=[*agent.tools, *added])
 
 
 def _quiet_tracing() -> None:

@@ -71,6 +71,29 @@ def _function_tools(root: Agent[Any]) -> Iterator[FunctionTool]:
             todo.append(target._agent_ref() if isinstance(target, Handoff) and target._agent_ref else target)
 
 
+def covey_tools(schemas: list[dict[str, Any]]) -> list[FunctionTool]:
+    """covey's tools a job names (built-ins, a worker's functions, MCP servers' tools),
+    as function tools the SDK offers beside the agent's own: covey runs a call through
+    its tool path as the reply comes (``RunTools``), and the SDK reads its recorded result."""
+    return [
+        FunctionTool(
+            name=f["name"],
+            description=f.get("description") or "",
+            params_json_schema=f.get("parameters") or {"type": "object", "properties": {}},
+            on_invoke_tool=_replayed(f["name"], _outside(f["name"])),
+            strict_json_schema=False,  # covey's schemas are not strict; covey checks the arguments
+        )
+        for f in (schema["function"] for schema in schemas)
+    ]
+
+
+def _outside(name: str) -> Any:
+    async def invoke(context: SdkToolContext[Any], arguments: str) -> str:
+        return f"error: covey's tool {name!r} runs only in a covey run"
+
+    return invoke
+
+
 def _replayed(name: str, original: Any) -> Any:
     async def invoke(context: SdkToolContext[Any], arguments: str) -> Any:
         journal = session.current.get()

@@ -51,6 +51,8 @@ from covey.orchestration.actions import (
 )
 from covey.orchestration.states import Run, StrategyState
 from covey.status import AgentStatus, Cause, CauseKind
+from covey.tools import registry
+from covey.tools.builtin import CONTROL_TOOLS
 
 if TYPE_CHECKING:
     from covey.spec import AgentSpec
@@ -180,7 +182,7 @@ def _replayed(run: Run[Options], state: State) -> Action:
         from covey.agents import pydantic_driver as driver
     else:
         from covey.agents import sdk_driver as driver  # type: ignore[no-redef]
-    ended = driver.run(agent, run.spec.task, session, run.options.max_turns)
+    ended = driver.run(agent, run.spec.task, session, run.options.max_turns, _covey_tools(run))
     if session.diverged is not None:
         cause = Cause(kind=CauseKind.NONDETERMINISTIC, call=session.diverged.call)
         return Finish(state=state, status=AgentStatus.FAILED, error=session.diverged.reason, cause=cause)
@@ -201,6 +203,16 @@ def _replayed(run: Run[Options], state: State) -> Action:
         functions=request.functions,
         key=request.key,
     )
+
+
+def _covey_tools(run: Run[Options]) -> list[dict[str, Any]]:
+    """covey's tools the job names (``tools``: names or patterns of the built-ins, a
+    worker's functions and MCP servers' tools), as function schemas for the agent; none
+    when it names none, since an agent declares its own tools."""
+    if run.spec.tools is None:
+        return []
+    names = [n for n in registry.offered(run.ctx.allow, run.ctx.deny) if n not in CONTROL_TOOLS]
+    return registry.schemas(names, None)
 
 
 def _finished(state: State, output: Any) -> Finish:

@@ -55,6 +55,8 @@ def _said(e: JobEvent) -> str:
     if e.type is EventType.AGENT_OPENED:
         under = f" under {e.parent_id}" if e.parent_id else ""
         return f"{e.role}, depth {e.depth}{under}: {e.task}"
+    if e.type is EventType.AGENT_RUNNING:
+        return f"on {e.worker}" if e.worker else ""
     if e.type is EventType.AGENT_WAITING:
         if e.wait is not None:
             return f"for {e.wait.reason}"

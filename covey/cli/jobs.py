@@ -137,7 +137,7 @@ def _job_options(fn):
             "--tools",
             default=None,
             help="comma-separated tools the agents may use, names or patterns (inv__*); "
-            "default: covey's built-ins; * for every tool the workers serve",
+            "default: covey's built-ins (for --agent: the agent's own alone); * for every tool the workers serve",
         ),
         click.option("--deny", default=None, help="comma-separated tools no agent may use, names or patterns"),
         click.option(

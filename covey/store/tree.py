@@ -61,6 +61,9 @@ class Node(BaseModel):
     started_at: datetime | None = None
     finished_at: datetime | None = None
     wait: Wait | None = None  # what a waiting agent with no children out waits for (a scope's cap or window)
+    # A running agent's worker process (``host:pid``): named in its agent.running event, not
+    # stored with the node (a reader of the release before would refuse a key it does not know).
+    worker: str | None = None
 
     @property
     def final(self) -> bool:
@@ -160,7 +163,7 @@ def by_parent(nodes: Sequence[Node]) -> dict[str | None, list[Node]]:
 
 
 def pack(node: Node) -> str:
-    fields = node.model_dump(mode="json", exclude_none=True, exclude={"agent_id", "usage"})
+    fields = node.model_dump(mode="json", exclude_none=True, exclude={"agent_id", "usage", "worker"})
     if node.final:
         fields.pop("task_id", None)
     if "cause" in fields:
@@ -186,7 +189,7 @@ def moved(node: Node, awaiting: Sequence[str] = ()) -> str:
     if node.status is AgentStatus.QUEUED:
         return ""
     if node.status is AgentStatus.RUNNING:
-        event = JobEvent(type=EventType.AGENT_RUNNING, agent_id=node.agent_id)
+        event = JobEvent(type=EventType.AGENT_RUNNING, agent_id=node.agent_id, worker=node.worker)
     elif node.status is AgentStatus.WAITING:
         event = JobEvent(
             type=EventType.AGENT_WAITING, agent_id=node.agent_id, wait=node.wait, awaiting=list(awaiting) or None

@@ -13,6 +13,8 @@ version: the strategy's state was a bare dict inside the agent's) is refused.
 from __future__ import annotations
 
 import json
+import os
+import socket
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
@@ -28,6 +30,8 @@ from covey.results import AgentResult, ChildSummary, Usage
 from covey.spec import AgentSpec
 from covey.status import AgentStatus, Wait
 from covey.store.tree import Node, preview
+
+_HOST = socket.gethostname()  # a fork keeps its host; its pid is read at each use
 
 # 3: the agent's phase; 2: typed strategy states in an envelope; 1 (unversioned): the state a dict in the agent
 CHECKPOINT_FORMAT = 3
@@ -106,7 +110,8 @@ class AgentState(BaseModel):
     _unsettled: Settling | None = PrivateAttr(default=None)
 
     def node(self, status: AgentStatus) -> Node:
-        """The agent's tree node as it stands: its usage so far, for readers and the crash path."""
+        """The agent's tree node as it stands: its usage so far, for readers and the crash
+        path; a running one names this worker process, for its agent.running event."""
         ctx = self.ctx
         return Node(
             agent_id=ctx.agent_id,
@@ -119,6 +124,7 @@ class AgentState(BaseModel):
             task_id=self.task_id,
             started_at=self.started_at,
             wait=self.waiting_for if status is AgentStatus.WAITING else None,
+            worker=f"{_HOST}:{os.getpid()}" if status is AgentStatus.RUNNING else None,
         )
 
 

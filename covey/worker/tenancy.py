@@ -18,7 +18,7 @@ from covey.worker.deps import Deps
 
 def admitted(deps: Deps, job: JobSpec, job_id: str, digest: str, signature: Any) -> JobSpec:
     """``job`` as its tenant's key lets it run (its tools the key's when it names
-    none), else ``InvalidSpec`` naming why not."""
+    none and runs no agent of a framework), else ``InvalidSpec`` naming why not."""
     tenant = Tenants(deps.redis).get(job.tenant) if job.tenant is not None else None
     if tenant is None:
         return job
@@ -27,7 +27,8 @@ def admitted(deps: Deps, job: JobSpec, job_id: str, digest: str, signature: Any)
         raise InvalidSpec(f"{said}, and the job is not signed with it (COVEY_TENANT_KEY)")
     if not tenant_keys.valid(tenant_keys.derive(deps.secret, tenant.name, tenant.nonce), job_id, digest, signature):
         raise InvalidSpec(f"{said}, and the job's signature is not made with it (another key, or an older one)")
-    if tenant.tools is not None and job.tools is None:  # the default tools its key allows
+    # The built-ins its key allows; an agent of a framework declares its own, offered alone.
+    if tenant.tools is not None and job.tools is None and job.agent is None:
         job = job.model_copy(update={"tools": [name for name in DEFAULT_TOOLS if name in tenant.tools]})
     for kind, named in (("tool", job.tools or []), ("model", [job.model]), ("strategy", [job.strategy])):
         _allowed(tenant, kind, named)

@@ -2,12 +2,15 @@
 
 ``counted`` writes a line to a file for every run of its tool, so a test counts the
 runs across worker processes; ``drifting`` reads its instructions from a file at
-every run, so a test changes what a replay asks for.
+every run, so a test changes what a replay asks for; ``meeting``'s ``as_tool``
+agent waits for a sibling begun in another process, so two parallel calls of it
+end only where each ran on a worker process of its own.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +34,24 @@ def _instructions(context: RunContextWrapper[Any], agent: Agent[Any]) -> str:
 
 DRIFT_FILE = os.environ.get("SDK_AGENTS_DRIFT", "/nonexistent")  # the file a test changes between runs
 drifting = Agent(name="drifting", instructions=_instructions, tools=[tally])
+
+MEET_FILE = os.environ.get("SDK_AGENTS_MEET", "/nonexistent")  # where the meeting agents note their processes
+MEET_SECONDS = 60  # how long one waits for the other before it answers alone
+
+
+def _meet(context: RunContextWrapper[Any], agent: Agent[Any]) -> str:
+    """Note this process, then hold its slot until another process has noted its own:
+    one process of one slot cannot hold both. A replay finds both noted at once."""
+    path = Path(MEET_FILE)
+    with open(path, "a") as f:
+        f.write(f"{os.getpid()}\n")
+    deadline = time.monotonic() + MEET_SECONDS
+    while len(set(path.read_text().split())) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return "Answer the question."
+
+
+meeting = Agent(name="meeting", tools=[Agent(name="member", instructions=_meet).as_tool("meet", "Meet.")])
 
 not_an_agent = "a string"
 

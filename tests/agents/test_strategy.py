@@ -172,3 +172,24 @@ def test_a_step_runs_the_sdk_where_an_event_loop_already_runs_in_the_thread():
         return strategy.start(spec(), CTX)
 
     assert isinstance(asyncio.run(inside_a_loop()), CallModel)
+
+
+@pytest.mark.parametrize(
+    ("agent", "offered"),
+    [
+        (TRIAGE, ["lookup_order", "ask_policy", "translate", "calculator", "transfer_to_billing"]),
+        ("covey_example_agents.orders:orders", ["lookup_order", "calculator", "final_result"]),
+    ],
+)
+def test_covey_tools_a_job_names_are_offered_beside_the_agents_own_and_replayed_from_their_records(agent, offered):
+    """A job naming none offers the agent's own alone (the tests above); naming covey's,
+    they join the agent's, covey runs their calls and the run reads the results kept."""
+    s, ctx = spec(agent, tools=["calc*"]), CTX.model_copy(update={"allow": ["calc*"]})
+    asked = strategy.start(s, ctx)
+    assert isinstance(asked, CallModel) and asked.tools == [] and names(asked) == offered
+    assert asked.state.run_by_covey == ["lookup_order", "calculator"]
+    ran = resumed(strategy, s, ctx, asked.state, calling(("c1", "calculator", '{"expression": "2 + 3"}')))
+    assert isinstance(ran, RunTools) and [c.name for c in ran.calls] == ["calculator"]
+    again = resumed(strategy, s, ctx, ran.state, ToolResults({"c1": "5"}))
+    assert isinstance(again, CallModel) and again.state.replies[0].key == asked.key  # the first call replayed
+    assert again.messages[-1] == {"role": "tool", "tool_call_id": "c1", "content": "5"}

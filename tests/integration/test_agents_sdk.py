@@ -4,7 +4,7 @@ The agent is imported by path on the worker (examples/agents on its path, as a
 team installs its package beside the workers); the job is sent from the client,
 the CLI and a bare Celery client; a worker killed between a tool call and the
 next model call leaves a job that another worker completes by replay, the tool
-run once and the ledger as a clean run's.
+run once and the ledger as a clean run's (a pydantic-ai agent's likewise).
 """
 
 from __future__ import annotations
@@ -124,6 +124,42 @@ def test_parallel_as_tool_calls_are_sibling_children_and_no_jobs_cap_is_exceeded
     assert any(r.status.value == "budget_exceeded" or r.wrapped_up for r in results[:5])  # the caps did bite
 
 
+def test_parallel_as_tool_children_run_on_another_worker_process_and_show_under_their_parent_in_covey_tree(
+    server, tmp_path
+):
+    """Two workers of one slot each; the two parallel children hold their slots until
+    both have begun (``sdk_agents.meeting``), so they ran at once on the two processes,
+    one of them not the root's. Each agent.running event names the process that took
+    the agent up."""
+    queue = "agents-two"
+    env = {"COVEY_QUEUE": queue, "PYTHONPATH": PATH, "SDK_AGENTS_MEET": str(tmp_path / "met.txt")}
+    workers = [start_worker(server.url, hostname=f"{queue}{i}@%h", **env) for i in range(2)]
+    task = '[sim:parallel 2] [sim:call meet {"input": "Hello?"}]'
+    with closing(Client(Settings(redis_url=server.url, queue=queue))) as client:
+        try:
+            for worker in workers:
+                wait_for_worker(client, worker)
+            handle = client.submit(client.spec(task, agent="tests.agents.sdk_agents:meeting"))
+            result = handle.result(timeout=120)
+            running = [e for e in handle.events() if e.type.value == "agent.running"]
+        finally:
+            for worker in workers:
+                stop_worker(worker)
+    assert result.ok, result.error
+    first = {}
+    for event in running:
+        first.setdefault(event.agent_id, event.worker)
+    root = first.pop("root")
+    assert root is not None and len(first) == 2 and len(set(first.values())) == 2, (root, first)
+    assert {w.split(":")[-1] for w in first.values()} == set((tmp_path / "met.txt").read_text().split())
+    shown = covey(server, "tree", handle.id)
+    assert shown.returncode == 0, shown.stderr
+    rows = {line.split()[0]: line for line in shown.stdout.splitlines()[1:]}
+    assert rows["root"].startswith("root ") and set(rows) == {"root", *first}, shown.stdout
+    for child in first:  # one level in, under the root
+        assert rows[child].startswith(f"  {child} ") and rows[child].split()[1:3] == ["meet", "completed"]
+
+
 def test_on_a_gevent_pool_agents_and_their_tools_run_in_loops_of_their_own(server):
     """Greenlets share a thread, and asyncio's running loop with it: each run and each
     SDK tool gets a native thread and a loop of its own (covey.agents.loops)."""
@@ -140,6 +176,19 @@ def test_on_a_gevent_pool_agents_and_their_tools_run_in_loops_of_their_own(serve
             stop_worker(worker)
     assert [(r.status.value, r.output) for r in results] == [("completed", "refund of order A1 started")] * 3
     assert all(len(h.tree()) == 3 for h in handles)
+
+
+def test_covey_tools_a_job_names_are_offered_beside_the_agents_own_and_run_through_covey(client):
+    task = '[sim:call calculator {"expression": "2 + 3"}] [sim:then lookup_order {"order_id": "A1"}]'
+    handle = client.submit(client.spec(task, agent=TRIAGE, tools=["calc*"]))
+    result = handle.result(timeout=90)
+    assert result.ok and result.output == "shipped on Monday", result.error
+    seen = handle.transcript().events
+    triage = ("lookup_order", "ask_policy", "translate", "calculator", "transfer_to_billing")
+    assert [tuple(e.tools) for e in seen if e.kind == "model"] == [triage] * 3
+    finished = [(e.tool, e.result) for e in handle.events() if e.type.value == "tool.finished"]
+    assert finished == [("calculator", "5"), ("lookup_order", "shipped on Monday")]
+    assert handle.ledger().tool_calls_used == 2
 
 
 def test_an_sdk_tool_that_needs_approval_waits_off_its_slot_and_runs_once_approved(client, tmp_path):
@@ -218,12 +267,15 @@ def counting(path) -> str:
 
 
 @pytest.mark.slow
-def test_a_worker_killed_after_a_tool_call_leaves_a_job_another_completes_by_replay_charged_as_a_clean_run(tmp_path):
+@pytest.mark.parametrize("agent", ["tests.agents.sdk_agents:counted", "tests.agents.pai_agents:counted"])
+def test_a_worker_killed_after_a_tool_call_leaves_a_job_another_completes_by_replay_charged_as_a_clean_run(
+    tmp_path, agent
+):
     """SIGKILL after the tool's result is kept, before the next model call: another worker
-    replays the settled model call and the tool's result, and calls the model only anew."""
+    replays the settled model call and the tool's result, and calls the model only anew;
+    an Agents SDK agent and a pydantic-ai one alike."""
     (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
     killed_runs, clean_runs = tmp_path / "a" / "runs.txt", tmp_path / "b" / "runs.txt"  # names of one length
-    agent = "tests.agents.sdk_agents:counted"
     with RedisServer() as server, closing(Client(Settings(redis_url=server.url))) as client:
         first = start_worker(server.url, **QUICK, PYTHONPATH=PATH, COVEY_FAULT="after_tool:kill")
         wait_for_worker(client, first)

@@ -94,3 +94,17 @@ def test_tenant_create_refuses_a_bad_name_or_an_unknown_strategy_in_one_line(cli
     ):
         made = cli("tenant", "create", *args)
         assert made.returncode == 2 and said in made.stderr and "Traceback" not in made.stderr
+
+
+def test_an_agent_job_of_a_tenant_whose_key_limits_tools_is_offered_the_agents_own_alone(cli, settings, tmp_path):
+    """A job naming no tools gets the key's built-ins; an agent of a framework declares
+    its own, and a job of it naming none is offered those alone (docs/agents.md)."""
+    name = new_tenant()
+    c = keyed(settings, issued(cli, name, "--tools", "calculator"))
+    task = f'Count. [sim:call tally {{"path": "{tmp_path / "runs.txt"}"}}]'
+    try:
+        handle = c.submit(c.spec(task, tenant=name, agent="tests.agents.sdk_agents:counted"))
+        assert handle.result(timeout=SECONDS).output == "tallied 1"
+    finally:
+        c.close()
+    assert [e.tools for e in handle.transcript().events if e.kind == "model"] == [["tally"]] * 2

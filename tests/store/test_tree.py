@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
+from covey.events import JobEvent
 from covey.results import Usage
 from covey.status import AgentStatus, Cause, CauseKind, Resource
-from covey.store.tree import Node, pack, unpack
+from covey.store.tree import Node, moved, pack, unpack
 
 
 def node(status: str) -> Node:
@@ -28,6 +29,12 @@ def node(status: str) -> Node:
 
 def test_a_running_node_round_trips_whole():
     assert unpack("root-sub-1", pack(node(AgentStatus.RUNNING))) == node(AgentStatus.RUNNING)
+
+
+def test_a_running_nodes_event_names_its_worker_process_which_the_stored_node_leaves_out():
+    running = node(AgentStatus.RUNNING).model_copy(update={"worker": "host-a:4242"})
+    assert JobEvent.loads("1-0", moved(running)).worker == "host-a:4242"
+    assert pack(running) == pack(node(AgentStatus.RUNNING))  # readers of the release before know no such key
 
 
 def test_a_final_node_keeps_all_but_its_task_id():
