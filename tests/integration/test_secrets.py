@@ -22,15 +22,21 @@ BUSY = "[sim:latency 3000] What is 1 + 1?"  # holds one worker's only slot while
 
 
 def values(r: redis.Redis) -> str:
-    """Everything Redis holds in strings and hashes, as one text to search."""
-    held = []
-    for key in r.scan_iter(count=1000):
-        kind = r.type(key)
-        if kind == "string":
-            held.append(r.get(key))
-        elif kind == "hash":
-            held.extend([*r.hkeys(key), *r.hvals(key)])
-    return "\n".join(held)
+    """Everything Redis holds in strings and hashes, as one text to search; bytes that
+    are no text (a workspace's image) read as they decode, never failing the search."""
+    kwargs = r.connection_pool.connection_kwargs
+    raw = redis.Redis(host=kwargs.get("host", "localhost"), port=kwargs.get("port", 6379), db=kwargs.get("db", 0))
+    held: list[bytes] = []
+    try:
+        for key in raw.scan_iter(count=1000):
+            kind = raw.type(key)
+            if kind == b"string":
+                held.append(raw.get(key) or b"")
+            elif kind == b"hash":
+                held.extend([*raw.hkeys(key), *raw.hvals(key)])
+    finally:
+        raw.close()
+    return "\n".join(value.decode("utf-8", "replace") for value in held)
 
 
 @pytest.mark.slow
