@@ -4,7 +4,6 @@ requests are pydantic-ai's own Chat Completions requests, its tools covey's, its
 from __future__ import annotations
 
 import json
-import uuid
 
 import pytest
 from pydantic_ai.models.test import TestModel
@@ -12,7 +11,6 @@ from pydantic_ai.models.test import TestModel
 from covey import keys
 from covey.agents import brought, strategy
 from covey.budgets.budget import Budget
-from covey.budgets.ledger import AgentTerms
 from covey.config.settings import Settings
 from covey.context import RunContext
 from covey.models.replies import ModelReply, ToolCall
@@ -23,7 +21,9 @@ from covey.store.workspace import Workspace
 from covey.worker import loop
 from covey.worker.deps import Deps
 from covey.worker.tools import run_tool
+from tests.agents.test_replay import opened
 from tests.orchestration.checkpointing import resumed
+from tests.worker.test_loop import CountingLLM
 
 ORDERS = "covey_example_agents.orders:orders"
 CTX = RunContext(job_id="j", agent_id="root", budget=Budget())
@@ -67,32 +67,16 @@ def deps(redis_server):
     return Deps.from_settings(Settings(redis_url=redis_server.url, model_retries=0))
 
 
-class DyingLLM:
-    def __init__(self, llm, die_at: int | None = None) -> None:
-        self.llm, self.die_at, self.calls = llm, die_at, 0
-        self.catalog = llm.catalog
-
-    def __getattr__(self, name):
-        return getattr(self.llm, name)
-
-    def call(self, *args, **kwargs):
-        self.calls += 1
-        if self.calls == self.die_at:
-            raise SystemExit("worker died mid-call")
-        return self.llm.call(*args, **kwargs)
-
-
 def test_through_covey_s_loop_every_call_is_charged_once_and_a_rerun_step_replays_the_tool(deps, tmp_path):
     counter = tmp_path / "runs.txt"
     spec = AgentSpec(task=f'Count. [sim:call tally {{"path": "{counter}"}}]', agent="tests.agents.pai_agents:counted")
-    ctx = RunContext(job_id=f"pai-{uuid.uuid4().hex}", agent_id="root", budget=Budget(max_tokens=50_000))
-    deps.ledger.open_root(ctx.job_id, "root", ctx.budget, AgentTerms(max_cycles=spec.max_cycles))
+    ctx = opened(deps, spec)
     real = deps.llm
-    deps.llm = DyingLLM(real, die_at=2)
+    deps.llm = CountingLLM(real, die_at=2)
     state, action = loop.begin(deps, ctx, spec)
     with pytest.raises(SystemExit):
         loop.advance(deps, state, action)
-    deps.llm = rerun = DyingLLM(real)
+    deps.llm = rerun = CountingLLM(real)
     state, action = loop.begin(deps, ctx, spec)
     out = loop.advance(deps, state, action)
     assert out.result.ok and out.result.output == "tallied 1", out.result.error

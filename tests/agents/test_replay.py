@@ -16,6 +16,7 @@ from covey.status import AgentStatus, CauseKind
 from covey.worker import loop
 from covey.worker.deps import Deps
 from tests.agents import sdk_agents
+from tests.worker.test_loop import CountingLLM
 
 TRIAGE = "covey_example_agents.triage:triage"
 REFUND = (
@@ -26,24 +27,6 @@ REFUND = (
 @pytest.fixture
 def deps(redis_server):
     return Deps.from_settings(Settings(redis_url=redis_server.url, model_retries=0))
-
-
-class DyingLLM:
-    """The real LLM, counting the calls that reach it; the ``die_at``-th raises as a
-    worker dying mid-call would (the calls before it settled)."""
-
-    def __init__(self, llm, die_at: int | None = None) -> None:
-        self.llm, self.die_at, self.calls = llm, die_at, 0
-        self.catalog = llm.catalog
-
-    def __getattr__(self, name):
-        return getattr(self.llm, name)
-
-    def call(self, *args, **kwargs):
-        self.calls += 1
-        if self.calls == self.die_at:
-            raise SystemExit("worker died mid-call")
-        return self.llm.call(*args, **kwargs)
 
 
 def opened(deps, spec: AgentSpec) -> RunContext:
@@ -70,13 +53,13 @@ def test_a_step_run_again_replays_settled_model_and_tool_calls_and_charges_nothi
     spec = AgentSpec(task=f'Count. [sim:call tally {{"path": "{counter}"}}]', agent="tests.agents.sdk_agents:counted")
     ctx = opened(deps, spec)
     real = deps.llm
-    deps.llm = DyingLLM(real, die_at=2)  # the tool call's reply settles and the tool runs; the answer call dies
+    deps.llm = CountingLLM(real, die_at=2)  # the tool call's reply settles and the tool runs; the answer call dies
     state, action = loop.begin(deps, ctx, spec)
     with pytest.raises(SystemExit):
         loop.advance(deps, state, action)
     assert counter.read_text().splitlines() == ["run"]
 
-    deps.llm = rerun = DyingLLM(real)  # the broker redelivers the step to a new run of it
+    deps.llm = rerun = CountingLLM(real)  # the broker redelivers the step to a new run of it
     state, action = loop.begin(deps, ctx, spec)
     out = loop.advance(deps, state, action)
     assert out.result.ok and out.result.output == "tallied 1", out.result.error
@@ -97,13 +80,13 @@ def test_a_rerun_that_asks_for_another_request_than_the_recorded_one_fails_nonde
     )
     ctx = opened(deps, spec)
     real = deps.llm
-    deps.llm = DyingLLM(real, die_at=2)
+    deps.llm = CountingLLM(real, die_at=2)
     state, action = loop.begin(deps, ctx, spec)
     with pytest.raises(SystemExit):
         loop.advance(deps, state, action)
 
     drift.write_text("Count twice.")  # what the agent reads changed before its step ran again
-    deps.llm = rerun = DyingLLM(real)
+    deps.llm = rerun = CountingLLM(real)
     state, action = loop.begin(deps, ctx, spec)
     out = loop.advance(deps, state, action)
     result = out.result
