@@ -71,7 +71,6 @@ class McpServers:
         self.sessions = sessions
         self.down: list[Session] = []  # servers the last listing could not use
         self._serving: dict[str, list[dict[str, Any]]] = {}  # by server: the schemas of the tools served
-        self._changed: ServeAgain | None = None
 
     @classmethod
     def load(cls, path: Path, environ: Mapping[str, str] = os.environ) -> McpServers:
@@ -92,16 +91,15 @@ class McpServers:
     def follow(self, changed: ServeAgain) -> None:
         """Hand each served server's tools to ``changed`` whenever a listing of its
         session finds them other than those served."""
-        self._changed = changed
         for session in self.sessions:
-            session.listed = self._listed_again
+            session.listed = partial(self._listed_again, changed)
 
-    def _listed_again(self, session: Session, listed: list[types.Tool]) -> None:
+    def _listed_again(self, changed: ServeAgain, session: Session, listed: list[types.Tool]) -> None:
         served = self._serving.get(session.name)
         tools = _tools(session, listed)
-        if served is None or self._changed is None or _schemas(tools) == served:
+        if served is None or _schemas(tools) == served:
             return  # not served yet (its first listing serves it), or as served
-        self._changed(_origin(session), tools)
+        changed(_origin(session), tools)
         self._serving[session.name] = _schemas(tools)
         log.info("MCP server %r: its tools are served anew: %s", session.name, ", ".join(t.name for t in tools))
 
