@@ -4,10 +4,23 @@ covey's own embedded Redis, always on the system's binary."""
 from __future__ import annotations
 
 import shutil
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from covey.cli.embedded import EmbeddedRedis, free_port
 
-__all__ = ["AofRedis", "RedisServer", "free_port"]
+__all__ = ["AofRedis", "RedisServer", "free_port", "refusing_port"]
+
+
+@contextmanager
+def refusing_port() -> Iterator[int]:
+    """A loopback port held bound and never listened on: a connection to it is
+    refused for as long as the block runs, where a port found free may meanwhile be
+    taken by another test's redis-server."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        yield held.getsockname()[1]
 
 
 class RedisServer(EmbeddedRedis):

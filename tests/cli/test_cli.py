@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.redis_server import RedisServer, free_port
+from tests.redis_server import RedisServer, refusing_port
 
 
 def covey(*args, redis_url, **settings: str):
@@ -22,8 +22,9 @@ def covey(*args, redis_url, **settings: str):
     "args", [("submit", "x"), ("tree", "j"), ("ledger", "j"), ("cancel", "j"), ("status", "j"), ("scope", "global")]
 )
 def test_an_unreachable_redis_is_one_clear_line(args):
-    url = f"redis://127.0.0.1:{free_port()}/0"
-    proc = covey(*args, redis_url=url)
+    with refusing_port() as port:
+        url = f"redis://127.0.0.1:{port}/0"
+        proc = covey(*args, redis_url=url)
     assert proc.returncode == 2
     assert proc.stderr.strip() == proc.stderr.strip().splitlines()[0]
     assert proc.stderr.startswith(f"Error: cannot reach Redis ({url})")
