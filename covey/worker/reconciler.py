@@ -55,7 +55,7 @@ class Reconciler:
         """One look: remember what is missing, send again what was missing last time too.
         Returns the messages sent again."""
         jobs = self._outbox.jobs() if job_ids is None else list(job_ids)
-        expected = {(job, agent): m for job in jobs for agent, m in self._outbox.messages(job).items()}
+        expected = {(job, agent): m for job, ms in self._outbox.messages_of(jobs).items() for agent, m in ms.items()}
         if not expected:
             self._missing = {}
             return []

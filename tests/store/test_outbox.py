@@ -47,6 +47,17 @@ def test_a_fan_out_records_its_children_and_the_job_in_the_index(stores, job):
     assert job in outbox.jobs()
 
 
+def test_a_look_at_many_jobs_reads_each_and_drops_those_expecting_nothing(stores, redis_client, job):
+    checkpoints, _, outbox = stores
+    done = f"{job}-done"
+    assert fan_out(checkpoints, job)
+    redis_client.sadd(keys.expecting(), done)  # its last message was taken up: nothing expected
+    read = outbox.messages_of([job, done])
+    assert set(read) == {job, done}
+    assert set(read[job]) == {"a", "b"} and read[done] == {}
+    assert job in outbox.jobs() and done not in outbox.jobs()
+
+
 def test_a_step_whose_message_is_no_longer_expected_saves_nothing(stores, redis_client, job):
     checkpoints, _, outbox = stores
     fan_out(checkpoints, job)
