@@ -13,12 +13,18 @@ local NARGV = events_k > 0 and events_at - 1 or #ARGV - 1
 local NKEYS = #KEYS - (events_k > 0 and 1 or 0)
 
 -- Append the i-th event (none past k, none empty); `more`, raw JSON members
--- ('"reserved":120'), goes into its object: what only the script knows.
+-- ('"reserved":120'), goes into its object: what only the script knows. The
+-- stream's TTL is set once a script, at its first event: a spawn opening ten
+-- children, a job's last agent ending it, write several.
+local kept = false
 local function emit(i, more)
   if i > events_k or ARGV[events_at + i] == '' then return end
   local event = ARGV[events_at + i]
   if more then event = string.sub(event, 1, -2) .. ',' .. more .. '}' end
   redis.call('XADD', KEYS[#KEYS], '*', 'e', event)
-  redis.call('EXPIRE', KEYS[#KEYS], ARGV[events_at])
+  if not kept then
+    redis.call('EXPIRE', KEYS[#KEYS], ARGV[events_at])
+    kept = true
+  end
 end
 

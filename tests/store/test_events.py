@@ -59,6 +59,18 @@ def test_an_end_says_the_agents_end_and_a_roots_the_jobs_once(redis_client, job)
     assert events[-1].final and events[-1].error == root.error  # the job's whole error, not a preview
 
 
+def test_a_roots_end_keeps_the_stream_as_long_as_the_jobs_records(redis_client, job):
+    tree = JobTree(redis_client, TTL)
+    tree.record(job, node(AgentStatus.RUNNING))
+    redis_client.persist(keys.events(job))
+    assert tree.finish(job, node(AgentStatus.COMPLETED, output="5"))[0]  # the agent's end and the job's
+    assert [e.type for e in EventStream(redis_client).after(job)][-2:] == [
+        EventType.AGENT_FINISHED,
+        EventType.JOB_FINISHED,
+    ]
+    assert 0 < redis_client.ttl(keys.events(job)) <= TTL
+
+
 def test_a_checkpoint_says_its_agent_waits_and_on_what_and_a_stale_one_says_nothing(redis_client, job):
     saved, tree = Checkpoints(redis_client, TTL), JobTree(redis_client, TTL)
     tree.record(job, node(AgentStatus.RUNNING))
