@@ -48,6 +48,12 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def children(pid: int) -> list[int]:
+    """The child processes of ``pid`` (Linux ``/proc``): a ``covey worker``'s one per core."""
+    found = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return [int(child) for child in found]
+
+
 def start_redis(server: RedisServer) -> None:
     """A private redis-server that ignores the terminal's Ctrl-C.
 

@@ -44,7 +44,7 @@ from celery import Celery
 
 from bench import raw_tree
 from bench.fanout import agents, sim_calls
-from bench.harness import RedisServer, Worker, cpu_seconds, interruptible, report, start_redis
+from bench.harness import RedisServer, Worker, children, cpu_seconds, interruptible, report, start_redis
 from covey.client import Client
 from covey.config.settings import Settings
 
@@ -102,12 +102,6 @@ def stop(worker: Worker) -> None:
     kills it; the failure is reported already, so that is no error here."""
     with suppress(subprocess.TimeoutExpired):
         worker.stop()
-
-
-def children(pid: int) -> list[int]:
-    """The child processes of ``pid`` (Linux ``/proc``): a ``covey worker``'s one per core."""
-    found = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    return [int(child) for child in found]
 
 
 def start_workers(

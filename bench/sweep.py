@@ -1,7 +1,8 @@
 """What a covey sweep costs against a raw Celery group of the same size, as a user waits for it.
 
 Run from the repo root: ``python bench/sweep.py [--samples 500,2000] [--latency 0,50]
-[--rounds 3] [--max-in-flight 64] [--concurrency 4] [--sdk] [--json PATH] [--profile DIR]``;
+[--rounds 3] [--max-in-flight 64] [--concurrency 4] [--sdk] [--default-worker] [--json PATH]
+[--profile DIR]``;
 ``bench/all.py`` runs it with the other benchmarks and writes BENCHMARKS.md.
 
 - covey: ``covey sweep`` over N arithmetic samples (``single`` on the sim model,
@@ -16,6 +17,10 @@ Run from the repo root: ``python bench/sweep.py [--samples 500,2000] [--latency 
   through the ``openai`` SDK (the in-process sim, as covey's worker does) and
   the submitter scoring the answers: what a script without covey's runtime pays
   for the same model calls, so covey / (raw + SDK) is the runtime's own share.
+
+Both sides' workers are one process of ``--pool threads --concurrency C``; with
+``--default-worker`` covey's is ``covey worker`` with no flags (a process per core,
+each of 100 threads) and raw Celery runs a worker process per core of 100 threads.
 
 Both are timed from the command's start to its exit, imports included, each
 submitter a child process whose peak resident memory is its own (``wait4``'s
@@ -49,9 +54,9 @@ sys.path.insert(0, str(ROOT))  # `python bench/sweep.py` puts bench/, not the ro
 
 from bench import raw_tree
 from bench.fanout import ONE_PROCESS
-from bench.harness import RedisServer, Worker, cpu_seconds, start_redis
+from bench.harness import RedisServer, Worker, children, cpu_seconds, start_redis
 from covey.client import Client
-from covey.config.settings import Settings
+from covey.config.settings import DEFAULT_SLOTS, Settings
 
 COVEY_QUEUE, RAW_QUEUE = "bench-sweeps", "bench-raw"
 GRID = 'strategies = ["single"]\nscorer = "numeric"\nbudgets = [{max_tokens = 2000, max_cycles = 2}]\n'
@@ -86,31 +91,45 @@ def dataset(directory: Path, n: int, latency_ms: int) -> Path:
 
 
 class Bench:
-    """A private Redis, one covey worker and one raw worker, and the runs on them."""
+    """A private Redis, a covey worker and raw workers, and the runs on them.
 
-    def __init__(self, stack: ExitStack, work: Path, concurrency: int, max_in_flight: int) -> None:
+    By default both sides are one process of ``--pool threads --concurrency C``.
+    With ``default_worker`` covey's is ``covey worker`` with no flags (a process per
+    core, each of ``DEFAULT_SLOTS`` threads), and raw Celery runs a worker process
+    per core of as many threads: the same pools."""
+
+    def __init__(
+        self, stack: ExitStack, work: Path, concurrency: int, max_in_flight: int, default_worker: bool = False
+    ) -> None:
         self.work, self.max_in_flight = work, max_in_flight
         self.server = RedisServer()
         start_redis(self.server)
         stack.callback(self.server.stop)
-        opts = ["--concurrency", str(concurrency), "--pool", "threads", "--loglevel", "warning"]
+        slots = DEFAULT_SLOTS["threads"] if default_worker else concurrency
+        opts = ["--concurrency", str(slots), "--pool", "threads", "--loglevel", "warning"]
+        covey_opts = ["--loglevel", "warning"] if default_worker else opts
+        covey_opts += ["--queues", COVEY_QUEUE, "--hostname", "sweep@bench"]
         self.covey = Worker(
             "sweep@bench",
-            [sys.executable, "-m", "covey", "worker", *opts, "--queues", COVEY_QUEUE, "--hostname", "sweep@bench"],
+            [sys.executable, "-m", "covey", "worker", *covey_opts],
             self.server.url,
             COVEY_QUEUE,
             work,
-            env=ONE_PROCESS,
+            env=None if default_worker else ONE_PROCESS,
         )
         stack.callback(self.covey.stop)
-        self.raw = Worker(
-            "raw@bench", raw_tree.worker_argv(RAW_QUEUE, "raw@bench", *opts), self.server.url, RAW_QUEUE, work
-        )
-        stack.callback(self.raw.stop)
+        names = [f"raw-{i}@bench" for i in range(1, (os.cpu_count() or 1) + 1)] if default_worker else ["raw@bench"]
+        self.raws = [
+            Worker(name, raw_tree.worker_argv(RAW_QUEUE, name, *opts), self.server.url, RAW_QUEUE, work)
+            for name in names
+        ]
+        for raw in self.raws:
+            stack.callback(raw.stop)
         self.client = Client(Settings(redis_url=self.server.url, queue=COVEY_QUEUE))
         stack.callback(self.client.close)
         self.covey.wait_ready(self.client.app)
-        self.raw.wait_ready(raw_tree.create_app(Settings(redis_url=self.server.url, queue=RAW_QUEUE)))
+        for raw in self.raws:
+            raw.wait_ready(raw_tree.create_app(Settings(redis_url=self.server.url, queue=RAW_QUEUE)))
         grid = work / "grid.toml"
         grid.write_text(GRID)
         self.runs = 0
@@ -125,7 +144,7 @@ class Bench:
 
     def covey_run(self, n: int, latency_ms: int) -> dict:
         (seconds, mib, cpu, out), costs = self.costs(
-            self.covey, lambda: child([sys.executable, *self.sweep_argv(n, latency_ms)], self.server.url)
+            self.covey_pids, lambda: child([sys.executable, *self.sweep_argv(n, latency_ms)], self.server.url)
         )
         (row,) = json.loads(out)
         if row["accuracy"] != 1:
@@ -144,19 +163,25 @@ class Bench:
         ``figure`` it prints checked to be ``n`` (``what`` it is, in the error)."""
         argv = [sys.executable, "-m", "bench.raw_tree", *args]
         (seconds, mib, cpu, out), costs = self.costs(
-            self.raw, lambda: child(argv, self.server.url, COVEY_QUEUE=RAW_QUEUE)
+            [raw.proc.pid for raw in self.raws], lambda: child(argv, self.server.url, COVEY_QUEUE=RAW_QUEUE)
         )
         if json.loads(out)[figure] != n:
             raise RuntimeError(f"{what} {out}, not {n}")
         return {"seconds": seconds, "peak_mib": mib, "submitter_cpu": cpu, **costs}
 
-    def costs(self, worker: Worker, run: Callable[[], T]) -> tuple[T, dict]:
-        """``run``'s result, and the Redis commands and CPU (Redis's, the worker's) it took."""
+    @property
+    def covey_pids(self) -> list[int]:
+        """The covey worker's processes: a ``covey worker`` of several runs one per core."""
+        return [self.covey.proc.pid, *children(self.covey.proc.pid)]
+
+    def costs(self, workers: list[int], run: Callable[[], T]) -> tuple[T, dict]:
+        """``run``'s result, and the Redis commands and CPU (Redis's, the ``workers``'
+        processes') it took."""
         self.client.redis.config_resetstat()
-        pids = self.server.proc.pid, worker.proc.pid
-        cpu = [cpu_seconds(pid) for pid in pids]
+        redis_cpu, worker_cpu = cpu_seconds(self.server.proc.pid), sum(map(cpu_seconds, workers))
         result = run()
-        redis_cpu, worker_cpu = (cpu_seconds(pid) - before for pid, before in zip(pids, cpu))
+        redis_cpu = cpu_seconds(self.server.proc.pid) - redis_cpu
+        worker_cpu = sum(map(cpu_seconds, workers)) - worker_cpu
         return result, {"commands": self.commands(), "redis_cpu": redis_cpu, "worker_cpu": worker_cpu}
 
     def commands(self) -> dict[str, int]:
@@ -228,12 +253,17 @@ def main() -> None:
     parser.add_argument("--profile", type=Path, metavar="DIR", help="profile one covey sweep instead")
     parser.add_argument("--gil", action="store_true", help="with --profile: sample only the worker's GIL holder")
     parser.add_argument("--sdk", action="store_true", help="also time a raw group making the same SDK calls")
+    parser.add_argument(
+        "--default-worker",
+        action="store_true",
+        help="covey worker with no flags, against a raw worker per core of as many threads",
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.samples.split(",")]
     latencies = [int(ms) for ms in args.latency.split(",")]
     with ExitStack() as stack:
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="covey-bench-sweep-")))
-        bench = Bench(stack, work, args.concurrency, args.max_in_flight)
+        bench = Bench(stack, work, args.concurrency, args.max_in_flight, args.default_worker)
         if args.profile:
             print(json.dumps(bench.profile(max(sizes), latencies[0], args.profile, args.gil), indent=2))
             return
@@ -257,6 +287,7 @@ def main() -> None:
 
     figures = {
         "concurrency": args.concurrency,
+        "default_worker": args.default_worker,
         "max_in_flight": args.max_in_flight,
         "rounds": args.rounds,
         "start_seconds": statistics.median(starts),
