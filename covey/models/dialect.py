@@ -8,10 +8,12 @@ alone, OpenAI's reasoning models refuse ``max_tokens``; one server refuses a
 every name by default (it cuts a reply that passes it anyway, ``covey.models.stream``)
 and asks in the models file's structured mode; a request refused with an error
 that names one of these is asked again once without it, and the endpoint keeps
-that dialect for the rest of the worker's life (``Dialects``). So does one whose
-streamed answer to a request offering tools was empty (llama-cpp-python's
+that dialect for the rest of the worker's life. So does one whose streamed
+answer to a request offering tools was empty (llama-cpp-python's
 function-calling format cannot stream a tool call it chose itself): its requests
-with tools go unstreamed, where covey can no longer cut a reply at its cap.
+with tools go unstreamed, where covey can no longer cut a reply at its cap. What
+a server refused is learnt for every models-file entry of that model at that
+address, each keeping the rest of its own dialect (``Dialects``).
 """
 
 from __future__ import annotations
@@ -58,20 +60,56 @@ class Spoken(Protocol):
     def dialect(self) -> Dialect: ...
 
 
+@dataclass(frozen=True)
+class Lessons:
+    """What refusals taught of one model at one address: applied to the dialect each
+    models-file entry of it names, so two entries of one server share what the server
+    refuses and keep the rest of their own (one's structured mode, another's caps)."""
+
+    refused_caps: frozenset[ReplyCap] = frozenset()
+    no_json_schema: bool = False
+    no_tool_streams: bool = False
+
+    def applied(self, own: Dialect) -> Dialect:
+        """``own`` without what was refused; a cap name all of whose names were refused
+        is kept (the server's next refusal of it is the caller's error)."""
+        caps = tuple(cap for cap in own.caps if cap not in self.refused_caps) or own.caps
+        structured: StructuredMode = (
+            "tools" if self.no_json_schema and own.structured == "json_schema" else own.structured
+        )
+        return Dialect(caps, structured, own.stream_tools and not self.no_tool_streams)
+
+    def and_from(self, before: Dialect, after: Dialect) -> Lessons:
+        """These lessons and what going from ``before`` to ``after`` taught."""
+        return Lessons(
+            self.refused_caps | frozenset(before.caps).difference(after.caps),
+            self.no_json_schema or (before.structured == "json_schema" and after.structured != "json_schema"),
+            self.no_tool_streams or (before.stream_tools and not after.stream_tools),
+        )
+
+
 class Dialects:
-    """Each endpoint's dialect in this worker, from its models-file entry until a refusal teaches another."""
+    """Each endpoint's dialect in this worker, from its models-file entry as the
+    lessons of its server's refusals change it."""
 
     def __init__(self) -> None:
-        self._learnt: dict[tuple[str | None, str], Dialect] = {}
+        self._learnt: dict[tuple[str | None, str], Lessons] = {}
         self._lock = threading.Lock()
 
     def of(self, endpoint: Spoken) -> Dialect:
         with self._lock:
-            return self._learnt.get(endpoint.key, endpoint.dialect)
+            return self._of(endpoint)
 
     def learn(self, endpoint: Spoken, dialect: Dialect) -> None:
+        """``endpoint`` is now spoken in ``dialect``: what changed from its dialect so far
+        is learnt for every entry of its model at its address."""
         with self._lock:
-            self._learnt[endpoint.key] = dialect
+            lessons = self._learnt.get(endpoint.key, Lessons())
+            self._learnt[endpoint.key] = lessons.and_from(self._of(endpoint), dialect)
+
+    def _of(self, endpoint: Spoken) -> Dialect:
+        lessons = self._learnt.get(endpoint.key)
+        return endpoint.dialect if lessons is None else lessons.applied(endpoint.dialect)
 
 
 DIALECTS = Dialects()  # this worker process's: what its endpoints have been learnt to take

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from covey.models.dialect import REPLY_CAPS, Dialect
+from dataclasses import dataclass, replace
+
+from covey.models.dialect import REPLY_CAPS, Dialect, Dialects
 
 GIVEN = Dialect(caps=REPLY_CAPS, structured="json_schema")
 
@@ -32,3 +34,30 @@ def test_the_last_name_of_the_cap_is_never_dropped_and_unrelated_refusals_teach_
     alone = Dialect(caps=("max_tokens",), structured="tools")
     assert alone.refused("max_tokens is too large", structured=True) is None
     assert GIVEN.refused("model not found", structured=True) is None
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A models-file entry as far as its dialect goes."""
+
+    dialect: Dialect
+    key: tuple[str | None, str] = ("http://llm.local/v1", "smollm2")
+
+
+def test_what_a_server_refused_is_learnt_for_each_entry_of_it_and_each_keeps_the_rest_of_its_own():
+    plain, own_mode = Entry(GIVEN), Entry(Dialect(caps=REPLY_CAPS, structured="json_object"))
+    capped_alone = Entry(Dialect(caps=("max_completion_tokens",), structured="json_schema"))
+    elsewhere = Entry(GIVEN, ("http://other.local/v1", "smollm2"))
+    dialects = Dialects()
+    taught, _ = GIVEN.refused("extra fields not permitted: max_completion_tokens", structured=False)
+    dialects.learn(plain, taught)
+    taught, _ = dialects.of(plain).refused("Unsupported response_format type json_schema", structured=True)
+    dialects.learn(plain, taught)
+
+    assert dialects.of(plain) == Dialect(caps=("max_tokens",), structured="tools")
+    assert dialects.of(own_mode) == Dialect(caps=("max_tokens",), structured="json_object")
+    assert dialects.of(capped_alone) == Dialect(caps=("max_completion_tokens",), structured="tools")
+    assert dialects.of(elsewhere) == GIVEN
+
+    dialects.learn(own_mode, replace(dialects.of(own_mode), stream_tools=False))
+    assert not dialects.of(plain).stream_tools and dialects.of(plain).caps == ("max_tokens",)
