@@ -39,6 +39,10 @@ MAX_TOTAL_BYTES = 1024 * KIB  # of one task's images and files together: its Cel
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")  # what OpenAI's vision models take
 _DATA_URL = re.compile(r"data:(?P<type>[\w.+-]+/[\w.+-]+)?(?:;[\w.+-]+=[\w.+-]+)*;base64,(?P<data>.*)", re.S)
 _WEB_URL = re.compile(r"https?://[^\s]+")
+# A line of a tool's text naming an image (a workspace path or an http(s) URL) that
+# the agent's next model call shows (``covey.worker.attachments``).
+IMAGE_LINE = "[image: {}]"
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
 class BadPart(CoveyError, ValueError):
@@ -89,6 +93,12 @@ def image_type(data: bytes) -> str | None:
     if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
         return "image/webp"
     return None
+
+
+def tool_image(call_id: str, media_type: str, n: int = 0) -> str:
+    """Where the ``n``-th image of a tool call is kept below its agent's folder: named
+    by the call, so a call run again after a crash writes the same file."""
+    return f"images/{_UNSAFE.sub('_', call_id)}{f'-{n}' if n else ''}.{media_type.split('/')[1]}"
 
 
 def image_bytes(url: str, what: str = "image") -> tuple[str, bytes]:

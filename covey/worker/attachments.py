@@ -14,13 +14,11 @@ import re
 from typing import Any
 
 from covey import parts
-from covey.parts import File, FilePart
+from covey.parts import IMAGE_LINE, File, FilePart
 from covey.store.workspace import Workspace, WorkspaceError
 from covey.tools.tool import Output, WorkspaceView
 
-IMAGE_LINE = "[image: {}]"
-_IMAGE_LINE = re.compile(r"^\[image: (.+)\]$", re.M)
-_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+_IMAGE_LINE = re.compile(r"^\[image: (.+)\]$", re.M)  # parts.IMAGE_LINE
 SHOWN = "The images the tools returned:"
 
 
@@ -44,7 +42,7 @@ def stored(output: Output, workspace: WorkspaceView, call_id: str) -> str:
     if output.data is None:
         return f"the tool returned an image, shown below\n{IMAGE_LINE.format(output.url)}"
     kind = parts.image_type(output.data) or "image/png"
-    path = workspace.write(f"images/{_UNSAFE.sub('_', call_id)}.{kind.split('/')[1]}", output.data)
+    path = workspace.write(parts.tool_image(call_id, kind), output.data)
     return f"the tool returned an image, kept at {path} and shown below\n{IMAGE_LINE.format(path)}"
 
 

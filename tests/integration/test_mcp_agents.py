@@ -23,6 +23,7 @@ from celery import Celery
 from covey.client import Client
 from covey.config.settings import Settings
 from covey.spec import InvalidSpec
+from tests.images import png
 from tests.integration.conftest import (
     ROOT,
     called,
@@ -86,6 +87,19 @@ def test_a_react_agent_answers_through_an_mcp_tool(client, transport):
 def test_structured_content_reaches_the_model_as_json(client):
     output = answer(client, 'Weather? [sim:call remote__weather {"city": "Oslo"}]')
     assert json.loads(output) == {"city": "Oslo", "celsius": 4}
+
+
+@pytest.mark.parametrize("server_name", ["local", "remote"])
+def test_an_mcp_tools_image_reaches_the_next_model_call_and_stays_in_the_workspace(client, server_name):
+    task = f'Draw the sales. [sim:call {server_name}__chart {{"label": "sales"}}]'
+    handle = client.submit(client.spec(task, tools=called(task)))
+    result = handle.result(timeout=90)
+    drawn = png(9, 3)
+    assert result.status == "completed", result.error
+    assert result.output.startswith("chart of sales\n"), result.output
+    assert result.output.endswith(f"(saw [image image/png 9x3, {len(drawn)} bytes])"), result.output
+    [kept] = [path for path in handle.files() if path.startswith("images/")]
+    assert kept in result.output and handle.get_file(kept) == drawn
 
 
 def test_the_same_job_from_the_cli_and_a_bare_celery_client(client, server, env):

@@ -4,26 +4,42 @@ The content blocks are what the server wrote for a reader, so they win: a tool
 that returns a string reads as that string, not as the ``{"result": ...}`` the SDK
 wraps it in as structured content. The spec has servers repeat structured content
 as text, and reading both would say it twice; structured content is read, as
-compact JSON, only when no block carries text. A block the model cannot read as
-text (an image, audio, a binary resource) is named instead of pasted as base64.
+compact JSON, only when no block carries text. An image block is kept in the
+workspace and named on an image line (``covey.parts.IMAGE_LINE``), so the agent's
+next model call shows it, as a function tool's ``Image``; a block the model cannot
+read as text (audio, a binary resource, an image covey does not show) is named
+instead of pasted as base64.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import mcp_types as types
 
+from covey import parts
 
-def text(result: types.CallToolResult) -> str:
-    """The result as the text a model reads (an error result's too)."""
+Keep = Callable[[int, str, bytes], str]  # the n-th block's image type and bytes -> the workspace path it is kept at
+
+
+def text(result: types.CallToolResult, keep: Keep | None = None) -> str:
+    """The result as the text a model reads (an error result's too); with ``keep``,
+    each image block a PNG, JPEG, GIF or WebP of at most ``parts.MAX_BYTES`` is kept."""
     readable = any(isinstance(block, types.TextContent | types.EmbeddedResource) for block in result.content)
     if result.structured_content is not None and not result.is_error and not readable:
         return json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))
-    return "\n".join(_block(block) for block in result.content)
+    return "\n".join(_block(block, n, keep) for n, block in enumerate(result.content))
 
 
-def _block(block: types.ContentBlock) -> str:
+def _block(block: types.ContentBlock, n: int, keep: Keep | None) -> str:
+    if isinstance(block, types.ImageContent) and keep is not None:
+        try:
+            kind, data = parts.image_bytes(block.data)
+        except parts.BadPart:
+            pass  # no image covey shows: named below
+        else:
+            return parts.IMAGE_LINE.format(keep(n, kind, data))
     if isinstance(block, types.TextContent):
         return block.text
     if isinstance(block, types.EmbeddedResource):

@@ -9,15 +9,21 @@ for each name on a line of that file when it starts, and ``grow`` adds one.
 
 from __future__ import annotations
 
+import base64
 import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
+
+# tests.images.png(9, 3), spelled out: the tests copy this script where the tests package is not
+CHART_PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAkAAAADCAIAAADOaLIhAAAADElEQVR4nGNgoD4AAABUAAGT58M4AAAAAElFTkSuQmCC"
+)
 
 server = MCPServer("covey-test", log_level="WARNING")
 
@@ -37,6 +43,12 @@ def echo(text: str) -> str:
 def weather(city: str) -> Weather:
     """Today's weather in a city (structured content)."""
     return Weather(city=city, celsius=len(city))
+
+
+@server.tool(structured_output=False)
+def chart(label: str) -> list[Any]:
+    """A chart: a line of text and a 9x3 PNG, two content blocks."""
+    return [f"chart of {label}", Image(data=CHART_PNG, format="png")]
 
 
 @server.tool()

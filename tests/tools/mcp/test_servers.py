@@ -19,9 +19,10 @@ from covey.tools import registry
 from covey.tools.mcp import McpServers, McpToolFailed, McpUnavailable
 from covey.tools.mcp import servers as servers_module
 from covey.tools.tool import Tool, ToolContext
+from tests.images import png
 from tests.tools.mcp.conftest import SERVER, TOKEN, TOKEN_ENV, HttpServer, http_table, stdio_table
 
-SERVED = ["call_id", "echo", "fail", "grow", "hang", "pid", "weather"]  # the test server's tools, sorted
+SERVED = ["call_id", "chart", "echo", "fail", "grow", "hang", "pid", "weather"]  # the test server's tools, sorted
 WAIT_SECONDS = 30  # for a call in flight to reach the server, or a killed one to answer
 
 
@@ -100,6 +101,25 @@ def test_the_call_id_reaches_the_server_in_the_requests_meta(serve, either):
 
 def test_structured_content_becomes_its_json(serve, either):
     assert json.loads(call(serve(either)["srv__weather"], city="Oslo")) == {"city": "Oslo", "celsius": 4}
+
+
+class KeptFiles:
+    """An agent's view of its workspace that keeps what is written, below its folder."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, bytes] = {}
+
+    def write(self, path: str, content: str | bytes) -> str:
+        self.files[f"job-1/{path}"] = content if isinstance(content, bytes) else content.encode()
+        return f"job-1/{path}"
+
+
+def test_an_image_block_is_kept_in_the_workspace_and_named_on_an_image_line(serve, either):
+    workspace = KeptFiles()
+    context = ToolContext(job_id="job-1", agent_id="job-1", call_id="call_abc123", workspace=workspace)
+    said = serve(either)["srv__chart"].run({"label": "sales"}, context)
+    assert said == "chart of sales\n[image: job-1/images/call_abc123-1.png]"  # parts.IMAGE_LINE
+    assert workspace.files == {"job-1/images/call_abc123-1.png": png(9, 3)}
 
 
 def test_an_error_result_raises_with_the_servers_message(serve, either):
