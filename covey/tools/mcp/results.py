@@ -25,21 +25,32 @@ Keep = Callable[[int, str, bytes], str]  # the n-th block's image type and bytes
 
 def text(result: types.CallToolResult, keep: Keep | None = None) -> str:
     """The result as the text a model reads (an error result's too); with ``keep``,
-    each image block a PNG, JPEG, GIF or WebP of at most ``parts.MAX_BYTES`` is kept."""
+    its first ``parts.MAX_PARTS`` images that are a PNG, JPEG, GIF or WebP of at
+    most ``parts.MAX_BYTES`` are kept (as many as a task may carry)."""
     readable = any(isinstance(block, types.TextContent | types.EmbeddedResource) for block in result.content)
     if result.structured_content is not None and not result.is_error and not readable:
         return json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))
-    return "\n".join(_block(block, n, keep) for n, block in enumerate(result.content))
+    lines: list[str] = []
+    shown = 0
+    for n, block in enumerate(result.content):
+        line = _kept(block, n, keep) if keep is not None and shown < parts.MAX_PARTS else None
+        shown += line is not None
+        lines.append(_block(block) if line is None else line)
+    return "\n".join(lines)
 
 
-def _block(block: types.ContentBlock, n: int, keep: Keep | None) -> str:
-    if isinstance(block, types.ImageContent) and keep is not None:
-        try:
-            kind, data = parts.image_bytes(block.data)
-        except parts.BadPart:
-            pass  # no image covey shows: named below
-        else:
-            return parts.IMAGE_LINE.format(keep(n, kind, data))
+def _kept(block: types.ContentBlock, n: int, keep: Keep) -> str | None:
+    """The image line of an image block, kept; None for any other block or an image covey does not show."""
+    if not isinstance(block, types.ImageContent):
+        return None
+    try:
+        kind, data = parts.image_bytes(block.data)
+    except parts.BadPart:
+        return None
+    return parts.IMAGE_LINE.format(keep(n, kind, data))
+
+
+def _block(block: types.ContentBlock) -> str:
     if isinstance(block, types.TextContent):
         return block.text
     if isinstance(block, types.EmbeddedResource):
