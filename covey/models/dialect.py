@@ -28,7 +28,7 @@ from covey.models.structured import StructuredMode
 ReplyCap = Literal["max_tokens", "max_completion_tokens"]
 REPLY_CAPS: tuple[ReplyCap, ...] = ("max_tokens", "max_completion_tokens")
 _CAP_NAMED = re.compile(r"\bmax_(?:completion_)?tokens\b")
-_STRUCTURED_NAMED = re.compile(r"response_format|json_schema")
+_STRUCTURED_NAMED = re.compile(r"response_format|json_schema|json_object")
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class Dialect:
         """The dialect to ask again in after a refusal saying ``message`` (``structured``:
         the request asked for JSON), with what changed; None when it names nothing
         this dialect can do without."""
-        if structured and self.structured == "json_schema" and _STRUCTURED_NAMED.search(message):
+        if structured and self.structured != "tools" and _STRUCTURED_NAMED.search(message):
             return replace(self, structured="tools"), "asks for JSON answers in tools mode"
         named = _CAP_NAMED.search(message)  # the name a message says first is the one refused
         if named is not None and named.group() in self.caps and len(self.caps) > 1:
@@ -67,23 +67,21 @@ class Lessons:
     refuses and keep the rest of their own (one's structured mode, another's caps)."""
 
     refused_caps: frozenset[ReplyCap] = frozenset()
-    no_json_schema: bool = False
+    refused_modes: frozenset[StructuredMode] = frozenset()  # asked for in tools mode instead
     no_tool_streams: bool = False
 
     def applied(self, own: Dialect) -> Dialect:
         """``own`` without what was refused; a cap name all of whose names were refused
         is kept (the server's next refusal of it is the caller's error)."""
         caps = tuple(cap for cap in own.caps if cap not in self.refused_caps) or own.caps
-        structured: StructuredMode = (
-            "tools" if self.no_json_schema and own.structured == "json_schema" else own.structured
-        )
+        structured: StructuredMode = "tools" if own.structured in self.refused_modes else own.structured
         return Dialect(caps, structured, own.stream_tools and not self.no_tool_streams)
 
     def and_from(self, before: Dialect, after: Dialect) -> Lessons:
         """These lessons and what going from ``before`` to ``after`` taught."""
         return Lessons(
             self.refused_caps | frozenset(before.caps).difference(after.caps),
-            self.no_json_schema or (before.structured == "json_schema" and after.structured != "json_schema"),
+            self.refused_modes | ({before.structured} if after.structured != before.structured else set()),
             self.no_tool_streams or (before.stream_tools and not after.stream_tools),
         )
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import pytest
+
 from covey.models.dialect import REPLY_CAPS, Dialect, Dialects
 
 GIVEN = Dialect(caps=REPLY_CAPS, structured="json_schema")
@@ -12,6 +14,14 @@ GIVEN = Dialect(caps=REPLY_CAPS, structured="json_schema")
 def test_a_refused_json_schema_is_asked_for_in_tools_mode():
     taught = GIVEN.refused("Unsupported response_format type json_schema", structured=True)
     assert taught == (Dialect(caps=REPLY_CAPS, structured="tools"), "asks for JSON answers in tools mode")
+
+
+@pytest.mark.parametrize("mode", ["json_object", "json_object_schema"])
+def test_a_refused_json_object_mode_is_asked_for_in_tools_mode_too(mode):
+    given = Dialect(caps=REPLY_CAPS, structured=mode)
+    taught = given.refused("'response_format.type' must be 'json_schema' or 'text'", structured=True)
+    assert taught == (Dialect(caps=REPLY_CAPS, structured="tools"), "asks for JSON answers in tools mode")
+    assert Dialect(caps=REPLY_CAPS, structured="tools").refused("response_format", structured=True) is None
 
 
 def test_a_plain_request_is_not_taught_by_a_message_naming_response_format():
@@ -61,3 +71,8 @@ def test_what_a_server_refused_is_learnt_for_each_entry_of_it_and_each_keeps_the
 
     dialects.learn(own_mode, replace(dialects.of(own_mode), stream_tools=False))
     assert not dialects.of(plain).stream_tools and dialects.of(plain).caps == ("max_tokens",)
+
+    taught, _ = dialects.of(own_mode).refused("unknown response_format type json_object", structured=True)
+    dialects.learn(own_mode, taught)
+    assert dialects.of(own_mode).structured == "tools"
+    assert Dialects().of(own_mode).structured == "json_object"  # another worker's: nothing learnt there
