@@ -40,7 +40,7 @@ import redis
 
 from bench import scale
 from bench.fanout import agents
-from bench.harness import RedisServer, Worker, cpu_seconds, interruptible, start_redis
+from bench.harness import RedisServer, Worker, children, cpu_seconds, interruptible, start_redis
 from covey.client import Client
 from covey.config.settings import Settings
 
@@ -105,7 +105,7 @@ def start(stack: ExitStack, config: str, redis_url: str, logs: Path) -> tuple[sc
         stack.callback(client.close)
         worker.wait_ready(client.app)
         runs[config] = lambda width: scale.run_covey(client, width)
-        pids[config] = lambda: scale.children(worker.proc.pid)
+        pids[config] = lambda: children(worker.proc.pid)
     if failed:
         raise RuntimeError(failed[config])
     return runs[config], pids[config]
