@@ -12,7 +12,7 @@ import pytest
 from covey import Client
 from covey.config.settings import Settings
 from tests.cli.test_cli import covey
-from tests.redis_server import free_port
+from tests.redis_server import refusing_port
 
 
 def one_line(proc, code: int) -> str:
@@ -101,8 +101,9 @@ def test_a_tenant_given_with_its_scope_prefix_is_told_to_drop_it(redis_server):
     ],
 )
 def test_a_sentinel_url_without_its_master_or_its_sentinels_is_one_line(env, said):
-    url = f"sentinel://127.0.0.1:{free_port()};sentinel://127.0.0.1:{free_port()}"
-    line = one_line(covey("status", "j", redis_url=url, **env), 2)
+    with refusing_port() as first, refusing_port() as second:
+        url = f"sentinel://127.0.0.1:{first};sentinel://127.0.0.1:{second}"
+        line = one_line(covey("status", "j", redis_url=url, **env), 2)
     assert line.startswith(said)
 
 

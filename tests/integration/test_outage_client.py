@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -20,7 +21,7 @@ from covey.config.settings import Settings
 from tests.integration.conftest import ROOT, start_worker, stop_worker, wait_for_worker, worker_env
 from tests.integration.test_durability import wait_until
 from tests.integration.test_outage import DOWN_SECONDS
-from tests.redis_server import AofRedis, free_port
+from tests.redis_server import AofRedis, refusing_port
 
 FEW_SECONDS = 10  # python's start included; the client itself gives up after CLIENT_OUTAGE_SECONDS
 PASSWORD = "hunter2"
@@ -29,9 +30,10 @@ STORES = list(SETTING)
 
 
 @pytest.fixture
-def dead_url() -> str:
-    """A closed port, with a password that must never be shown."""
-    return f"redis://:{PASSWORD}@127.0.0.1:{free_port()}/0"
+def dead_url() -> Iterator[str]:
+    """A port that refuses connections, with a password that must never be shown."""
+    with refusing_port() as port:
+        yield f"redis://:{PASSWORD}@127.0.0.1:{port}/0"
 
 
 def urls(live: str, dead: str, store: str) -> dict[str, str]:
