@@ -146,13 +146,22 @@ def stop_worker(proc: subprocess.Popen) -> None:
 
 
 def wait_for_worker(client: Client, proc: subprocess.Popen, seconds: float = 60) -> None:
+    """Until ``proc``'s own worker answers (a ``covey worker`` of several processes: one
+    of them). Any worker answering a ping proved nothing of this one: a module's worker
+    on the same Redis answers while a test's second one still starts."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"worker exited with {proc.returncode}")
-        if client.app.control.ping(timeout=0.5):
+        try:
+            children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+        except FileNotFoundError:  # it exited just now: said above, next time round
+            continue
+        ours = {proc.pid, *map(int, children)}
+        replies = client.app.control.broadcast("stats", reply=True, timeout=0.5)
+        if any(isinstance(s, dict) and s.get("pid") in ours for reply in replies for s in reply.values()):
             return
-    raise RuntimeError("worker did not answer a ping")
+    raise RuntimeError("worker did not answer")
 
 
 @contextmanager
