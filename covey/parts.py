@@ -40,8 +40,9 @@ IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")  # what Ope
 _DATA_URL = re.compile(r"data:(?P<type>[\w.+-]+/[\w.+-]+)?(?:;[\w.+-]+=[\w.+-]+)*;base64,(?P<data>.*)", re.S)
 _WEB_URL = re.compile(r"https?://[^\s]+")
 # A line of a tool's text naming an image (a workspace path or an http(s) URL) that
-# the agent's next model call shows (``covey.worker.attachments``).
+# the agent's next model call shows (``covey.worker.attachments``), and how it is found.
 IMAGE_LINE = "[image: {}]"
+IMAGE_LINES = re.compile(r"^\[image: (.+)\]$", re.M)
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 

@@ -10,15 +10,13 @@ an http(s) URL is ever shown.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from covey import parts
-from covey.parts import IMAGE_LINE, File, FilePart
+from covey.parts import IMAGE_LINE, IMAGE_LINES, File, FilePart
 from covey.store.workspace import Workspace, WorkspaceError
 from covey.tools.tool import Output, WorkspaceView
 
-_IMAGE_LINE = re.compile(r"^\[image: (.+)\]$", re.M)  # parts.IMAGE_LINE
 SHOWN = "The images the tools returned:"
 
 
@@ -51,7 +49,7 @@ def shown(results: dict[str, str], workspace: Workspace) -> dict[str, list[dict[
     an image in the workspace, nor an http(s) URL, shows nothing."""
     found: dict[str, list[dict[str, Any]]] = {}
     for call_id, text in results.items():
-        images = [image for where in _IMAGE_LINE.findall(text) if (image := _image(where, workspace))]
+        images = [image for where in IMAGE_LINES.findall(text) if (image := _image(where, workspace))]
         if images:
             found[call_id] = images
     return found
