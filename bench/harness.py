@@ -27,12 +27,14 @@ import redis
 
 from covey.client import Client
 from covey.config.settings import Settings
+from tests.processes import children
 from tests.redis_server import RedisServer
 
 __all__ = [
     "ROOT",
     "RedisServer",
     "Worker",
+    "children",
     "cpu_seconds",
     "interruptible",
     "private_redis",
@@ -46,12 +48,6 @@ def cpu_seconds(pid: int) -> float:
     """User and system CPU of a process so far (Linux ``/proc``), its threads included."""
     fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def children(pid: int) -> list[int]:
-    """The child processes of ``pid`` (Linux ``/proc``): a ``covey worker``'s one per core."""
-    found = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    return [int(child) for child in found]
 
 
 def start_redis(server: RedisServer) -> None:

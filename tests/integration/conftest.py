@@ -23,6 +23,7 @@ from covey.client import Client
 from covey.config.settings import Settings
 from covey.orchestration import registry
 from covey.tools.registry import DEFAULT_TOOLS
+from tests.processes import children
 from tests.redis_server import RedisServer, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -154,10 +155,9 @@ def wait_for_worker(client: Client, proc: subprocess.Popen, seconds: float = 60)
         if proc.poll() is not None:
             raise RuntimeError(f"worker exited with {proc.returncode}")
         try:
-            children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+            ours = {proc.pid, *children(proc.pid)}
         except FileNotFoundError:  # it exited just now: said above, next time round
             continue
-        ours = {proc.pid, *map(int, children)}
         replies = client.app.control.broadcast("stats", reply=True, timeout=0.5)
         if any(isinstance(s, dict) and s.get("pid") in ours for reply in replies for s in reply.values()):
             return
