@@ -18,12 +18,11 @@ from covey.orchestration.actions import CallModel, Finish, RunTools, ToolResults
 from covey.results import AgentResult
 from covey.spec import AgentSpec
 from covey.store.workspace import Workspace
-from covey.worker import loop
 from covey.worker.deps import Deps
 from covey.worker.tools import run_tool
 from tests.agents.test_replay import opened
 from tests.orchestration.checkpointing import resumed
-from tests.worker.test_loop import CountingLLM
+from tests.worker.test_loop import dies_in_call, run_again
 
 ORDERS = "covey_example_agents.orders:orders"
 CTX = RunContext(job_id="j", agent_id="root", budget=Budget())
@@ -71,14 +70,8 @@ def test_through_covey_s_loop_every_call_is_charged_once_and_a_rerun_step_replay
     counter = tmp_path / "runs.txt"
     spec = AgentSpec(task=f'Count. [sim:call tally {{"path": "{counter}"}}]', agent="tests.agents.pai_agents:counted")
     ctx = opened(deps, spec)
-    real = deps.llm
-    deps.llm = CountingLLM(real, die_at=2)
-    state, action = loop.begin(deps, ctx, spec)
-    with pytest.raises(SystemExit):
-        loop.advance(deps, state, action)
-    deps.llm = rerun = CountingLLM(real)
-    state, action = loop.begin(deps, ctx, spec)
-    out = loop.advance(deps, state, action)
+    dies_in_call(deps, ctx, spec, 2)
+    out, rerun = run_again(deps, ctx, spec)
     assert out.result.ok and out.result.output == "tallied 1", out.result.error
     assert rerun.calls == 1 and counter.read_text().splitlines() == ["run"]
     snap = deps.ledger.snapshot(ctx.job_id)

@@ -16,7 +16,7 @@ from covey.status import AgentStatus, CauseKind
 from covey.worker import loop
 from covey.worker.deps import Deps
 from tests.agents import sdk_agents
-from tests.worker.test_loop import CountingLLM
+from tests.worker.test_loop import dies_in_call, run_again
 
 TRIAGE = "covey_example_agents.triage:triage"
 REFUND = (
@@ -52,16 +52,10 @@ def test_a_step_run_again_replays_settled_model_and_tool_calls_and_charges_nothi
     counter = tmp_path / "runs.txt"
     spec = AgentSpec(task=f'Count. [sim:call tally {{"path": "{counter}"}}]', agent="tests.agents.sdk_agents:counted")
     ctx = opened(deps, spec)
-    real = deps.llm
-    deps.llm = CountingLLM(real, die_at=2)  # the tool call's reply settles and the tool runs; the answer call dies
-    state, action = loop.begin(deps, ctx, spec)
-    with pytest.raises(SystemExit):
-        loop.advance(deps, state, action)
+    dies_in_call(deps, ctx, spec, 2)  # the tool call's reply settles and the tool runs; the answer call dies
     assert counter.read_text().splitlines() == ["run"]
 
-    deps.llm = rerun = CountingLLM(real)  # the broker redelivers the step to a new run of it
-    state, action = loop.begin(deps, ctx, spec)
-    out = loop.advance(deps, state, action)
+    out, rerun = run_again(deps, ctx, spec)  # the broker redelivers the step to a new run of it
     assert out.result.ok and out.result.output == "tallied 1", out.result.error
     assert rerun.calls == 1 and counter.read_text().splitlines() == ["run"]  # only the answer was asked anew
     snap = deps.ledger.snapshot(ctx.job_id)
@@ -79,16 +73,10 @@ def test_a_rerun_that_asks_for_another_request_than_the_recorded_one_fails_nonde
         task=f'Count. [sim:call tally {{"path": "{tmp_path / "runs.txt"}"}}]', agent="tests.agents.sdk_agents:drifting"
     )
     ctx = opened(deps, spec)
-    real = deps.llm
-    deps.llm = CountingLLM(real, die_at=2)
-    state, action = loop.begin(deps, ctx, spec)
-    with pytest.raises(SystemExit):
-        loop.advance(deps, state, action)
+    dies_in_call(deps, ctx, spec, 2)
 
     drift.write_text("Count twice.")  # what the agent reads changed before its step ran again
-    deps.llm = rerun = CountingLLM(real)
-    state, action = loop.begin(deps, ctx, spec)
-    out = loop.advance(deps, state, action)
+    out, rerun = run_again(deps, ctx, spec)
     result = out.result
     assert result.status is AgentStatus.FAILED and rerun.calls == 0
     assert (result.cause.kind, result.cause.call) == (CauseKind.NONDETERMINISTIC, "root:1")

@@ -24,7 +24,7 @@ from covey.spec import AgentSpec, InvalidSpec
 from covey.status import AgentStatus, Cause, CauseKind, Resource
 from covey.worker import loop
 from covey.worker.agent_state import dump_checkpoint, load_checkpoint
-from covey.worker.completion import Kind
+from covey.worker.completion import Completion, Kind
 from covey.worker.deps import Deps
 from covey.worker.spawning import child_agent_id, child_spec
 
@@ -183,6 +183,26 @@ class CountingLLM:
         return self.llm.call(*args, **kwargs)
 
 
+def dies_in_call(deps: Deps, ctx: RunContext, spec: AgentSpec, n: int) -> None:
+    """The agent's step run until its ``n``-th model call, where its worker dies (the
+    calls before it settled); ``deps`` keep the real model for the next run."""
+    real = deps.llm
+    deps.llm = CountingLLM(real, die_at=n)
+    try:
+        with pytest.raises(SystemExit):
+            loop.advance(deps, *loop.begin(deps, ctx, spec))
+    finally:
+        deps.llm = real
+
+
+def run_again(
+    deps: Deps, ctx: RunContext, spec: AgentSpec
+) -> tuple[loop.Finished | loop.FanOut | loop.Paused | Completion, CountingLLM]:
+    """The step delivered again, to a new run of it: what it did, and the model calls it made."""
+    deps.llm = counting = CountingLLM(deps.llm)
+    return loop.advance(deps, *loop.begin(deps, ctx, spec)), counting
+
+
 def test_a_reply_cut_at_the_per_call_cap_fails_and_says_how_to_raise_it(deps):
     ctx = root(deps, Budget(max_tokens=1_000_000, max_agents=300, max_depth=2))
     out = run(deps, ctx, "[sim:spawn width=200 depth=1] wide", max_call_tokens=1024)
@@ -215,16 +235,10 @@ def test_a_rerun_step_replays_settled_calls_instead_of_calling_the_model(deps):
     ctx = root(deps, Budget(max_tokens=10_000))
     spec = AgentSpec(task="What is 2 * 21?")
     deps.ledger.open_root(ctx.job_id, "root", ctx.budget, AgentTerms(max_cycles=spec.max_cycles))
-    real = deps.llm
-    deps.llm = CountingLLM(real, die_at=2)  # the calculator call settles, the answer call dies
-    state, action = loop.begin(deps, ctx, spec)
-    with pytest.raises(SystemExit):
-        loop.advance(deps, state, action)
+    dies_in_call(deps, ctx, spec, 2)  # the calculator call settles, the answer call dies
     assert deps.ledger.snapshot(ctx.job_id).tokens_reserved > 0  # the dying call's hold is kept
 
-    deps.llm = rerun = CountingLLM(real)  # the broker redelivers the step
-    state, action = loop.begin(deps, ctx, spec)
-    out = loop.advance(deps, state, action)
+    out, rerun = run_again(deps, ctx, spec)  # the broker redelivers the step
     assert out.result.output == "42" and rerun.calls == 1
     snap = deps.ledger.snapshot(ctx.job_id)
     assert snap.tokens_used == out.result.usage.total_tokens and snap.cycles_used == out.result.usage.cycles == 2

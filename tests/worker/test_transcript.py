@@ -17,7 +17,7 @@ from covey.spec import AgentSpec
 from covey.store.transcripts import ModelCallEvent, ToolCallEvent, Transcripts
 from covey.worker import loop, redaction
 from covey.worker.deps import Deps
-from tests.worker.test_loop import CountingLLM
+from tests.worker.test_loop import dies_in_call, run_again
 
 FAKE_KEY = "test-key-" + "k" * 40  # no provider prefix: only its exact value can mask it
 FAKE_SECRET = "covey-signing-" + "s" * 30
@@ -105,15 +105,11 @@ def test_a_rerun_step_adds_nothing_twice(deps):
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
     deps.now = lambda: t0 + timedelta(seconds=2 * next(clock))
     ctx, spec = start(deps, "What is 2 * 21?")
-    real = deps.llm
-    deps.llm = CountingLLM(real, die_at=2)
-    with pytest.raises(SystemExit):
-        loop.advance(deps, *loop.begin(deps, ctx, spec))
+    dies_in_call(deps, ctx, spec, 2)
     before = Transcripts(deps.redis).read(ctx.job_id, "root")
     assert [e.kind for e in before.events] == ["model"]
 
-    deps.llm = CountingLLM(real)
-    out = loop.advance(deps, *loop.begin(deps, ctx, spec))
+    out, _ = run_again(deps, ctx, spec)
     assert out.result.output == "42"
     t = Transcripts(deps.redis).read(ctx.job_id, "root")
     assert [(e.kind, e.cycle) for e in t.events] == [("model", 1), ("tool", 1), ("model", 2)]
