@@ -4,14 +4,10 @@ output comes back to the caller as its type, its tool run and counted as covey's
 from __future__ import annotations
 
 import sys
-from contextlib import closing
 
 import pytest
 
-from covey.client import Client
-from covey.config.settings import Settings
-from tests.integration.conftest import ROOT, start_worker, stop_worker, wait_for_worker
-from tests.redis_server import RedisServer
+from tests.integration.conftest import ROOT, own_worker
 
 ORDERS = "covey_example_agents.orders:orders"
 ANSWERED = '[sim:call lookup_order {"order_id": "A1"}] [sim:then final_result {"order_id": "A1", "status": "shipped"}]'
@@ -19,14 +15,8 @@ ANSWERED = '[sim:call lookup_order {"order_id": "A1"}] [sim:then final_result {"
 
 @pytest.fixture(scope="module")
 def client():
-    with RedisServer() as server:
-        worker = start_worker(server.url, PYTHONPATH=f"{ROOT}:{ROOT}/examples/agents")
-        with closing(Client(Settings(redis_url=server.url))) as c:
-            try:
-                wait_for_worker(c, worker)
-                yield c
-            finally:
-                stop_worker(worker)
+    with own_worker(PYTHONPATH=f"{ROOT}:{ROOT}/examples/agents") as (_, c):
+        yield c
 
 
 def test_a_pydantic_ai_agents_typed_output_arrives_as_its_type_and_its_tool_is_covey_s(client):
