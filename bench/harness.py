@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -35,6 +36,7 @@ __all__ = [
     "RedisServer",
     "Worker",
     "children",
+    "interleaved",
     "cpu_seconds",
     "interruptible",
     "private_redis",
@@ -182,6 +184,24 @@ def interruptible(main: Callable[[], None]) -> None:
         print("interrupted", file=sys.stderr)
         sys.stdout.flush()
         os._exit(130)
+
+
+def interleaved(
+    cases: dict[str, Callable[[], object]], runs: int, rounds: int, calls_a_run: int = 1
+) -> dict[str, float]:
+    """Microseconds per call of each case: the median of ``rounds`` rounds after a
+    warm-up one, each round running every case ``runs`` times (``calls_a_run`` calls
+    each) in turn, forwards and backwards alternately."""
+    samples: dict[str, list[float]] = {key: [] for key in cases}
+    for round_ in range(rounds + 1):  # round 0 warms up
+        for key, once in list(cases.items())[:: 1 if round_ % 2 else -1]:
+            start = time.perf_counter()
+            for _ in range(runs):
+                once()
+            if round_:
+                samples[key].append((time.perf_counter() - start) / (calls_a_run * runs) * 1e6)
+        print(f"round {round_}/{rounds}", file=sys.stderr)
+    return {key: statistics.median(values) for key, values in samples.items()}
 
 
 def calls_main(doc: str, calls: int, run_all: Callable[[int], dict], table: Callable[[dict, None], str]) -> None:

@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import os
 import platform
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -36,7 +34,7 @@ sys.path.insert(0, str(ROOT))  # `python bench/model_call.py` puts bench/, not t
 import httpx2
 import openai
 
-from bench.harness import calls_main, interruptible
+from bench.harness import calls_main, interleaved, interruptible
 from covey.config.settings import Settings
 from covey.models import sim
 from covey.models.catalog import Catalog, ModelEntry
@@ -57,14 +55,6 @@ ROWS = {
     "whole": "`LLM.call` of a models-file entry, `stream = false`",
     "streamed": "`LLM.call` of a models-file entry, streamed (the default)",
 }
-
-
-def per_call(calls: int, once: Callable[[], object]) -> float:
-    """Microseconds per call of ``once()``, over ``calls`` calls."""
-    start = time.perf_counter()
-    for _ in range(calls):
-        once()
-    return (time.perf_counter() - start) / calls * 1e6
 
 
 def cases() -> dict[str, Callable[[], object]]:
@@ -106,17 +96,9 @@ def cases() -> dict[str, Callable[[], object]]:
 
 
 def run_all(calls: int) -> dict:
-    made = cases()
-    samples: dict[str, list[float]] = {key: [] for key in made}
-    for round_ in range(ROUNDS + 1):  # round 0 warms up
-        order = list(made.items())[:: 1 if round_ % 2 else -1]
-        measured = {key: per_call(calls, once) for key, once in order}
-        if round_:
-            for key, us in measured.items():
-                samples[key].append(us)
-        print(f"round {round_}/{ROUNDS}", file=sys.stderr)
+    medians = interleaved(cases(), calls, ROUNDS)
     figures: dict = {"calls": calls, "rounds": ROUNDS, "cores": os.cpu_count(), "python": platform.python_version()}
-    figures.update({f"{key}_us": round(statistics.median(values), 1) for key, values in samples.items()})
+    figures.update({f"{key}_us": round(us, 1) for key, us in medians.items()})
     figures["openai"] = openai.__version__
     return figures
 

@@ -24,9 +24,7 @@ from __future__ import annotations
 import asyncio
 import os
 import platform
-import statistics
 import sys
-import time
 import uuid
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -42,7 +40,7 @@ from agents import Agent, Runner
 from agents.models.openai_chatcompletions import OpenAIChatCompletionsModel
 from openai import AsyncOpenAI
 
-from bench.harness import calls_main, interruptible, private_redis
+from bench.harness import calls_main, interleaved, interruptible, private_redis
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentTerms
 from covey.config.settings import Settings
@@ -124,29 +122,13 @@ _SCHEMA = {
 }
 
 
-def per_call(runs: int, once: Callable[[], object]) -> float:
-    """Microseconds per model call (two a run) over ``runs`` runs of ``once()``."""
-    start = time.perf_counter()
-    for _ in range(runs):
-        once()
-    return (time.perf_counter() - start) / (2 * runs) * 1e6
-
-
 def run_all(runs: int) -> dict:
     with ExitStack() as stack:
         server, _ = private_redis(stack)
         deps = Deps.from_settings(Settings(redis_url=server.url, model="sim", model_retries=0))
-        made = cases(deps)
-        samples: dict[str, list[float]] = {key: [] for key in made}
-        for round_ in range(ROUNDS + 1):  # round 0 warms up
-            order = list(made.items())[:: 1 if round_ % 2 else -1]
-            measured = {key: per_call(runs, once) for key, once in order}
-            if round_:
-                for key, us in measured.items():
-                    samples[key].append(us)
-            print(f"round {round_}/{ROUNDS}", file=sys.stderr)
+        medians = interleaved(cases(deps), runs, ROUNDS, calls_a_run=2)  # two model calls a run
     figures: dict = {"runs": runs, "rounds": ROUNDS, "cores": os.cpu_count(), "python": platform.python_version()}
-    figures.update({f"{key}_us": round(statistics.median(values), 1) for key, values in samples.items()})
+    figures.update({f"{key}_us": round(us, 1) for key, us in medians.items()})
     figures["openai_agents"] = agents.__version__
     return figures
 
