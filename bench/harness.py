@@ -37,6 +37,7 @@ __all__ = [
     "Worker",
     "children",
     "interleaved",
+    "times_table",
     "cpu_seconds",
     "interruptible",
     "private_redis",
@@ -202,6 +203,20 @@ def interleaved(
                 samples[key].append((time.perf_counter() - start) / (calls_a_run * runs) * 1e6)
         print(f"round {round_}/{rounds}", file=sys.stderr)
     return {key: statistics.median(values) for key, values in samples.items()}
+
+
+def times_table(after: dict, before: dict | None, rows: dict[str, str], head: str, digits: int) -> str:
+    """Microseconds per call of each of ``rows`` (``after``'s ``<key>_us``, shown to
+    ``digits`` places) and its multiple of the ``sdk`` row's, under ``head``; with
+    ``before``, an older commit's figure beside (– for a row it could not time)."""
+    sdk = after["sdk_us"]
+    lines = [head + (" before (µs) |" if before else ""), "|---|---:|---:|" + ("---:|" if before else "")]
+    for key, label in rows.items():
+        line = f"| {label} | {after[f'{key}_us']:,.{digits}f} | {after[f'{key}_us'] / sdk:.2f}× |"
+        if before is not None:
+            line += f" {before[f'{key}_us']:,.{digits}f} |" if f"{key}_us" in before else " – |"
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def calls_main(doc: str, calls: int, run_all: Callable[[int], dict], table: Callable[[dict, None], str]) -> None:

@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))  # `python bench/model_call.py` puts bench/, not t
 import httpx2
 import openai
 
-from bench.harness import calls_main, interleaved, interruptible
+from bench.harness import calls_main, interleaved, interruptible, times_table
 from covey.config.settings import Settings
 from covey.models import sim
 from covey.models.catalog import Catalog, ModelEntry
@@ -105,15 +105,7 @@ def run_all(calls: int) -> dict:
 
 def table(after: dict, before: dict | None) -> str:
     """Microseconds per call and the multiple of the SDK's own; with ``before``, its figure beside."""
-    sdk = after["sdk_us"]
-    head = "| call | µs per call | × the SDK's `create` |"
-    lines = [head + (" before (µs) |" if before else ""), "|---|---:|---:|" + ("---:|" if before else "")]
-    for key, label in ROWS.items():
-        line = f"| {label} | {after[f'{key}_us']:,.1f} | {after[f'{key}_us'] / sdk:.2f}× |"
-        if before is not None:  # an older commit has no row for what it could not do
-            line += f" {before[f'{key}_us']:,.1f} |" if f"{key}_us" in before else " – |"
-        lines.append(line)
-    return "\n".join(lines)
+    return times_table(after, before, ROWS, "| call | µs per call | × the SDK's `create` |", 1)
 
 
 def section(after: dict, before: dict | None) -> str:

@@ -40,7 +40,7 @@ from agents import Agent, Runner
 from agents.models.openai_chatcompletions import OpenAIChatCompletionsModel
 from openai import AsyncOpenAI
 
-from bench.harness import calls_main, interleaved, interruptible, private_redis
+from bench.harness import calls_main, interleaved, interruptible, private_redis, times_table
 from covey.budgets.budget import Budget
 from covey.budgets.ledger import AgentTerms
 from covey.config.settings import Settings
@@ -134,15 +134,7 @@ def run_all(runs: int) -> dict:
 
 
 def table(after: dict, before: dict | None) -> str:
-    sdk = after["sdk_us"]
-    head = "| a model call of | µs | × the plain SDK's |"
-    lines = [head + (" before (µs) |" if before else ""), "|---|---:|---:|" + ("---:|" if before else "")]
-    for key, label in ROWS.items():
-        line = f"| {label} | {after[f'{key}_us']:,.0f} | {after[f'{key}_us'] / sdk:.2f}× |"
-        if before is not None:
-            line += f" {before[f'{key}_us']:,.0f} |" if f"{key}_us" in before else " – |"
-        lines.append(line)
-    return "\n".join(lines)
+    return times_table(after, before, ROWS, "| a model call of | µs | × the plain SDK's |", 0)
 
 
 def section(after: dict, before: dict | None) -> str:
