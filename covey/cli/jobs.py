@@ -254,9 +254,9 @@ def run(task: str | None, as_json: bool, **options: Any) -> None:
 
     client = connect()
     handle = client.submit(_spec(client, task, options))
-    click.echo(f"job {handle.id}", err=True)
     timeout = options["timeout"]
-    try:
+    try:  # from the job's line on: a Ctrl-C right after it, before the wait, says the same
+        click.echo(f"job {handle.id}", err=True)
         done = wait(handle, None if timeout is None else timeout + REPORT_GRACE_SECONDS, _live(as_json))
     except KeyboardInterrupt:
         interrupted(

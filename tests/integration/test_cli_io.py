@@ -111,7 +111,7 @@ def test_ctrl_c_on_run_says_the_job_goes_on_and_how_to_cancel_it_and_exits_130(c
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 130
+    assert proc.returncode == 130, stderr
     assert stderr.strip().splitlines()[-1] == (
         f"interrupted: job {job_id} goes on: `covey cancel {job_id}` stops it, `covey result {job_id}` waits again"
     )
