@@ -6,7 +6,9 @@ calls like any tool's (arguments checked, a timeout, an output cap, approval,
 the result recorded). Inside pydantic-ai's run the toolset's ``call_tool`` is
 replaced, once per process, by one that answers from the run's journal; outside
 a covey run it calls the tool as before. A tool runs with no ``deps`` (covey
-carries none) and a run context of its own.
+carries none) and a run context of its own. The images it returns
+(``BinaryContent``, ``ImageUrl``) are kept in the workspace and shown in the
+agent's next model call, as covey's own tools' images are.
 """
 
 from __future__ import annotations
@@ -18,12 +20,15 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_ai import Agent, RunContext
 from pydantic_ai import Tool as PaiTool
+from pydantic_ai.messages import BinaryContent, FileUrl, ImageUrl, UploadedFile
 from pydantic_ai.models.test import TestModel
 from pydantic_ai.toolsets import FunctionToolset
 from pydantic_ai.usage import RunUsage
 
 from covey.agents import loops, session
 from covey.agents.served import Brought
+from covey.parts import BadPart, Image
+from covey.tools import images
 from covey.tools.tool import DEFAULT_TIMEOUT, Tool, ToolContext
 
 _MARK = "_covey_original"  # on a toolset covey wrapped: its call_tool before that
@@ -91,7 +96,7 @@ def _served(agent: Agent[Any, Any], name: str, path: str) -> Tool:
             found = (await toolset.get_tools(context))[name]
             return await getattr(toolset, _MARK)(name, args, context, found)
 
-        return _text(loops.run(called))
+        return _read(loops.run(called), ctx)
 
     return Tool(
         name=name,
@@ -101,6 +106,35 @@ def _served(agent: Agent[Any, Any], name: str, path: str) -> Tool:
         run=run,
         timeout=tool.timeout or DEFAULT_TIMEOUT,
     )
+
+
+def _read(output: Any, ctx: ToolContext) -> str:
+    """What the model reads of a tool's output: multimodal content (``BinaryContent``,
+    ``ImageUrl``, one or a list with text) a line a part, its images kept and shown
+    in the next call; anything else as text or JSON."""
+    given = output if isinstance(output, list) else [output]
+    if not any(isinstance(item, FileUrl | BinaryContent | UploadedFile) for item in given):
+        return _text(output)
+    return images.text([_part(item) for item in given], ctx)
+
+
+def _part(item: Any) -> str | Image:
+    """Text, an image, or what the model reads of another file (a document, audio, a
+    provider's upload): its kind and where it is."""
+    if isinstance(item, BinaryContent) and item.is_image:
+        try:
+            return Image(data=item.data)
+        except BadPart as e:
+            return f"[image not shown: {e}]"
+    if isinstance(item, ImageUrl):
+        return images.from_url(item.url)
+    if isinstance(item, FileUrl):
+        return f"[{getattr(item, 'kind', 'file')} {item.url}]"
+    if isinstance(item, BinaryContent):
+        return f"[{item.kind} {item.media_type}, {len(item.data)} bytes]"
+    if isinstance(item, UploadedFile):
+        return f"[{item.kind} {item.file_id}]"
+    return _text(item)
 
 
 def _text(output: Any) -> str:

@@ -7,6 +7,8 @@ an output cap, approval where the spec or the tool asks for it, the result
 recorded with the step), so a crash never runs one twice. Inside the SDK's run
 its invocation is replaced, once per process, by one that answers from the run's
 journal (``covey.agents.session``); outside a covey run it calls the tool as before.
+The images of a structured output (``ToolOutputImage``) are kept in the workspace
+and shown in the agent's next model call, as covey's own tools' images are.
 """
 
 from __future__ import annotations
@@ -17,12 +19,15 @@ from collections.abc import Iterator
 from typing import Any
 
 from agents import Agent, FunctionTool, Handoff
+from agents.items import ItemHelpers
 from agents.tool_context import ToolContext as SdkToolContext
 from pydantic import BaseModel
 
 from covey.agents import loops, session
 from covey.agents.loading import AgentNotFound
 from covey.agents.served import Brought
+from covey.parts import Image
+from covey.tools import images
 from covey.tools.tool import DEFAULT_TIMEOUT, Tool, ToolContext
 
 _MARK = "_covey_original"  # on a tool covey wrapped: its invocation before that
@@ -112,7 +117,7 @@ def _served(tool: FunctionTool, path: str) -> Tool:
     def run(args: dict[str, Any], ctx: ToolContext) -> str:
         given = json.dumps(args)
         context = SdkToolContext(context=None, tool_name=tool.name, tool_call_id=ctx.call_id, tool_arguments=given)
-        return _text(loops.run(lambda: original(context, given)))
+        return _read(loops.run(lambda: original(context, given)), ctx)
 
     needs = tool.needs_approval
     return Tool(
@@ -126,8 +131,30 @@ def _served(tool: FunctionTool, path: str) -> Tool:
     )
 
 
+def _read(output: Any, ctx: ToolContext) -> str:
+    """What the model reads of a tool's output: a structured one (``ToolOutputText``,
+    ``ToolOutputImage``, ``ToolOutputFileContent``, one or a list, or their dicts, as
+    the SDK reads them) a line a part, its images kept and shown in the next call."""
+    structured = None if isinstance(output, str) else ItemHelpers._convert_tool_output_as_structured(output)
+    if structured is None:
+        return _text(output)
+    return images.text([_part(dict(item)) for item in structured], ctx)
+
+
+def _part(item: dict[str, Any]) -> str | Image:
+    """Text, an image given by URL, or what the model reads of another part (an
+    image or file given by an OpenAI file id, a file's data): its name."""
+    if item["type"] == "input_text":
+        return item["text"]
+    if item["type"] == "input_image" and item.get("image_url"):
+        return images.from_url(item["image_url"])
+    kind = item["type"].removeprefix("input_")
+    name = item.get("filename") or item.get("file_url") or item.get("file_id")
+    return f"[{kind} {name}]" if name else f"[{kind}]"
+
+
 def _text(output: Any) -> str:
-    """What the model reads of a tool's output, as the SDK would send it."""
+    """What the model reads of a tool's other output, as the SDK would send it."""
     if isinstance(output, str):
         return output
     if isinstance(output, BaseModel):

@@ -90,6 +90,7 @@ class State(StrategyState):
     run_by_covey: list[str] = Field(default_factory=list)
     as_children: list[str] = Field(default_factory=list)
     spawning: list[ToolCall] = Field(default_factory=list)  # the reply's as_tool calls, once its tools ran
+    shown: dict[str, dict[str, Any]] = Field(default_factory=dict)  # a reply's first call id -> its tools' images
 
 
 def start(spec: AgentSpec, ctx: RunContext) -> Action:
@@ -126,6 +127,8 @@ def _on_reply(run: Run[Options], state: State, reply: ModelReply) -> Action:
 
 def _on_tools(run: Run[Options], state: State, outcome: ToolResults) -> Action:
     state.results.update(outcome.results)
+    if outcome.shown is not None:
+        state.shown[next(iter(outcome.results))] = outcome.shown
     return _spawned(run, state)
 
 
@@ -196,13 +199,29 @@ def _replayed(run: Run[Options], state: State) -> Action:
     state.run_by_covey, state.as_children = request.run_by_covey, request.as_children
     return CallModel(
         state=state,
-        messages=request.messages,
+        messages=_showing(request.messages, state.shown),
         tools=[],
         schema=request.schema,
         schema_name=request.schema_name,
         functions=request.functions,
         key=request.key,
     )
+
+
+def _showing(messages: list[dict[str, Any]], shown: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The framework's messages with the images a reply's tools returned after all its
+    results, as covey's own agents see them (a tool message holds text alone). The
+    request's key is of the framework's messages alone: a replay asks for the same."""
+    out: list[dict[str, Any]] = []
+    results: list[str] = []  # the call ids of the run of tool messages just read
+    for message in [*messages, {"role": "end"}]:
+        if message.get("role") == "tool":
+            results.append(message.get("tool_call_id", ""))
+        else:
+            out += [shown[call_id] for call_id in results if call_id in shown]
+            results = []
+        out.append(message)
+    return out[:-1]
 
 
 def _covey_tools(run: Run[Options]) -> list[dict[str, Any]]:

@@ -1,10 +1,13 @@
-"""pydantic-ai agents the tests run on covey: ``counted`` writes a line to a file at each run of its tool."""
+"""pydantic-ai agents the tests run on covey: ``counted`` writes a line to a file at
+each run of its tool; ``plotting``'s tool returns text, images and a document."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic_ai import Agent
+from pydantic_ai import Agent, BinaryContent, DocumentUrl, ImageUrl
+
+from tests.images import png
 
 counted = Agent(instructions="Count with the tally tool.")
 
@@ -15,3 +18,18 @@ def tally(path: str) -> str:
     with open(path, "a") as f:
         f.write("run\n")
     return f"tallied {len(Path(path).read_text().splitlines())}"
+
+
+plotting = Agent(instructions="Plot what is asked.")
+
+
+@plotting.tool_plain
+def plot(label: str, copies: int = 1) -> list[str | BinaryContent | ImageUrl | DocumentUrl]:
+    """Plot a series: a caption, the plot (``copies`` times), one on the web, and its source."""
+    drawn = [BinaryContent(png(4 + len(label), 3), media_type="image/png")] * copies
+    return [
+        f"plot of {label}",
+        *drawn,
+        ImageUrl("https://example.com/plot.png"),
+        DocumentUrl("https://example.com/data.pdf"),
+    ]

@@ -4,7 +4,8 @@
 runs across worker processes; ``drifting`` reads its instructions from a file at
 every run, so a test changes what a replay asks for; ``meeting``'s ``as_tool``
 agent waits for a sibling begun in another process, so two parallel calls of it
-end only where each ran on a worker process of its own.
+end only where each ran on a worker process of its own; ``plotting``'s tool
+returns the SDK's structured output: text, images and a file.
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agents import Agent, RunContextWrapper, function_tool
+from agents import Agent, RunContextWrapper, ToolOutputFileContent, ToolOutputImage, ToolOutputText, function_tool
+
+from covey.parts import data_url
+from tests.images import png
 
 
 @function_tool
@@ -63,3 +67,17 @@ def other_tally() -> str:
 
 
 clashing = Agent(name="clashing", tools=[tally], handoffs=[Agent(name="other", tools=[other_tally])])
+
+
+@function_tool
+def plot(label: str) -> list[ToolOutputText | ToolOutputImage | ToolOutputFileContent]:
+    """Plot a series: a caption, the plot, a plot kept with OpenAI, and its data."""
+    return [
+        ToolOutputText(text=f"plot of {label}"),
+        ToolOutputImage(image_url=data_url(png(4 + len(label), 3), "image/png")),
+        ToolOutputImage(file_id="file-plot1"),
+        ToolOutputFileContent(file_data=data_url(b"1,2\n", "text/csv"), filename="series.csv"),
+    ]
+
+
+plotting = Agent(name="plotting", instructions="Plot what is asked.", tools=[plot])

@@ -15,12 +15,15 @@ from covey.config.settings import Settings
 from covey.context import RunContext
 from covey.models.replies import ModelReply, ToolCall
 from covey.orchestration.actions import CallModel, Finish, RunTools, ToolResults
+from covey.parts import MAX_PARTS
 from covey.results import AgentResult
 from covey.spec import AgentSpec
 from covey.store.workspace import Workspace
 from covey.worker.deps import Deps
 from covey.worker.tools import run_tool
 from tests.agents.test_replay import opened
+from tests.agents.test_sdk_tools import plotted
+from tests.images import png
 from tests.orchestration.checkpointing import resumed
 from tests.worker.test_loop import dies_in_call, run_again
 
@@ -59,6 +62,20 @@ def test_a_tool_runs_through_covey_and_outside_covey_the_agent_runs_as_before(re
     from covey_example_agents.orders import orders
 
     assert orders.run_sync("Where is A1?", model=TestModel()).output.order_id  # its wrapped toolset passes through
+
+
+def test_a_tools_images_are_kept_below_the_agent_and_named_each_on_its_line_other_files_named(redis_client):
+    agent = "tests.agents.pai_agents:plotting"
+    [said, many], workspace = plotted(redis_client, agent, '{"label": "sales"}', '{"label": "x", "copies": 9}')
+    assert said == [
+        "plot of sales",
+        "[image: images/c1-1.png]",
+        "[image: https://example.com/plot.png]",
+        "[document-url https://example.com/data.pdf]",
+    ]
+    assert workspace.read_bytes("images/c1-1.png") == png(9, 3)
+    assert len([line for line in many if line.startswith("[image: ")]) == MAX_PARTS
+    assert many[MAX_PARTS + 1] == f"[image not shown: a result shows at most {MAX_PARTS}]"
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from covey.status import AgentStatus, CauseKind
 from covey.worker import loop
 from covey.worker.deps import Deps
 from tests.agents import sdk_agents
+from tests.images import png
 from tests.worker.test_loop import dies_in_call, run_again
 
 TRIAGE = "covey_example_agents.triage:triage"
@@ -61,6 +62,18 @@ def test_a_step_run_again_replays_settled_model_and_tool_calls_and_charges_nothi
     snap = deps.ledger.snapshot(ctx.job_id)
     assert snap.cycles_used == out.result.usage.cycles == 2 and snap.tool_calls_used == 1
     assert snap.tokens_used == out.result.usage.total_tokens and snap.tokens_reserved == 0
+
+
+def test_a_step_run_again_after_a_tools_image_shows_it_again_from_the_workspace(deps):
+    spec = AgentSpec(task='Plot. [sim:call plot {"label": "sales"}]', agent="tests.agents.sdk_agents:plotting")
+    ctx = opened(deps, spec)
+    dies_in_call(deps, ctx, spec, 2)  # the plot was kept; the call that would show it dies
+    out, rerun = run_again(deps, ctx, spec)
+    drawn = png(9, 3)
+    assert out.result.ok and rerun.calls == 1, out.result.error
+    assert out.result.output.endswith(f"(saw [image image/png 9x3, {len(drawn)} bytes])"), out.result.output
+    [kept] = [path for path in deps.workspace(ctx.job_id).files() if path.startswith("images/")]
+    assert kept in out.result.output and deps.workspace(ctx.job_id).read_bytes(kept) == drawn
 
 
 def test_a_rerun_that_asks_for_another_request_than_the_recorded_one_fails_nondeterministic(

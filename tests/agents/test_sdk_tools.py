@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 from agents.tool_context import ToolContext as SdkToolContext
+from celery.utils import uuid
 
 from covey import keys
 from covey.agents import brought
@@ -15,6 +16,7 @@ from covey.context import RunContext
 from covey.models.replies import ToolCall
 from covey.store.workspace import Workspace
 from covey.worker.tools import run_tool
+from tests.images import png
 
 TRIAGE = "covey_example_agents.triage:triage"
 
@@ -35,6 +37,23 @@ def test_a_call_runs_through_covey_s_tool_path_with_its_arguments_checked(redis_
     assert ok == "shipped on Monday"
     bad = run_tool(ToolCall("c2", "lookup_order", '{"order": "A1"}'), ctx, workspace, None, own)
     assert bad.startswith("error:") and "order_id" in bad
+
+
+def plotted(redis_client, agent: str, *arguments: str) -> tuple[list[list[str]], Workspace]:
+    """The lines of each call of ``agent``'s ``plot`` tool (ids c1, c2, ...) run
+    through covey's tool path by a root of a new job, and the job's workspace."""
+    job_id = uuid()
+    workspace = Workspace(redis_client, job_id, keys.DEFAULT_JOB_TTL_SECONDS)
+    ctx = RunContext(job_id=job_id, agent_id="root", budget=Budget())
+    own = brought.brought(agent).tools
+    calls = [ToolCall(f"c{n}", "plot", given) for n, given in enumerate(arguments, 1)]
+    return [run_tool(call, ctx, workspace, None, own).splitlines() for call in calls], workspace
+
+
+def test_a_structured_output_reads_a_line_a_part_its_image_kept_below_the_agent(redis_client):
+    [said], workspace = plotted(redis_client, "tests.agents.sdk_agents:plotting", '{"label": "sales"}')
+    assert said == ["plot of sales", "[image: images/c1-1.png]", "[image file-plot1]", "[file series.csv]"]
+    assert workspace.read_bytes("images/c1-1.png") == png(9, 3)
 
 
 def test_outside_a_covey_run_a_wrapped_tool_runs_as_the_sdk_calls_it():

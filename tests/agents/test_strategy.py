@@ -115,6 +115,25 @@ def child_result(output, status="completed", error=None, role="ask_policy") -> A
     return AgentResult(status=status, job_id="j", agent_id="root-sub-1", role=role, output=output, error=error)
 
 
+@pytest.mark.parametrize("agent", [TRIAGE, "covey_example_agents.orders:orders"])
+def test_a_tools_images_follow_all_its_replys_results_in_every_later_call_and_leave_the_key_alone(agent):
+    s, ctx = spec(agent, tools=["calc*"]), CTX.model_copy(update={"allow": ["calc*"]})
+    asked = strategy.start(s, ctx)
+    reply = calling(("c1", "calculator", '{"expression": "2 + 3"}'), ("c2", "lookup_order", '{"order_id": "A1"}'))
+    ran = resumed(strategy, s, ctx, asked.state, reply)
+    results = {"c1": "5\n[image: https://x/c.png]", "c2": "shipped"}
+    shown = {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://x/c.png"}}]}
+    plain = resumed(strategy, s, ctx, ran.state, ToolResults(results))
+    again = resumed(strategy, s, ctx, ran.state, ToolResults(results, shown=shown))
+    assert isinstance(again, CallModel) and again.key == plain.key  # the framework asked for the same
+    assert again.messages == [*plain.messages, shown]
+    later = resumed(strategy, s, ctx, again.state, calling(("c3", "calculator", '{"expression": "1"}')))
+    last = resumed(strategy, s, ctx, later.state, ToolResults({"c3": "1"}))
+    assert isinstance(last, CallModel)
+    assert [m["role"] for m in last.messages[-5:]] == ["tool", "tool", "user", "assistant", "tool"]
+    assert last.messages[-3] == shown
+
+
 def test_a_typed_output_is_asked_for_by_its_schema_and_finishes_as_json_data():
     s = spec("covey_example_agents.triage:summary")
     asked = strategy.start(s, CTX)

@@ -21,6 +21,7 @@ from covey.client import Client
 from covey.config.settings import Settings
 from covey.status import CauseKind
 from covey.sweeps import run_sweep
+from tests.images import png
 from tests.integration.conftest import ROOT, start_worker, stop_worker, wait_for_worker, worker_env
 from tests.integration.test_durability import wait_until
 from tests.integration.test_lost_messages import QUICK, died
@@ -41,7 +42,7 @@ def server():
 
 @pytest.fixture(scope="module")
 def client(server):
-    worker = start_worker(server.url, PYTHONPATH=PATH)
+    worker = start_worker(server.url, PYTHONPATH=PATH, COVEY_TOOLS="tests.integration.file_tools")
     with closing(Client(Settings(redis_url=server.url))) as c:
         try:
             wait_for_worker(c, worker)
@@ -189,6 +190,23 @@ def test_covey_tools_a_job_names_are_offered_beside_the_agents_own_and_run_throu
     finished = [(e.tool, e.result) for e in handle.events() if e.type.value == "tool.finished"]
     assert finished == [("calculator", "5"), ("lookup_order", "shipped on Monday")]
     assert handle.ledger().tool_calls_used == 2
+
+
+@pytest.mark.parametrize(
+    ("agent", "task", "tools"),
+    [
+        (TRIAGE, 'Draw the sales. [sim:call chart {"label": "sales"}]', ["chart"]),  # covey's tool: an Image
+        ("tests.agents.sdk_agents:plotting", 'Plot the sales. [sim:call plot {"label": "sales"}]', None),  # the SDK's
+    ],
+)
+def test_a_tools_image_reaches_the_agents_next_model_call_and_stays_in_the_workspace(client, agent, task, tools):
+    handle = client.submit(client.spec(task, agent=agent, **({} if tools is None else {"tools": tools})))
+    result = handle.result(timeout=90)
+    drawn = png(9, 3)
+    assert result.ok, result.error
+    assert result.output.endswith(f"(saw [image image/png 9x3, {len(drawn)} bytes])"), result.output
+    [kept] = [path for path in handle.files() if path.startswith("images/")]
+    assert kept in result.output and handle.get_file(kept) == drawn
 
 
 def test_an_sdk_tool_that_needs_approval_waits_off_its_slot_and_runs_once_approved(client, tmp_path):

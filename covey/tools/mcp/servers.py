@@ -31,7 +31,7 @@ from typing import Any
 
 import mcp_types as types
 
-from covey import parts
+from covey.tools import images
 from covey.tools.mcp import loop
 from covey.tools.mcp.config import load
 from covey.tools.mcp.results import text
@@ -211,9 +211,4 @@ def _run(session: Session, tool: str, arguments: dict[str, Any], context: ToolCo
         raise McpToolFailed(f"MCP server {session.name!r}: {e}") from None
     if result.is_error:
         raise McpToolFailed(text(result) or f"MCP server {session.name!r}: tool {tool!r} failed without a message")
-    return text(result, partial(_kept, context))
-
-
-def _kept(context: ToolContext, n: int, kind: str, data: bytes) -> str:
-    """A result's image, written below the calling agent's folder: the path its image line names."""
-    return context.workspace.write(parts.tool_image(context.call_id, kind, n), data)
+    return text(result, partial(images.kept, context))
