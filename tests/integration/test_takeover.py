@@ -33,6 +33,7 @@ from tests.integration.conftest import (
     wait_for_worker,
 )
 from tests.integration.test_partition import per_agent, wait_until
+from tests.processes import children
 from tests.redis_server import RedisServer
 
 # 13 agents, every model call 1 s: a kill lands mid-tree with calls in flight.
@@ -72,8 +73,7 @@ def went_on(broker: redis.Redis, taken: dict[str, str]) -> bool:
 
 def mid_tree(broker: redis.Redis, handle) -> dict[int, dict[str, str]]:
     """Some agents finished, others held by a worker with a model call in flight: the
-    deliveries held at that moment (empty when the tree is not there yet). The kill
-    aims at this very reading, so no later one can find every hold just released."""
+    deliveries held at that moment (empty when the tree is not there yet)."""
     if not 0 < sum(n.final for n in handle.tree()) < AGENTS:
         return {}
     holding = {pid: tasks for pid, tasks in held(broker).items() if tasks}
@@ -99,17 +99,28 @@ def assert_as_clean(client: Client, handle, result, clean_result, clean_agents) 
 def kill_mid_tree(client: Client, broker: redis.Redis, workers: list[subprocess.Popen]):
     """Submit the tree, SIGKILL the worker holding one of its tasks while a model call
     is in flight, and wait for its tasks to go on. Returns the job, the seconds from
-    the kill to its tasks going on (None if it died holding none), and the worker killed."""
+    the kill to its tasks going on (None if it died holding none), and the worker killed.
+
+    The worker and its processes are stopped (SIGSTOP) before what they hold is read,
+    so nothing they hold is let go between the reading and the kill; a worker found
+    holding nothing is let go on (SIGCONT), and the tree looked at again."""
     handle = client.submit(client.spec(TASK))
-    holding = wait_until(lambda: mid_tree(broker, handle), "the tree half done, model calls in flight", JOB_SECONDS)
-    pid = max(holding, key=lambda p: len(holding[p]))
-    victim = next(w for w in workers if w.pid in (pid, parent_of_or_none(pid)))
-    dead = {p for p in holding if victim.pid in (p, parent_of_or_none(p))}  # its processes die with it
-    taken = {tag: task for p in dead for tag, task in holding[p].items()}
+    while True:
+        holding = wait_until(lambda: mid_tree(broker, handle), "the tree half done, model calls in flight", JOB_SECONDS)
+        pid = max(holding, key=lambda p: len(holding[p]))
+        victim = next(w for w in workers if w.pid in (pid, parent_of_or_none(pid)))
+        family = [victim.pid, *children(victim.pid)]  # its processes die with it
+        for p in family:
+            os.kill(p, signal.SIGSTOP)
+        taken = {tag: task for p, tasks in held(broker).items() if p in family for tag, task in tasks.items()}
+        if taken:
+            break
+        for p in family:
+            os.kill(p, signal.SIGCONT)
     victim.send_signal(signal.SIGKILL)
     killed = time.monotonic()
     victim.wait()
-    # What it still held once dead: a step acknowledged in the instant of the kill is no orphan.
+    # What it still held once dead: an acknowledgement sent in the instant it was stopped lands after the reading.
     orphans = dict(zip(taken, broker.hmget(UNACKED, list(taken)) if taken else []))
     taken = {tag: task for tag, task in taken.items() if orphans[tag] is not None}
     wait_until(lambda: went_on(broker, taken), "the dead worker's tasks to go on", JOB_SECONDS)
