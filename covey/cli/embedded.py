@@ -21,10 +21,15 @@ import redis
 from covey.config import connections
 
 START_SECONDS = 10  # a redis-server that has not answered by then is not going to
+PORT_TRIES = 3  # ports a first start tries: one found free may be taken before the server binds it
 
 
 class NoRedisBinary(RuntimeError):
     """Neither a ``redis-server`` on the PATH nor the ``[embedded]`` extra."""
+
+
+class PortTaken(RuntimeError):
+    """The server exited at its start, its port held by another process."""
 
 
 def answers(url: str, master: str | None = None) -> bool:
@@ -62,6 +67,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def held(port: int) -> bool:
+    """Whether another socket holds this loopback port: it cannot be bound now."""
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+        return False
+
+
 class EmbeddedRedis:
     """``with EmbeddedRedis() as r:`` a redis-server at ``r.url`` until the block ends."""
 
@@ -71,6 +86,7 @@ class EmbeddedRedis:
         self.password = password
         self.proc: subprocess.Popen | None = None
         self._dir: str | None = None
+        self._answered = False  # once it has, a restart keeps the port its clients know
 
     @property
     def url(self) -> str:
@@ -82,6 +98,16 @@ class EmbeddedRedis:
         return ["--save", "", "--appendonly", "no"]
 
     def start(self) -> EmbeddedRedis:
+        """Start the server and wait until it answers. A first start whose port another
+        process took meanwhile tries another; a restart keeps its port."""
+        for _ in range(0 if self._answered else PORT_TRIES - 1):
+            try:
+                return self._start()
+            except PortTaken:
+                self.port = free_port()
+        return self._start()
+
+    def _start(self) -> EmbeddedRedis:
         # Its own working directory, so no dump or log lands where the user stands.
         self._dir = self._dir or tempfile.mkdtemp(prefix="covey-redis-")
         self.proc = subprocess.Popen(
@@ -101,17 +127,24 @@ class EmbeddedRedis:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        client = redis.Redis.from_url(self.url, socket_connect_timeout=1)
+        client = redis.Redis.from_url(self.url, socket_connect_timeout=1, socket_timeout=1)
         deadline = time.monotonic() + START_SECONDS
         try:
             while time.monotonic() < deadline:
-                if self.proc.poll() is not None:  # e.g. the port was taken meanwhile
-                    raise RuntimeError(f"{self.binary} exited with {self.proc.returncode} on port {self.port}")
+                if self.proc.poll() is not None:
+                    exited = f"{self.binary} exited with {self.proc.returncode} on port {self.port}"
+                    if held(self.port):
+                        raise PortTaken(f"{exited}: another process holds the port")
+                    raise RuntimeError(exited)
                 try:
                     # answered by our process, not by another server on a reused port
                     if client.info("server")["process_id"] == self.proc.pid:
+                        self._answered = True
                         return self
-                except redis.ConnectionError:
+                except (
+                    redis.ConnectionError,
+                    redis.TimeoutError,
+                ):  # not up yet, or another listener that never answers
                     time.sleep(0.05)
             raise RuntimeError(f"{self.binary} did not answer on port {self.port} within {START_SECONDS}s")
         except BaseException:

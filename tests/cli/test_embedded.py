@@ -33,6 +33,23 @@ def test_a_started_redis_answers_and_leaves_nothing_when_stopped(tmp_path, monke
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("listening", [True, False])
+def test_a_port_taken_before_the_server_binds_it_is_traded_for_another_and_a_restart_keeps_its_own(listening):
+    server = EmbeddedRedis()
+    with socket.socket() as taker:
+        taker.bind(("127.0.0.1", server.port))  # another process got there first
+        if listening:
+            taker.listen()
+        taken = server.port
+        with server:
+            assert server.port != taken and answers(server.url)
+            server.halt()
+            with socket.socket() as again:
+                again.bind(("127.0.0.1", server.port))
+                with pytest.raises(embedded.PortTaken, match=f"on port {server.port}: another process holds the port"):
+                    server.start()
+
+
 def test_nothing_answers_on_a_closed_port():
     server = EmbeddedRedis()  # a free port, not started
     assert not answers(server.url)
