@@ -16,6 +16,9 @@ reaches new ground:
   running that agent under this strategy on any worker, its budget a share of
   this one's, while this agent waits off its slot; a child's answer is its
   call's result. Handoffs run inside the SDK, their model calls covey's;
+- the images a reply's tools returned (``ToolResults.shown``) follow its results
+  in every later request, as covey's own agents see them; the request's key is
+  of the framework's messages alone;
 - the run's end becomes ``Finish``: its final output as text, and as JSON in
   ``data`` when the agent has an output type.
 
