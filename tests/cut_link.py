@@ -10,18 +10,17 @@ from __future__ import annotations
 import socket
 import threading
 
-from tests.redis_server import free_port
-
 CHUNK = 65536
 
 
 class CutLink:
     def __init__(self, target_port: int, cut_after: bytes | None = None) -> None:
-        self.port, self._target, self._cut_after = free_port(), target_port, cut_after
+        self._target, self._cut_after = target_port, cut_after
         self.cut = threading.Event()
         self._flowing = threading.Event()
         self._flowing.set()
-        self._listener = socket.create_server(("127.0.0.1", self.port))
+        self._listener = socket.create_server(("127.0.0.1", 0))  # a port of its own, never one found free
+        self.port = self._listener.getsockname()[1]
         self._sockets: list[socket.socket] = [self._listener]
         self._lock = threading.Lock()
         threading.Thread(target=self._accept, daemon=True).start()
