@@ -112,17 +112,18 @@ SIMHTTP = "simhttp"  # the name a models file gives ``covey sim-server`` in the 
 DOWN_URL = "http://user:hunter2@127.0.0.1:{port}/v1?key=hunter2"  # the ``down`` model's endpoint
 
 
-def served_over_http(directory: Path, base_url: str, down: bool = False) -> dict[str, str]:
+def served_over_http(directory: Path, base_url: str, down: int | None = None) -> dict[str, str]:
     """Worker variables serving ``simhttp`` from ``covey sim-server`` at ``base_url``
     through a models file (priced, for cost caps), plus ``nokey``, whose key variable is never set, and with
-    ``down``, a model of that name whose endpoint (credentials in its URL) nothing
-    listens on."""
-    unreachable = f'\n[models.down]\nbase_url = "{DOWN_URL.format(port=free_port())}"\napi_key_env = "SIMHTTP_KEY"\n'
+    ``down`` (a port held refusing: ``tests.redis_server.refusing_port``), a model of
+    that name whose endpoint (credentials in its URL) refuses every connection."""
+    unreachable = f'\n[models.down]\nbase_url = "{DOWN_URL.format(port=down)}"\napi_key_env = "SIMHTTP_KEY"\n'
+    unreachable = "" if down is None else unreachable
     path = directory / "models.toml"
     path.write_text(
         f'[models.{SIMHTTP}]\nbase_url = "{base_url}"\napi_key_env = "SIMHTTP_KEY"\nmodel = "sim"\n'
         "price = { input = 0.15, output = 0.60 }\n\n"
-        f'[models.nokey]\nbase_url = "{base_url}"\napi_key_env = "NOKEY_KEY"\n' + (unreachable if down else "")
+        f'[models.nokey]\nbase_url = "{base_url}"\napi_key_env = "NOKEY_KEY"\n' + unreachable
     )
     return {"COVEY_MODELS": str(path), "SIMHTTP_KEY": "unused"}
 

@@ -36,7 +36,7 @@ from tests.integration.conftest import (
     worker_env,
 )
 from tests.models.test_catalog import Captured
-from tests.redis_server import RedisServer
+from tests.redis_server import RedisServer, refusing_port
 
 QUEUE = "covey-models"
 
@@ -52,16 +52,17 @@ def redis_server():
 @pytest.fixture(scope="module")
 def two_endpoints(redis_server, tmp_path_factory):
     server, base_url = start_sim_server(redis_server.url)
-    env = {**served_over_http(tmp_path_factory.mktemp("models"), base_url, down=True), "COVEY_QUEUE": QUEUE}
-    worker = start_worker(redis_server.url, **env)
-    client = Client(Settings(redis_url=redis_server.url, queue=QUEUE))
-    try:
-        wait_for_worker(client, worker)
-        yield client, base_url, env
-    finally:
-        client.close()
-        stop_worker(worker)
-        stop_worker(server)
+    with refusing_port() as down:
+        env = {**served_over_http(tmp_path_factory.mktemp("models"), base_url, down), "COVEY_QUEUE": QUEUE}
+        worker = start_worker(redis_server.url, **env)
+        client = Client(Settings(redis_url=redis_server.url, queue=QUEUE))
+        try:
+            wait_for_worker(client, worker)
+            yield client, base_url, env
+        finally:
+            client.close()
+            stop_worker(worker)
+            stop_worker(server)
 
 
 def test_one_worker_runs_a_job_on_each_endpoint(two_endpoints):
