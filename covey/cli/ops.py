@@ -321,13 +321,15 @@ def flower(port: int, address: str, basic_auth: str | None, ui: str) -> None:
 
 @cli.command("sim-server")
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True)
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="0: any free port")
 def sim_server(host: str, port: int) -> None:
-    """Serve the sim model over HTTP (an OpenAI-compatible chat completions endpoint)."""
-    from covey.models.sim.server import serve
+    """Serve the sim model over HTTP (an OpenAI-compatible chat completions endpoint);
+    its address, once it listens, is the first line on standard error."""
+    from covey.models.sim.server import make_server, serve
 
-    click.echo(f"sim model on http://{host}:{port}/v1", err=True)
-    serve(host, port, latency_ms=get_settings().sim_latency_ms)
+    server = make_server(host, port, latency_ms=get_settings().sim_latency_ms)
+    click.echo(f"sim model on http://{host}:{server.server_address[1]}/v1", err=True)
+    serve(server)
 
 
 @cli.command()

@@ -24,7 +24,7 @@ from covey.config.settings import Settings
 from covey.orchestration import registry
 from covey.tools.registry import DEFAULT_TOOLS
 from tests.processes import children
-from tests.redis_server import RedisServer, free_port
+from tests.redis_server import RedisServer
 
 ROOT = Path(__file__).resolve().parents[2]
 _LOGS: list[Path] = []  # the session's directory of worker logs, once made
@@ -85,25 +85,31 @@ def start_covey_worker(redis_url: str, flags: list[str], **extra: str) -> subpro
     return proc
 
 
+SIM_SERVER_SAYS = re.compile(r"^sim model on (http://\S+/v1)$", re.M)  # its first line, once it listens
+SIM_SERVER_SECONDS = 30  # to start and say so, on a loaded machine
+
+
 def start_sim_server(redis_url: str, **extra: str) -> tuple[subprocess.Popen, str]:
-    """``covey sim-server`` on a free port, answering; returns it and its base URL."""
-    port = free_port()
+    """``covey sim-server`` on a port it picks (``--port 0``: none another process can
+    take first), listening; returns it and its base URL."""
+    log = worker_log("sim-server")
     server = subprocess.Popen(
-        [sys.executable, "-m", "covey", "sim-server", "--port", str(port)],
+        [sys.executable, "-m", "covey", "sim-server", "--port", "0"],
         env=worker_env(redis_url, **extra),
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=log,
     )
-    base_url = f"http://127.0.0.1:{port}/v1"
-    for _ in range(100):
-        try:
-            httpx2.get(f"http://127.0.0.1:{port}/sim/calls", timeout=1)
-            return server, base_url
-        except httpx2.TransportError:
-            time.sleep(0.1)
+    deadline = time.monotonic() + SIM_SERVER_SECONDS
+    while server.poll() is None and time.monotonic() < deadline:
+        said = SIM_SERVER_SAYS.search(Path(log.name).read_text())
+        if said:
+            return server, said.group(1)
+        time.sleep(0.05)
     stop_worker(server)
-    raise RuntimeError("covey sim-server did not answer")
+    raise RuntimeError(
+        f"covey sim-server did not say where it listens within {SIM_SERVER_SECONDS}s: {Path(log.name).read_text()}"
+    )
 
 
 SIMHTTP = "simhttp"  # the name a models file gives ``covey sim-server`` in the tests

@@ -136,9 +136,8 @@ def make_server(
     return server
 
 
-def serve(host: str = "127.0.0.1", port: int = 8765, latency_ms: int = 0) -> None:
+def serve(server: ThreadingHTTPServer) -> None:
     """Serve until interrupted (blocking)."""
-    server = make_server(host, port, latency_ms)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
