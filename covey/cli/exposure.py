@@ -18,18 +18,22 @@ class PortBusy(OSError):
     """Another process holds the port a server would listen on."""
 
 
-def check_port(address: str, port: int) -> None:
-    """Raise ``PortBusy`` naming the port: the server would find it busy only after
-    its start-up, as a traceback."""
+def listening(address: str, port: int) -> socket.socket:
+    """A socket bound to ``address:port`` (port 0: any free one) and listening, for a
+    server to serve on; ``PortBusy`` naming the port, which the server would find
+    busy only after its start-up, as a traceback."""
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers bind: a closing socket is no holder
-        try:
-            probe.bind((address.strip("[]") or "", port))
-        except OSError as e:
-            raise PortBusy(
-                f"--port {port}: {address or '*'}:{port} is in use ({e.strerror}); give another --port"
-            ) from None
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers bind: a closing socket is no holder
+    try:
+        sock.bind((address.strip("[]") or "", port))
+        sock.listen(socket.SOMAXCONN)
+    except OSError as e:
+        sock.close()
+        raise PortBusy(
+            f"--port {port}: {address or '*'}:{port} is in use ({e.strerror}); give another --port"
+        ) from None
+    return sock
 
 
 def is_loopback(address: str) -> bool:
@@ -64,11 +68,17 @@ def users(basic_auth: str) -> dict[str, str]:
 
 
 def serve_or_exit(address: str, port: int, basic_auth: str | None, server: str, env: str) -> None:
-    """Go on when ``server`` may listen on ``address:port``; else say why in one line
-    and exit 2 (``check``, ``check_port``)."""
+    """Go on when ``server`` may listen on ``address:port`` (it binds the port
+    itself); else say why in one line and exit 2."""
+    listen_or_exit(address, port, basic_auth, server, env).close()
+
+
+def listen_or_exit(address: str, port: int, basic_auth: str | None, server: str, env: str) -> socket.socket:
+    """The socket ``server`` serves on, listening on ``address:port``; or why it may
+    not, in one line, and exit 2 (``check``, ``listening``)."""
     try:
         check(address, basic_auth, server, env)
-        check_port(address, port)
+        return listening(address, port)
     except (Exposed, PortBusy) as e:
         click.echo(f"Error: {e}", err=True)
         sys.exit(2)

@@ -16,7 +16,7 @@ DEFAULT_PORT = 8600
 
 
 @cli.command()
-@click.option("--port", type=click.IntRange(1, 65535), default=DEFAULT_PORT, show_default=True)
+@click.option("--port", type=click.IntRange(0, 65535), default=DEFAULT_PORT, show_default=True, help="0: any free port")
 @click.option("--address", default="127.0.0.1", show_default=True)
 @click.option("--basic-auth", envvar="COVEY_UI_BASIC_AUTH", default=None, help="user:password[,user2:pw2]")
 @click.option(
@@ -30,13 +30,15 @@ def ui(port: int, address: str, basic_auth: str | None, sweeps: Path | None) -> 
     its ledger, waiting approvals and transcripts; with --sweeps, the sweeps in
     that folder and their samples side by side (docs/ui.md). GET /jobs/JOB_ID/events
     streams a job's events as Server-Sent Events (resumable with Last-Event-ID;
-    docs/events.md). A non-loopback --address needs --basic-auth."""
+    docs/events.md). A non-loopback --address needs --basic-auth. Its address, once
+    it listens, is the first line on standard error."""
     import uvicorn
 
     from covey.cli import exposure
     from covey.ui.app import create_app
 
-    exposure.serve_or_exit(address, port, basic_auth, "covey ui", "COVEY_UI_BASIC_AUTH")
+    sock = exposure.listen_or_exit(address, port, basic_auth, "covey ui", "COVEY_UI_BASIC_AUTH")
     app = create_app(connect(), exposure.users(basic_auth) if basic_auth else None, sweeps)
-    click.echo(f"covey ui on http://{address}:{port}/jobs (a job's events: /jobs/JOB_ID/events)", err=True)
-    uvicorn.run(app, host=address, port=port, log_level="warning")
+    where = f"http://{address}:{sock.getsockname()[1]}"
+    click.echo(f"covey ui on {where}/jobs (a job's events: /jobs/JOB_ID/events)", err=True)
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])

@@ -67,12 +67,13 @@ def test_a_database_the_redis_has_not_is_one_line(redis_server, command):
     )
 
 
-def test_flower_on_a_busy_port_is_one_line_naming_it(redis_server):
+@pytest.mark.parametrize("server", ["flower", "ui"])
+def test_a_server_on_a_busy_port_is_one_line_naming_it(redis_server, server):
     with socket.socket() as holder:
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         port = holder.getsockname()[1]
-        line = one_line(covey("flower", "--port", str(port), redis_url=redis_server.url), 2)
+        line = one_line(covey(server, "--port", str(port), redis_url=redis_server.url), 2)
     assert line.startswith(f"Error: --port {port}: 127.0.0.1:{port} is in use")
     assert line.endswith("give another --port")
 

@@ -7,41 +7,28 @@ from __future__ import annotations
 import base64
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import httpx2
 
 from covey.events import JobEvent
-from tests.integration.conftest import ROOT, worker_env
-from tests.redis_server import free_port
+from tests.integration.conftest import ROOT, said_address, worker_env, worker_log
 
 
 @contextmanager
 def served(redis_url: str, *flags: str) -> Iterator[str]:
-    """``covey ui`` on a free port; its base URL once it answers."""
-    port = free_port()
+    """``covey ui`` on a port it picks (``--port 0``); its base URL once it listens."""
+    log = worker_log("covey-ui")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "covey", "ui", "--port", str(port), *flags],
+        [sys.executable, "-m", "covey", "ui", "--port", "0", *flags],
         env=worker_env(redis_url),
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
+        stderr=log,
     )
-    base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert proc.poll() is None, proc.stderr.read()
-            try:
-                httpx2.get(f"{base}/jobs/none/events", timeout=1)
-                break
-            except httpx2.TransportError:
-                assert time.monotonic() < deadline, "covey ui did not answer within 30 s"
-                time.sleep(0.1)
-        yield base
+        yield said_address(proc, log, r"^covey ui on (http://\S+)/jobs ", "covey ui")
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -102,7 +89,7 @@ def test_covey_ui_asks_for_a_password_it_was_given_and_never_opens_to_a_network_
         right = base64.b64encode(b"ops:s3cret").decode()
         assert stream(url, Authorization=f"Basic {right}")[-1]["event"] == "job.finished"
     exposed = subprocess.run(
-        [sys.executable, "-m", "covey", "ui", "--address", "0.0.0.0", "--port", str(free_port())],
+        [sys.executable, "-m", "covey", "ui", "--address", "0.0.0.0", "--port", "0"],
         env=worker_env(redis_server.url),
         cwd=ROOT,
         capture_output=True,
