@@ -1,11 +1,13 @@
 """A server covey starts (Flower, ``covey ui``) never open to a network without a
-password, and a busy port said before the server starts."""
+password, and a busy port said in one line (``covey sim-server``'s too) rather than
+as the server's traceback."""
 
 from __future__ import annotations
 
 import ipaddress
 import socket
 import sys
+from typing import NoReturn
 
 import click
 
@@ -30,10 +32,12 @@ def listening(address: str, port: int) -> socket.socket:
         sock.listen(socket.SOMAXCONN)
     except OSError as e:
         sock.close()
-        raise PortBusy(
-            f"--port {port}: {address or '*'}:{port} is in use ({e.strerror}); give another --port"
-        ) from None
+        raise busy(address, port, e) from None
     return sock
+
+
+def busy(address: str, port: int, error: OSError) -> PortBusy:
+    return PortBusy(f"--port {port}: {address or '*'}:{port} is in use ({error.strerror}); give another --port")
 
 
 def is_loopback(address: str) -> bool:
@@ -80,5 +84,10 @@ def listen_or_exit(address: str, port: int, basic_auth: str | None, server: str,
         check(address, basic_auth, server, env)
         return listening(address, port)
     except (Exposed, PortBusy) as e:
-        click.echo(f"Error: {e}", err=True)
-        sys.exit(2)
+        exit_saying(e)
+
+
+def exit_saying(error: Exception) -> NoReturn:
+    """Say why a server does not start, in one line, and exit 2 (bad input)."""
+    click.echo(f"Error: {error}", err=True)
+    sys.exit(2)

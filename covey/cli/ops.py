@@ -325,9 +325,13 @@ def flower(port: int, address: str, basic_auth: str | None, ui: str) -> None:
 def sim_server(host: str, port: int) -> None:
     """Serve the sim model over HTTP (an OpenAI-compatible chat completions endpoint);
     its address, once it listens, is the first line on standard error."""
+    from covey.cli import exposure
     from covey.models.sim.server import make_server, serve
 
-    server = make_server(host, port, latency_ms=get_settings().sim_latency_ms)
+    try:
+        server = make_server(host, port, latency_ms=get_settings().sim_latency_ms)
+    except OSError as e:
+        exposure.exit_saying(exposure.busy(host, port, e))
     click.echo(f"sim model on http://{host}:{server.server_address[1]}/v1", err=True)
     serve(server)
 

@@ -67,7 +67,7 @@ def test_a_database_the_redis_has_not_is_one_line(redis_server, command):
     )
 
 
-@pytest.mark.parametrize("server", ["flower", "ui"])
+@pytest.mark.parametrize("server", ["flower", "ui", "sim-server"])
 def test_a_server_on_a_busy_port_is_one_line_naming_it(redis_server, server):
     with socket.socket() as holder:
         holder.bind(("127.0.0.1", 0))
