@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_ai import Agent, RunContext
 from pydantic_ai import Tool as PaiTool
-from pydantic_ai.messages import BinaryContent, FileUrl, ImageUrl, UploadedFile
+from pydantic_ai.messages import BinaryContent, FileUrl, ImageUrl, ToolReturn, UploadedFile
 from pydantic_ai.models.test import TestModel
 from pydantic_ai.toolsets import FunctionToolset
 from pydantic_ai.usage import RunUsage
@@ -111,11 +111,20 @@ def _served(agent: Agent[Any, Any], name: str, path: str) -> Tool:
 def _read(output: Any, ctx: ToolContext) -> str:
     """What the model reads of a tool's output: multimodal content (``BinaryContent``,
     ``ImageUrl``, one or a list with text) a line a part, its images kept and shown
-    in the next call; anything else as text or JSON."""
-    given = output if isinstance(output, list) else [output]
-    if not any(isinstance(item, FileUrl | BinaryContent | UploadedFile) for item in given):
-        return _text(output)
-    return images.text([_part(item) for item in given], ctx)
+    in the next call; a ``ToolReturn``'s value, then its content for the model (its
+    metadata is the application's); anything else as text or JSON."""
+    if not isinstance(output, ToolReturn):
+        return images.text(_parts(output), ctx)
+    content = output.content
+    more = [] if content is None else [content] if isinstance(content, str) else list(content)
+    return images.text([*_parts(output.return_value), *map(_part, more)], ctx)
+
+
+def _parts(value: Any) -> list[str | Image]:
+    given = value if isinstance(value, list) else [value]
+    if any(isinstance(item, FileUrl | BinaryContent | UploadedFile) for item in given):
+        return [_part(item) for item in given]
+    return [_text(value)]
 
 
 def _part(item: Any) -> str | Image:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic_ai import Agent, BinaryContent, DocumentUrl, ImageUrl
+from pydantic_ai import Agent, BinaryContent, DocumentUrl, ImageUrl, ToolReturn
 
 from tests.images import png
 
@@ -24,9 +24,14 @@ plotting = Agent(instructions="Plot what is asked.")
 
 
 @plotting.tool_plain
-def plot(label: str, copies: int = 1) -> list[str | BinaryContent | ImageUrl | DocumentUrl]:
-    """Plot a series: a caption, the plot (``copies`` times), one on the web, and its source."""
+def plot(
+    label: str, copies: int = 1, returned: bool = False
+) -> list[str | BinaryContent | ImageUrl | DocumentUrl] | ToolReturn:
+    """Plot a series: a caption, the plot (``copies`` times), one on the web, and its
+    source; ``returned``: the caption as the value, the plot for the model, a secret kept."""
     drawn = [BinaryContent(png(4 + len(label), 3), media_type="image/png")] * copies
+    if returned:
+        return ToolReturn(f"plot of {label}", content=["The plot:", *drawn], metadata={"secret": "s3cret"})
     return [
         f"plot of {label}",
         *drawn,

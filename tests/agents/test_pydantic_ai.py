@@ -78,6 +78,14 @@ def test_a_tools_images_are_kept_below_the_agent_and_named_each_on_its_line_othe
     assert many[MAX_PARTS + 1] == f"[image not shown: a result shows at most {MAX_PARTS}]"
 
 
+def test_a_tool_return_reads_as_its_value_then_its_content_for_the_model_never_its_metadata(redis_client):
+    [said], workspace = plotted(
+        redis_client, "tests.agents.pai_agents:plotting", '{"label": "sales", "returned": true}'
+    )
+    assert said == ["plot of sales", "The plot:", "[image: images/c1-2.png]"]
+    assert workspace.read_bytes("images/c1-2.png") == png(9, 3)
+
+
 @pytest.fixture
 def deps(redis_server):
     return Deps.from_settings(Settings(redis_url=redis_server.url, model_retries=0))
