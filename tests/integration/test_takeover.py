@@ -80,6 +80,23 @@ def mid_tree(broker: redis.Redis, handle) -> dict[int, dict[str, str]]:
     return holding if holding and handle.ledger().tokens_reserved > 0 else {}
 
 
+SETTLE_SECONDS = 0.2  # a stopped process's last commands, already sent, still reach Redis after the stop
+
+
+def settled(read):
+    """What ``read`` reads of Redis about stopped processes, once two readings
+    ``SETTLE_SECONDS`` apart agree: the commands they sent before the stop have landed."""
+    before = read()
+    deadline = time.monotonic() + JOB_SECONDS
+    while True:
+        time.sleep(SETTLE_SECONDS)
+        now = read()
+        if now == before:
+            return now
+        assert time.monotonic() < deadline, "stopped processes' commands still landing"
+        before = now
+
+
 def start_default_worker(url: str, client: Client, *flags: str) -> subprocess.Popen:
     worker = start_covey_worker(url, list(flags))
     wait_for_worker(client, worker)
@@ -99,32 +116,34 @@ def assert_as_clean(client: Client, handle, result, clean_result, clean_agents) 
 def kill_mid_tree(client: Client, broker: redis.Redis, workers: list[subprocess.Popen]):
     """Submit the tree, SIGKILL the worker holding one of its tasks while a model call
     is in flight, and wait for its tasks to go on. Returns the job, the seconds from
-    the kill to its tasks going on (None if it died holding none), and the worker killed.
+    its end to its tasks going on (None if it died holding none), and the worker killed.
 
-    The worker and its processes are stopped (SIGSTOP) before what they hold is read,
-    so nothing they hold is let go between the reading and the kill; a worker found
-    holding nothing is let go on (SIGCONT), and the tree looked at again."""
+    The worker and its processes are stopped (SIGSTOP: its end, as the others see it)
+    before what they hold is read, so nothing they hold is let go between the reading
+    and the kill; a worker found holding nothing is let go on (SIGCONT), and the tree
+    looked at again."""
     handle = client.submit(client.spec(TASK))
     while True:
         holding = wait_until(lambda: mid_tree(broker, handle), "the tree half done, model calls in flight", JOB_SECONDS)
         pid = max(holding, key=lambda p: len(holding[p]))
         victim = next(w for w in workers if w.pid in (pid, parent_of_or_none(pid)))
         family = [victim.pid, *children(victim.pid)]  # its processes die with it
+        stopped = time.monotonic()
         for p in family:
             os.kill(p, signal.SIGSTOP)
-        taken = {tag: task for p, tasks in held(broker).items() if p in family for tag, task in tasks.items()}
+        holds = settled(lambda: held(broker))
+        taken = {tag: task for p, tasks in holds.items() if p in family for tag, task in tasks.items()}
         if taken:
             break
         for p in family:
             os.kill(p, signal.SIGCONT)
     victim.send_signal(signal.SIGKILL)
-    killed = time.monotonic()
     victim.wait()
-    # What it still held once dead: an acknowledgement sent in the instant it was stopped lands after the reading.
+    # What it still held once dead, as the settled reading had it.
     orphans = dict(zip(taken, broker.hmget(UNACKED, list(taken)) if taken else []))
     taken = {tag: task for tag, task in taken.items() if orphans[tag] is not None}
     wait_until(lambda: went_on(broker, taken), "the dead worker's tasks to go on", JOB_SECONDS)
-    return handle, (time.monotonic() - killed if taken else None), victim
+    return handle, (time.monotonic() - stopped if taken else None), victim
 
 
 @pytest.mark.slow
@@ -223,8 +242,12 @@ def test_a_stopped_worker_resumed_after_its_tasks_were_taken_runs_no_step_twice(
             wait_until(lambda: mid_tree(broker, handle), "the tree half done, model calls in flight", JOB_SECONDS)
             os.kill(first.pid, signal.SIGSTOP)
             try:
-                stopped_with = held(broker)[first.pid]
-                in_flight = sum(v.startswith("{") for v in client.redis.hvals(keys.calls(handle.id)))
+                stopped_with, in_flight = settled(
+                    lambda: (
+                        held(broker)[first.pid],
+                        sum(v.startswith("{") for v in client.redis.hvals(keys.calls(handle.id))),
+                    )
+                )
                 second = start_covey_worker(server.url, ["--processes", "1"], **env)
                 wait_until(
                     lambda: went_on(broker, stopped_with),
