@@ -37,6 +37,7 @@ from covey.tools.builtin import SPAWN_TOOLS
 from covey.tools.registry import narrow, offered, schemas
 from covey.worker import budget_notice, deltas, events, interrupt, slots, telemetry, transcript, wrap_up
 from covey.worker.agent_state import AgentState
+from covey.worker.completion import Completion, taken_over
 from covey.worker.deps import Deps
 from covey.worker.redaction import redact
 from covey.worker.replay import CallRecord
@@ -71,9 +72,10 @@ class Stop:
 
 def call_model(
     deps: Deps, state: AgentState, action: CallModel, seconds_left: float | None
-) -> ModelReply | Stop | Hop | WrappedUp:
+) -> ModelReply | Stop | Hop | WrappedUp | Completion:
     """The model's reply to ``action``; or, when the budget stops the agent at it, its
-    wrap-up's (``covey.worker.wrap_up``), unless that finds no room either."""
+    wrap-up's (``covey.worker.wrap_up``), unless that finds no room either; a dropping
+    ``Completion`` when another worker took the step before the call was sent."""
     began = deps.now()
     outcome = _call_model(deps, state, action, seconds_left)
     if not isinstance(outcome, Stop) or not wrap_up.due(state.spec, outcome.cause):
@@ -86,7 +88,7 @@ def call_model(
     last = _call_model(deps, state, wrap_up.last_call(action), seconds_left, wrapping=True)
     if isinstance(last, ModelReply):
         return WrappedUp(last, outcome.reason, outcome.cause)
-    if isinstance(last, Hop):  # held up by calls in flight: the wrap-up is asked for again after the wait
+    if isinstance(last, Hop | Completion):  # held up by calls in flight (asked again after the wait), or taken
         return last
     return replace(outcome, reason=f"{outcome.reason}; its wrap-up call ended too: {last.reason}")
 
@@ -99,7 +101,7 @@ def _call_model(
     asked_again: int = 0,
     unanswered: Stop | None = None,
     wrapping: bool = False,
-) -> ModelReply | Stop | Hop:
+) -> ModelReply | Stop | Hop | Completion:
     """``asked_again``: off-schema replies so far; ``unanswered``: the end of the
     last attempt, when this one asks again after it went unanswered; ``wrapping``:
     the agent's wrap-up call, which spends what the ones before it kept."""
@@ -150,6 +152,10 @@ def _call_model(
             return replace(unanswered, reason=f"{unanswered.reason}; not asked again: {grant.reason}")
         return Stop(grant.cause, grant.reason)
     max_tokens = max(1, grant.tokens - estimate)
+    if grant.record is None and not deps.still_held():
+        # Stopped past its heartbeat since the step's own check (a paused process): the
+        # worker that took the step makes this call, under this reservation; not both.
+        return taken_over(ctx.job_id, ctx.agent_id)
     with telemetry.model_call(state, rid, grant.record is not None, action.messages) as seen:
         if grant.record is not None:  # settled before this step was redelivered: replay it
             record = seen(CallRecord.model_validate_json(grant.record))
@@ -200,7 +206,7 @@ def _asked_again(
     record: CallRecord,
     before: Stop | None,
     wrapping: bool,
-) -> ModelReply | Stop | Hop:
+) -> ModelReply | Stop | Hop | Completion:
     """A call that went unanswered (charged its reservation) is asked again as a new
     call, reserved anew, while the model's retries and the deadline allow: the
     budget counts every attempt a provider may bill."""

@@ -297,6 +297,8 @@ def advance(
             return Paused(state, action)
         if isinstance(action, CallModel):
             outcome: Any = call_model(deps, state, action, _seconds_left(deps, state))
+            if isinstance(outcome, Completion):
+                return outcome
             if isinstance(outcome, Hop):
                 return _waits(state, action, outcome)
             if isinstance(outcome, Stop):

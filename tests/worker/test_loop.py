@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -45,6 +46,22 @@ def run(deps, ctx, task, **fields):
     deps.ledger.open_root(ctx.job_id, "root", ctx.budget, terms)
     state, action = loop.begin(deps, ctx, spec)
     return loop.advance(deps, state, action)
+
+
+def test_a_step_taken_from_its_worker_before_its_call_is_sent_drops_and_the_call_is_never_sent(deps):
+    """A worker paused past its heartbeat between the step's check and its model call
+    (the other worker took the step meanwhile) learns it before sending: one call, not two."""
+    ctx = root(deps, Budget(max_tokens=10_000))
+    held = iter([True, False])  # at the step's start; by the time its call is reserved
+    paused = dataclasses.replace(deps, llm=CountingLLM(deps.llm), still_held=lambda: next(held))
+    out = run(paused, ctx, "What is 2 * 21?")
+    assert isinstance(out, Completion) and out.kind is Kind.DROP
+    assert "put back on its queue by another worker" in out.reason
+    assert paused.llm.calls == 0
+
+    again = run_again(deps, ctx, AgentSpec(task="What is 2 * 21?"))[0]  # the worker that took it
+    assert isinstance(again, loop.Finished) and again.result.output == "42"
+    assert deps.ledger.snapshot(ctx.job_id).tokens_reserved == 0  # the reservation was taken up, not left
 
 
 def test_a_leaf_finishes_and_the_ledger_holds_exactly_its_usage(deps):
