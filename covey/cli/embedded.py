@@ -141,11 +141,8 @@ class EmbeddedRedis:
                     if client.info("server")["process_id"] == self.proc.pid:
                         self._answered = True
                         return self
-                except (
-                    redis.ConnectionError,
-                    redis.TimeoutError,
-                ):  # not up yet, or another listener that never answers
-                    time.sleep(0.05)
+                except (redis.ConnectionError, redis.TimeoutError):
+                    time.sleep(0.05)  # not up yet, or another process's listener that never answers
             raise RuntimeError(f"{self.binary} did not answer on port {self.port} within {START_SECONDS}s")
         except BaseException:
             self.stop()
