@@ -16,6 +16,8 @@ was) is the same sweep.
 
 from __future__ import annotations
 
+import os
+import threading
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -125,7 +127,11 @@ class Manifest(BaseModel):
         here = str(Path(directory).resolve())
         manifest = found.model_copy(update={"dataset": dataset, "grid": grid, "directory": here, **update})
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        # Written beside it and moved into place: another submitter on the same
+        # directory reads the old manifest or the new one, never half of one.
+        written = path.with_name(f".{MANIFEST_FILE}.{os.getpid()}.{threading.get_ident()}")
+        written.write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        os.replace(written, path)
         return manifest
 
 
