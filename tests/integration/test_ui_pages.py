@@ -244,7 +244,8 @@ def test_a_sweeps_page_shows_each_configuration_and_a_samples_page_shows_them_si
     expect(configs).to_have_count(2)
     assert configs.evaluate_all("rows => rows.map(r => r.dataset.config)") == ["sim/react", "sim/single"]
     expect(configs.locator(".accuracy")).to_have_text(["100.0%", "100.0%"])
-    assert page.locator("img.chart").evaluate("img => img.complete && img.naturalWidth > 0")
+    page.wait_for_function("document.querySelector('img.chart').complete", timeout=30_000)  # it may still be loading
+    assert page.locator("img.chart").evaluate("img => img.naturalWidth > 0")
     expect(page.locator("tr.sample")).to_have_count(4)
     expect(page.locator("tr.sample").first.locator(".status.right")).to_have_count(2)
 
