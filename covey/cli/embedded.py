@@ -97,6 +97,10 @@ class EmbeddedRedis:
         """What it keeps on disk: nothing."""
         return ["--save", "", "--appendonly", "no"]
 
+    def listening(self) -> list[str]:
+        """Where it listens: loopback only."""
+        return ["--bind", "127.0.0.1"]
+
     def start(self) -> EmbeddedRedis:
         """Start the server and wait until it answers. A first start whose port another
         process took meanwhile tries another; a restart keeps its port."""
@@ -115,8 +119,7 @@ class EmbeddedRedis:
                 self.binary,
                 "--port",
                 str(self.port),
-                "--bind",
-                "127.0.0.1",
+                *self.listening(),
                 *self.persistence(),
                 "--dir",
                 self._dir,

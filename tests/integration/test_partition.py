@@ -67,15 +67,9 @@ class ReachableRedis(RedisServer):
         super().__init__()
         self.also = also
 
-    def start(self) -> ReachableRedis:
-        super().start()
-        admin = redis.Redis.from_url(self.url)
-        try:
-            admin.config_set("bind", f"127.0.0.1 {self.also}")
-            admin.config_set("protected-mode", "no")  # the namespace is not loopback
-        finally:
-            admin.close()
-        return self
+    def listening(self) -> list[str]:
+        # Bound to both from its start: no rebind while clients connect.
+        return ["--bind", "127.0.0.1", self.also, "--protected-mode", "no"]  # the namespace is not loopback
 
     def url_at(self, host: str) -> str:
         return f"redis://{host}:{self.port}/0"
