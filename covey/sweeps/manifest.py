@@ -16,9 +16,12 @@ was) is the same sweep.
 
 from __future__ import annotations
 
+import fcntl
 import os
-import threading
+import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -29,6 +32,8 @@ from covey.budgets import scopes
 from covey.sweeps.errors import SweepInputError
 
 MANIFEST_FILE = "sweep.json"
+LOCK_FILE = ".sweep.lock"  # held while a submitter reads and writes the manifest
+TURN_SECONDS = 30
 
 
 class SweepMismatch(SweepInputError):
@@ -108,31 +113,55 @@ class Manifest(BaseModel):
     ) -> Manifest:
         """The directory's manifest, created on a first run (or for a copy, ``original``);
         caps given now replace the kept ones. ``SweepMismatch`` when the directory's
-        sweep ran another dataset or grid."""
-        path = Path(directory) / MANIFEST_FILE
-        found = cls.check(directory, dataset_digest, grid_digest)
-        if found is None:
-            found = cls(id=_new_id(), created=datetime.now(UTC), dataset=dataset, grid=grid)
-        elif found.original(directory) is not None:
-            found = found.model_copy(update={"id": _new_id(), "created": datetime.now(UTC), "copy_of": found.id})
-        given_now = (
-            ("max_tokens_total", max_tokens_total),
-            ("max_cycles_total", max_cycles_total),
-            ("max_cost_total", max_cost_total),
-            ("dataset_digest", dataset_digest),
-            ("grid_digest", grid_digest),
-            ("grid_run", grid_run),
-        )
-        update = {k: v for k, v in given_now if v is not None}
-        here = str(Path(directory).resolve())
-        manifest = found.model_copy(update={"dataset": dataset, "grid": grid, "directory": here, **update})
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # Written beside it and moved into place: another submitter on the same
-        # directory reads the old manifest or the new one, never half of one.
-        written = path.with_name(f".{MANIFEST_FILE}.{os.getpid()}.{threading.get_ident()}")
-        written.write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
-        os.replace(written, path)
-        return manifest
+        sweep ran another dataset or grid. Submitters on one directory take turns, so
+        two first runs make one sweep, not two that each spend a cap of their own."""
+        Path(directory).mkdir(parents=True, exist_ok=True)
+        with _turn(Path(directory) / LOCK_FILE):
+            path = Path(directory) / MANIFEST_FILE
+            found = cls.check(directory, dataset_digest, grid_digest)
+            if found is None:
+                found = cls(id=_new_id(), created=datetime.now(UTC), dataset=dataset, grid=grid)
+            elif found.original(directory) is not None:
+                found = found.model_copy(update={"id": _new_id(), "created": datetime.now(UTC), "copy_of": found.id})
+            given_now = (
+                ("max_tokens_total", max_tokens_total),
+                ("max_cycles_total", max_cycles_total),
+                ("max_cost_total", max_cost_total),
+                ("dataset_digest", dataset_digest),
+                ("grid_digest", grid_digest),
+                ("grid_run", grid_run),
+            )
+            update = {k: v for k, v in given_now if v is not None}
+            here = str(Path(directory).resolve())
+            manifest = found.model_copy(update={"dataset": dataset, "grid": grid, "directory": here, **update})
+            # Written beside it and moved into place: a reader that takes no turn (a
+            # report, the web view) reads the old manifest or the new one, never half of one.
+            written = path.with_name(f".{MANIFEST_FILE}.new")
+            written.write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
+            os.replace(written, path)
+            return manifest
+
+
+@contextmanager
+def _turn(lock: Path) -> Iterator[None]:
+    """An exclusive lock on ``lock`` for the block, waited for at most TURN_SECONDS.
+    The holder only reads and writes one small file; a holder that dies lets go."""
+    with lock.open("a") as held:
+        deadline = time.monotonic() + TURN_SECONDS
+        while True:
+            try:
+                fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise SweepInputError(
+                        f"{lock}: another submitter held it for {TURN_SECONDS}s; is one stuck?"
+                    ) from None
+                time.sleep(0.01)
+        try:
+            yield
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)
 
 
 def _new_id() -> str:

@@ -159,13 +159,15 @@ def test_a_small_total_cap_stops_the_sweep_at_it_with_the_rest_skipped(settings,
 
 
 @pytest.mark.slow
-def test_a_killed_sweep_reruns_without_running_any_sample_twice(sweep_redis, db, tmp_path):
+def test_a_killed_sweep_reruns_without_running_any_sample_twice(sweep_redis, sweep_worker, db, tmp_path):
     data, out = dataset(tmp_path, 40, "[sim:latency 100]"), tmp_path / "killed"
     args = ("sweep", data, "--grid", str(GRID), "--out", str(out), "--max-in-flight", "4")
     before = jobs_sent(db)
     first = covey(sweep_redis, *args)
+    deadline = time.monotonic() + 120
     while not (out / "results.jsonl").exists() or len(results(out)) < 16:
         assert first.poll() is None, first.communicate()
+        assert time.monotonic() < deadline, "the first submitter did not record 16 results within 120 s"
         time.sleep(0.05)
     first.send_signal(signal.SIGKILL)  # no goodbye: its lease lapses on its own
     first.wait()
@@ -182,19 +184,18 @@ def test_a_killed_sweep_reruns_without_running_any_sample_twice(sweep_redis, db,
     assert adopted >= 1  # the killed submitter's jobs in flight were followed, not run again
 
 
-def test_two_submitters_on_one_directory_split_the_work(sweep_redis, db, tmp_path):
+def test_two_submitters_on_one_directory_split_the_work(sweep_redis, sweep_worker, db, tmp_path):
     data, out = dataset(tmp_path, 30, "[sim:latency 50]"), tmp_path / "shared"
     grid = tmp_path / "g.toml"
     grid.write_text('strategies = ["single"]\nscorer = "numeric"\n')
     args = ("sweep", data, "--grid", str(grid), "--out", str(out), "--max-in-flight", "3")
-    Manifest.open(out, data, str(grid), None, None)  # both start from the same sweep id
     before = jobs_sent(db)
     both = [covey(sweep_redis, *args), covey(sweep_redis, *args)]
     for proc in both:
         _, stderr = proc.communicate(timeout=120)
         assert proc.returncode == 0, stderr
     rows = results(out)
-    assert jobs_sent(db) - before == 30
+    assert jobs_sent(db) - before == 30  # neither started a sweep of its own in the new directory
     assert sorted(r["sample_id"] for r in rows) == sorted(str(i) for i in range(30))  # each recorded once
 
 

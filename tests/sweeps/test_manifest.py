@@ -1,4 +1,7 @@
+import multiprocessing
 import shutil
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -44,3 +47,20 @@ def test_a_moved_directory_is_the_same_sweep(tmp_path):
     assert Manifest.check(tmp_path / "b", None, None).original(tmp_path / "b") is None
     moved = Manifest.open(tmp_path / "b", "d", "g", None, None)
     assert moved.id == first.id and moved.directory == str((tmp_path / "b").resolve())
+
+
+def _first_run(directory: str, start) -> str:
+    start.wait()
+    return Manifest.open(Path(directory), "d", "g", None, None).id
+
+
+def test_submitters_starting_a_directory_at_once_make_one_sweep(tmp_path):
+    """Each of several processes opening a new directory together gets the same id:
+    one sweep under one cap, not one each with the last write winning the file."""
+    processes = 6
+    with multiprocessing.Manager() as manager, ProcessPoolExecutor(processes) as pool:
+        for round_ in range(10):
+            directory, start = tmp_path / f"d{round_}", manager.Barrier(processes)
+            ids = list(pool.map(_first_run, [str(directory)] * processes, [start] * processes))
+            assert len(set(ids)) == 1, ids
+            assert Manifest.check(directory, None, None).id == ids[0]
