@@ -314,6 +314,8 @@ def advance(
                 continue
         elif isinstance(action, RunTools):
             outcome = run_tools(deps, state, action.calls)
+            if isinstance(outcome, Completion):
+                return outcome
             if isinstance(outcome, Stop):
                 return _stopped(deps, state, outcome, end)
             if isinstance(outcome, Park):

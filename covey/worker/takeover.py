@@ -16,8 +16,10 @@ A live process puts back its own orphans the same way, at its heartbeat: the
 deliveries kombu failed to give back when the broker connection dropped.
 
 A step checks that its delivery is still its process's (``still_held``) when it
-starts and before each step of its loop; one taken from it is dropped: the
-worker that took it runs it, and what this one already settled replays there.
+starts, before each step of its loop, and again just before it sends a model
+call or runs its tools (a process paused in between learns it there); one taken
+from it is dropped: the worker that took it runs it, and what this one already
+settled replays there.
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ from covey.worker import approvals, attachments, events, guards, telemetry, tran
 from covey.worker.agent_state import AgentState
 from covey.worker.approvals import Park
 from covey.worker.calls import Stop, seconds_left
+from covey.worker.completion import Completion, taken_over
 from covey.worker.deps import Deps
 from covey.worker.tools import brought, run_tool
 
@@ -38,11 +39,12 @@ Ran = tuple[str, datetime, float]  # a call's text, when it started, and its mil
 Todo = tuple[int, ToolCall, str]  # a call's place in its reply, the call, its reservation id
 
 
-def run_tools(deps: Deps, state: AgentState, calls: list[ToolCall]) -> ToolResults | Stop | Park:
+def run_tools(deps: Deps, state: AgentState, calls: list[ToolCall]) -> ToolResults | Stop | Park | Completion:
     """Every call's text by call id, or the ``Stop`` of a call the ledger or a
     guardrail refused (the calls counted before it run first), or the ``Park`` of
     an agent whose calls wait for a person's approval (``covey.worker.approvals``):
-    none has run."""
+    none has run; a dropping ``Completion`` when another worker took the step
+    before its calls ran."""
     ctx = state.ctx
     # The model's call id is unique in its reply, which is itself replayed: with the cycle, unique in the job.
     ids = [(call, f"{ctx.agent_id}:{state.cycle}:tool:{call.id}") for call in calls]
@@ -74,6 +76,10 @@ def run_tools(deps: Deps, state: AgentState, calls: list[ToolCall]) -> ToolResul
             transcript.tool_call(deps, state, index, call, grant.record)
         else:
             todo.append((index, call, rid))
+    if todo and not deps.still_held():
+        # Stopped past its heartbeat since the step's own check (a paused process): the
+        # worker that took the step runs these calls, counted once by their ids; not both.
+        return taken_over(ctx.job_id, ctx.agent_id)
     workspace = deps.workspace(ctx.job_id)
     for index, call, rid, (text, at, ms) in _ran(deps, state, workspace, todo):
         checked = guards.on_result(state, call, text)

@@ -64,6 +64,41 @@ def test_a_step_taken_from_its_worker_before_its_call_is_sent_drops_and_the_call
     assert deps.ledger.snapshot(ctx.job_id).tokens_reserved == 0  # the reservation was taken up, not left
 
 
+class PausedAtTools(RedisLedger):
+    """The real ledger, its worker paused past its heartbeat as a tool call is
+    counted (``held`` turns False); counting the tool results it keeps, one per run."""
+
+    def __init__(self, client) -> None:
+        super().__init__(client, keys.DEFAULT_JOB_TTL_SECONDS)
+        self.held, self.kept = True, 0
+
+    def count_tool_call(self, *args, **kwargs):
+        self.held = False
+        return super().count_tool_call(*args, **kwargs)
+
+    def record_tool_call(self, *args, **kwargs):
+        self.kept += 1
+        return super().record_tool_call(*args, **kwargs)
+
+
+def test_a_step_taken_from_its_worker_before_its_tool_runs_drops_and_the_tool_runs_once(deps):
+    """As for a model call: the copy of a step another worker took runs no tool, so a
+    tool with effects outside covey has them once, by the worker that took the step."""
+    ctx = root(deps, Budget(max_tokens=10_000))
+    ledger = PausedAtTools(deps.redis)
+    paused = dataclasses.replace(deps, ledger=ledger, still_held=lambda: ledger.held)
+    out = run(paused, ctx, "What is 2 * 21?")  # a call asking for the calculator, the tool, the answer's call
+    assert isinstance(out, Completion) and out.kind is Kind.DROP
+    assert ledger.kept == 0  # the calculator never ran here
+
+    taker = dataclasses.replace(deps, ledger=PausedAtTools(deps.redis))  # still held: the worker that took it
+    again = run_again(taker, ctx, AgentSpec(task="What is 2 * 21?"))[0]
+    assert isinstance(again, loop.Finished) and again.result.output == "42"
+    assert taker.ledger.kept == 1
+    snap = deps.ledger.snapshot(ctx.job_id)
+    assert (snap.tool_calls_used, snap.tokens_reserved) == (1, 0)  # counted once, across both copies
+
+
 def test_a_leaf_finishes_and_the_ledger_holds_exactly_its_usage(deps):
     ctx = root(deps, Budget(max_tokens=10_000))
     out = run(deps, ctx, "What is 2 * 21?")
