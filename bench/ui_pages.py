@@ -31,14 +31,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import httpx2
 from playwright.sync_api import Browser, sync_playwright
 
 from bench.harness import Worker, interruptible, private_redis, report
 from covey.client import Client
 from covey.config.settings import Settings
 from covey.events import EventType
-from tests.redis_server import free_port
+from tests.integration.conftest import said_address
 
 QUEUE = "bench-ui"
 BIG = "[sim:spawn width=30 depth=2] [sim:latency 300] bench"  # 1 + 30 + 900 agents
@@ -59,26 +58,17 @@ new MutationObserver((changes) => {
 
 
 def serve(stack: ExitStack, redis_url: str, logs: Path) -> str:
-    port = free_port()
+    """``covey ui`` on a port it picks, listening; its base URL."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("COVEY_")}
     env.update(COVEY_REDIS_URL=redis_url, COVEY_QUEUE=QUEUE, PYTHONPATH=str(ROOT))
     log = (logs / "ui.log").open("w")
     stack.callback(log.close)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "covey", "ui", "--port", str(port)], env=env, cwd=ROOT, stdout=log, stderr=log
+        [sys.executable, "-m", "covey", "ui", "--port", "0"], env=env, cwd=ROOT, stdout=log, stderr=log
     )
     stack.callback(proc.wait, 10)
     stack.callback(proc.terminate)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            httpx2.get(f"{base}/jobs", timeout=1)
-            return base
-        except httpx2.TransportError:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise RuntimeError(f"covey ui did not answer: {(logs / 'ui.log').read_text()[-2000:]}") from None
-            time.sleep(0.1)
+    return said_address(proc, log, r"^covey ui on (http://\S+)/jobs ", "covey ui")
 
 
 def drawn_ms(browser: Browser, url: str) -> float:
