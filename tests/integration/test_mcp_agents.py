@@ -33,7 +33,7 @@ from tests.integration.conftest import (
     wait_for_worker,
     worker_env,
 )
-from tests.redis_server import RedisServer
+from tests.redis_server import RedisServer, free_port
 from tests.tools.mcp.conftest import TOKEN, TOKEN_ENV, HttpServer, http_table, stdio_table
 
 ECHO = {transport: f'Say it. [sim:call {server}__echo {{"text": "hello over {transport}"}}]'
@@ -158,7 +158,7 @@ def test_a_worker_started_before_its_mcp_server_serves_its_tools_once_the_server
     a job naming its tool is refused at submit, and once the server is up the
     worker's background listing serves the tool, publishes it, and the job runs.
     The worker's COVEY_TOOL_TIMEOUTS for one of its tools waits for it, and holds."""
-    late = HttpServer()  # its port chosen, nothing listening yet
+    late = HttpServer(free_port())  # its port chosen, nothing listening yet
     servers = tmp_path / "late.toml"
     servers.write_text(http_table(late.url, "late", timeout=20))
     client = Client(Settings(redis_url=server.url, queue="mcp-late"))

@@ -1,19 +1,16 @@
 """Real MCP servers for the tests: the same small server over stdio (started by the
-session under test) and over streamable HTTP on a free loopback port."""
+session under test) and over streamable HTTP on a loopback port it picks."""
 
 from __future__ import annotations
 
 import os
-import socket
+import select
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from tests.redis_server import free_port
 
 ROOT = Path(__file__).resolve().parents[3]
 SERVER = Path(__file__).with_name("server.py")
@@ -25,28 +22,33 @@ START_SECONDS = 30
 class HttpServer:
     """``server.py http PORT``, requiring ``Bearer TOKEN``; ``kill`` then ``start`` is a restart on the same port."""
 
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/mcp"
-        self.proc: subprocess.Popen[bytes] | None = None
+    def __init__(self, port: int = 0) -> None:
+        # 0: the first start's pick (none another process can take first); a restart keeps it
+        self.port = port
+        self.proc: subprocess.Popen[str] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
 
     def start(self) -> None:
         env = {**os.environ, "EXPECT_TOKEN": TOKEN}
-        self.proc = subprocess.Popen([sys.executable, str(SERVER), "http", str(self.port)], env=env)
-        deadline = time.monotonic() + START_SECONDS
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return
-            except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"no test MCP server on port {self.port} after {START_SECONDS}s") from None
-                time.sleep(0.05)
+        self.proc = subprocess.Popen(
+            [sys.executable, str(SERVER), "http", str(self.port)], env=env, stdout=subprocess.PIPE, text=True
+        )
+        assert self.proc.stdout is not None
+        said = select.select([self.proc.stdout], [], [], START_SECONDS)[0] and self.proc.stdout.readline()
+        if not said or not said.startswith("listening on "):
+            self.kill()
+            raise RuntimeError(f"no test MCP server on port {self.port} after {START_SECONDS}s: {said!r}")
+        self.port = int(said.split()[-1])
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(timeout=START_SECONDS)
+        if self.proc is not None and self.proc.stdout is not None:
+            self.proc.stdout.close()
 
 
 @pytest.fixture

@@ -1,7 +1,8 @@
 """A small MCP server for the tests, written with the SDK's ``MCPServer`` (FastMCP).
 
 ``python server.py stdio`` serves over stdin and stdout; ``python server.py
-http PORT`` serves streamable HTTP on 127.0.0.1:PORT at ``/mcp``, and when
+http PORT`` serves streamable HTTP on 127.0.0.1:PORT at ``/mcp`` (PORT 0: one it
+picks), saying ``listening on PORT`` on stdout once it listens, and when
 ``EXPECT_TOKEN`` is set it refuses any request whose ``Authorization`` header is
 not ``Bearer <EXPECT_TOKEN>``. With ``GROWN`` naming a file, it also serves a tool
 for each name on a line of that file when it starts, and ``grow`` adds one.
@@ -120,9 +121,16 @@ if __name__ == "__main__":
     if sys.argv[1] == "stdio":
         server.run("stdio")
     else:
+        import socket
+
         import uvicorn
 
         app = server.streamable_http_app()
         token = os.environ.get("EXPECT_TOKEN")
         served = _token_check(app, token) if token else app
-        uvicorn.run(served, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
+        listening = socket.socket()
+        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listening.bind(("127.0.0.1", int(sys.argv[2])))  # 0: a port the kernel picks
+        listening.listen(128)
+        print(f"listening on {listening.getsockname()[1]}", flush=True)  # what a test waits for
+        uvicorn.Server(uvicorn.Config(served, log_level="warning")).run(sockets=[listening])

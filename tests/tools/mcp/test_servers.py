@@ -20,6 +20,7 @@ from covey.tools.mcp import McpServers, McpToolFailed, McpUnavailable
 from covey.tools.mcp import servers as servers_module
 from covey.tools.tool import Tool, ToolContext
 from tests.images import png
+from tests.redis_server import free_port
 from tests.tools.mcp.conftest import SERVER, TOKEN, TOKEN_ENV, HttpServer, http_table, stdio_table
 
 SERVED = ["call_id", "chart", "echo", "fail", "grow", "hang", "pid", "weather"]  # the test server's tools, sorted
@@ -268,7 +269,7 @@ def test_a_server_down_at_start_serves_its_tools_once_a_later_listing_finds_it_u
     """An HTTP server that starts after the tools were listed: its tools reach the
     registry's ``add`` from a background listing, and they call it."""
     monkeypatch.setattr(servers_module, "FIRST_RETRY_SECONDS", 0.2)
-    late = HttpServer()  # its port chosen, nothing listening yet
+    late = HttpServer(free_port())  # its port chosen, nothing listening yet
     servers, tools = served(http_table(late.url, "late") + stdio_table())
     assert sorted(tools) == [f"local__{name}" for name in SERVED]
     added: list[Tool] = []
@@ -298,7 +299,7 @@ def test_configured_timeouts_of_a_late_servers_tools_wait_for_them(monkeypatch, 
     monkeypatch.setattr(registry, "_loaded", False)
     monkeypatch.setattr(servers_module, "FIRST_RETRY_SECONDS", 0.2)
     monkeypatch.setenv(TOKEN_ENV, f"Bearer {TOKEN}")  # the worker's environment names the servers' secrets
-    late = HttpServer()
+    late = HttpServer(free_port())  # its port chosen, nothing listening yet
     path = tmp_path / "mcp.toml"
     path.write_text(http_table(late.url, "late"))
     registry.load(None, {"late__echo": 3, "late__nope": 2}, path)
