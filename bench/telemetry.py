@@ -39,7 +39,6 @@ from bench.fanout import agents, cpu_seconds, run_covey
 from bench.harness import Worker, interruptible, private_redis, report
 from covey.client import Client
 from covey.config.settings import Settings
-from tests.redis_server import free_port
 
 TREE = (4, 3)
 SLOTS = 4
@@ -109,7 +108,7 @@ def run_all(repeats: int, baseline: Path | None, logs: Path) -> dict:
         configs = {
             "off": ([], {}),
             "traced": ([], {"OTEL_EXPORTER_OTLP_ENDPOINT": sink.endpoint, "OTEL_BSP_SCHEDULE_DELAY": "200"}),
-            "metrics": (["--metrics-port", str(free_port())], {}),
+            "metrics": (["--metrics-port", "0"], {}),
         }
         if not (ROOT / "covey" / "worker" / "telemetry.py").exists():  # an older covey (bench/all.py --before)
             configs = {"off": configs["off"]}

@@ -68,7 +68,7 @@ def serve(stack: ExitStack, redis_url: str, logs: Path) -> str:
     )
     stack.callback(proc.wait, 10)
     stack.callback(proc.terminate)
-    return said_address(proc, log, r"^covey ui on (http://\S+)/jobs ", "covey ui")
+    return said_address(proc, Path(log.name), r"^covey ui on (http://\S+)/jobs ", "covey ui")
 
 
 def drawn_ms(browser: Browser, url: str) -> float:

@@ -49,10 +49,11 @@ from covey.config.settings import MAX_CONCURRENCY, MAX_PROCESSES, get_settings
 )
 @click.option(
     "--metrics-port",
-    type=click.IntRange(1, 65535),
+    type=click.IntRange(0, 65535),
     default=None,
     envvar="COVEY_METRICS_PORT",
-    help="serve Prometheus metrics of every worker process on this port (default COVEY_METRICS_PORT, else none)",
+    help="serve Prometheus metrics of every worker process on this port, 0 for any free one, named on stderr "
+    "(default COVEY_METRICS_PORT, else none)",
 )
 def worker(
     processes: int | None,
@@ -160,10 +161,11 @@ def _serve_metrics(port: int) -> None:
 
     metrics.prepare(folder)
     try:
-        metrics.serve(port)
+        bound = metrics.serve(port)
     except OSError as e:  # bad input, as flower's busy port: exit 2
         click.echo(f"Error: --metrics-port {port}: {e.strerror or e}; give another --metrics-port", err=True)
         sys.exit(2)
+    click.echo(f"covey worker: metrics on http://127.0.0.1:{bound}/metrics (and every other interface)", err=True)
 
 
 def _patch_for_gevent() -> None:

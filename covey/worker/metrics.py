@@ -92,8 +92,10 @@ def prepare(folder: str) -> None:
         stale.unlink()
 
 
-def serve(port: int, host: str = "0.0.0.0") -> None:
-    """Serve every process's samples on ``port`` from a background thread."""
+def serve(port: int, host: str = "0.0.0.0") -> int:
+    """Serve every process's samples on ``port`` (0: a free one) from a background
+    thread; the port it listens on."""
     registry = CollectorRegistry()
     multiprocess.MultiProcessCollector(registry, path=os.environ[DIR_ENV])
-    start_http_server(port, addr=host, registry=registry)
+    server, _ = start_http_server(port, addr=host, registry=registry)
+    return server.server_port

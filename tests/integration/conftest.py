@@ -88,17 +88,17 @@ def start_covey_worker(redis_url: str, flags: list[str], **extra: str) -> subpro
 SERVER_START_SECONDS = 30  # for a server to start and say where it listens, on a loaded machine
 
 
-def said_address(proc: subprocess.Popen, log: IO[str], pattern: str, what: str) -> str:
+def said_address(proc: subprocess.Popen, log: Path, pattern: str, what: str) -> str:
     """The address a server started on port 0 names (``pattern``'s group) in its
     output, written to ``log``, once it listens."""
     deadline = time.monotonic() + SERVER_START_SECONDS
     while proc.poll() is None and time.monotonic() < deadline:
-        said = re.search(pattern, Path(log.name).read_text(), re.M)
+        said = re.search(pattern, log.read_text(), re.M)
         if said:
             return said.group(1)
         time.sleep(0.05)
     stop_worker(proc)
-    said = Path(log.name).read_text()
+    said = log.read_text()
     raise RuntimeError(f"{what} did not say where it listens within {SERVER_START_SECONDS}s: {said}")
 
 
@@ -113,7 +113,7 @@ def start_sim_server(redis_url: str, **extra: str) -> tuple[subprocess.Popen, st
         stdout=subprocess.DEVNULL,
         stderr=log,
     )
-    return server, said_address(server, log, r"^sim model on (http://\S+/v1)$", "covey sim-server")
+    return server, said_address(server, Path(log.name), r"^sim model on (http://\S+/v1)$", "covey sim-server")
 
 
 SIMHTTP = "simhttp"  # the name a models file gives ``covey sim-server`` in the tests

@@ -13,8 +13,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from covey.client import Client
 from covey.config.settings import Settings
-from tests.integration.conftest import start_covey_worker, stop_worker, wait_for_worker
-from tests.redis_server import RedisServer, free_port
+from tests.integration.conftest import said_address, start_covey_worker, stop_worker, wait_for_worker
+from tests.redis_server import RedisServer
 
 TREE = "[sim:spawn width=2 depth=2] survey the field"  # 7 agents
 TOOL = 'Compute. [sim:call calculator {"expression": "6*7"}]'
@@ -22,19 +22,19 @@ TOOL = 'Compute. [sim:call calculator {"expression": "6*7"}]'
 
 @pytest.fixture(scope="module")
 def metered(redis_server):
-    port = free_port()
-    flags = ["--processes", "2", "--concurrency", "4", "--queues", "metered", "--metrics-port", str(port)]
+    flags = ["--processes", "2", "--concurrency", "4", "--queues", "metered", "--metrics-port", "0"]
     price = json.dumps({"input": 0.15, "output": 0.6})  # USD per million tokens
     proc = start_covey_worker(redis_server.url, flags, COVEY_QUEUE="metered", COVEY_SIM_PRICE=price)
+    url = said_address(proc, proc.log_path, r"^covey worker: metrics on (http://\S+/metrics) ", "covey worker")
     client = Client(Settings(redis_url=redis_server.url, model="sim", queue="metered"))
     wait_for_worker(client, proc)
-    yield client, f"http://127.0.0.1:{port}/metrics"
+    yield client, url
     client.close()
     stop_worker(proc)
 
 
 def test_a_stopped_worker_leaves_no_samples_folder_behind(tmp_path):
-    flags = ["--processes", "2", "--concurrency", "2", "--metrics-port", str(free_port())]
+    flags = ["--processes", "2", "--concurrency", "2", "--metrics-port", "0"]
     with RedisServer() as own:  # its worker alone answers the wait
         proc = start_covey_worker(own.url, flags, TMPDIR=str(tmp_path), PROMETHEUS_MULTIPROC_DIR="")
         client = Client(Settings(redis_url=own.url))

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import httpx2
 
@@ -28,7 +29,7 @@ def served(redis_url: str, *flags: str) -> Iterator[str]:
         stderr=log,
     )
     try:
-        yield said_address(proc, log, r"^covey ui on (http://\S+)/jobs ", "covey ui")
+        yield said_address(proc, Path(log.name), r"^covey ui on (http://\S+)/jobs ", "covey ui")
     finally:
         proc.terminate()
         proc.wait(timeout=10)
