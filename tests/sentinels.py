@@ -1,6 +1,7 @@
 """A Sentinel-managed Redis on loopback, owned by the test that starts it: a
 master, a replica and three sentinels (``redis-server --sentinel``), each on a
-free port, with failure detection lowered so a failover takes seconds.
+port found free (another tried if one is taken first), with failure detection
+lowered so a failover takes seconds.
 
 ``kill_master`` SIGKILLs whichever server is master now; ``restart`` brings it
 back on its port, empty, as a replica of the master the sentinels promoted;
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import redis
 
+from covey.cli.embedded import PORT_TRIES
 from tests.redis_server import RedisServer, free_port
 
 MASTER = "covey"  # the name the sentinels monitor it by: COVEY_REDIS_MASTER
@@ -74,18 +76,33 @@ class Sentinel:
     """One ``redis-server --sentinel`` watching the master at ``master_port``."""
 
     def __init__(self, binary: str, master_port: int, directory: Path) -> None:
-        self.port = free_port()
-        self.config = directory / f"sentinel-{self.port}.conf"  # sentinels rewrite their config: one file each
-        self.config.write_text(
-            f"port {self.port}\nbind 127.0.0.1\ndir {directory}\n"
-            f"sentinel monitor {MASTER} 127.0.0.1 {master_port} {QUORUM}\n"
-            f"sentinel down-after-milliseconds {MASTER} {DOWN_AFTER_MS}\n"
-            f"sentinel failover-timeout {MASTER} {FAILOVER_TIMEOUT_MS}\n"
-        )
-        self.proc = subprocess.Popen(
-            [binary, str(self.config), "--sentinel"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-        self.client = redis.Redis(port=self.port, socket_connect_timeout=1, socket_timeout=5, decode_responses=True)
+        for _ in range(PORT_TRIES):  # a port found free may be taken before the sentinel binds it
+            self.port = free_port()
+            self.config = directory / f"sentinel-{self.port}.conf"  # sentinels rewrite their config: one file each
+            self.config.write_text(
+                f"port {self.port}\nbind 127.0.0.1\ndir {directory}\n"
+                f"sentinel monitor {MASTER} 127.0.0.1 {master_port} {QUORUM}\n"
+                f"sentinel down-after-milliseconds {MASTER} {DOWN_AFTER_MS}\n"
+                f"sentinel failover-timeout {MASTER} {FAILOVER_TIMEOUT_MS}\n"
+            )
+            self.proc = subprocess.Popen(
+                [binary, str(self.config), "--sentinel"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
+            self.client = redis.Redis(port=self.port, socket_connect_timeout=1, socket_timeout=5, decode_responses=True)
+            if self._answers():
+                return
+            self.stop()
+        raise RuntimeError(f"no sentinel kept a port in {PORT_TRIES} tries (the last exited {self.proc.returncode})")
+
+    def _answers(self) -> bool:
+        """Whether this sentinel, not another process on its port, answers there; False
+        once it has exited (its port was taken first)."""
+
+        def answered_or_exited() -> bool:
+            return self.proc.poll() is not None or self.client.info("server")["process_id"] == self.proc.pid
+
+        wait_for(f"a sentinel to answer on port {self.port}", answered_or_exited)
+        return self.proc.poll() is None
 
     def master_port(self) -> int:
         _, port = self.client.sentinel_get_master_addr_by_name(MASTER)
@@ -119,9 +136,10 @@ class SentinelRedis:
     def start(self) -> SentinelRedis:
         try:
             master = Node()
-            self.servers = [master, Node(replica_of=master.port)]  # stopped with the rest if one fails to start
-            for server in self.servers:
-                server.start()
+            self.servers = [master]  # stopped with the rest if one fails to start
+            master.start()  # first: it may take another port than the one it found free
+            self.servers.append(Node(replica_of=master.port))
+            self.servers[-1].start()
             for _ in range(3):
                 self.sentinels.append(Sentinel(master.binary, master.port, self._dir))
             self.formed()
