@@ -290,7 +290,7 @@ def _cap(given, current: float | None) -> float | None:
 
 
 @cli.command()
-@click.option("--port", type=click.IntRange(1, 65535), default=5555, show_default=True)
+@click.option("--port", type=click.IntRange(0, 65535), default=5555, show_default=True, help="0: any free port")
 @click.option("--address", default="127.0.0.1", show_default=True)
 @click.option("--basic-auth", envvar="COVEY_FLOWER_BASIC_AUTH", default=None, help="user:password[,user2:pw2]")
 @click.option(

@@ -8,37 +8,28 @@ import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx2 as httpx
 import pytest
 
-from tests.integration.conftest import ROOT, stop_worker, worker_env
-from tests.redis_server import free_port
+from tests.integration.conftest import ROOT, said_address, stop_worker, worker_env, worker_log
 
 AUTH = ("ops", "secret")
 
 
 @pytest.fixture(scope="module")
 def flower(redis_server, worker):
-    port = free_port()
+    log = worker_log("covey-flower")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "covey", "flower", "--port", str(port), "--basic-auth", ":".join(AUTH)],
+        [sys.executable, "-m", "covey", "flower", "--port", "0", "--basic-auth", ":".join(AUTH)],
         env=worker_env(redis_server.url),
         cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
-    url = f"http://127.0.0.1:{port}"
+    url = said_address(proc, Path(log.name), r"Visit me at (http://[0-9.]+:[0-9]+)", "covey flower")
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/healthcheck", timeout=1).status_code == 200:
-                break
-        except httpx.TransportError:
-            time.sleep(0.2)
-    else:
-        stop_worker(proc)
-        raise RuntimeError("flower did not start")
     # Flower learns of workers from their events: once it lists one, events flow.
     while not httpx.get(f"{url}/workers", params={"json": 1}, auth=AUTH, timeout=5).json()["data"]:
         if time.monotonic() > deadline + 30:
@@ -233,7 +224,7 @@ def test_metrics_ask_for_the_password(flower):
 )
 def test_flower_refuses_a_network_address_without_a_password(args, field):
     proc = subprocess.run(
-        [sys.executable, "-m", "covey", "flower", "--port", str(free_port()), *args],
+        [sys.executable, "-m", "covey", "flower", "--port", "0", *args],
         env=worker_env("redis://127.0.0.1:1/0"),
         cwd=ROOT,
         capture_output=True,

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 import uuid
+from pathlib import Path
 
 import httpx2 as httpx
 import pytest
@@ -24,15 +25,17 @@ from covey.status import AgentStatus
 from tests.integration.conftest import (
     ROOT,
     SIMHTTP,
+    said_address,
     start_covey_worker,
     start_sim_server,
     start_worker,
     stop_worker,
     wait_for_worker,
     worker_env,
+    worker_log,
 )
 from tests.integration.test_durability import wait_until
-from tests.redis_server import RedisServer, free_port
+from tests.redis_server import RedisServer
 
 PASSWORD = f"redis-pw-{uuid.uuid4().hex}"
 API_KEY = f"sk-test-{uuid.uuid4().hex}"
@@ -64,17 +67,22 @@ def guarded(tmp_path_factory):
         }
         worker = start_worker(server.url, **env)
         client = Client(Settings(redis_url=server.url, model="sim"))
-        port = free_port()
+        log = worker_log("covey-flower")
         flower = subprocess.Popen(
-            [sys.executable, "-m", "covey", "flower", "--port", str(port), "--basic-auth", ":".join(AUTH)],
+            [sys.executable, "-m", "covey", "flower", "--port", "0", "--basic-auth", ":".join(AUTH)],
             env=worker_env(server.url, **env),
             cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         try:
             wait_for_worker(client, worker)
-            yield client, worker, f"http://127.0.0.1:{port}", env
+            yield (
+                client,
+                worker,
+                said_address(flower, Path(log.name), r"Visit me at (http://[0-9.]+:[0-9]+)", "flower"),
+                env,
+            )
         finally:
             client.close()
             stop_worker(sim)
