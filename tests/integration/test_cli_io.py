@@ -106,8 +106,9 @@ def test_ctrl_c_on_run_says_the_job_goes_on_and_how_to_cancel_it_and_exits_130(c
         text=True,
     )
     job_id = proc.stderr.readline().split()[1]  # "job <id>", printed once the job is sent
+    deadline = time.monotonic() + 60
     while client.job(job_id).status() not in ("running", "waiting"):
-        assert proc.poll() is None
+        assert proc.poll() is None and time.monotonic() < deadline, "the job never started"
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)

@@ -328,8 +328,10 @@ def running_sweep(sweep_redis, data: str, out) -> tuple[subprocess.Popen, tuple[
     """``covey sweep`` of ``data`` on the example grid, four in flight, once it has recorded a unit."""
     args = ("sweep", data, "--grid", str(GRID), "--out", str(out), "--max-in-flight", "4")
     proc = covey(sweep_redis, *args, preexec_fn=default_ctrl_c)
+    deadline = time.monotonic() + 120
     while not (out / "results.jsonl").exists():
         assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the sweep recorded no unit within 120 s"
         time.sleep(0.05)
     return proc, args
 

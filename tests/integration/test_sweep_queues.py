@@ -58,8 +58,11 @@ def test_an_interactive_job_sent_after_a_sweep_backlog_runs_before_it(tmp_path):
         sweep = covey(server.url, "sweep", data, "--grid", grid, "--out", str(out), "--max-in-flight", "8")
         settings = Settings(redis_url=server.url)
         sweeps = Client(settings.model_copy(update={"queue": settings.sweep_queue}))
+        deadline = time.monotonic() + 60
         while queue_length(sweeps.redis, settings.sweep_queue) < 8:
             assert sweep.poll() is None, sweep.communicate()
+            assert time.monotonic() < deadline, "the sweep did not queue its 8 jobs within 60 s"
+            time.sleep(0.05)
         submitted = covey(server.url, "submit", "What is 6 * 7?")
         job_id = submitted.communicate(timeout=60)[0].strip()
         worker = start_covey_worker(server.url, ["--processes", "1", "--concurrency", "1", "--loglevel", "info"])
