@@ -86,7 +86,7 @@ def worker(
     count = processes or s.worker_processes or (1 if pool == "prefork" else os.cpu_count() or 1)
     slots = concurrency or s.model_copy(update={"worker_pool": pool}).worker_slots
     if metrics_port is not None:
-        _serve_metrics(metrics_port)
+        _serve_metrics(metrics_port, s.log_format)
     if count > 1:
         from covey.worker import logs
 
@@ -144,7 +144,7 @@ def _check_database(url: str, master: str | None) -> None:
         client.close()
 
 
-def _serve_metrics(port: int) -> None:
+def _serve_metrics(port: int, log_format: str) -> None:
     """One endpoint for the samples every process of this worker writes to one folder
     (``covey.worker.metrics``): set before any process imports prometheus_client. A
     folder made here goes when the worker ends, however it ends (a busy port included)."""
@@ -157,7 +157,7 @@ def _serve_metrics(port: int) -> None:
         folder = tempfile.mkdtemp(prefix="covey-metrics-")
         atexit.register(shutil.rmtree, folder, True)
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = folder
-    from covey.worker import metrics
+    from covey.worker import logs, metrics
 
     metrics.prepare(folder)
     try:
@@ -165,7 +165,7 @@ def _serve_metrics(port: int) -> None:
     except OSError as e:  # bad input, as flower's busy port: exit 2
         click.echo(f"Error: --metrics-port {port}: {e.strerror or e}; give another --metrics-port", err=True)
         sys.exit(2)
-    click.echo(f"covey worker: metrics on http://127.0.0.1:{bound}/metrics (and every other interface)", err=True)
+    logs.announce(f"covey worker: metrics on http://127.0.0.1:{bound}/metrics (and every other interface)", log_format)
 
 
 def _patch_for_gevent() -> None:

@@ -98,6 +98,15 @@ def emit(log_format: str) -> None:
     logging.captureWarnings(True)
 
 
+def announce(message: str, log_format: str) -> None:
+    """One line of the worker command's own, written before Celery sets its logging
+    up (and without setting any up): a JSON record under JSON, as every line is."""
+    handler = logging.StreamHandler()
+    if log_format == "json":
+        handler.setFormatter(JsonFormatter())
+    handler.handle(logging.LogRecord("covey.worker", logging.INFO, __file__, 0, message, None, None))
+
+
 # Celery writes its banner with print() and its shutdown notices with os.write,
 # both to standard output and around logging; under JSON each becomes a record.
 said = logging.getLogger("celery.apps.worker")

@@ -267,7 +267,8 @@ def test_the_banner_names_a_brokers_password_only_masked(guarded):
 @pytest.mark.slow
 def test_under_json_every_line_a_worker_writes_is_json_from_its_banner_to_its_shutdown():
     with RedisServer() as server:  # of its own: the job is this worker's, not another's
-        worker = start_covey_worker(server.url, [], COVEY_LOG_FORMAT="json")  # every other default
+        # Every other default; the metrics endpoint's port, for the line naming it.
+        worker = start_covey_worker(server.url, ["--metrics-port", "0"], COVEY_LOG_FORMAT="json")
         client = Client(Settings(redis_url=server.url))
         try:
             wait_for_worker(client, worker)
@@ -280,6 +281,7 @@ def test_under_json_every_line_a_worker_writes_is_json_from_its_banner_to_its_sh
     assert not not_json, not_json[:5]
     assert f".> transport:   {server.url}" in banner(lines)
     assert any(json.loads(line).get("message", "").startswith("worker: Warm shutdown") for line in lines)
+    assert any(json.loads(line).get("message", "").startswith("covey worker: metrics on http://") for line in lines)
 
 
 def _is_json(line: str) -> bool:
