@@ -121,16 +121,13 @@ if __name__ == "__main__":
     if sys.argv[1] == "stdio":
         server.run("stdio")
     else:
-        import socket
-
         import uvicorn
+
+        from covey.cli.exposure import listening
 
         app = server.streamable_http_app()
         token = os.environ.get("EXPECT_TOKEN")
         served = _token_check(app, token) if token else app
-        listening = socket.socket()
-        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listening.bind(("127.0.0.1", int(sys.argv[2])))  # 0: a port the kernel picks
-        listening.listen(128)
-        print(f"listening on {listening.getsockname()[1]}", flush=True)  # what a test waits for
-        uvicorn.Server(uvicorn.Config(served, log_level="warning")).run(sockets=[listening])
+        sock = listening("127.0.0.1", int(sys.argv[2]))  # as covey ui binds; 0: a port the kernel picks
+        print(f"listening on {sock.getsockname()[1]}", flush=True)  # what a test waits for
+        uvicorn.Server(uvicorn.Config(served, log_level="warning")).run(sockets=[sock])
