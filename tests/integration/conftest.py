@@ -116,6 +116,20 @@ def start_sim_server(redis_url: str, **extra: str) -> tuple[subprocess.Popen, st
     return server, said_address(server, Path(log.name), r"^sim model on (http://\S+/v1)$", "covey sim-server")
 
 
+def start_flower(redis_url: str, basic_auth: str, **extra: str) -> tuple[subprocess.Popen, str]:
+    """``covey flower --basic-auth`` on a port it picks (``--port 0``), listening;
+    returns it and its base URL. Its log, JSON or not, names the port."""
+    log = worker_log("covey-flower")
+    flower = subprocess.Popen(
+        [sys.executable, "-m", "covey", "flower", "--port", "0", "--basic-auth", basic_auth],
+        env=worker_env(redis_url, **extra),
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    return flower, said_address(flower, Path(log.name), r"Visit me at (http://[0-9.]+:[0-9]+)", "covey flower")
+
+
 SIMHTTP = "simhttp"  # the name a models file gives ``covey sim-server`` in the tests
 
 

@@ -8,27 +8,18 @@ import re
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import httpx2 as httpx
 import pytest
 
-from tests.integration.conftest import ROOT, said_address, stop_worker, worker_env, worker_log
+from tests.integration.conftest import ROOT, start_flower, stop_worker, worker_env
 
 AUTH = ("ops", "secret")
 
 
 @pytest.fixture(scope="module")
 def flower(redis_server, worker):
-    log = worker_log("covey-flower")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "covey", "flower", "--port", "0", "--basic-auth", ":".join(AUTH)],
-        env=worker_env(redis_server.url),
-        cwd=ROOT,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = said_address(proc, Path(log.name), r"Visit me at (http://[0-9.]+:[0-9]+)", "covey flower")
+    proc, url = start_flower(redis_server.url, ":".join(AUTH))
     deadline = time.monotonic() + 60
     # Flower learns of workers from their events: once it lists one, events flow.
     while not httpx.get(f"{url}/workers", params={"json": 1}, auth=AUTH, timeout=5).json()["data"]:

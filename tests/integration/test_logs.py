@@ -11,7 +11,6 @@ import subprocess
 import sys
 import time
 import uuid
-from pathlib import Path
 
 import httpx2 as httpx
 import pytest
@@ -25,14 +24,13 @@ from covey.status import AgentStatus
 from tests.integration.conftest import (
     ROOT,
     SIMHTTP,
-    said_address,
     start_covey_worker,
+    start_flower,
     start_sim_server,
     start_worker,
     stop_worker,
     wait_for_worker,
     worker_env,
-    worker_log,
 )
 from tests.integration.test_durability import wait_until
 from tests.redis_server import RedisServer
@@ -67,22 +65,10 @@ def guarded(tmp_path_factory):
         }
         worker = start_worker(server.url, **env)
         client = Client(Settings(redis_url=server.url, model="sim"))
-        log = worker_log("covey-flower")
-        flower = subprocess.Popen(
-            [sys.executable, "-m", "covey", "flower", "--port", "0", "--basic-auth", ":".join(AUTH)],
-            env=worker_env(server.url, **env),
-            cwd=ROOT,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+        flower, flower_url = start_flower(server.url, ":".join(AUTH), **env)
         try:
             wait_for_worker(client, worker)
-            yield (
-                client,
-                worker,
-                said_address(flower, Path(log.name), r"Visit me at (http://[0-9.]+:[0-9]+)", "flower"),
-                env,
-            )
+            yield client, worker, flower_url, env
         finally:
             client.close()
             stop_worker(sim)
