@@ -37,7 +37,7 @@ from bench.harness import Worker, interruptible, private_redis, report
 from covey.client import Client
 from covey.config.settings import Settings
 from covey.events import EventType
-from tests.integration.conftest import said_address
+from tests.integration.conftest import UI_SAYS, said_address
 
 QUEUE = "bench-ui"
 BIG = "[sim:spawn width=30 depth=2] [sim:latency 300] bench"  # 1 + 30 + 900 agents
@@ -68,7 +68,7 @@ def serve(stack: ExitStack, redis_url: str, logs: Path) -> str:
     )
     stack.callback(proc.wait, 10)
     stack.callback(proc.terminate)
-    return said_address(proc, Path(log.name), r"^covey ui on (http://\S+)/jobs ", "covey ui")
+    return said_address(proc, Path(log.name), UI_SAYS, "covey ui")
 
 
 def drawn_ms(browser: Browser, url: str) -> float:

@@ -86,6 +86,7 @@ def start_covey_worker(redis_url: str, flags: list[str], **extra: str) -> subpro
 
 
 SERVER_START_SECONDS = 30  # for a server to start and say where it listens, on a loaded machine
+UI_SAYS = r"^covey ui on (http://\S+)/jobs "  # covey ui's first line, once it listens: its base URL
 
 
 def said_address(proc: subprocess.Popen, log: Path, pattern: str, what: str) -> str:

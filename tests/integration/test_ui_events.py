@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx2
 
 from covey.events import JobEvent
-from tests.integration.conftest import ROOT, said_address, worker_env, worker_log
+from tests.integration.conftest import ROOT, UI_SAYS, said_address, worker_env, worker_log
 
 
 @contextmanager
@@ -29,7 +29,7 @@ def served(redis_url: str, *flags: str) -> Iterator[str]:
         stderr=log,
     )
     try:
-        yield said_address(proc, Path(log.name), r"^covey ui on (http://\S+)/jobs ", "covey ui")
+        yield said_address(proc, Path(log.name), UI_SAYS, "covey ui")
     finally:
         proc.terminate()
         proc.wait(timeout=10)
