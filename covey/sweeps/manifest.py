@@ -115,9 +115,10 @@ class Manifest(BaseModel):
         caps given now replace the kept ones. ``SweepMismatch`` when the directory's
         sweep ran another dataset or grid. Submitters on one directory take turns, so
         two first runs make one sweep, not two that each spend a cap of their own."""
-        Path(directory).mkdir(parents=True, exist_ok=True)
-        with _turn(Path(directory) / LOCK_FILE):
-            path = Path(directory) / MANIFEST_FILE
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        with _turn(directory / LOCK_FILE):
+            path = directory / MANIFEST_FILE
             found = cls.check(directory, dataset_digest, grid_digest)
             if found is None:
                 found = cls(id=_new_id(), created=datetime.now(UTC), dataset=dataset, grid=grid)
@@ -132,7 +133,7 @@ class Manifest(BaseModel):
                 ("grid_run", grid_run),
             )
             update = {k: v for k, v in given_now if v is not None}
-            here = str(Path(directory).resolve())
+            here = str(directory.resolve())
             manifest = found.model_copy(update={"dataset": dataset, "grid": grid, "directory": here, **update})
             # Written beside it and moved into place: a reader that takes no turn (a
             # report, the web view) reads the old manifest or the new one, never half of one.
