@@ -1,3 +1,4 @@
+import fcntl
 import shutil
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -5,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from covey.sweeps.manifest import Manifest, SweepMismatch
+from covey.sweeps import manifest as manifest_module
+from covey.sweeps.errors import SweepInputError
+from covey.sweeps.manifest import LOCK_FILE, Manifest, SweepMismatch
 
 
 def test_a_rerun_is_the_same_sweep_and_keeps_its_caps(tmp_path):
@@ -65,3 +68,13 @@ def test_submitters_starting_a_directory_at_once_make_one_sweep(tmp_path):
             ids = list(pool.map(first_run, range(submitters)))
             assert len(set(ids)) == 1, ids
             assert Manifest.check(directory, None, None).id == ids[0]
+
+
+def test_a_directory_whose_lock_another_submitter_keeps_is_refused_naming_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(manifest_module, "TURN_SECONDS", 0.2)
+    with (tmp_path / LOCK_FILE).open("a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # a submitter stuck in its turn
+        with pytest.raises(SweepInputError, match=r"\.sweep\.lock: another submitter held it for 0.2s; is one stuck\?"):
+            Manifest.open(tmp_path, "d", "g", None, None)
+    assert not (tmp_path / "sweep.json").exists()
+    assert Manifest.open(tmp_path, "d", "g", None, None).id  # let go, the next run takes its turn
